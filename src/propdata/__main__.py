@@ -1,0 +1,3 @@
+from propdata.cli import main
+
+main()

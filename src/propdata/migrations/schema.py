@@ -1,0 +1,174 @@
+"""The one schema definition, applied by `migrate` (SQLite now; PostgreSQL uses the same tables)."""
+
+from __future__ import annotations
+
+from propdata.kit.db import Database
+
+SCHEMA_VERSION = 1
+
+TABLES = [
+    """
+    CREATE TABLE IF NOT EXISTS meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    """
+    CREATE TABLE IF NOT EXISTS properties (
+        id TEXT PRIMARY KEY,
+        origin TEXT NOT NULL,
+        status TEXT NOT NULL,
+        list_price INTEGER,
+        street_address TEXT,
+        street_key TEXT,
+        city TEXT NOT NULL,
+        city_key TEXT NOT NULL,
+        state TEXT NOT NULL,
+        zip_code TEXT NOT NULL,
+        county TEXT,
+        fips_code TEXT,
+        bedrooms INTEGER,
+        bathrooms REAL,
+        living_area INTEGER,
+        lot_size INTEGER,
+        year_built INTEGER,
+        property_type TEXT,
+        days_on_market INTEGER,
+        listing_type TEXT,
+        listing_date TEXT,
+        original_list_price INTEGER,
+        previous_list_price INTEGER,
+        last_price_change_date TEXT,
+        removed_date TEXT,
+        last_sale_price INTEGER,
+        last_sale_date TEXT,
+        stories INTEGER,
+        latitude REAL,
+        longitude REAL,
+        walk_score INTEGER,
+        transit_score INTEGER,
+        bike_score INTEGER,
+        rent_value INTEGER,
+        rent_low INTEGER,
+        rent_high INTEGER,
+        rent_as_of TEXT,
+        value_value INTEGER,
+        value_low INTEGER,
+        value_high INTEGER,
+        value_as_of TEXT,
+        last_updated TEXT NOT NULL,
+        content_hash TEXT NOT NULL
+    )""",
+    """
+    CREATE TABLE IF NOT EXISTS price_events (
+        property_id TEXT NOT NULL REFERENCES properties(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        date TEXT NOT NULL,
+        event TEXT NOT NULL,
+        price INTEGER,
+        source TEXT NOT NULL,
+        PRIMARY KEY (property_id, seq)
+    )""",
+    """
+    CREATE TABLE IF NOT EXISTS tax_records (
+        property_id TEXT NOT NULL REFERENCES properties(id) ON DELETE CASCADE,
+        year INTEGER NOT NULL,
+        tax_paid INTEGER,
+        assessed_value INTEGER,
+        PRIMARY KEY (property_id, year)
+    )""",
+    """
+    CREATE TABLE IF NOT EXISTS market_snapshots (
+        zip_code TEXT PRIMARY KEY,
+        city TEXT NOT NULL,
+        state TEXT NOT NULL,
+        city_key TEXT NOT NULL,
+        date TEXT NOT NULL,
+        median_list_price INTEGER,
+        median_sold_price INTEGER,
+        active_listings INTEGER NOT NULL,
+        new_listings_30d INTEGER NOT NULL,
+        sold_last_30d INTEGER NOT NULL,
+        median_days_on_market INTEGER,
+        average_price_per_sqft INTEGER,
+        inventory_months REAL,
+        list_to_sold_ratio REAL
+    )""",
+    """
+    CREATE TABLE IF NOT EXISTS market_history (
+        zip_code TEXT NOT NULL,
+        month TEXT NOT NULL,
+        median_list_price INTEGER,
+        median_sold_price INTEGER,
+        active_listings INTEGER NOT NULL,
+        sold_count INTEGER NOT NULL,
+        median_days_on_market INTEGER,
+        average_price_per_sqft INTEGER,
+        PRIMARY KEY (zip_code, month)
+    )""",
+    """
+    CREATE TABLE IF NOT EXISTS plans (
+        name TEXT PRIMARY KEY,
+        per_minute INTEGER NOT NULL,
+        daily INTEGER,
+        default_page_size INTEGER NOT NULL,
+        max_page_size INTEGER NOT NULL,
+        price_usd INTEGER
+    )""",
+    """
+    CREATE TABLE IF NOT EXISTS api_keys (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        prefix TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        plan TEXT NOT NULL REFERENCES plans(name),
+        per_minute INTEGER,
+        daily INTEGER,
+        default_page_size INTEGER,
+        max_page_size INTEGER,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+    )""",
+]
+
+INDEXES = [
+    "CREATE INDEX IF NOT EXISTS ix_prop_updated ON properties (last_updated, id)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_zip ON properties (zip_code, last_updated, id)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_city ON properties (city_key, state, last_updated, id)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_state ON properties (state, status, last_updated, id)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_status ON properties (status, last_updated, id)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_price ON properties (list_price, id)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_origin ON properties (origin)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_street ON properties (street_key, city_key, state)",
+    "CREATE INDEX IF NOT EXISTS ix_events_kind ON price_events (event, date)",
+    "CREATE INDEX IF NOT EXISTS ix_market_place ON market_snapshots (state, city_key)",
+]
+
+PLANS = [
+    # name, per_minute, daily (None = unlimited), default_page_size, max_page_size, price_usd
+    ("free", 10, 100, 10, 25, 0),
+    ("developer", 100, 10_000, 25, 100, 49),
+    ("pro", 500, 100_000, 50, 250, 199),
+    ("enterprise", 2_000, None, 100, 1_000, None),
+]
+
+
+async def migrate(db: Database) -> None:
+    """Create every table, index and plan that is missing; safe to run at every start."""
+    async with db.transaction():
+        for statement in TABLES + INDEXES:
+            await db.execute(statement)
+        for plan in PLANS:
+            await db.execute(
+                "INSERT INTO plans (name, per_minute, daily, default_page_size, max_page_size,"
+                " price_usd) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                plan,
+            )
+        await db.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(SCHEMA_VERSION),),
+        )
+        await db.execute(
+            "INSERT INTO meta (key, value) VALUES ('data_version', '0') ON CONFLICT (key) DO NOTHING"
+        )

@@ -1,0 +1,201 @@
+"""The status machine of contract.md ("Status transitions") and the fields derived from history.
+
+Every writer (demo readers, synthetic generator, importer) goes through `check_history`
+and `derive`, so a stored record's status, list prices and dates always agree with its
+priceHistory.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from propdata.properties.schemas import PriceEvent
+
+SOLD_EXPIRY_DAYS = 180
+"""recentlySold becomes offMarket this many days after the sale with no new listing."""
+
+TRANSITIONS: dict[tuple[str, str], str] = {
+    ("offMarket", "listedForSale"): "forSale",
+    ("offMarket", "relisted"): "forSale",
+    ("offMarket", "listedForRent"): "forRent",
+    ("offMarket", "sold"): "recentlySold",
+    ("forSale", "priceChange"): "forSale",
+    ("forSale", "pendingSale"): "forSale",
+    ("forSale", "sold"): "recentlySold",
+    ("forSale", "delisted"): "offMarket",
+    ("forSale", "listedForRent"): "forRent",
+    ("forRent", "rentalRemoved"): "offMarket",
+    ("forRent", "listedForSale"): "forSale",
+    ("recentlySold", "listedForSale"): "forSale",
+    ("recentlySold", "listedForRent"): "forRent",
+}
+"""(status before, event) -> status after. `relisted` is a listedForSale after a delisting."""
+
+LISTING_EVENTS = frozenset({"listedForSale", "relisted"})
+
+
+class TransitionError(ValueError):
+    """A history or update asks for a transition contract.md does not allow."""
+
+
+def chronological(history: Sequence[PriceEvent]) -> list[PriceEvent]:
+    """Oldest first; the wire order is newest first. Stable for events on the same day."""
+    return list(reversed(history))
+
+
+def expire(status: str, last_sale: str | None, as_of: dt.date) -> str:
+    """Apply the 180-day rule: a sale older than SOLD_EXPIRY_DAYS leaves the property offMarket."""
+    if status == "recentlySold" and last_sale is not None:
+        if (as_of - dt.date.fromisoformat(last_sale)).days > SOLD_EXPIRY_DAYS:
+            return "offMarket"
+    return status
+
+
+def replay(events: Sequence[PriceEvent], start: str = "offMarket") -> tuple[str, str | None]:
+    """Run chronological events through TRANSITIONS; return (status, date of the last sale).
+
+    Raises TransitionError naming the first event that is not allowed.
+    """
+    status = start
+    last_sale: str | None = None
+    previous_date = ""
+    for index, event in enumerate(events):
+        if event.date < previous_date:
+            raise TransitionError(f"priceHistory is not in date order at {event.date}")
+        previous_date = event.date
+        after = TRANSITIONS.get((status, event.event))
+        if after is None:
+            raise TransitionError(
+                f"event {index + 1} ({event.event} on {event.date}) is not allowed from {status}"
+            )
+        status = after
+        if event.event == "sold":
+            last_sale = event.date
+    return status, last_sale
+
+
+def check_history(history: Sequence[PriceEvent], status: str, as_of: dt.date) -> None:
+    """Check that a newest-first history leads from offMarket to `status` as of `as_of`."""
+    reached, last_sale = replay(chronological(history))
+    reached = expire(reached, last_sale, as_of)
+    if reached != status:
+        raise TransitionError(f"priceHistory leads to {reached}, but status is {status}")
+
+
+def check_update(
+    stored_status: str,
+    stored_history: Sequence[PriceEvent],
+    new_history: Sequence[PriceEvent],
+    new_status: str,
+    as_of: dt.date,
+) -> None:
+    """Check that replacing a stored record keeps to the transitions.
+
+    The events newer than the stored record's newest event must lead from the stored status
+    to the new one; with no newer events the status may only change by the 180-day rule.
+    """
+    stored_last = stored_history[0].date if stored_history else ""
+    newer = [e for e in chronological(new_history) if e.date > stored_last]
+    last_sale = next((e.date for e in stored_history if e.event == "sold"), None)
+    start = expire(stored_status, last_sale, as_of)
+    reached, sale = replay(newer, start=start)
+    reached = expire(reached, sale or last_sale, as_of)
+    if reached != new_status:
+        raise TransitionError(
+            f"stored status {stored_status} cannot become {new_status}"
+            + (f" through {', '.join(e.event for e in newer)}" if newer else " without new events")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """Fields computed from the history, never taken from input."""
+
+    original_list_price: int | None
+    previous_list_price: int | None
+    last_price_change_date: str | None
+    removed_date: str | None
+    last_sale_price: int | None
+    last_sale_date: str | None
+    listing_date: str | None
+    """Start of the listing that set the current status (forSale, forRent or the sold one)."""
+
+
+def derive(history: Sequence[PriceEvent], status: str) -> Derived:
+    """Compute the listing-derived fields of a record from its newest-first history.
+
+    - originalListPrice: the first price of the current listing (for recentlySold, of the
+      listing that sold); null when the property is not listed and did not sell from a listing.
+    - previousListPrice / lastPriceChangeDate: the price before, and the date of, the newest
+      priceChange of that listing.
+    - removedDate: the date of the newest `delisted` event.
+    """
+    last_sale = next((e for e in history if e.event == "sold"), None)
+    removed = next((e for e in history if e.event == "delisted"), None)
+    listing: list[PriceEvent] = []
+    if status in ("forSale", "recentlySold", "forRent"):
+        start_events = {"forRent": {"listedForRent"}}.get(status, set(LISTING_EVENTS))
+        skip_to_sale = status == "recentlySold"
+        for event in history:
+            if skip_to_sale:
+                if event.event == "sold":
+                    skip_to_sale = False
+                continue
+            if event.event in ("sold", "delisted", "rentalRemoved"):
+                break
+            listing.append(event)
+            if event.event in start_events:
+                break
+        if not listing or listing[-1].event not in start_events:
+            listing = []
+    original = listing[-1].price if listing else None
+    changes = [e for e in listing if e.event == "priceChange"]
+    previous_price: int | None = None
+    if changes:
+        newest_change = changes[0]
+        older = listing[listing.index(newest_change) + 1 :]
+        previous_price = next((e.price for e in older if e.price is not None), None)
+    return Derived(
+        original_list_price=original,
+        previous_list_price=previous_price,
+        last_price_change_date=changes[0].date if changes else None,
+        removed_date=removed.date if removed else None,
+        last_sale_price=last_sale.price if last_sale else None,
+        last_sale_date=last_sale.date if last_sale else None,
+        listing_date=listing[-1].date if listing else None,
+    )
+
+
+def current_list_price(history: Sequence[PriceEvent], status: str) -> int | None:
+    """The asking price of the current listing (sale price, or monthly rent when forRent).
+
+    For recentlySold it is the last asking price of the listing that sold; offMarket has none.
+    """
+    if status == "offMarket":
+        return None
+    events = list(history)
+    if status == "recentlySold":
+        sold_at = next((i for i, e in enumerate(events) if e.event == "sold"), None)
+        if sold_at is None:
+            return None
+        events = events[sold_at + 1 :]
+    for event in events:
+        if event.event in ("sold", "delisted", "rentalRemoved"):
+            return None
+        if event.price is not None and event.event != "pendingSale":
+            return event.price
+    return None
+
+
+def days_on_market(derived: Derived, history: Sequence[PriceEvent], status: str, as_of: dt.date) -> int | None:
+    """Days the current listing has been on the market as of `as_of`; for a sale, list to close."""
+    if derived.listing_date is None:
+        return None
+    start = dt.date.fromisoformat(derived.listing_date)
+    if status == "recentlySold" and derived.last_sale_date is not None:
+        return max(0, (dt.date.fromisoformat(derived.last_sale_date) - start).days)
+    if status in ("forSale", "forRent"):
+        return max(0, (as_of - start).days)
+    return None

@@ -1,0 +1,238 @@
+"""Every SQL statement about properties: reads for the API, the one write path for loads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from propdata.kit.db import Database, Row
+from propdata.properties.schemas import PriceEvent, TaxRecord
+
+COLUMNS = (
+    "id", "origin", "status", "list_price", "street_address", "street_key", "city", "city_key",
+    "state", "zip_code", "county", "fips_code", "bedrooms", "bathrooms", "living_area",
+    "lot_size", "year_built", "property_type", "days_on_market", "listing_type", "listing_date",
+    "original_list_price", "previous_list_price", "last_price_change_date", "removed_date",
+    "last_sale_price", "last_sale_date", "stories", "latitude", "longitude", "walk_score",
+    "transit_score", "bike_score", "rent_value", "rent_low", "rent_high", "rent_as_of",
+    "value_value", "value_low", "value_high", "value_as_of", "last_updated", "content_hash",
+)  # fmt: skip
+_INSERT = (
+    f"INSERT INTO properties ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
+    " ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "id")
+)
+
+SORT_COLUMNS = {
+    "listPrice": "list_price",
+    "daysOnMarket": "days_on_market",
+    "livingArea": "living_area",
+    "lastUpdated": "last_updated",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What a load needs to know of a record that is already stored."""
+
+    status: str
+    content_hash: str
+    origin: str
+
+
+@dataclass(slots=True)
+class SearchFilters:
+    """Validated search filters; None means "not filtered"."""
+
+    zip_code: str | None = None
+    city: str | None = None
+    state: str | None = None
+    status: str | None = None
+    property_type: str | None = None
+    min_price: int | None = None
+    max_price: int | None = None
+    min_beds: int | None = None
+    max_beds: int | None = None
+    min_baths: float | None = None
+    min_sqft: int | None = None
+    max_sqft: int | None = None
+    min_year_built: int | None = None
+    max_days_on_market: int | None = None
+
+
+class PropertyRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def get(self, property_id: str) -> Row | None:
+        return await self.db.fetch_one(
+            f"SELECT {', '.join(COLUMNS)} FROM properties WHERE id = ?", (property_id,)
+        )
+
+    async def price_history(self, property_id: str) -> list[Row]:
+        return await self.db.fetch_all(
+            "SELECT date, event, price, source FROM price_events WHERE property_id = ?"
+            " ORDER BY seq",
+            (property_id,),
+        )
+
+    async def tax_history(self, property_id: str) -> list[Row]:
+        return await self.db.fetch_all(
+            "SELECT year, tax_paid, assessed_value FROM tax_records WHERE property_id = ?"
+            " ORDER BY year DESC",
+            (property_id,),
+        )
+
+    async def exists(self, property_id: str) -> bool:
+        row = await self.db.fetch_one("SELECT 1 FROM properties WHERE id = ?", (property_id,))
+        return row is not None
+
+    async def find_by_address(
+        self, street_key: str, city_key: str, state: str, zip_code: str | None
+    ) -> list[Row]:
+        sql = (
+            "SELECT id, status, list_price, street_address, city, state, zip_code, bedrooms,"
+            " bathrooms, living_area, last_updated FROM properties"
+            " WHERE street_key = ? AND city_key = ? AND state = ?"
+        )
+        params: list[Any] = [street_key, city_key, state]
+        if zip_code is not None:
+            sql += " AND zip_code = ?"
+            params.append(zip_code)
+        return await self.db.fetch_all(sql + " ORDER BY zip_code, id LIMIT 50", params)
+
+    async def search(
+        self, filters: SearchFilters, sort: str, order: str, limit: int, offset: int
+    ) -> tuple[int, list[Row]]:
+        """One page of matches and the exact total, ordered with `id` as the tie-breaker.
+
+        Records whose sort value is null come last in either order.
+        """
+        where, params = _where(filters)
+        column = SORT_COLUMNS[sort]
+        direction = "DESC" if order == "desc" else "ASC"
+        order_by = f"{column} IS NULL, {column} {direction}, id {direction}"
+        if column == "last_updated":  # never null
+            order_by = f"last_updated {direction}, id {direction}"
+        rows = await self.db.fetch_all(
+            "SELECT id, status, list_price, street_address, city, state, zip_code, bedrooms,"
+            " bathrooms, living_area, days_on_market, last_sale_price, last_sale_date,"
+            f" last_updated FROM properties{where} ORDER BY {order_by} LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        count = await self.db.fetch_one(f"SELECT count(*) FROM properties{where}", params)
+        return (int(count[0]) if count else 0), rows
+
+    async def comparables(
+        self, property_id: str, zip_code: str, property_type: str | None, limit: int = 200
+    ) -> list[Row]:
+        """Recent sales in the same ZIP code (same type first) for the valuation answer."""
+        return await self.db.fetch_all(
+            "SELECT id, street_address, city, state, zip_code, latitude, longitude, bedrooms,"
+            " bathrooms, living_area, year_built, property_type, last_sale_price,"
+            " last_sale_date FROM properties"
+            " WHERE zip_code = ? AND id <> ? AND last_sale_price IS NOT NULL"
+            " ORDER BY (property_type IS ?) DESC, last_sale_date DESC LIMIT ?",
+            (zip_code, property_id, property_type, limit),
+        )
+
+    # -- the write path ----------------------------------------------------------------
+
+    async def stored(self, ids: Sequence[str]) -> dict[str, Stored]:
+        if not ids:
+            return {}
+        rows = await self.db.fetch_all(
+            "SELECT id, status, content_hash, origin FROM properties"
+            f" WHERE id IN ({', '.join('?' for _ in ids)})",
+            list(ids),
+        )
+        return {row[0]: Stored(row[1], row[2], row[3]) for row in rows}
+
+    async def write(
+        self,
+        rows: Sequence[Sequence[Any]],
+        events: Sequence[Sequence[Any]],
+        taxes: Sequence[Sequence[Any]],
+        replaced: Sequence[str],
+    ) -> None:
+        """Upsert property rows and replace their histories; call inside a transaction."""
+        if replaced:
+            marks = ", ".join("?" for _ in replaced)
+            await self.db.execute(f"DELETE FROM price_events WHERE property_id IN ({marks})", replaced)
+            await self.db.execute(f"DELETE FROM tax_records WHERE property_id IN ({marks})", replaced)
+        await self.db.executemany(_INSERT, rows)
+        await self.db.executemany(
+            "INSERT INTO price_events (property_id, seq, date, event, price, source)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            events,
+        )
+        await self.db.executemany(
+            "INSERT INTO tax_records (property_id, year, tax_paid, assessed_value)"
+            " VALUES (?, ?, ?, ?)",
+            taxes,
+        )
+
+    async def stored_history(self, property_id: str) -> list[PriceEvent]:
+        return [
+            PriceEvent(date=r[0], event=r[1], price=r[2], source=r[3])
+            for r in await self.price_history(property_id)
+        ]
+
+    async def delete_origin(self, origin: str) -> int:
+        """Remove every record of one origin (a rebuild of the demo or synthetic set)."""
+        sub = "SELECT id FROM properties WHERE origin = ?"
+        await self.db.execute(f"DELETE FROM price_events WHERE property_id IN ({sub})", (origin,))
+        await self.db.execute(f"DELETE FROM tax_records WHERE property_id IN ({sub})", (origin,))
+        return await self.db.execute("DELETE FROM properties WHERE origin = ?", (origin,))
+
+    async def count(self, origin: str | None = None) -> int:
+        if origin is None:
+            row = await self.db.fetch_one("SELECT count(*) FROM properties")
+        else:
+            row = await self.db.fetch_one(
+                "SELECT count(*) FROM properties WHERE origin = ?", (origin,)
+            )
+        return int(row[0]) if row else 0
+
+    async def bump_data_version(self) -> None:
+        await self.db.execute(
+            "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+            " WHERE key = 'data_version'"
+        )
+
+    async def data_version(self) -> int:
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
+        return int(row[0]) if row else 0
+
+
+def _where(f: SearchFilters) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def add(clause: str, value: Any) -> None:
+        if value is not None:
+            clauses.append(clause)
+            params.append(value)
+
+    add("zip_code = ?", f.zip_code)
+    add("city_key = ?", f.city)
+    add("state = ?", f.state)
+    add("status = ?", f.status)
+    add("property_type = ?", f.property_type)
+    add("list_price >= ?", f.min_price)
+    add("list_price <= ?", f.max_price)
+    add("bedrooms >= ?", f.min_beds)
+    add("bedrooms <= ?", f.max_beds)
+    add("bathrooms >= ?", f.min_baths)
+    add("living_area >= ?", f.min_sqft)
+    add("living_area <= ?", f.max_sqft)
+    add("year_built >= ?", f.min_year_built)
+    add("days_on_market <= ?", f.max_days_on_market)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def tax_rows(property_id: str, taxes: Sequence[TaxRecord]) -> list[tuple[Any, ...]]:
+    return [(property_id, t.year, t.tax_paid, t.assessed_value) for t in taxes]

@@ -1,0 +1,210 @@
+"""Wire shapes of property records (interface.md + contract.md), as msgspec structs.
+
+`PropertyDetail` is both the answer of GET /v1/properties/{id} and the "API's own shape"
+that `propdata data import` accepts, so an export can be loaded back unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+Status = Literal["forSale", "recentlySold", "forRent", "offMarket"]
+PropertyType = Literal["singleFamily", "condo", "townhouse", "multiFamily", "land"]
+ListingType = Literal["standard", "newConstruction", "foreclosure", "shortSale", "auction"]
+Event = Literal[
+    "listedForSale",
+    "priceChange",
+    "pendingSale",
+    "sold",
+    "delisted",
+    "relisted",
+    "listedForRent",
+    "rentalRemoved",
+]
+Source = Literal["mls", "publicRecord", "agent", "owner"]
+SortField = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated"]
+SortOrder = Literal["asc", "desc"]
+
+STATUSES: tuple[str, ...] = ("forSale", "recentlySold", "forRent", "offMarket")
+PROPERTY_TYPES: tuple[str, ...] = ("singleFamily", "condo", "townhouse", "multiFamily", "land")
+LISTING_TYPES: tuple[str, ...] = ("standard", "newConstruction", "foreclosure", "shortSale", "auction")
+EVENTS: tuple[str, ...] = (
+    "listedForSale",
+    "priceChange",
+    "pendingSale",
+    "sold",
+    "delisted",
+    "relisted",
+    "listedForRent",
+    "rentalRemoved",
+)
+SOURCES: tuple[str, ...] = ("mls", "publicRecord", "agent", "owner")
+
+
+class Base(msgspec.Struct, rename="camel", kw_only=True):
+    """Every wire struct: camelCase names, every listed field always present (null if unknown)."""
+
+
+class Address(Base):
+    street_address: str | None
+    city: str
+    state: str
+    zip_code: str
+    county: str | None = None
+    fips_code: str | None = None
+
+
+class ShortAddress(Base):
+    """The address of lookup and search answers: the four fields interface.md lists."""
+
+    street_address: str | None
+    city: str
+    state: str
+    zip_code: str
+
+
+class PriceEvent(Base):
+    date: str
+    event: Event
+    price: int | None
+    source: Source
+
+
+class TaxRecord(Base):
+    year: int
+    tax_paid: int | None
+    assessed_value: int | None
+
+
+class Scores(Base):
+    walkability: int | None
+    transit: int | None
+    bike: int | None
+
+
+class Coordinates(Base):
+    latitude: float
+    longitude: float
+
+
+class Estimate(Base):
+    value: int
+    low: int
+    high: int
+    as_of_date: str
+
+
+class PropertyDetail(Base):
+    """GET /v1/properties/{id}: interface.md's fields plus contract.md's named data points."""
+
+    id: str
+    status: Status
+    list_price: int | None
+    address: Address
+    bedrooms_total: int | None
+    bathrooms_total: float | None
+    living_area: int | None
+    lot_size: int | None
+    year_built: int | None
+    property_type: PropertyType | None
+    days_on_market: int | None
+    price_history: list[PriceEvent]
+    tax_history: list[TaxRecord]
+    scores: Scores | None
+    coordinates: Coordinates | None
+    last_updated: str
+    listing_type: ListingType | None
+    original_list_price: int | None
+    previous_list_price: int | None
+    last_price_change_date: str | None
+    removed_date: str | None
+    rent_estimate: Estimate | None
+    value_estimate: Estimate | None
+    gross_yield: float | None
+    price_per_square_foot: int | None
+    stories: int | None
+
+
+class PropertyLookupItem(Base):
+    """GET /v1/properties/lookup."""
+
+    id: str
+    status: Status
+    list_price: int | None
+    address: ShortAddress
+    bedrooms_total: int | None
+    bathrooms_total: float | None
+    living_area: int | None
+    last_updated: str
+
+
+class PropertySearchItem(Base):
+    """One item of GET /v1/properties and /v1/properties/search."""
+
+    id: str
+    status: Status
+    list_price: int | None
+    address: ShortAddress
+    bedrooms_total: int | None
+    bathrooms_total: float | None
+    living_area: int | None
+    days_on_market: int | None
+    last_sale_price: int | None
+    last_sale_date: str | None
+    last_updated: str
+
+
+class PropertyHistory(Base):
+    """GET /v1/properties/{id}/history."""
+
+    id: str
+    price_history: list[PriceEvent]
+    tax_history: list[TaxRecord]
+
+
+class Comparable(Base):
+    id: str
+    address: ShortAddress
+    distance_miles: float
+    sale_date: str
+    sale_price: int
+    similarity: float
+
+
+class Valuation(Base):
+    """GET /v1/properties/{id}/valuation."""
+
+    id: str
+    value_estimate: Estimate | None
+    rent_estimate: Estimate | None
+    gross_yield: float | None
+    comparables: list[Comparable]
+
+
+class PageMeta(Base):
+    total: int
+    limit: int
+    offset: int
+
+
+class PropertyResponse(Base):
+    data: PropertyDetail
+
+
+class LookupResponse(Base):
+    data: PropertyLookupItem
+
+
+class SearchResponse(Base):
+    meta: PageMeta
+    data: list[PropertySearchItem]
+
+
+class HistoryResponse(Base):
+    data: PropertyHistory
+
+
+class ValuationResponse(Base):
+    data: Valuation
