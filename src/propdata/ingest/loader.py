@@ -30,8 +30,64 @@ FIPS_PATTERN = re.compile(r"^\d{5}$")
 DATE_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 TIMESTAMP_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 US_STATES = frozenset(
-    "AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH"
-    " NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY PR VI GU AS MP".split()
+    [
+        "AL",
+        "AK",
+        "AZ",
+        "AR",
+        "CA",
+        "CO",
+        "CT",
+        "DE",
+        "DC",
+        "FL",
+        "GA",
+        "HI",
+        "ID",
+        "IL",
+        "IN",
+        "IA",
+        "KS",
+        "KY",
+        "LA",
+        "ME",
+        "MD",
+        "MA",
+        "MI",
+        "MN",
+        "MS",
+        "MO",
+        "MT",
+        "NE",
+        "NV",
+        "NH",
+        "NJ",
+        "NM",
+        "NY",
+        "NC",
+        "ND",
+        "OH",
+        "OK",
+        "OR",
+        "PA",
+        "RI",
+        "SC",
+        "SD",
+        "TN",
+        "TX",
+        "UT",
+        "VT",
+        "VA",
+        "WA",
+        "WV",
+        "WI",
+        "WY",
+        "PR",
+        "VI",
+        "GU",
+        "AS",
+        "MP",
+    ]
 )
 
 
@@ -212,7 +268,9 @@ async def _load_batch(
             report.rejects.append(Reject(line, reason, item.id))
         elif item.id in valid:
             first = valid[item.id][0]
-            report.rejects.append(Reject(line, f"id {item.id} already appears on line {first}", item.id))
+            report.rejects.append(
+                Reject(line, f"id {item.id} already appears on line {first}", item.id)
+            )
         else:
             valid[item.id] = (line, item)
     stored = await repo.stored(list(valid))

@@ -189,7 +189,9 @@ def current_list_price(history: Sequence[PriceEvent], status: str) -> int | None
     return None
 
 
-def days_on_market(derived: Derived, history: Sequence[PriceEvent], status: str, as_of: dt.date) -> int | None:
+def days_on_market(
+    derived: Derived, history: Sequence[PriceEvent], status: str, as_of: dt.date
+) -> int | None:
     """Days the current listing has been on the market as of `as_of`; for a sale, list to close."""
     if derived.listing_date is None:
         return None

@@ -161,8 +161,12 @@ class PropertyRepository:
         """Upsert property rows and replace their histories; call inside a transaction."""
         if replaced:
             marks = ", ".join("?" for _ in replaced)
-            await self.db.execute(f"DELETE FROM price_events WHERE property_id IN ({marks})", replaced)
-            await self.db.execute(f"DELETE FROM tax_records WHERE property_id IN ({marks})", replaced)
+            await self.db.execute(
+                f"DELETE FROM price_events WHERE property_id IN ({marks})", replaced
+            )
+            await self.db.execute(
+                f"DELETE FROM tax_records WHERE property_id IN ({marks})", replaced
+            )
         await self.db.executemany(_INSERT, rows)
         await self.db.executemany(
             "INSERT INTO price_events (property_id, seq, date, event, price, source)"

@@ -29,7 +29,13 @@ SortOrder = Literal["asc", "desc"]
 
 STATUSES: tuple[str, ...] = ("forSale", "recentlySold", "forRent", "offMarket")
 PROPERTY_TYPES: tuple[str, ...] = ("singleFamily", "condo", "townhouse", "multiFamily", "land")
-LISTING_TYPES: tuple[str, ...] = ("standard", "newConstruction", "foreclosure", "shortSale", "auction")
+LISTING_TYPES: tuple[str, ...] = (
+    "standard",
+    "newConstruction",
+    "foreclosure",
+    "shortSale",
+    "auction",
+)
 EVENTS: tuple[str, ...] = (
     "listedForSale",
     "priceChange",

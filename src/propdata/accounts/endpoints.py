@@ -1,0 +1,45 @@
+"""GET /v1/auth/status: the key, its plan, limits and live usage; never counted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, get
+
+from propdata.accounts.middleware import current_key
+from propdata.accounts.schemas import AuthStatus, AuthStatusResponse, Limits, Usage, WindowUsage
+from propdata.kit.http import RATE_HEADERS, errors
+
+
+@get(
+    "/auth/status",
+    opt={"metered": False},
+    responses=errors(400),
+    response_headers=RATE_HEADERS,
+    tags=["account"],
+    summary="Check the key and its usage",
+    operation_id="getAuthStatus",
+)
+async def auth_status(request: Request[Any, Any, Any]) -> AuthStatusResponse:
+    """Describe the calling key: plan, limits and the usage of both windows."""
+    key = current_key(request.scope)
+    services = request.app.state.services
+    usage = await services.limiter.usage(key.id, key.per_minute, key.daily)
+    day = None
+    if usage.day is not None:
+        day = WindowUsage(used=usage.day.used, remaining=usage.day.remaining, reset=usage.day.reset)
+    return AuthStatusResponse(
+        data=AuthStatus(
+            key_id=key.id, name=key.name, plan=key.plan, status=key.status,
+            limits=Limits(per_minute=key.per_minute, daily=key.daily,
+                          default_page_size=key.default_page_size, max_page_size=key.max_page_size),
+            usage=Usage(
+                minute=WindowUsage(used=usage.minute.used, remaining=usage.minute.remaining,
+                                   reset=usage.minute.reset),
+                day=day,
+            ),
+        )
+    )  # fmt: skip
+
+
+HANDLERS = [auth_status]

@@ -1,0 +1,154 @@
+"""Key check, response cache, limiter and metering around every /v1 request.
+
+Order: verify the key (401s) -> a cached 200 is answered at once (X-Cache: HIT, not
+counted, served even over quota) -> the limiter admits and records in one step (429
+otherwise) -> the handler runs -> a 4xx/5xx answer is refunded -> a 200 is cached.
+Routes with opt {"metered": False} (auth status) are verified but never counted.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode
+
+from litestar.middleware import ASGIMiddleware
+
+from propdata.errors import QuotaExceeded, RateLimitExceeded
+from propdata.kit.cache import Cached
+from propdata.kit.limiter import Decision
+from propdata.kit.requests import add_headers
+
+if TYPE_CHECKING:
+    from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+    from propdata.accounts.schemas import ApiKey
+    from propdata.app import Services
+
+STATE_KEY = "propdata.key"
+
+
+def current_key(scope: Any) -> ApiKey:
+    key: ApiKey = scope["state"][STATE_KEY]
+    return key
+
+
+def rate_headers(decision: Decision) -> dict[str, str]:
+    headers = {
+        "X-RateLimit-Limit": str(decision.minute.limit),
+        "X-RateLimit-Remaining": str(decision.minute.remaining),
+        "X-RateLimit-Reset": str(decision.minute.reset),
+    }
+    if decision.day is not None:
+        headers["X-Quota-Limit"] = str(decision.day.limit)
+        headers["X-Quota-Remaining"] = str(decision.day.remaining)
+        headers["X-Quota-Reset"] = str(decision.day.reset)
+    return headers
+
+
+def page_size(key: ApiKey, raw: str | None) -> int:
+    """The page size a request gets: the plan default, or `limit` clamped to the plan maximum."""
+    if raw is None:
+        return key.default_page_size
+    try:
+        return min(int(raw), key.max_page_size)
+    except ValueError:
+        return 0  # a 400 follows; never cached
+
+
+class MeteringMiddleware(ASGIMiddleware):
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        services: Services = scope["litestar_app"].state.services
+        headers = dict(scope["headers"])
+        key = await services.keys.authenticate(_text(headers.get(b"authorization")))
+        scope.setdefault("state", {})[STATE_KEY] = key
+        limiter = services.limiter
+        opt = scope["route_handler"].opt
+        if not opt.get("metered", True):
+            usage = await limiter.usage(key.id, key.per_minute, key.daily)
+            add_headers(scope, rate_headers(usage))
+            await next_app(scope, receive, send)
+            return
+
+        cache_key = None
+        if services.settings.cache_ttl > 0:
+            cache_key = await self._cache_key(services, scope, key, bool(opt.get("paged")))
+            hit = await services.cache.get(cache_key)
+            if hit is not None:
+                usage = await limiter.usage(key.id, key.per_minute, key.daily)
+                add_headers(scope, {**rate_headers(usage), "X-Cache": "HIT"})
+                await _replay(hit, send)
+                return
+
+        decision = await limiter.admit(key.id, key.per_minute, key.daily)
+        add_headers(scope, rate_headers(decision))
+        if not decision.allowed:
+            retry = {"Retry-After": str(decision.retry_after)}
+            if decision.exceeded == "day":
+                raise QuotaExceeded(
+                    f"Daily quota of {key.daily} requests used up; retry after"
+                    f" {decision.retry_after} seconds.",
+                    headers=retry,
+                )
+            raise RateLimitExceeded(
+                f"Rate limit of {key.per_minute} requests per minute exceeded; retry after"
+                f" {decision.retry_after} seconds.",
+                headers=retry,
+            )
+
+        status = 500
+        body: list[bytes] = []
+        content_type = b"application/json"
+
+        async def metered_send(message: Message) -> None:
+            nonlocal status, content_type
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                for name, value in message.get("headers", ()):
+                    if name.lower() == b"content-type":
+                        content_type = bytes(value)
+                if status >= 400 and decision.stamp is not None:
+                    after = await limiter.refund(key.id, decision.stamp, key.per_minute, key.daily)
+                    add_headers(scope, rate_headers(after))
+            elif message["type"] == "http.response.body" and status == 200 and cache_key:
+                body.append(message.get("body", b""))
+            await send(message)
+
+        try:
+            await next_app(scope, receive, metered_send)
+        except BaseException:
+            if status < 400 and decision.stamp is not None:  # nothing answered yet
+                after = await limiter.refund(key.id, decision.stamp, key.per_minute, key.daily)
+                add_headers(scope, rate_headers(after))
+            raise
+        if status == 200 and cache_key is not None:
+            await services.cache.set(
+                cache_key, Cached(200, content_type, b"".join(body)), services.settings.cache_ttl
+            )
+
+    @staticmethod
+    async def _cache_key(services: Services, scope: Scope, key: ApiKey, paged: bool) -> str:
+        """Data version, path, canonical query (sorted pairs), page size applied."""
+        pairs = sorted(
+            parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        )
+        size = page_size(key, dict(pairs).get("limit")) if paged else 0
+        version = await services.properties.data_version()
+        return f"{version}|{scope['path']}?{urlencode(pairs)}|{size}"
+
+
+async def _replay(hit: Cached, send: Send) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": hit.status,
+            "headers": [
+                (b"content-type", hit.content_type),
+                (b"content-length", str(len(hit.body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": hit.body, "more_body": False})
+
+
+def _text(value: bytes | None) -> str | None:
+    return value.decode("latin-1") if value is not None else None

@@ -1,0 +1,210 @@
+"""create_app(settings): the Litestar application; engines, cache and limiter built in its lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from litestar import Litestar, Request, Response, Router, get
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from propdata import __version__
+from propdata.accounts import endpoints as account_endpoints
+from propdata.accounts.middleware import MeteringMiddleware
+from propdata.accounts.service import KeyService
+from propdata.config import Settings, load_settings
+from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
+from propdata.kit.cache import MemoryCache, ResponseCache
+from propdata.kit.db import Database, connect
+from propdata.kit.http import reject_unknown_parameters
+from propdata.kit.limiter import Clock, Limiter, SQLiteLimiter
+from propdata.kit.requests import extra_headers, request_id
+from propdata.markets import endpoints as market_endpoints
+from propdata.markets.service import MarketService
+from propdata.migrations.schema import migrate
+from propdata.properties import endpoints as property_endpoints
+from propdata.properties.service import PropertyService
+
+log = logging.getLogger("propdata")
+
+
+@dataclass(slots=True)
+class Services:
+    """Everything a request needs, built once per process at start-up."""
+
+    settings: Settings
+    db: Database
+    keys: KeyService
+    properties: PropertyService
+    markets: MarketService
+    limiter: Limiter
+    cache: ResponseCache
+
+    async def close(self) -> None:
+        await self.cache.close()
+        await self.limiter.close()
+        await self.db.close()
+
+
+def usage_path(database_url: str) -> str:
+    """The embedded limiter's file: beside the SQLite database, never inside it."""
+    path = Path(database_url.removeprefix("sqlite:///"))
+    return str(path.with_name(path.stem + "-usage.db"))
+
+
+async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
+    db = await connect(settings.database_url)
+    await migrate(db)
+    limiter = SQLiteLimiter(
+        usage_path(settings.database_url), **({"clock": clock} if clock else {})
+    )
+    return Services(
+        settings=settings,
+        db=db,
+        keys=KeyService(db),
+        properties=PropertyService(db),
+        markets=MarketService(db),
+        limiter=limiter,
+        cache=MemoryCache(),
+    )
+
+
+class Health(msgspec.Struct):
+    status: str
+    checks: dict[str, str]
+
+
+@get("/health", include_in_schema=True, summary="Service health", operation_id="getHealth",
+     tags=["operations"], security=[])  # fmt: skip
+async def health(request: Request[Any, Any, Any]) -> Response[Health]:
+    """Report whether the stores answer: ok, degraded or down (no key, never counted)."""
+    services: Services = request.app.state.services
+    checks: dict[str, str] = {}
+    try:
+        await services.db.fetch_one("SELECT 1")
+        checks["database"] = "ok"
+    except Exception as exc:  # any failure means down, and says why
+        checks["database"] = f"down: {type(exc).__name__}"
+    try:
+        await services.limiter.usage("health-probe", 1, None)
+        checks["limiter"] = "ok"
+    except Exception as exc:
+        checks["limiter"] = f"degraded: {type(exc).__name__}"
+    status = "down" if checks["database"] != "ok" else "ok"
+    if status == "ok" and any(v != "ok" for v in checks.values()):
+        status = "degraded"
+    return Response(
+        Health(status=status, checks=checks), status_code=503 if status == "down" else 200
+    )
+
+
+async def _add_headers(message: Message, scope: Scope) -> None:
+    """Every response gets X-Request-Id, the rate headers of its key, and X-Cache."""
+    if message["type"] != "http.response.start":
+        return
+    headers = list(message.get("headers", []))
+    extra = {"X-Cache": "MISS", **extra_headers(scope), "X-Request-Id": request_id(scope)}
+    present = {name.lower() for name, _ in headers}
+    for name, value in extra.items():
+        if name.lower().encode() not in present:
+            headers.append((name.lower().encode(), value.encode()))
+    message["headers"] = headers
+
+
+def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> Litestar:
+    """Build the application; stores are opened when it starts, not here."""
+    settings = settings or load_settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        services = await build_services(settings, clock)
+        app.state.services = services
+        try:
+            yield
+        finally:
+            await services.close()
+
+    openapi = OpenAPIConfig(
+        title="propdata: US property and market data API",
+        version=__version__,
+        description=(
+            "United States property records and ZIP-level market statistics. Every /v1 request"
+            " carries `Authorization: Bearer <API_KEY>`. See docs/api.md for the full reference."
+        ),
+        path="/docs",
+        render_plugins=[ScalarRenderPlugin(path="/")],
+        components=Components(
+            security_schemes={"bearerAuth": SecurityScheme(type="http", scheme="bearer")}
+        ),
+        security=[{"bearerAuth": []}],
+        use_handler_docstrings=True,
+        create_examples=False,
+    )
+
+    @get("/openapi.json", include_in_schema=False)
+    async def openapi_json(request: Request[Any, Any, Any]) -> Response[bytes]:
+        schema = request.app.openapi_schema.to_schema()
+        return Response(msgspec.json.encode(schema), media_type="application/json")
+
+    v1 = Router(
+        path="/v1",
+        route_handlers=[
+            *property_endpoints.HANDLERS,
+            *market_endpoints.HANDLERS,
+            *account_endpoints.HANDLERS,
+        ],
+        middleware=[MeteringMiddleware()],
+        before_request=reject_unknown_parameters,
+    )
+    return Litestar(
+        route_handlers=[v1, health, openapi_json],
+        lifespan=[lifespan],
+        exception_handlers=EXCEPTION_HANDLERS,
+        before_send=[_add_headers],
+        openapi_config=openapi,
+        logging_config=None,
+        debug=False,
+    )
+
+
+class HeadAsGet:
+    """Serve HEAD as GET without the body (Litestar's GET handlers do not take HEAD).
+
+    OPTIONS, which Litestar would answer itself, is passed on under a name no route takes,
+    so it gets the contract's 405 like every other method but GET and HEAD.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "OPTIONS":
+            state = {**scope.get("state", {}), ORIGINAL_METHOD: "OPTIONS"}
+            scope = {**scope, "method": "X-OPTIONS", "state": state}  # type: ignore[typeddict-item]
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_headers_only)  # type: ignore[typeddict-item]
+
+
+def asgi() -> ASGIApp:
+    """The server's entry point (uvicorn --factory propdata.app:asgi)."""
+    logging.basicConfig(
+        level=load_settings().log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    return HeadAsGet(create_app())

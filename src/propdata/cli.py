@@ -1,0 +1,286 @@
+"""The `propdata` command: serve, keys, data."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from propdata.accounts.service import CustomLimits, KeyError_, KeyService
+from propdata.config import ConfigError, Settings, load_settings
+from propdata.kit.db import Database, connect
+from propdata.migrations.schema import migrate
+
+app = typer.Typer(
+    help="US property records and ZIP-level market statistics over HTTP.", no_args_is_help=True
+)
+keys_app = typer.Typer(help="Create, list, change and revoke API keys.", no_args_is_help=True)
+data_app = typer.Typer(help="Build, load and generate the data set.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+app.add_typer(data_app, name="data")
+err = Console(stderr=True)
+T = TypeVar("T")
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        err.print(f"[red]configuration error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
+def _run(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
+    settings = _settings()
+
+    async def main() -> T:
+        db = await connect(settings.database_url)
+        try:
+            await migrate(db)
+            return await work(db, settings)
+        finally:
+            await db.close()
+
+    return asyncio.run(main())
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=False,
+    )  # fmt: skip
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+) -> None:
+    """Serve the API (uvicorn with uvloop and httptools)."""
+    import uvicorn
+
+    _settings()
+    uvicorn.run(
+        "propdata.app:asgi", factory=True, host=host, port=port, workers=workers,
+        loop="uvloop", http="httptools", log_level="warning", access_log=False,
+    )  # fmt: skip
+
+
+# -- keys ---------------------------------------------------------------------------------
+
+
+def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
+    async def go(db: Database, _: Settings) -> T:
+        return await work(KeyService(db))
+
+    try:
+        return _run(go)
+    except KeyError_ as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
+PerMinute = Annotated[
+    int | None, typer.Option("--per-minute", help="Custom per-minute limit (enterprise).")
+]
+Daily = Annotated[int | None, typer.Option("--daily", help="Custom daily quota (enterprise).")]
+DefaultPage = Annotated[
+    int | None, typer.Option("--default-page-size", help="Custom default page size (enterprise).")
+]
+MaxPage = Annotated[
+    int | None, typer.Option("--max-page-size", help="Custom maximum page size (enterprise).")
+]
+
+
+@keys_app.command("create")
+def keys_create(
+    plan: Annotated[str, typer.Option(help="free, developer, pro or enterprise.")],
+    name: Annotated[str | None, typer.Option(help="A label for the key.")] = None,
+    per_minute: PerMinute = None,
+    daily: Daily = None,
+    default_page_size: DefaultPage = None,
+    max_page_size: MaxPage = None,
+) -> None:
+    """Create a key; the key itself is printed once, alone on the last line."""
+    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
+    key, secret = _keys(lambda svc: svc.create(plan.lower(), name, limits))
+    err.print(
+        f"Created {key.id} ({key.name}) on the {key.plan} plan. Keep the key: it is not shown again."
+    )
+    print(secret)
+
+
+@keys_app.command("list")
+def keys_list() -> None:
+    """List keys (ids, names, plans, status; never the keys themselves)."""
+    keys = _keys(lambda svc: svc.all())
+    table = Table(
+        "id", "name", "prefix", "plan", "per minute", "daily", "page size", "status", "created"
+    )
+    for k in keys:
+        table.add_row(k.id, k.name, k.prefix + "…", k.plan, str(k.per_minute),
+                      "unlimited" if k.daily is None else str(k.daily),
+                      f"{k.default_page_size}/{k.max_page_size}", k.status, k.created_at)  # fmt: skip
+    Console().print(table)
+
+
+@keys_app.command("plan")
+def keys_plan(
+    key: Annotated[str, typer.Argument(help="Key id or the key itself.")],
+    plan: Annotated[str, typer.Argument(help="free, developer, pro or enterprise.")],
+    per_minute: PerMinute = None,
+    daily: Daily = None,
+    default_page_size: DefaultPage = None,
+    max_page_size: MaxPage = None,
+) -> None:
+    """Move a key to another plan (custom limits are reset); effective on its next request."""
+    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
+    updated = _keys(lambda svc: svc.set_plan(key, plan.lower(), limits))
+    err.print(f"{updated.id} is now on the {updated.plan} plan ({updated.per_minute}/min,"
+              f" {'unlimited' if updated.daily is None else updated.daily}/day).")  # fmt: skip
+
+
+@keys_app.command("revoke")
+def keys_revoke(key: Annotated[str, typer.Argument(help="Key id or the key itself.")]) -> None:
+    """Revoke a key; its next request is refused."""
+    revoked = _keys(lambda svc: svc.revoke(key))
+    err.print(f"{revoked.id} is revoked.")
+
+
+# -- data ---------------------------------------------------------------------------------
+
+
+async def _rebuild_markets(db: Database, as_of: dt.date) -> int:
+    from propdata.markets.builder import rebuild
+
+    with _progress() as progress:
+        task = progress.add_task("market statistics", total=None)
+        zips = await rebuild(db, as_of, progress=lambda n: progress.advance(task, n))
+        progress.update(task, total=progress.tasks[0].completed)
+    return zips
+
+
+def _tracked(
+    items: Iterator[Any], progress: Progress, description: str, total: int | None
+) -> Iterator[Any]:
+    task = progress.add_task(description, total=total)
+    for item in items:
+        yield item
+        progress.advance(task)
+
+
+async def _load(db: Database, items: Iterator[Any], origin: str, as_of: dt.date, description: str,
+                total: int | None, replace: bool) -> Any:  # fmt: skip
+    from propdata.ingest.loader import load
+
+    with _progress() as progress:
+        return await load(db, _tracked(items, progress, description, total), origin=origin,
+                          as_of=as_of, replace_origin=replace)  # fmt: skip
+
+
+def _report(report: Any, what: str) -> None:
+    err.print(f"{what}: {report.inserted} new, {report.updated} updated, {report.unchanged} unchanged,"
+              f" {len(report.rejects)} rejected.")  # fmt: skip
+
+
+@data_app.command("demo")
+def data_demo(
+    properties: Annotated[int, typer.Option(help="Synthetic properties to generate.")] = 100_000,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic set.")] = 1,
+    if_missing: Annotated[
+        bool, typer.Option("--if-missing", help="Do nothing when data exists.")
+    ] = False,
+) -> None:
+    """Build (or rebuild) the demo set: the real Ames and Grinnell sales plus a synthetic set."""
+    from propdata.ingest import demo, synthetic
+    from propdata.properties.repository import PropertyRepository
+
+    async def work(db: Database, settings: Settings) -> None:
+        if if_missing and await PropertyRepository(db).count():
+            err.print("Demo data already present; nothing to do.")
+            return
+        as_of = settings.today()
+        _report(
+            await _load(db, demo.ames_records(as_of), "ames", as_of, "Ames, IA (real)", 2930, True),
+            "Ames",
+        )
+        _report(
+            await _load(
+                db,
+                demo.grinnell_records(as_of),
+                "grinnell",
+                as_of,
+                "Grinnell, IA (real)",
+                929,
+                True,
+            ),
+            "Grinnell",
+        )
+        _report(await _load(db, synthetic.generate(properties, seed, as_of), "synthetic", as_of,
+                            "synthetic national set", properties, True), "Synthetic")  # fmt: skip
+        err.print(f"Market statistics for {await _rebuild_markets(db, as_of)} ZIP codes.")
+
+    _run(work)
+
+
+@data_app.command("generate")
+def data_generate(
+    properties: Annotated[int, typer.Option(min=0, help="How many synthetic properties.")],
+    seed: Annotated[int, typer.Option(help="Seed; the same seed and date give the same data.")] = 1,
+) -> None:
+    """Replace the synthetic records with N new ones (real and imported records stay)."""
+    from propdata.ingest import synthetic
+
+    async def work(db: Database, settings: Settings) -> None:
+        as_of = settings.today()
+        _report(await _load(db, synthetic.generate(properties, seed, as_of), "synthetic", as_of,
+                            "synthetic properties", properties, True), "Synthetic")  # fmt: skip
+        err.print(f"Market statistics for {await _rebuild_markets(db, as_of)} ZIP codes.")
+
+    _run(work)
+
+
+@data_app.command("import")
+def data_import(
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="CSV or JSON Lines file.")
+    ],
+    rejects: Annotated[Path | None, typer.Option(help="Where to write the rejects report.")] = None,
+) -> None:
+    """Load a CSV (API shape or RESO columns) or JSON Lines file; bad rows go to a report."""
+    from propdata.ingest import readers
+
+    async def work(db: Database, settings: Settings) -> Any:
+        as_of = settings.today()
+        try:
+            items = readers.read_file(file, as_of)
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
+        report = await _load(db, items, "import", as_of, f"importing {file.name}", None, False)
+        _report(report, file.name)
+        if report.loaded:
+            err.print(f"Market statistics for {await _rebuild_markets(db, as_of)} ZIP codes.")
+        return report
+
+    report = _run(work)
+    if report.rejects:
+        target = rejects or file.with_name(file.name + ".rejects.csv")
+        readers.write_rejects(target, report.rejects)
+        err.print(f"{len(report.rejects)} rows rejected; see {target}")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

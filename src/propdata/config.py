@@ -1,0 +1,71 @@
+"""One typed Settings object, read from PROPDATA_* environment variables, checked at start.
+
+Every setting is listed in docs/configuration.md (a test holds the two together).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Mapping
+
+import msgspec
+
+
+class ConfigError(ValueError):
+    """A PROPDATA_* variable has a value the service cannot run with."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    database_url: str = "var/propdata.db"
+    """PROPDATA_DATABASE_URL: a SQLite file path (default) or a postgresql:// URL."""
+    redis_url: str | None = None
+    """PROPDATA_REDIS_URL: unset for the embedded limiter and cache, or a redis:// URL."""
+    cache_ttl: float = 60.0
+    """PROPDATA_CACHE_TTL: seconds a 200 answer stays in the response cache; 0 turns it off."""
+    as_of: dt.date | None = None
+    """PROPDATA_AS_OF: the date loads and statistics are computed as of (default: today, UTC)."""
+    log_level: str = "INFO"
+    """PROPDATA_LOG_LEVEL: DEBUG, INFO, WARNING or ERROR."""
+
+    def today(self) -> dt.date:
+        return self.as_of or dt.datetime.now(dt.UTC).date()
+
+
+ENV = {
+    "database_url": "PROPDATA_DATABASE_URL",
+    "redis_url": "PROPDATA_REDIS_URL",
+    "cache_ttl": "PROPDATA_CACHE_TTL",
+    "as_of": "PROPDATA_AS_OF",
+    "log_level": "PROPDATA_LOG_LEVEL",
+}
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+    """Read the settings from the environment; raise ConfigError naming a bad variable."""
+    env = os.environ if environ is None else environ
+    raw: dict[str, object] = {}
+    for field, variable in ENV.items():
+        value = env.get(variable)
+        if value not in (None, ""):
+            raw[field] = value
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        settings = msgspec.convert(raw, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(_explain(str(exc))) from exc
+    if settings.cache_ttl < 0:
+        raise ConfigError("PROPDATA_CACHE_TTL must be 0 or more seconds")
+    if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ConfigError("PROPDATA_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR")
+    if settings.redis_url is not None and not settings.redis_url.startswith(
+        ("redis://", "rediss://", "unix://")
+    ):
+        raise ConfigError("PROPDATA_REDIS_URL must be a redis:// or rediss:// URL")
+    return settings
+
+
+def _explain(message: str) -> str:
+    for field, variable in ENV.items():
+        message = message.replace(f"`$.{field}`", variable)
+    return message

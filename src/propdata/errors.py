@@ -1,0 +1,197 @@
+"""One error type, one JSON shape: {"error": {code, message, status, requestId[, parameter]}}."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import msgspec
+from litestar import Request, Response
+from litestar.exceptions import (
+    HTTPException,
+    MethodNotAllowedException,
+    NotFoundException,
+    ValidationException,
+)
+
+from propdata.kit.db import StoreUnavailable
+from propdata.kit.requests import request_id
+
+log = logging.getLogger("propdata")
+ORIGINAL_METHOD = "propdata.method"
+_MISSING = re.compile(r"Missing required \w+ parameter '([^']+)'")
+
+
+class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
+    code: str
+    message: str
+    status: int
+    requestId: str
+    parameter: str | None = None
+
+
+class ErrorResponse(msgspec.Struct):
+    """The body of every error answer."""
+
+    error: ErrorBody
+
+
+class ServiceError(Exception):
+    """Base of every error the service answers with; carries its status and code."""
+
+    status = 500
+    code = "internal_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        parameter: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.parameter = parameter
+        self.headers = headers or {}
+
+
+class InvalidParameter(ServiceError):
+    status, code = 400, "invalid_parameter"
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(message, parameter=parameter)
+
+
+class MissingApiKey(ServiceError):
+    status, code = 401, "missing_api_key"
+
+    def __init__(
+        self, message: str = "Send your key as 'Authorization: Bearer <API_KEY>'."
+    ) -> None:
+        super().__init__(message, headers={"WWW-Authenticate": "Bearer"})
+
+
+class InvalidApiKey(ServiceError):
+    status, code = 401, "invalid_api_key"
+
+    def __init__(self, message: str = "The API key is not valid.") -> None:
+        super().__init__(message, headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+
+
+class RevokedApiKey(ServiceError):
+    status, code = 401, "revoked_api_key"
+
+    def __init__(self, message: str = "The API key has been revoked.") -> None:
+        super().__init__(message, headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+
+
+class NotFound(ServiceError):
+    status, code = 404, "not_found"
+
+
+class MethodNotAllowed(ServiceError):
+    status, code = 405, "method_not_allowed"
+
+
+class AmbiguousAddress(ServiceError):
+    status, code = 409, "ambiguous_address"
+
+
+class RateLimitExceeded(ServiceError):
+    status, code = 429, "rate_limit_exceeded"
+
+
+class QuotaExceeded(ServiceError):
+    status, code = 429, "quota_exceeded"
+
+
+class ServiceUnavailable(ServiceError):
+    status, code = 503, "service_unavailable"
+
+
+STATUS_CODES = {
+    400: "invalid_parameter",
+    401: "invalid_api_key",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "ambiguous_address",
+    429: "rate_limit_exceeded",
+    500: "internal_error",
+    503: "service_unavailable",
+}
+
+
+def render(
+    request: Request[Any, Any, Any],
+    status: int,
+    code: str,
+    message: str,
+    parameter: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response[ErrorResponse]:
+    body = ErrorBody(
+        code=code,
+        message=message,
+        status=status,
+        requestId=request_id(request.scope),
+        parameter=parameter,
+    )
+    return Response(ErrorResponse(error=body), status_code=status, headers=headers)
+
+
+def service_error_handler(request: Request[Any, Any, Any], exc: ServiceError) -> Response[Any]:
+    return render(request, exc.status, exc.code, exc.message, exc.parameter, exc.headers)
+
+
+def validation_handler(request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
+    """Litestar's own parameter validation, rendered in the contract's shape with `parameter`."""
+    parameter, message = "query", exc.detail
+    extra = exc.extra if isinstance(exc.extra, list) else []
+    if extra and isinstance(extra[0], dict):
+        parameter = str(extra[0].get("key") or parameter)
+        detail = str(extra[0].get("message") or "")
+        message = f"Invalid value for '{parameter}': {detail}" if detail else message
+        missing = _MISSING.search(detail)
+        if missing:
+            parameter = missing.group(1)
+            message = f"The query parameter '{parameter}' is required."
+    return render(request, 400, "invalid_parameter", message, parameter)
+
+
+def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    if isinstance(exc, NotFoundException):
+        return render(request, 404, "not_found", f"No resource at {request.url.path}.")
+    if isinstance(exc, MethodNotAllowedException):
+        method = request.scope.get("state", {}).get(ORIGINAL_METHOD) or request.method
+        return render(
+            request, 405, "method_not_allowed",
+            f"{method} is not allowed here; use GET.", headers={"Allow": "GET, HEAD"},
+        )  # fmt: skip
+    status = exc.status_code if exc.status_code in STATUS_CODES else 400
+    return render(request, status, STATUS_CODES.get(status, "invalid_parameter"), str(exc.detail))
+
+
+def unavailable_handler(request: Request[Any, Any, Any], exc: StoreUnavailable) -> Response[Any]:
+    log.error("store unavailable: %s (request %s)", exc, request_id(request.scope))
+    return render(
+        request, 503, "service_unavailable",
+        "A backing store is unreachable; try again shortly.", headers={"Retry-After": "5"},
+    )  # fmt: skip
+
+
+def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    rid = request_id(request.scope)
+    log.exception("unhandled error in request %s", rid, exc_info=exc)
+    return render(
+        request, 500, "internal_error", f"Internal error; quote request id {rid} when reporting it."
+    )
+
+
+EXCEPTION_HANDLERS: dict[Any, Any] = {
+    ServiceError: service_error_handler,
+    ValidationException: validation_handler,
+    HTTPException: http_error_handler,
+    StoreUnavailable: unavailable_handler,
+    Exception: internal_error_handler,
+}

@@ -1,0 +1,73 @@
+"""HTTP plumbing shared by every domain: parameter guards and OpenAPI declarations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request
+from litestar.datastructures import ResponseHeader
+from litestar.openapi.datastructures import ResponseSpec
+
+from propdata.errors import ErrorResponse, InvalidParameter
+
+MAX_INT = 2**53 - 1
+"""Largest integer a query parameter takes: exact in JSON and in both stores."""
+
+_RESERVED = {"request", "scope", "state", "headers", "cookies", "query", "body", "data", "socket"}
+_allowed_cache: dict[int, frozenset[str]] = {}
+
+_DESCRIPTIONS = {
+    400: "A parameter is malformed, out of range, unknown or missing; `parameter` names it.",
+    401: "No key, or the key is unknown, malformed or revoked.",
+    404: "Nothing matches.",
+    409: "The address matches properties in several ZIP codes.",
+    429: "Per-minute limit or daily quota exceeded; see Retry-After.",
+    503: "A backing store is unreachable.",
+}
+
+
+def errors(*statuses: int) -> dict[int, ResponseSpec]:
+    """OpenAPI responses for the error statuses an operation can answer (401/429/503 always)."""
+    wanted = sorted({*statuses, 401, 429, 503})
+    return {
+        status: ResponseSpec(data_container=ErrorResponse, description=_DESCRIPTIONS[status])
+        for status in wanted
+    }
+
+
+RATE_HEADERS = [
+    ResponseHeader(name="X-Request-Id", value="req_0123456789abcdef", documentation_only=True,
+                   description="Identifier of this request."),
+    ResponseHeader(name="X-RateLimit-Limit", documentation_only=True, value="100",
+                   description="Requests allowed per minute for the key's plan."),
+    ResponseHeader(name="X-RateLimit-Remaining", documentation_only=True, value="99",
+                   description="Requests left in the current 60-second window."),
+    ResponseHeader(name="X-RateLimit-Reset", documentation_only=True, value="1700000000",
+                   description="Unix seconds at which the oldest request in the window expires."),
+    ResponseHeader(name="X-Cache", documentation_only=True, value="MISS",
+                   description="HIT when served from the response cache (not counted), else MISS."),
+]  # fmt: skip
+
+
+async def reject_unknown_parameters(request: Request[Any, Any, Any]) -> None:
+    """400 for a query parameter the operation does not take, or one given twice."""
+    handler = request.scope["route_handler"]
+    allowed = _allowed_cache.get(id(handler))
+    if allowed is None:
+        names = set()
+        for name, field in handler.parsed_fn_signature.parameters.items():
+            alias = getattr(field.kwarg_definition, "query", None)
+            if name not in _RESERVED:
+                names.add(alias or name)
+        allowed = _allowed_cache[id(handler)] = frozenset(names)
+    seen: set[str] = set()
+    path_params = request.scope.get("path_params", {})
+    for name, _ in request.query_params.multi_items():
+        if name not in allowed or name in path_params:
+            known = ", ".join(sorted(allowed - set(path_params))) or "none"
+            raise InvalidParameter(
+                name, f"Unknown query parameter '{name}'; this operation takes: {known}."
+            )
+        if name in seen:
+            raise InvalidParameter(name, f"The query parameter '{name}' is given more than once.")
+        seen.add(name)

@@ -1,0 +1,227 @@
+"""Exact sliding-log rate limits: a per-minute window and a rolling daily window per key.
+
+A request is admitted only when both windows (now - 60 s, now] and (now - 24 h, now] have
+room; the check and the record are one atomic step. An admitted request that ends 4xx/5xx
+is refunded; a refused one is never recorded.
+
+The embedded limiter keeps its log in its own SQLite file (so a long data load never blocks
+admission), one `BEGIN IMMEDIATE` transaction per decision, which makes it exact across the
+worker processes of one host and keeps the counts across restarts.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+MINUTE = 60.0
+DAY = 86_400.0
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    limit: int
+    used: int
+    reset: int
+    """Unix seconds at which the oldest request in the window expires (now when empty)."""
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.used)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    minute: Window
+    day: Window | None
+    """None: no daily quota."""
+    retry_after: int | None = None
+    exceeded: str | None = None
+    """'minute' or 'day' on a refusal: the window that needs the longer wait."""
+    stamp: int | None = None
+    """The recorded entry (microseconds), to refund it."""
+
+
+class Limiter(Protocol):
+    async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision: ...
+
+    async def refund(
+        self, key_id: str, stamp: int, per_minute: int, daily: int | None
+    ) -> Decision: ...
+
+    async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision: ...
+
+    async def close(self) -> None: ...
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS limiter_keys (num INTEGER PRIMARY KEY, key_id TEXT UNIQUE NOT NULL,
+                                         day_count INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS limiter_log (num INTEGER NOT NULL, at INTEGER NOT NULL,
+                                        PRIMARY KEY (num, at)) WITHOUT ROWID;
+"""
+
+
+class SQLiteLimiter:
+    """The embedded limiter. `clock` returns unix seconds; tests inject their own."""
+
+    def __init__(self, path: str, clock: Clock = time.time) -> None:
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA busy_timeout=30000")
+        self._conn.executescript(_SCHEMA)
+        self.clock = clock
+        self._nums: dict[str, int] = {}
+
+    def _num(self, key_id: str) -> int:
+        num = self._nums.get(key_id)
+        if num is None:
+            self._conn.execute("INSERT OR IGNORE INTO limiter_keys (key_id) VALUES (?)", (key_id,))
+            row = self._conn.execute(
+                "SELECT num FROM limiter_keys WHERE key_id = ?", (key_id,)
+            ).fetchone()
+            num = self._nums[key_id] = int(row[0])
+        return num
+
+    def _decide(self, key_id: str, per_minute: int, daily: int | None, record: bool) -> Decision:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            num = self._num(key_id)
+            now_us = int(self.clock() * 1_000_000)
+            # Drop what has left the day window; the running count keeps pace.
+            gone = conn.execute(
+                "DELETE FROM limiter_log WHERE num = ? AND at <= ?", (num, now_us - int(DAY * 1e6))
+            ).rowcount
+            day_used = conn.execute(
+                "UPDATE limiter_keys SET day_count = day_count - ? WHERE num = ? RETURNING day_count",
+                (gone, num),
+            ).fetchone()[0]
+            minute_from = now_us - int(MINUTE * 1e6)
+            minute_used = conn.execute(
+                "SELECT count(*) FROM limiter_log WHERE num = ? AND at > ?", (num, minute_from)
+            ).fetchone()[0]
+            minute_full = minute_used >= per_minute
+            day_full = daily is not None and day_used >= daily
+            stamp: int | None = None
+            if record and not (minute_full or day_full):
+                stamp = now_us
+                while (
+                    conn.execute(
+                        "INSERT OR IGNORE INTO limiter_log (num, at) VALUES (?, ?)", (num, stamp)
+                    ).rowcount
+                    == 0
+                ):
+                    stamp += 1  # same microsecond: one later, never earlier
+                conn.execute(
+                    "UPDATE limiter_keys SET day_count = day_count + 1 WHERE num = ?", (num,)
+                )
+                minute_used += 1
+                day_used += 1
+            decision = self._describe(
+                num, now_us, per_minute, daily, minute_used, day_used,
+                refused=record and (minute_full or day_full), stamp=stamp,
+            )  # fmt: skip
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return decision
+
+    def _nth_oldest(self, num: int, after_us: int, n: int) -> int | None:
+        row = self._conn.execute(
+            "SELECT at FROM limiter_log WHERE num = ? AND at > ? ORDER BY at LIMIT 1 OFFSET ?",
+            (num, after_us, n),
+        ).fetchone()
+        return int(row[0]) if row else None
+
+    def _describe(
+        self,
+        num: int,
+        now_us: int,
+        per_minute: int,
+        daily: int | None,
+        minute_used: int,
+        day_used: int,
+        *,
+        refused: bool,
+        stamp: int | None,
+    ) -> Decision:
+        now = now_us / 1e6
+        minute_from = now_us - int(MINUTE * 1e6)
+        day_from = now_us - int(DAY * 1e6)
+        oldest_minute = self._nth_oldest(num, minute_from, 0)
+        minute = Window(per_minute, minute_used, _reset(oldest_minute, MINUTE, now))
+        day: Window | None = None
+        if daily is not None:
+            oldest_day = self._nth_oldest(num, day_from, 0)
+            day = Window(daily, day_used, _reset(oldest_day, DAY, now))
+        if not refused:
+            return Decision(True, minute, day, stamp=stamp)
+        waits: dict[str, float] = {}
+        if minute_used >= per_minute:
+            # The (used - limit + 1)-th oldest entry must leave for one more to fit.
+            at = self._nth_oldest(num, minute_from, minute_used - per_minute)
+            waits["minute"] = (at / 1e6 + MINUTE - now) if at is not None else 0.0
+        if daily is not None and day_used >= daily:
+            at = self._nth_oldest(num, day_from, day_used - daily)
+            waits["day"] = (at / 1e6 + DAY - now) if at is not None else 0.0
+        exceeded = max(waits, key=lambda w: waits[w])
+        retry = max(1, math.ceil(waits[exceeded] - 1e-9))
+        return Decision(False, minute, day, retry_after=retry, exceeded=exceeded)
+
+    async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+        return self._decide(key_id, per_minute, daily, record=True)
+
+    async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+        return self._decide(key_id, per_minute, daily, record=False)
+
+    async def refund(self, key_id: str, stamp: int, per_minute: int, daily: int | None) -> Decision:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            num = self._num(key_id)
+            if conn.execute(
+                "DELETE FROM limiter_log WHERE num = ? AND at = ?", (num, stamp)
+            ).rowcount:
+                conn.execute(
+                    "UPDATE limiter_keys SET day_count = day_count - 1 WHERE num = ?", (num,)
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return self._decide(key_id, per_minute, daily, record=False)
+
+    def stored_bytes(self, key_id: str) -> int:
+        """Bytes the log of one key takes in the file (dbstat), for the sizing report."""
+        num = self._num(key_id)
+        row = self._conn.execute(
+            "SELECT count(*) FROM limiter_log WHERE num = ?", (num,)
+        ).fetchone()
+        total = self._conn.execute(
+            "SELECT sum(pgsize) FROM dbstat WHERE name = 'limiter_log'"
+        ).fetchone()
+        everything = self._conn.execute("SELECT count(*) FROM limiter_log").fetchone()
+        if not everything[0]:
+            return 0
+        return int(total[0] * row[0] / everything[0])
+
+    async def close(self) -> None:
+        self._conn.close()
+
+
+def _reset(oldest_us: int | None, span: float, now: float) -> int:
+    if oldest_us is None:
+        return math.ceil(now)
+    return math.ceil(oldest_us / 1e6 + span)

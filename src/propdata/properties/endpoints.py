@@ -1,0 +1,215 @@
+"""HTTP endpoints for property records: parse, call the service, answer."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Request, get
+from litestar.params import Parameter
+
+from propdata.accounts.middleware import current_key
+from propdata.errors import InvalidParameter
+from propdata.ingest.loader import US_STATES
+from propdata.kit.addresses import city_key
+from propdata.kit.http import MAX_INT, RATE_HEADERS, errors
+from propdata.properties.repository import SearchFilters
+from propdata.properties.schemas import (
+    HistoryResponse,
+    LookupResponse,
+    PropertyResponse,
+    PropertyType,
+    SearchResponse,
+    SortField,
+    SortOrder,
+    Status,
+    ValuationResponse,
+)
+from propdata.properties.service import PropertyService
+
+ZIP = r"^\d{5}$"
+STATE = r"^[A-Za-z]{2}$"
+Money = Annotated[int | None, Parameter(ge=0, le=MAX_INT)]
+Count = Annotated[int | None, Parameter(ge=0, le=100_000)]
+
+
+def _service(request: Request[Any, Any, Any]) -> PropertyService:
+    service: PropertyService = request.app.state.services.properties
+    return service
+
+
+def state_code(value: str | None, parameter: str = "state") -> str | None:
+    """Two-letter US state code, case-insensitive in, upper-case out."""
+    if value is None:
+        return None
+    code = value.upper()
+    if code not in US_STATES:
+        raise InvalidParameter(parameter, f"'{value}' is not a two-letter US state code.")
+    return code
+
+
+def applied_page_size(request: Request[Any, Any, Any], limit: int | None) -> int:
+    """Plan default when absent; above the plan maximum it is clamped (meta.limit shows it)."""
+    key = current_key(request.scope)
+    return key.default_page_size if limit is None else min(limit, key.max_page_size)
+
+
+def _check_range(low: float | None, high: float | None, low_name: str, high_name: str) -> None:
+    if low is not None and high is not None and low > high:
+        raise InvalidParameter(
+            low_name, f"'{low_name}' ({low}) is greater than '{high_name}' ({high})."
+        )
+
+
+async def search_properties(
+    request: Request[Any, Any, Any],
+    zipCode: Annotated[
+        str | None, Parameter(pattern=ZIP, description="Five-digit ZIP code")
+    ] = None,
+    city: Annotated[
+        str | None, Parameter(min_length=1, max_length=100, description="City name, any case")
+    ] = None,
+    state_: Annotated[
+        str | None,
+        Parameter(query="state", pattern=STATE, description="Two-letter state code, any case"),
+    ] = None,
+    status: Annotated[Status | None, Parameter(description="Listing status")] = None,
+    propertyType: Annotated[PropertyType | None, Parameter(description="Property type")] = None,
+    minPrice: Annotated[Money, Parameter(description="Minimum listPrice")] = None,
+    maxPrice: Annotated[Money, Parameter(description="Maximum listPrice")] = None,
+    minBeds: Annotated[Count, Parameter(description="Minimum bedrooms")] = None,
+    maxBeds: Annotated[Count, Parameter(description="Maximum bedrooms")] = None,
+    minBaths: Annotated[
+        float | None, Parameter(ge=0, le=100_000, description="Minimum bathrooms")
+    ] = None,
+    minSqft: Annotated[Money, Parameter(description="Minimum living area, square feet")] = None,
+    maxSqft: Annotated[Money, Parameter(description="Maximum living area, square feet")] = None,
+    minYearBuilt: Annotated[
+        int | None, Parameter(ge=0, le=9999, description="Minimum year built")
+    ] = None,
+    maxDaysOnMarket: Annotated[Count, Parameter(description="Maximum days on market")] = None,
+    limit: Annotated[
+        int | None,
+        Parameter(
+            ge=1, le=MAX_INT, description="Page size; plan default, clamped to the plan maximum"
+        ),
+    ] = None,
+    offset: Annotated[int, Parameter(ge=0, le=MAX_INT, description="Results to skip")] = 0,
+    sort: Annotated[SortField, Parameter(description="Sort field")] = "lastUpdated",
+    order: Annotated[SortOrder, Parameter(description="Sort order")] = "desc",
+) -> SearchResponse:
+    """Search properties with filters, sort and pagination; meta.total is exact.
+
+    Served at /v1/properties and, with the same parameters, at /v1/properties/search.
+    """
+    _check_range(minPrice, maxPrice, "minPrice", "maxPrice")
+    _check_range(minBeds, maxBeds, "minBeds", "maxBeds")
+    _check_range(minSqft, maxSqft, "minSqft", "maxSqft")
+    filters = SearchFilters(
+        zip_code=zipCode, city=city_filter(city), state=state_code(state_), status=status,
+        property_type=propertyType, min_price=minPrice, max_price=maxPrice, min_beds=minBeds,
+        max_beds=maxBeds, min_baths=minBaths, min_sqft=minSqft, max_sqft=maxSqft,
+        min_year_built=minYearBuilt, max_days_on_market=maxDaysOnMarket,
+    )  # fmt: skip
+    size = applied_page_size(request, limit)
+    return await _service(request).search(filters, sort, order, size, offset)
+
+
+def city_filter(city: str | None) -> str | None:
+    """Normalised city for matching; blank is a 400."""
+    if city is None:
+        return None
+    key = city_key(city)
+    if not key:
+        raise InvalidParameter("city", "'city' must not be blank.")
+    return key
+
+
+@get(
+    "/properties/lookup",
+    responses=errors(400, 404, 409),
+    response_headers=RATE_HEADERS,
+    tags=["properties"],
+    summary="Look up a property by street address",
+    operation_id="lookupProperty",
+)
+async def lookup_property(
+    request: Request[Any, Any, Any],
+    streetAddress: Annotated[
+        str, Parameter(min_length=1, max_length=200, description="Street address")
+    ],
+    city: Annotated[str, Parameter(min_length=1, max_length=100, description="City name")],
+    state_: Annotated[
+        str, Parameter(query="state", pattern=STATE, description="Two-letter state code")
+    ],
+    zipCode: Annotated[
+        str | None, Parameter(pattern=ZIP, description="Five-digit ZIP code")
+    ] = None,
+) -> LookupResponse:
+    """Find the one property at an address, matched after USPS normalisation."""
+    if not streetAddress.strip():
+        raise InvalidParameter("streetAddress", "'streetAddress' must not be blank.")
+    key = city_filter(city)
+    assert key is not None
+    code = state_code(state_)
+    assert code is not None
+    item = await _service(request).lookup(streetAddress, key, code, zipCode)
+    return LookupResponse(data=item)
+
+
+@get(
+    "/properties/{id:str}",
+    responses=errors(404),
+    response_headers=RATE_HEADERS,
+    tags=["properties"],
+    summary="Get a property",
+    operation_id="getProperty",
+)
+async def get_property(request: Request[Any, Any, Any], id: str) -> PropertyResponse:
+    """Return one property record with every field of the contract."""
+    return PropertyResponse(data=await _service(request).detail(id))
+
+
+@get(
+    "/properties/{id:str}/history",
+    responses=errors(404),
+    response_headers=RATE_HEADERS,
+    tags=["properties"],
+    summary="Price and tax history of a property",
+    operation_id="getPropertyHistory",
+)
+async def get_property_history(request: Request[Any, Any, Any], id: str) -> HistoryResponse:
+    """Return a property's price history (newest first) and tax history."""
+    return HistoryResponse(data=await _service(request).history(id))
+
+
+@get(
+    "/properties/{id:str}/valuation",
+    responses=errors(404),
+    response_headers=RATE_HEADERS,
+    tags=["properties"],
+    summary="Value and rent estimates with comparable sales",
+    operation_id="getPropertyValuation",
+)
+async def get_property_valuation(request: Request[Any, Any, Any], id: str) -> ValuationResponse:
+    """Return the value and rent estimates, gross yield and the closest comparable sales."""
+    return ValuationResponse(data=await _service(request).valuation(id))
+
+
+_search_doc = dict(
+    opt={"paged": True}, responses=errors(400), response_headers=RATE_HEADERS, tags=["properties"]
+)
+list_properties = get("/properties", summary="Search properties", operation_id="searchProperties",
+                      **_search_doc)(search_properties)  # fmt: skip
+search_properties_alias = get(
+    "/properties/search", summary="Search properties (same as /v1/properties)",
+    operation_id="searchPropertiesAlias", **_search_doc,
+)(search_properties)  # fmt: skip
+
+HANDLERS = [
+    list_properties,
+    search_properties_alias,
+    lookup_property,
+    get_property,
+    get_property_history,
+    get_property_valuation,
+]

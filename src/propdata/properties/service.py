@@ -1,0 +1,198 @@
+"""Property decisions: what each endpoint answers, built from repository rows."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from propdata.errors import AmbiguousAddress, NotFound
+from propdata.kit.addresses import city_key, street_key
+from propdata.kit.db import Database, Row
+from propdata.properties.repository import PropertyRepository, SearchFilters
+from propdata.properties.schemas import (
+    Address,
+    Comparable,
+    Coordinates,
+    Estimate,
+    PageMeta,
+    PriceEvent,
+    PropertyDetail,
+    PropertyHistory,
+    PropertyLookupItem,
+    PropertySearchItem,
+    Scores,
+    SearchResponse,
+    ShortAddress,
+    TaxRecord,
+    Valuation,
+)
+
+COMPARABLES = 5
+
+
+class PropertyService:
+    def __init__(self, db: Database) -> None:
+        self.repo = PropertyRepository(db)
+
+    async def data_version(self) -> int:
+        return await self.repo.data_version()
+
+    async def detail(self, property_id: str) -> PropertyDetail:
+        row = await self.repo.get(property_id)
+        if row is None:
+            raise NotFound(f"No property with id '{property_id}'.")
+        return _detail(
+            row,
+            await self.repo.price_history(property_id),
+            await self.repo.tax_history(property_id),
+        )
+
+    async def history(self, property_id: str) -> PropertyHistory:
+        if not await self.repo.exists(property_id):
+            raise NotFound(f"No property with id '{property_id}'.")
+        return PropertyHistory(
+            id=property_id,
+            price_history=_events(await self.repo.price_history(property_id)),
+            tax_history=_taxes(await self.repo.tax_history(property_id)),
+        )
+
+    async def lookup(
+        self, street: str, city: str, state: str, zip_code: str | None
+    ) -> PropertyLookupItem:
+        """The one property at a USPS-normalised address; 409 when ZIP codes disagree."""
+        rows = await self.repo.find_by_address(street_key(street), city_key(city), state, zip_code)
+        if not rows:
+            raise NotFound("No property matches that address exactly.")
+        zips = sorted({row[6] for row in rows})
+        if len(zips) > 1:
+            raise AmbiguousAddress(
+                f"The address matches properties in several ZIP codes: {', '.join(zips)};"
+                " add zipCode to choose one."
+            )
+        if len(rows) > 1:
+            raise AmbiguousAddress(
+                f"The address matches {len(rows)} properties in ZIP code {zips[0]}"
+                f" ({', '.join(row[0] for row in rows[:10])}); add the unit to the street address."
+            )
+        r = rows[0]
+        return PropertyLookupItem(
+            id=r[0], status=r[1], list_price=r[2], address=ShortAddress(
+                street_address=r[3], city=r[4], state=r[5], zip_code=r[6]),
+            bedrooms_total=r[7], bathrooms_total=r[8], living_area=r[9], last_updated=r[10],
+        )  # fmt: skip
+
+    async def search(
+        self, filters: SearchFilters, sort: str, order: str, limit: int, offset: int
+    ) -> SearchResponse:
+        total, rows = await self.repo.search(filters, sort, order, limit, offset)
+        items = [
+            PropertySearchItem(
+                id=r[0],
+                status=r[1],
+                list_price=r[2],
+                address=ShortAddress(street_address=r[3], city=r[4], state=r[5], zip_code=r[6]),
+                bedrooms_total=r[7],
+                bathrooms_total=r[8],
+                living_area=r[9],
+                days_on_market=r[10],
+                last_sale_price=r[11],
+                last_sale_date=r[12],
+                last_updated=r[13],
+            )  # fmt: skip
+            for r in rows
+        ]
+        return SearchResponse(meta=PageMeta(total=total, limit=limit, offset=offset), data=items)
+
+    async def valuation(self, property_id: str) -> Valuation:
+        """Stored estimates plus the most similar recent sales in the same ZIP code."""
+        detail = await self.detail(property_id)
+        candidates = await self.repo.comparables(
+            property_id, detail.address.zip_code, detail.property_type
+        )
+        scored = [_comparable(detail, row) for row in candidates]
+        scored.sort(key=lambda c: (-c.similarity, c.distance_miles, c.id))
+        return Valuation(
+            id=detail.id,
+            value_estimate=detail.value_estimate,
+            rent_estimate=detail.rent_estimate,
+            gross_yield=detail.gross_yield,
+            comparables=scored[:COMPARABLES],
+        )
+
+
+def _events(rows: list[Row]) -> list[PriceEvent]:
+    return [PriceEvent(date=r[0], event=r[1], price=r[2], source=r[3]) for r in rows]
+
+
+def _taxes(rows: list[Row]) -> list[TaxRecord]:
+    return [TaxRecord(year=r[0], tax_paid=r[1], assessed_value=r[2]) for r in rows]
+
+
+def _estimate(value: Any, low: Any, high: Any, as_of: Any) -> Estimate | None:
+    if value is None:
+        return None
+    return Estimate(value=value, low=low, high=high, as_of_date=as_of)
+
+
+def _detail(r: Row, events: list[Row], taxes: list[Row]) -> PropertyDetail:
+    (pid, _origin, status, list_price, street, _sk, city, _ck, state, zip_code, county, fips,
+     beds, baths, area, lot, year, ptype, dom, listing_type, _ld, original, previous,
+     change_date, removed, last_sale_price, _last_sale_date, stories, lat, lon, walk,
+     transit, bike, rv, rl, rh, ra, vv, vl, vh, va, updated, _hash) = r  # fmt: skip
+    rent = _estimate(rv, rl, rh, ra)
+    value = _estimate(vv, vl, vh, va)
+    gross_yield = (
+        round(12 * rent.value / value.value, 4) if rent and value and value.value else None
+    )
+    basis = list_price if status == "forSale" else last_sale_price
+    ppsf = round(basis / area) if basis is not None and area else None
+    has_scores = walk is not None or transit is not None or bike is not None
+    return PropertyDetail(
+        id=pid, status=status, list_price=list_price,
+        address=Address(street_address=street, city=city, state=state, zip_code=zip_code,
+                        county=county, fips_code=fips),
+        bedrooms_total=beds, bathrooms_total=baths, living_area=area, lot_size=lot,
+        year_built=year, property_type=ptype, days_on_market=dom,
+        price_history=_events(events), tax_history=_taxes(taxes),
+        scores=Scores(walkability=walk, transit=transit, bike=bike) if has_scores else None,
+        coordinates=Coordinates(latitude=lat, longitude=lon) if lat is not None and lon is not None else None,
+        last_updated=updated, listing_type=listing_type, original_list_price=original,
+        previous_list_price=previous, last_price_change_date=change_date, removed_date=removed,
+        rent_estimate=rent, value_estimate=value, gross_yield=gross_yield,
+        price_per_square_foot=ppsf, stories=stories,
+    )  # fmt: skip
+
+
+def _miles(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    """Great-circle distance (haversine) in miles."""
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 3958.8 * 2 * math.asin(math.sqrt(min(1.0, a)))
+
+
+def _comparable(subject: PropertyDetail, r: Row) -> Comparable:
+    """Similarity in [0, 1]: same type, close size, beds, baths, age and distance score high."""
+    (cid, street, city, state, zip_code, lat, lon, beds, baths, area, year, ptype, price,
+     sale_date) = r  # fmt: skip
+    distance = 0.0
+    if subject.coordinates and lat is not None and lon is not None:
+        distance = _miles(subject.coordinates.latitude, subject.coordinates.longitude, lat, lon)
+    parts = [1.0 if ptype == subject.property_type else 0.5]
+    if subject.living_area and area:
+        parts.append(1 - min(1.0, abs(area - subject.living_area) / subject.living_area))
+    if subject.bedrooms_total is not None and beds is not None:
+        parts.append(1 - min(1.0, abs(beds - subject.bedrooms_total) / 4))
+    if subject.bathrooms_total is not None and baths is not None:
+        parts.append(1 - min(1.0, abs(baths - subject.bathrooms_total) / 3))
+    if subject.year_built and year:
+        parts.append(1 - min(1.0, abs(year - subject.year_built) / 50))
+    parts.append(1 - min(1.0, distance / 5))
+    return Comparable(
+        id=cid,
+        address=ShortAddress(street_address=street, city=city, state=state, zip_code=zip_code),
+        distance_miles=round(distance, 2),
+        sale_date=sale_date,
+        sale_price=price,
+        similarity=round(sum(parts) / len(parts), 3),
+    )
