@@ -146,16 +146,17 @@ def service_error_handler(request: Request[Any, Any, Any], exc: ServiceError) ->
 
 def validation_handler(request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
     """Litestar's own parameter validation, rendered in the contract's shape with `parameter`."""
-    parameter, message = "query", exc.detail
+    parameter, message = "query", str(exc.detail)
     extra = exc.extra if isinstance(exc.extra, list) else []
     if extra and isinstance(extra[0], dict):
-        parameter = str(extra[0].get("key") or parameter)
+        # Python names that clash with reserved words end in "_" (state_); the wire name does not.
+        parameter = str(extra[0].get("key") or parameter).rstrip("_")
         detail = str(extra[0].get("message") or "")
         message = f"Invalid value for '{parameter}': {detail}" if detail else message
-        missing = _MISSING.search(detail)
-        if missing:
-            parameter = missing.group(1)
-            message = f"The query parameter '{parameter}' is required."
+    missing = _MISSING.search(message)
+    if missing:
+        parameter = missing.group(1)
+        message = f"The query parameter '{parameter}' is required."
     return render(request, 400, "invalid_parameter", message, parameter)
 
 

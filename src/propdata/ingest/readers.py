@@ -684,6 +684,7 @@ def reso_record(row: dict[str, str | None], as_of: dt.date) -> PropertyDetail:
     Nothing is invented: a field the row does not give is null, and priceHistory holds
     only events whose dates follow from the row (docs/import.md, "RESO mapping").
     """
+    row = {k: (v.strip() or None) if v else None for k, v in row.items()}
     listing_key = _required(row, "ListingKey")
     status_text = _required(row, "StandardStatus")
     unparsed = _required(row, "UnparsedAddress")

@@ -56,7 +56,7 @@ async def reject_unknown_parameters(request: Request[Any, Any, Any]) -> None:
     if allowed is None:
         names = set()
         for name, field in handler.parsed_fn_signature.parameters.items():
-            alias = getattr(field.kwarg_definition, "query", None)
+            alias = getattr(field.kwarg_definition, "name", None)
             if name not in _RESERVED:
                 names.add(alias or name)
         allowed = _allowed_cache[id(handler)] = frozenset(names)

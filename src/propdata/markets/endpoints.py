@@ -6,7 +6,7 @@ import re
 from typing import Annotated, Any
 
 from litestar import Request, get
-from litestar.params import Parameter
+from litestar.params import PathParameter, QueryParameter
 
 from propdata.errors import InvalidParameter
 from propdata.kit.http import MAX_INT, RATE_HEADERS, errors
@@ -40,14 +40,14 @@ def _zip(value: str) -> str:
 async def search_markets(
     request: Request[Any, Any, Any],
     city: Annotated[
-        str | None, Parameter(min_length=1, max_length=100, description="City name, any case")
+        str | None, QueryParameter(min_length=1, max_length=100, description="City name, any case")
     ] = None,
     state_: Annotated[
         str | None,
-        Parameter(query="state", pattern=r"^[A-Za-z]{2}$", description="Two-letter state code"),
+        QueryParameter(name="state", pattern=r"^[A-Za-z]{2}$", description="Two-letter state code"),
     ] = None,
     zipCode: Annotated[
-        str | None, Parameter(pattern=r"^\d{1,5}$", description="ZIP code or its first 1-4 digits")
+        str | None, QueryParameter(pattern=r"^\d{1,5}$", description="ZIP code or its first 1-4 digits")
     ] = None,
     limit: Annotated[
         int | None,
@@ -55,7 +55,7 @@ async def search_markets(
             ge=1, le=MAX_INT, description="Page size; plan default, clamped to the plan maximum"
         ),
     ] = None,
-    offset: Annotated[int, Parameter(ge=0, le=MAX_INT, description="Results to skip")] = 0,
+    offset: Annotated[int, QueryParameter(ge=0, le=MAX_INT, description="Results to skip")] = 0,
 ) -> MarketSearchResponse:
     """Search ZIP-code markets by city, state or ZIP prefix, in ZIP order."""
     size = applied_page_size(request, limit)
@@ -72,7 +72,7 @@ async def search_markets(
     summary="Market snapshot for a ZIP code",
     operation_id="getMarket",
 )
-async def get_market(request: Request[Any, Any, Any], zipCode: str) -> MarketResponse:
+async def get_market(request: Request[Any, Any, Any], zipCode: Annotated[str, PathParameter(description="Five-digit ZIP code")]) -> MarketResponse:
     """Return the current market snapshot of a ZIP code."""
     return MarketResponse(data=await _service(request).market(_zip(zipCode)))
 
@@ -87,9 +87,9 @@ async def get_market(request: Request[Any, Any, Any], zipCode: str) -> MarketRes
 )
 async def get_market_history(
     request: Request[Any, Any, Any],
-    zipCode: str,
+    zipCode: Annotated[str, PathParameter(description="Five-digit ZIP code")],
     months: Annotated[
-        int, Parameter(ge=1, le=60, description="Months of history, newest first")
+        int, QueryParameter(ge=1, le=60, description="Months of history, newest first")
     ] = 12,
 ) -> MarketHistoryResponse:
     """Return up to `months` monthly entries, newest first."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, get
-from litestar.params import Parameter
+from litestar.params import PathParameter, QueryParameter
 
 from propdata.accounts.middleware import current_key
 from propdata.errors import InvalidParameter
@@ -28,8 +28,8 @@ from propdata.properties.service import PropertyService
 
 ZIP = r"^\d{5}$"
 STATE = r"^[A-Za-z]{2}$"
-Money = Annotated[int | None, Parameter(ge=0, le=MAX_INT)]
-Count = Annotated[int | None, Parameter(ge=0, le=100_000)]
+Money = Annotated[int | None, QueryParameter(ge=0, le=MAX_INT)]
+Count = Annotated[int | None, QueryParameter(ge=0, le=100_000)]
 
 
 def _service(request: Request[Any, Any, Any]) -> PropertyService:
@@ -63,39 +63,39 @@ def _check_range(low: float | None, high: float | None, low_name: str, high_name
 async def search_properties(
     request: Request[Any, Any, Any],
     zipCode: Annotated[
-        str | None, Parameter(pattern=ZIP, description="Five-digit ZIP code")
+        str | None, QueryParameter(pattern=ZIP, description="Five-digit ZIP code")
     ] = None,
     city: Annotated[
-        str | None, Parameter(min_length=1, max_length=100, description="City name, any case")
+        str | None, QueryParameter(min_length=1, max_length=100, description="City name, any case")
     ] = None,
     state_: Annotated[
         str | None,
-        Parameter(query="state", pattern=STATE, description="Two-letter state code, any case"),
+        QueryParameter(name="state", pattern=STATE, description="Two-letter state code, any case"),
     ] = None,
-    status: Annotated[Status | None, Parameter(description="Listing status")] = None,
-    propertyType: Annotated[PropertyType | None, Parameter(description="Property type")] = None,
-    minPrice: Annotated[Money, Parameter(description="Minimum listPrice")] = None,
-    maxPrice: Annotated[Money, Parameter(description="Maximum listPrice")] = None,
-    minBeds: Annotated[Count, Parameter(description="Minimum bedrooms")] = None,
-    maxBeds: Annotated[Count, Parameter(description="Maximum bedrooms")] = None,
+    status: Annotated[Status | None, QueryParameter(description="Listing status")] = None,
+    propertyType: Annotated[PropertyType | None, QueryParameter(description="Property type")] = None,
+    minPrice: Annotated[Money, QueryParameter(description="Minimum listPrice")] = None,
+    maxPrice: Annotated[Money, QueryParameter(description="Maximum listPrice")] = None,
+    minBeds: Annotated[Count, QueryParameter(description="Minimum bedrooms")] = None,
+    maxBeds: Annotated[Count, QueryParameter(description="Maximum bedrooms")] = None,
     minBaths: Annotated[
-        float | None, Parameter(ge=0, le=100_000, description="Minimum bathrooms")
+        float | None, QueryParameter(ge=0, le=100_000, description="Minimum bathrooms")
     ] = None,
-    minSqft: Annotated[Money, Parameter(description="Minimum living area, square feet")] = None,
-    maxSqft: Annotated[Money, Parameter(description="Maximum living area, square feet")] = None,
+    minSqft: Annotated[Money, QueryParameter(description="Minimum living area, square feet")] = None,
+    maxSqft: Annotated[Money, QueryParameter(description="Maximum living area, square feet")] = None,
     minYearBuilt: Annotated[
-        int | None, Parameter(ge=0, le=9999, description="Minimum year built")
+        int | None, QueryParameter(ge=0, le=9999, description="Minimum year built")
     ] = None,
-    maxDaysOnMarket: Annotated[Count, Parameter(description="Maximum days on market")] = None,
+    maxDaysOnMarket: Annotated[Count, QueryParameter(description="Maximum days on market")] = None,
     limit: Annotated[
         int | None,
         Parameter(
             ge=1, le=MAX_INT, description="Page size; plan default, clamped to the plan maximum"
         ),
     ] = None,
-    offset: Annotated[int, Parameter(ge=0, le=MAX_INT, description="Results to skip")] = 0,
-    sort: Annotated[SortField, Parameter(description="Sort field")] = "lastUpdated",
-    order: Annotated[SortOrder, Parameter(description="Sort order")] = "desc",
+    offset: Annotated[int, QueryParameter(ge=0, le=MAX_INT, description="Results to skip")] = 0,
+    sort: Annotated[SortField, QueryParameter(description="Sort field")] = "lastUpdated",
+    order: Annotated[SortOrder, QueryParameter(description="Sort order")] = "desc",
 ) -> SearchResponse:
     """Search properties with filters, sort and pagination; meta.total is exact.
 
@@ -135,14 +135,14 @@ def city_filter(city: str | None) -> str | None:
 async def lookup_property(
     request: Request[Any, Any, Any],
     streetAddress: Annotated[
-        str, Parameter(min_length=1, max_length=200, description="Street address")
+        str, QueryParameter(min_length=1, max_length=200, description="Street address")
     ],
-    city: Annotated[str, Parameter(min_length=1, max_length=100, description="City name")],
+    city: Annotated[str, QueryParameter(min_length=1, max_length=100, description="City name")],
     state_: Annotated[
-        str, Parameter(query="state", pattern=STATE, description="Two-letter state code")
+        str, QueryParameter(name="state", pattern=STATE, description="Two-letter state code")
     ],
     zipCode: Annotated[
-        str | None, Parameter(pattern=ZIP, description="Five-digit ZIP code")
+        str | None, QueryParameter(pattern=ZIP, description="Five-digit ZIP code")
     ] = None,
 ) -> LookupResponse:
     """Find the one property at an address, matched after USPS normalisation."""
@@ -164,7 +164,7 @@ async def lookup_property(
     summary="Get a property",
     operation_id="getProperty",
 )
-async def get_property(request: Request[Any, Any, Any], id: str) -> PropertyResponse:
+async def get_property(request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]) -> PropertyResponse:
     """Return one property record with every field of the contract."""
     return PropertyResponse(data=await _service(request).detail(id))
 
@@ -177,7 +177,7 @@ async def get_property(request: Request[Any, Any, Any], id: str) -> PropertyResp
     summary="Price and tax history of a property",
     operation_id="getPropertyHistory",
 )
-async def get_property_history(request: Request[Any, Any, Any], id: str) -> HistoryResponse:
+async def get_property_history(request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]) -> HistoryResponse:
     """Return a property's price history (newest first) and tax history."""
     return HistoryResponse(data=await _service(request).history(id))
 
@@ -190,7 +190,7 @@ async def get_property_history(request: Request[Any, Any, Any], id: str) -> Hist
     summary="Value and rent estimates with comparable sales",
     operation_id="getPropertyValuation",
 )
-async def get_property_valuation(request: Request[Any, Any, Any], id: str) -> ValuationResponse:
+async def get_property_valuation(request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]) -> ValuationResponse:
     """Return the value and rent estimates, gross yield and the closest comparable sales."""
     return ValuationResponse(data=await _service(request).valuation(id))
 

@@ -1,0 +1,43 @@
+# propdata: `make run` serves the demo, `make test` runs every test. `make help` lists all.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+DB      ?= var/propdata.db
+export PROPDATA_DATABASE_URL ?= $(DB)
+
+.PHONY: help run test check format bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line, serve on :8000
+	$(BIN)/propdata data demo --if-missing
+	@key=$$($(BIN)/propdata keys create --plan developer --name demo 2>/dev/null | tail -n 1); \
+	echo ""; \
+	echo "Demo key (Developer plan): $$key"; \
+	echo "Try:  curl -s -H 'Authorization: Bearer $$key' 'http://127.0.0.1:8000/v1/properties?city=Ames&state=IA&limit=3'"; \
+	echo "Docs: http://127.0.0.1:8000/docs"; \
+	echo ""
+	$(BIN)/propdata serve --host 127.0.0.1 --port 8000
+
+test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where present)
+	$(BIN)/pytest -q -n 2 --dist loadfile
+
+check: $(STAMP) ## Formatting, lint and types
+	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+
+format: $(STAMP) ## Format the code
+	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix src tests
+
+clean: ## Remove the virtualenv and local data
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
