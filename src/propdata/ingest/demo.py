@@ -179,8 +179,8 @@ def _record(
         last_updated=f"{history[0].date}T00:00:00Z",
         listing_type=None,
         original_list_price=(
-            original_list_price if original_list_price is not None else derived.original_list_price
-        ),  # fmt: skip
+            derived.original_list_price if original_list_price is None else original_list_price
+        ),
         previous_list_price=derived.previous_list_price,
         last_price_change_date=derived.last_price_change_date,
         removed_date=derived.removed_date,
@@ -227,7 +227,7 @@ def _standard_zips(city: str, state: str) -> tuple[tuple[str, float, float], ...
     """
     return tuple(
         (z["zip_code"], float(z["lat"]), float(z["long"]))
-        for z in zipcodes.filter_by(city=city, state=state)
+        for z in zipcodes.filter_by(city=city, state=state)  # type: ignore[no-untyped-call]
         if z["zip_code_type"] == "STANDARD" and z["active"] and z["lat"] and z["long"]
     )
 

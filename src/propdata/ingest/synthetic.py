@@ -10,8 +10,8 @@ The model (docs/data.md has the long form):
 
 - Places: active STANDARD ZIP codes with a centroid in the 50 states and DC; county FIPS from
   `addfips`. About 150 records per chosen ZIP, ZIPs drawn with weight = state population x
-  the ZIP's share of its state's "metro mass" (how many ZIP centroids lie within ~25 km), so
-  big metros get more ZIPs and more records.
+  the ZIP's share of its state's "metro mass" (how many ZIP centroids lie in the ~50 km
+  square around it), so big metros get more ZIPs and more records.
 - Prices: a state level (typical home value), raised in dense ZIPs, with per-ZIP and
   per-property noise and 1-7 % yearly appreciation back in time.
 - Histories: each property gets a final episode that sets its status (about 20 % forSale,
@@ -23,15 +23,17 @@ The model (docs/data.md has the long form):
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import heapq
+import itertools
 import math
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import addfips
 import zipcodes
@@ -122,27 +124,38 @@ STREET_NAMES = (
 )  # fmt: skip
 STREET_SUFFIXES = ("St", "Ave", "Dr", "Rd", "Ln", "Ct", "Way", "Pl", "Blvd", "Cir", "Ter",
                    "Trl", "Pkwy", "Loop")  # fmt: skip
-SUFFIX_WEIGHTS = (25, 18, 14, 12, 8, 6, 5, 4, 3, 3, 2, 2, 1, 1)
+SUFFIX_CUMULATIVE = tuple(itertools.accumulate((25, 18, 14, 12, 8, 6, 5, 4, 3, 3, 2, 2, 1, 1)))
 DIRECTIONS = ("N", "S", "E", "W", "NE", "NW", "SE", "SW")
-DIRECTION_WEIGHTS = (5, 5, 5, 5, 1, 1, 1, 1)
+DIRECTION_CUMULATIVE = tuple(itertools.accumulate((5, 5, 5, 5, 1, 1, 1, 1)))
 
 PROPERTY_TYPES: tuple[PropertyType, ...] = ("singleFamily", "condo", "townhouse", "multiFamily",
                                             "land")  # fmt: skip
 # Share of each type at density 0 (rural) and the change towards density 1 (urban core).
-TYPE_BASE = (0.70, 0.06, 0.08, 0.06, 0.10)
-TYPE_SLOPE = (-0.35, 0.34, 0.04, 0.06, -0.09)
+TYPE_BASE = (0.72, 0.05, 0.07, 0.06, 0.10)
+TYPE_SLOPE = (-0.30, 0.24, 0.05, 0.06, -0.05)
 
 # Year built: (first year, last year, weight); the US stock leans to 1950-2010.
-YEAR_BANDS = ((1880, 1939, 13), (1940, 1949, 5), (1950, 1959, 10), (1960, 1969, 10),
-              (1970, 1979, 15), (1980, 1989, 13), (1990, 1999, 13), (2000, 2009, 14),
-              (2010, 2100, 7))  # fmt: skip
+YEAR_BANDS = (
+    (1880, 1939),
+    (1940, 1949),
+    (1950, 1959),
+    (1960, 1969),
+    (1970, 1979),
+    (1980, 1989),
+    (1990, 1999),
+    (2000, 2009),
+    (2010, 2100),
+)
+YEAR_CUMULATIVE = tuple(itertools.accumulate((13, 5, 10, 10, 15, 13, 13, 14, 7)))
 
 LISTING_SOURCES: tuple[Source, ...] = ("mls", "agent", "owner")
-SALE_SOURCE_WEIGHTS = (0.80, 0.92)  # cumulative: mls, agent, then owner (FSBO)
-RENT_SOURCE_WEIGHTS = (0.45, 0.70)  # cumulative: mls, agent, then owner
+SALE_SOURCES = (0.80, 0.92, 1.0)  # running shares: mls, agent, owner (for sale by owner)
+RENT_SOURCES = (0.45, 0.70, 1.0)
 
 KM_LAT = 1 / 111.32
 """Degrees of latitude per km."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,9 +189,9 @@ def bare_county(name: str) -> str:
 
 @cache
 def zip_table() -> tuple[Zip, ...]:
-    """The eligible ZIP codes, sorted by code; built once per process (about 0.6 s)."""
+    """The eligible ZIP codes, sorted by code; built once per process, in under a second."""
     rows = [
-        z for z in zipcodes.list_all()
+        z for z in zipcodes.list_all()  # type: ignore[no-untyped-call]
         if z["zip_code_type"] == "STANDARD" and z["active"] and z["lat"] and z["long"]
         and z["state"] in STATE_POPULATION and z["county"]
     ]  # fmt: skip
@@ -217,9 +230,7 @@ def _neighbours(points: list[tuple[float, float]], size: float) -> list[int]:
     """How many points share each point's grid cell of `size` degrees or one of its 8 neighbours."""
     cells = [(math.floor(lat / size), math.floor(lon / size)) for lat, lon in points]
     counts = Counter(cells)
-    return [
-        sum(counts[(a + i, b + j)] for i in (-1, 0, 1) for j in (-1, 0, 1)) for a, b in cells
-    ]
+    return [sum(counts[(a + i, b + j)] for i in (-1, 0, 1) for j in (-1, 0, 1)) for a, b in cells]
 
 
 def generate(n: int, seed: int, as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
@@ -228,7 +239,7 @@ def generate(n: int, seed: int, as_of: dt.date) -> Iterator[tuple[int, PropertyD
         raise ValueError("n must not be negative")
     if n == 0:
         return
-    rng = random.Random(seed)
+    rng = _Rng(seed)
     width = max(7, len(str(n)))
     world = _World(as_of)
     number = 0
@@ -239,13 +250,44 @@ def generate(n: int, seed: int, as_of: dt.date) -> Iterator[tuple[int, PropertyD
             yield number, _property(rng, world, area, f"syn-{number:0{width}d}")
 
 
-def _plan(rng: random.Random, table: tuple[Zip, ...], n: int) -> list[tuple[Zip, int]]:
+class _Rng(random.Random):
+    """random.Random with cheap draws (one `random()` each, no argument checks).
+
+    The stdlib's randint/choice/choices cost 0.3-1 µs a call; a million records make some
+    forty million draws. The stream is still the Mersenne Twister of the seed.
+    """
+
+    def int_between(self, a: int, b: int) -> int:
+        """An integer in [a, b]."""
+        return a + int(self.random() * (b - a + 1))
+
+    def pick(self, seq: Sequence[T]) -> T:
+        return seq[int(self.random() * len(seq))]
+
+    def between(self, a: float, b: float) -> float:
+        return a + (b - a) * self.random()
+
+    def lognormal(self, mu: float, sigma: float) -> float:
+        """exp(N(mu, sigma)); `gauss` is about twice as fast as `lognormvariate`'s sampler."""
+        return math.exp(self.gauss(mu, sigma))
+
+    def weighted(self, values: Sequence[T], cumulative: Sequence[float]) -> T:
+        """One of `values`, drawn with the running totals `cumulative`."""
+        return values[bisect.bisect(cumulative, self.random() * cumulative[-1])]
+
+
+def _step(x: float, step: int) -> int:
+    """Round a non-negative amount to a whole multiple of `step`."""
+    return int(x / step + 0.5) * step
+
+
+def _plan(rng: _Rng, table: tuple[Zip, ...], n: int) -> list[tuple[Zip, int]]:
     """Choose the ZIP codes (weighted, without replacement) and how many records each gets."""
     k = max(1, min(len(table), round(n / RECORDS_PER_ZIP)))
     # Efraimidis-Spirakis: the k largest log(u)/w are a weighted sample without replacement.
     keys = [math.log(1.0 - rng.random()) / z.weight for z in table]
     chosen = sorted(heapq.nlargest(k, range(len(table)), key=keys.__getitem__))
-    shares = [table[i].weight ** 0.35 * rng.lognormvariate(0.0, 0.3) for i in chosen]
+    shares = [table[i].weight ** 0.35 * rng.lognormal(0.0, 0.3) for i in chosen]
     total = sum(shares)
     exact = [n * s / total for s in shares]
     counts = [int(x) for x in exact]
@@ -256,7 +298,7 @@ def _plan(rng: random.Random, table: tuple[Zip, ...], n: int) -> list[tuple[Zip,
 
 
 class _World:
-    """Per-call constants: as_of, its date strings, the year-built bands."""
+    """Per-call constants: as_of and the date text of every day of the horizon."""
 
     __slots__ = ("as_of", "as_of_text", "dates", "year_offsets")
 
@@ -272,105 +314,114 @@ class _World:
 class _Street:
     __slots__ = ("dlat", "dlon", "latitude", "longitude", "name", "next_number", "start")
 
-    def __init__(self, rng: random.Random, name: str, place: Zip, spread_km: float) -> None:
+    def __init__(self, rng: _Rng, name: str, place: Zip, spread_km: float) -> None:
         self.name = name
-        self.start = self.next_number = rng.choice((1, 2, 10, 100, 100, 200, 500, 1000, 2000))
-        self.next_number += rng.randrange(0, 40)
+        self.start = rng.pick((1, 2, 10, 100, 100, 200, 500, 1000, 2000))
+        self.next_number = self.start + rng.int_between(0, 40)
         distance = min(abs(rng.gauss(0.0, spread_km)), 2.5 * spread_km)
         bearing = rng.random() * math.tau
         lon_km = KM_LAT / max(0.2, math.cos(math.radians(place.latitude)))
         self.latitude = place.latitude + distance * math.cos(bearing) * KM_LAT
         self.longitude = place.longitude + distance * math.sin(bearing) * lon_km
         heading = rng.random() * math.tau
-        # About one metre per house number, the usual 100 numbers to a 100 m block.
+        # About one metre per house number: the usual 100 numbers to a 100 m block.
         self.dlat = 0.001 * math.cos(heading) * KM_LAT
         self.dlon = 0.001 * math.sin(heading) * lon_km
 
-    def take(self, rng: random.Random) -> int:
+    def take(self, rng: _Rng) -> int:
         number = self.next_number
-        self.next_number += rng.randint(2, 24)
+        self.next_number += rng.int_between(2, 24)
         return number
 
 
+class _Building:
+    """The condo building a ZIP is filling: street line, unit designator, units left."""
+
+    __slots__ = ("designator", "index", "latitude", "left", "line", "longitude", "per_floor")
+
+    def __init__(self, rng: _Rng, street: _Street) -> None:
+        number = street.take(rng)
+        offset = number - street.start
+        self.line = f"{number} {street.name}"
+        self.designator = "Apt" if rng.random() < 0.6 else "Unit"
+        self.left = rng.int_between(4, 40)
+        self.index = 0
+        self.per_floor = rng.pick((0, 4, 6, 8, 10))
+        """0: units numbered 1, 2, ...; else 101, 102, ..., 201, ... with this many a floor."""
+        self.latitude = street.latitude + offset * street.dlat
+        self.longitude = street.longitude + offset * street.dlon
+
+    def next_unit(self) -> str:
+        i, per_floor = self.index, self.per_floor
+        unit = i + 1 if not per_floor else (i // per_floor + 1) * 100 + i % per_floor + 1
+        self.index += 1
+        self.left -= 1
+        return f"{self.line} {self.designator} {unit}"
+
+
 class _Area:
-    """One ZIP code's market: price level, growth, streets and the building a condo is in."""
+    """One ZIP code's market: price level, growth, streets and the condo building being filled."""
 
     __slots__ = (
         "assessment", "building", "density", "growth", "place", "price", "rent_yield",
-        "scores", "spread_km", "streets", "tax_rate", "type_cumulative",
+        "scores", "streets", "tax_rate", "type_cumulative", "yearly",
     )  # fmt: skip
 
-    def __init__(self, rng: random.Random, place: Zip, count: int, as_of: dt.date) -> None:
+    def __init__(self, rng: _Rng, place: Zip, count: int, as_of: dt.date) -> None:
         d = place.density
         self.place = place
         self.density = d
-        self.price = STATE_PRICE[place.state] * (0.8 + 0.5 * d) * rng.lognormvariate(0.0, 0.2)
-        self.growth = min(0.08, max(0.01, rng.gauss(0.045, 0.012)))
+        self.price = STATE_PRICE[place.state] * (0.8 + 0.5 * d) * rng.lognormal(0.0, 0.2)
+        """Typical value of an 1,800 sq ft single-family house in this ZIP code, today."""
+        self.growth = min(0.07, max(0.01, rng.gauss(0.045, 0.012)))
+        self.yearly = math.exp(-self.growth)
         self.rent_yield = min(0.11, max(0.04, 0.065 * (300_000 / self.price) ** 0.3))
-        self.tax_rate = STATE_TAX_RATE[place.state] * rng.uniform(0.85, 1.15)
-        self.assessment = rng.uniform(0.8, 1.0)
+        self.tax_rate = STATE_TAX_RATE[place.state] * rng.between(0.85, 1.15)
+        self.assessment = rng.between(0.8, 1.0)
         self.scores = (10 + 80 * d, 2 + 85 * d**1.5, 15 + 60 * d)
-        self.spread_km = 0.8 + 1.6 * (1.0 - d)
-        weights = [b + s * d for b, s in zip(TYPE_BASE, TYPE_SLOPE, strict=True)]
-        total = sum(weights)
-        running = 0.0
-        self.type_cumulative: list[float] = []
-        for w in weights:
-            running += w / total
-            self.type_cumulative.append(running)
+        self.type_cumulative = list(
+            itertools.accumulate(b + s * d for b, s in zip(TYPE_BASE, TYPE_SLOPE, strict=True))
+        )
+        spread_km = 0.8 + 1.6 * (1.0 - d)
         names: set[str] = set()
         self.streets: list[_Street] = []
         while len(self.streets) < max(3, count // 12):
-            name = f"{rng.choice(STREET_NAMES)} {rng.choices(STREET_SUFFIXES, SUFFIX_WEIGHTS)[0]}"
+            name = f"{rng.pick(STREET_NAMES)} {rng.weighted(STREET_SUFFIXES, SUFFIX_CUMULATIVE)}"
             r = rng.random()
             if r < 0.10:
-                name = f"{rng.choices(DIRECTIONS, DIRECTION_WEIGHTS)[0]} {name}"
+                name = f"{rng.weighted(DIRECTIONS, DIRECTION_CUMULATIVE)} {name}"
             elif r < 0.13:
-                name = f"{name} {rng.choices(DIRECTIONS, DIRECTION_WEIGHTS)[0]}"
+                name = f"{name} {rng.weighted(DIRECTIONS, DIRECTION_CUMULATIVE)}"
             if name not in names:
                 names.add(name)
-                self.streets.append(_Street(rng, name, place, self.spread_km))
-        self.building: list[Any] | None = None
-        """[street line, designator, units left, next unit index, floor size, latitude, longitude]"""
+                self.streets.append(_Street(rng, name, place, spread_km))
+        self.building: _Building | None = None
 
-    def address(self, rng: random.Random, condo: bool) -> tuple[str, float, float]:
+    def address(self, rng: _Rng, condo: bool) -> tuple[str, float, float]:
         """A street line unique within the ZIP code, and its coordinates."""
         if condo:
-            b = self.building
-            if b is None or b[2] == 0:
-                street = rng.choice(self.streets)
-                number = street.take(rng)
-                offset = number - street.start
-                b = self.building = [
-                    f"{number} {street.name}", "Apt" if rng.random() < 0.6 else "Unit",
-                    rng.randint(4, 40), 0, rng.choice((0, 4, 6, 8, 10)),
-                    street.latitude + offset * street.dlat, street.longitude + offset * street.dlon,
-                ]  # fmt: skip
-            index, per_floor = b[3], b[4]
-            unit = index + 1 if not per_floor else (index // per_floor + 1) * 100 + index % per_floor + 1
-            b[2] -= 1
-            b[3] += 1
-            return f"{b[0]} {b[1]} {unit}", b[5], b[6]
-        street = rng.choice(self.streets)
+            building = self.building
+            if building is None or not building.left:
+                building = self.building = _Building(rng, rng.pick(self.streets))
+            return building.next_unit(), building.latitude, building.longitude
+        street = rng.pick(self.streets)
         number = street.take(rng)
         offset = number - street.start
-        jitter = 0.00004
         return (
             f"{number} {street.name}",
-            street.latitude + offset * street.dlat + rng.uniform(-jitter, jitter),
-            street.longitude + offset * street.dlon + rng.uniform(-jitter, jitter),
+            street.latitude + offset * street.dlat + rng.between(-4e-5, 4e-5),
+            street.longitude + offset * street.dlon + rng.between(-4e-5, 4e-5),
         )
 
 
-# An event while building a history: (days before as_of, event, price, source).
-_Ev = tuple[int, str, int | None, str]
+# An event while a history is built: (days before as_of, event, price, source).
+_Ev = tuple[int, Event, int | None, Source]
 
 
-def _property(rng: random.Random, world: _World, area: _Area, record_id: str) -> PropertyDetail:
+def _property(rng: _Rng, world: _World, area: _Area, record_id: str) -> PropertyDetail:
     as_of = world.as_of
     place = area.place
-    r = rng.random()
-    ptype = PROPERTY_TYPES[next(i for i, c in enumerate(area.type_cumulative) if r < c or i == 4)]
+    ptype = rng.weighted(PROPERTY_TYPES, area.type_cumulative)
     r = rng.random()
     status: Status = (
         "forSale" if r < 0.20 else "recentlySold" if r < 0.30 else "forRent" if r < 0.40
@@ -389,86 +440,94 @@ def _property(rng: random.Random, world: _World, area: _Area, record_id: str) ->
     lot: int | None
     d = area.density
     if land:
-        lot = round(43_560 * rng.lognormvariate(math.log(0.6 + 4.0 * (1 - d)), 0.9))
-        value = area.price * 0.12 * (lot / 43_560) ** 0.5 * rng.lognormvariate(0.0, 0.35)
+        lot = int(43_560 * rng.lognormal(math.log(0.6 + 4.0 * (1 - d)), 0.9))
+        value = area.price * 0.12 * (lot / 43_560) ** 0.5 * rng.lognormal(0.0, 0.35)
     else:
         year = _year_built(rng, as_of.year - (2 if status == "offMarket" else 1))
         if ptype == "singleFamily":
-            beds = rng.choices((2, 3, 4, 5, 6), (10, 45, 33, 10, 2))[0]
-            baths = max(1.0, beds - 1 + rng.choice((-1.0, -0.5, 0.0, 0.0, 0.5, 1.0)))
-            sqft = max(600, round(500 + beds * 420 + rng.gauss(0, 260), -1))
-            lot = round(rng.lognormvariate(math.log(5_000 + 15_000 * (1 - d) ** 2), 0.45))
-            stories = rng.choices((1, 2, 3), (45, 47, 8))[0]
+            beds = rng.weighted((2, 3, 4, 5, 6), (10, 55, 88, 98, 100))
+            baths = max(1.0, beds - 1 + rng.pick((-1.0, -0.5, 0.0, 0.0, 0.5, 1.0)))
+            sqft = max(600, _step(500 + beds * 420 + rng.gauss(0, 260), 10))
+            lot = int(rng.lognormal(math.log(5_000 + 15_000 * (1 - d) ** 2), 0.45))
+            stories = rng.weighted((1, 2, 3), (45, 92, 100))
             factor = 1.0
         elif ptype == "condo":
-            beds = rng.choices((0, 1, 2, 3), (8, 35, 45, 12))[0]
-            baths = 1.0 if beds <= 1 else rng.choice((1.0, 1.5, 2.0, 2.0, 2.5))
-            sqft = max(380, round(450 + beds * 380 + rng.gauss(0, 120), -1))
-            lot = None
+            beds = rng.weighted((0, 1, 2, 3), (8, 43, 88, 100))
+            baths = 1.0 if beds <= 1 else rng.pick((1.0, 1.5, 2.0, 2.0, 2.5))
+            sqft = max(380, _step(450 + beds * 380 + rng.gauss(0, 120), 10))
+            lot = None  # the owner of a unit owns no lot of its own
             stories = 1
             factor = 1.05
         elif ptype == "townhouse":
-            beds = rng.choices((2, 3, 4), (35, 50, 15))[0]
-            baths = rng.choice((1.5, 2.0, 2.5, 2.5, 3.0, 3.5))
-            sqft = max(800, round(900 + beds * 300 + rng.gauss(0, 150), -1))
-            lot = round(rng.uniform(1_200, 4_000))
-            stories = rng.choice((2, 2, 2, 3))
+            beds = rng.weighted((2, 3, 4), (35, 85, 100))
+            baths = rng.pick((1.5, 2.0, 2.5, 2.5, 3.0, 3.5))
+            sqft = max(800, _step(800 + beds * 270 + rng.gauss(0, 150), 10))
+            lot = rng.int_between(1_200, 4_000)
+            stories = rng.pick((2, 2, 2, 3))
             factor = 0.95
-        else:  # multiFamily: a 2-4 unit building, counts summed over the units
-            units = rng.choice((2, 2, 2, 3, 4))
-            beds = sum(rng.choice((1, 2, 2, 3)) for _ in range(units))
-            baths = float(units) + rng.choice((0.0, 0.0, 0.5, 1.0))
-            sqft = max(1_400, round(units * 850 + rng.gauss(0, 250), -1))
-            lot = round(rng.uniform(4_000, 15_000))
-            stories = rng.choice((2, 2, 3))
+        else:  # multiFamily: a 2-4 unit building, bedrooms and baths summed over the units
+            units = rng.pick((2, 2, 2, 3, 4))
+            beds = sum(rng.pick((1, 2, 2, 3)) for _ in range(units))
+            baths = float(units) + rng.pick((0.0, 0.0, 0.5, 1.0))
+            sqft = max(1_400, _step(units * 950 + rng.gauss(0, 250), 10))
+            lot = rng.int_between(4_000, 15_000)
+            stories = rng.pick((2, 2, 3))
             factor = 0.85
         age = as_of.year - year
         factor *= 1.12 if age < 5 else 1.0 if age < 60 else 0.93
-        value = area.price / 1_800 * sqft**0.92 * 1_800**0.08 * factor * rng.lognormvariate(0, 0.18)
+        value = area.price * (sqft / 1_800) ** 0.92 * factor * rng.lognormal(0.0, 0.18)
     value = max(value, 15_000.0)
-    rent = value * area.rent_yield / 12 * rng.lognormvariate(0.0, 0.08)
-    horizon = HORIZON_DAYS if year is None else min(HORIZON_DAYS, world.year_offsets.get(year, HORIZON_DAYS))
+    rent = value * area.rent_yield / 12 * rng.lognormal(0.0, 0.08)
+    horizon = HORIZON_DAYS
+    if year is not None:
+        horizon = min(horizon, world.year_offsets.get(year, horizon))
 
-    distressed = 0.0 if status in ("forRent", "offMarket") else rng.random()
-    listing_type: ListingType | None = (
-        None if status == "offMarket" else "foreclosure" if distressed > 0.97
-        else "shortSale" if distressed > 0.95 else "auction" if distressed > 0.935 else "standard"
-    )  # fmt: skip
-    history = _History(rng, value, rent, area.growth, 0.82 if distressed > 0.935 else 1.0)
-    events, off_market_sale = history.final(status, horizon)
+    listing_type: ListingType | None = None
+    discount = 1.0
+    if status in ("forSale", "recentlySold"):
+        r = rng.random()
+        listing_type = (
+            "foreclosure" if r < 0.03 else "shortSale" if r < 0.05 else "auction" if r < 0.065
+            else "standard"
+        )  # fmt: skip
+        discount = 1.0 if listing_type == "standard" else 0.82
+    elif status == "forRent":
+        listing_type = "standard"
+    history = _History(rng, value, rent, area.growth, discount)
+    final, off_market_sale = history.final(status, horizon)
     history.discount = 1.0  # a distressed sale prices only the current listing low
-    if events is None:
+    if final is None:
         listing_type = None
     else:
-        history.earlier(events, off_market_sale, horizon)
-    if off_market_sale and status == "recentlySold":
-        listing_type = None
-    elif listing_type == "standard" and year is not None and year >= as_of.year - 2:
-        if len(history.episodes) == 1 and status != "forRent":
+        history.earlier(final, off_market_sale, horizon)
+        if off_market_sale and status == "recentlySold":
+            listing_type = None  # sold without being listed
+        elif (listing_type == "standard" and status != "forRent" and year is not None
+              and year >= as_of.year - 2 and len(history.episodes) == 1):  # fmt: skip
             listing_type = "newConstruction"
 
     dates = world.dates
     price_history = [
-        PriceEvent(date=dates[o], event=cast(Event, e), price=p, source=cast(Source, s))
+        PriceEvent(date=dates[o], event=e, price=p, source=s)
         for episode in history.episodes for o, e, p, s in reversed(episode)
     ]  # fmt: skip
     lifecycle.check_history(price_history, status, as_of)
     derived = lifecycle.derive(price_history, status)
 
     newest = history.episodes[0][-1][0] if history.episodes else HORIZON_DAYS
-    window = min(newest, 14 if status != "offMarket" else 120)
-    seconds = rng.randrange(86_400)
+    seconds = int(rng.random() * 86_400)
     updated = (
-        f"{dates[rng.randint(0, window)]}T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:"
-        f"{seconds % 60:02d}Z"
+        f"{dates[rng.int_between(0, min(newest, 14 if status != 'offMarket' else 120))]}"
+        f"T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}Z"
     )
 
     walk, transit, bike = area.scores
-    penalty = 15 if land else 0
-    value_now = round(value * rng.uniform(0.97, 1.03), -3)
-    value_width = rng.uniform(0.15, 0.25) if land else rng.uniform(0.06, 0.12)
-    rent_now = 5 * round(rent * rng.uniform(0.97, 1.03) / 5)
-    rent_width = rng.uniform(0.07, 0.12)
+    if land:
+        walk, transit, bike = walk - 15, transit - 15, bike - 15
+    value_now = _step(value * rng.between(0.97, 1.03), 1_000)
+    value_width = rng.between(0.15, 0.25) if land else rng.between(0.06, 0.12)
+    rent_now = _step(rent * rng.between(0.97, 1.03), 5)
+    rent_width = rng.between(0.07, 0.12)
     return PropertyDetail(
         id=record_id,
         status=status,
@@ -487,9 +546,9 @@ def _property(rng: random.Random, world: _World, area: _Area, record_id: str) ->
         price_history=price_history,
         tax_history=_taxes(rng, world, area, value, year),
         scores=Scores(
-            walkability=_score(walk - penalty + rng.gauss(0, 8)),
-            transit=_score(transit - penalty + rng.gauss(0, 6)),
-            bike=_score(bike - penalty + rng.gauss(0, 10)),
+            walkability=_score(walk + rng.gauss(0, 8)),
+            transit=_score(transit + rng.gauss(0, 6)),
+            bike=_score(bike + rng.gauss(0, 10)),
         ),
         coordinates=Coordinates(latitude=round(latitude, 6), longitude=round(longitude, 6)),
         last_updated=updated,
@@ -499,12 +558,12 @@ def _property(rng: random.Random, world: _World, area: _Area, record_id: str) ->
         last_price_change_date=derived.last_price_change_date,
         removed_date=derived.removed_date,
         rent_estimate=None if land else Estimate(
-            value=rent_now, low=round(rent_now * (1 - rent_width)),
-            high=round(rent_now * (1 + rent_width)), as_of_date=world.as_of_text,
+            value=rent_now, low=_step(rent_now * (1 - rent_width), 5),
+            high=_step(rent_now * (1 + rent_width), 5), as_of_date=world.as_of_text,
         ),
         value_estimate=Estimate(
-            value=value_now, low=round(value_now * (1 - value_width), -2),
-            high=round(value_now * (1 + value_width), -2), as_of_date=world.as_of_text,
+            value=value_now, low=_step(value_now * (1 - value_width), 100),
+            high=_step(value_now * (1 + value_width), 100), as_of_date=world.as_of_text,
         ),
         gross_yield=None,
         price_per_square_foot=None,
@@ -512,30 +571,33 @@ def _property(rng: random.Random, world: _World, area: _Area, record_id: str) ->
     )  # fmt: skip
 
 
-def _year_built(rng: random.Random, latest: int) -> int:
-    band = rng.choices(YEAR_BANDS, [w for _, _, w in YEAR_BANDS])[0]
-    first, last = band[0], min(band[1], latest)
-    return rng.randint(min(first, last), last)
+def _year_built(rng: _Rng, latest: int) -> int:
+    first, last = rng.weighted(YEAR_BANDS, YEAR_CUMULATIVE)
+    last = min(last, latest)
+    first = min(first, last)
+    return rng.int_between(first, last)
 
 
 def _score(x: float) -> int:
-    return 0 if x < 0 else 100 if x > 100 else round(x)
+    return 0 if x < 0 else 100 if x > 100 else int(x + 0.5)
 
 
 def _taxes(
-    rng: random.Random, world: _World, area: _Area, value: float, year_built: int | None
+    rng: _Rng, world: _World, area: _Area, value: float, year_built: int | None
 ) -> list[TaxRecord]:
     """Yearly assessments for the last 5-10 complete years (none before the house stood)."""
-    records = []
-    growth = area.growth
     first = world.as_of.year - 1
-    for year in range(first, first - rng.randint(5, 10), -1):
-        if year_built is not None and year < year_built:
-            break
-        then = value * math.exp(-growth * world.year_offsets[year] / 365)
-        assessed = round(then * area.assessment, -2)
-        paid = round(assessed * area.tax_rate * rng.uniform(0.98, 1.02))
+    last = first - rng.int_between(5, 10) + 1
+    if year_built is not None:
+        last = max(last, year_built)
+    then = value * area.assessment * math.exp(-area.growth * world.year_offsets[first] / 365)
+    rate, yearly, random_ = area.tax_rate, area.yearly, rng.random
+    records = []
+    for year in range(first, last - 1, -1):
+        assessed = int(then * 0.01 + 0.5) * 100
+        paid = int(assessed * rate * (0.98 + 0.04 * random_()) + 0.5)
         records.append(TaxRecord(year=year, tax_paid=paid, assessed_value=assessed))
+        then *= yearly
     return records
 
 
@@ -544,13 +606,14 @@ class _History:
 
     Dates are days before as_of (larger = older). `final` makes the episode that sets the
     status; `earlier` fills the years before it with a renewal process whose episodes only
-    start from a status they are allowed to start from (contract.md's transitions).
+    start from a status they may start from (contract.md's transitions): an off-market sale
+    only after an episode that ends offMarket, `relisted` only after a delisting.
     """
 
     __slots__ = ("discount", "episodes", "growth", "rent", "rng", "value")
 
     def __init__(
-        self, rng: random.Random, value: float, rent: float, growth: float, discount: float
+        self, rng: _Rng, value: float, rent: float, growth: float, discount: float
     ) -> None:
         self.rng = rng
         self.value = value
@@ -562,46 +625,48 @@ class _History:
     # -- prices ----------------------------------------------------------------------
 
     def _ask(self, days: int) -> int:
-        x = self.value * math.exp(-self.growth * days / 365) * (1 + self.rng.uniform(-0.01, 0.06))
-        return self._round(x * self.discount)
+        """A first asking price `days` before as_of: the value then plus a 0-6 % margin."""
+        x = self.value * math.exp(-self.growth * days / 365) * self.rng.between(0.99, 1.06)
+        return self._price(x * self.discount)
 
-    def _round(self, x: float) -> int:
-        if x >= 100_000:
-            price = round(x, -3)
-            return int(price - 100 if self.rng.random() < 0.4 else price)
-        return int(round(x, -2))
+    def _price(self, x: float) -> int:
+        """An asking price as agents write them: 349,900 or 350,000; 84,500 below 100k."""
+        if x < 100_000:
+            return _step(x, 500)
+        price = _step(x, 1_000)
+        return price - 100 if self.rng.random() < 0.4 else price
 
     def _rent(self, days: int) -> int:
         x = self.rent * math.exp(-0.035 * days / 365)
-        return 5 * round(x / 5) if x < 1_000 else 25 * round(x / 25)
+        return _step(x, 5 if x < 1_000 else 25)
 
-    def _source(self, cumulative: tuple[float, float]) -> str:
-        r = self.rng.random()
-        return LISTING_SOURCES[0 if r < cumulative[0] else 1 if r < cumulative[1] else 2]
+    def _source(self, cumulative: tuple[float, ...]) -> Source:
+        return self.rng.weighted(LISTING_SOURCES, cumulative)
 
     # -- episodes --------------------------------------------------------------------
 
     def _for_sale(self, start: int, until: int, pending: bool) -> list[_Ev]:
         """listedForSale at `start`, price cuts, an optional pendingSale, all before `until`."""
         rng = self.rng
-        source = self._source(SALE_SOURCE_WEIGHTS)
+        source = self._source(SALE_SOURCES)
         price = self._ask(start)
         events: list[_Ev] = [(start, "listedForSale", price, source)]
         quiet = until + 45  # no cut in the last weeks before a sale
-        cuts = sorted(
-            (rng.randint(quiet + 1, start - 1) for _ in range((start - until) // 30)
-             if rng.random() < 0.3 and start - quiet > 2),
-            reverse=True,
-        )  # fmt: skip
-        for day in cuts:
-            if day < events[-1][0]:
-                price = self._round(price * (1 - rng.uniform(0.02, 0.07)))
-                events.append((day, "priceChange", price, source))
+        if start - quiet > 2:
+            cuts = sorted(
+                (rng.int_between(quiet + 1, start - 1) for _ in range((start - until) // 30)
+                 if rng.random() < 0.3),
+                reverse=True,
+            )  # fmt: skip
+            for day in cuts:
+                if day < events[-1][0]:
+                    price = self._price(price * rng.between(0.93, 0.98))
+                    events.append((day, "priceChange", price, source))
         if pending:
-            last = events[-1][0]
-            if last - until >= 2:
-                day = max(until + 1, until + min(rng.randint(7, 45), last - until - 1))
-                events.append((day, "pendingSale", price, source))
+            room = events[-1][0] - until
+            if room >= 2:
+                events.append((until + min(rng.int_between(7, 45), room - 1), "pendingSale", price,
+                               source))  # fmt: skip
         return events
 
     def _sale(self, end: int, horizon: int) -> list[_Ev] | None:
@@ -611,14 +676,13 @@ class _History:
         if start - end < 7:
             return None
         events = self._for_sale(start, end, rng.random() < 0.85)
-        ask = events[-1][2] or events[0][2] or 0
-        sold = int(round(ask * rng.uniform(0.93, 1.03), -2))
-        source = "mls" if rng.random() < 0.7 else "publicRecord"
-        events.append((end, "sold", sold, source))
+        ask = events[-1][2] or 0
+        source: Source = "mls" if rng.random() < 0.7 else "publicRecord"
+        events.append((end, "sold", _step(ask * rng.between(0.93, 1.03), 100), source))
         return events
 
     def _delisting(self, end: int, horizon: int) -> list[_Ev] | None:
-        start = min(end + 30 + int(self.rng.expovariate(1 / 100)), end + 500, horizon)
+        start = min(end + 30 + int(self.rng.expovariate(1 / 150)), end + 540, horizon)
         if start - end < 14:
             return None
         events = self._for_sale(start, end, False)
@@ -626,35 +690,35 @@ class _History:
         return events
 
     def _off_market_sale(self, end: int) -> list[_Ev]:
-        x = self.value * math.exp(-self.growth * end / 365) * self.rng.uniform(0.85, 1.02)
-        return [(end, "sold", int(round(x, -2)), "publicRecord")]
+        """A sale with no listing, known from the deed (public record)."""
+        x = self.value * math.exp(-self.growth * end / 365) * self.rng.between(0.85, 1.02)
+        return [(end, "sold", _step(x, 100), "publicRecord")]
 
     def _rental(self, end: int, horizon: int) -> list[_Ev] | None:
         start = min(end + 7 + int(self.rng.expovariate(1 / 20)), end + 120, horizon)
         if start - end < 3:
             return None
         rent = self._rent(start)
-        source = self._source(RENT_SOURCE_WEIGHTS)
+        source = self._source(RENT_SOURCES)
         return [(start, "listedForRent", rent, source), (end, "rentalRemoved", rent, source)]
 
     def _sale_then_rent(self, end: int | None, horizon: int) -> list[_Ev] | None:
         """A sale listing that did not sell and became a rental (still open when end is None)."""
         rng = self.rng
-        switch = (end if end is not None else 0) + (
-            rng.randint(7, 60) if end is not None else rng.randint(0, 75)
-        )
-        start = min(switch + rng.randint(30, 150), horizon)
+        switch = rng.int_between(0, 75) if end is None else end + rng.int_between(7, 60)
+        start = min(switch + rng.int_between(30, 150), horizon)
         if start - switch < 14:
             return None
         events = self._for_sale(start, switch, False)
         rent = self._rent(switch)
-        source = self._source(RENT_SOURCE_WEIGHTS)
+        source = self._source(RENT_SOURCES)
         events.append((switch, "listedForRent", rent, source))
         if end is not None:
             events.append((end, "rentalRemoved", rent, source))
         return events
 
     def _closed(self, kind: str, end: int, horizon: int) -> list[_Ev] | None:
+        """An episode of `kind` that ended `end` days before as_of, or None if it cannot fit."""
         if kind == "sale":
             return self._sale(end, horizon)
         if kind == "offSale":
@@ -666,38 +730,39 @@ class _History:
         return self._sale_then_rent(end, horizon)
 
     def _kind(self, after_offmarket: bool) -> str | None:
-        """The kind of an earlier episode; `after_offmarket`: it must leave offMarket behind."""
+        """The kind of an earlier episode; with `after_offmarket` it must end offMarket, and
+        None (the history starts here) is likelier."""
         r = self.rng.random()
         if after_offmarket:
-            return None if r < 0.3 else "delisting" if r < 0.6 else "rental" if r < 0.95 else "saleThenRent"
-        return ("sale" if r < 0.52 else "offSale" if r < 0.62 else "delisting" if r < 0.77
+            return (None if r < 0.3 else "delisting" if r < 0.6 else "rental" if r < 0.95
+                    else "saleThenRent")  # fmt: skip
+        return ("sale" if r < 0.47 else "offSale" if r < 0.57 else "delisting" if r < 0.77
                 else "rental" if r < 0.97 else "saleThenRent")  # fmt: skip
 
     # -- the two phases --------------------------------------------------------------
 
     def final(self, status: str, horizon: int) -> tuple[list[_Ev] | None, bool]:
-        """The episode that leaves the property in `status` at as_of, and whether it is an
-        off-market sale (the episode before it must then end offMarket)."""
+        """The episode that leaves the property in `status` at as_of (None: no events in ten
+        years), and whether it is an off-market sale."""
         rng = self.rng
         events: list[_Ev] | None
         if status == "forSale":
-            start = min(rng.randint(0, 300) if rng.random() < 0.85 else rng.randint(300, 540), horizon)
-            events = self._for_sale(start, 0, rng.random() < 0.15) if start > 0 else []
-            if not events:
-                events = [(0, "listedForSale", self._ask(0), self._source(SALE_SOURCE_WEIGHTS))]
+            start = rng.int_between(0, 300) if rng.random() < 0.85 else rng.int_between(301, 540)
+            events = self._for_sale(min(start, horizon), 0, rng.random() < 0.15)
         elif status == "recentlySold":
-            end = rng.randint(0, SOLD_DAYS - 1)
+            end = rng.int_between(0, SOLD_DAYS - 1)
             events = self._sale(end, horizon) if rng.random() < 0.85 else None
             if events is None:
                 events = self._off_market_sale(end)
         elif status == "forRent":
             events = self._sale_then_rent(None, horizon) if rng.random() < 0.15 else None
             if events is None:
-                start = rng.randint(0, 75)
-                events = [(start, "listedForRent", self._rent(start),
-                           self._source(RENT_SOURCE_WEIGHTS))]  # fmt: skip
+                start = rng.int_between(0, 75)
+                events = [(start, "listedForRent", self._rent(start), self._source(RENT_SOURCES))]
         else:
-            kind = cast(str, self._kind(False))
+            # The time since the last episode of a renewal process; a sale must be old
+            # enough to have expired (contract.md's 180-day rule).
+            kind = self._kind(False) or "sale"
             end = int(rng.expovariate(1 / MEAN_GAP_DAYS))
             if kind in ("sale", "offSale"):
                 end += SOLD_DAYS + 1
@@ -708,11 +773,10 @@ class _History:
         return events, len(events) == 1 and events[0][1] == "sold"
 
     def earlier(self, newer: list[_Ev], off_market_sale: bool, horizon: int) -> None:
-        """Prepend older episodes until the horizon; relabel a listing after a delisting."""
+        """Add older episodes until the horizon; a listing soon after a delisting is `relisted`."""
         rng = self.rng
-        cursor = newer[0][0]
         while True:
-            end = cursor + 30 + int(rng.expovariate(1 / MEAN_GAP_DAYS))
+            end = newer[0][0] + 30 + int(rng.expovariate(1 / MEAN_GAP_DAYS))
             if end >= horizon:
                 return
             kind = self._kind(off_market_sale)
@@ -728,4 +792,3 @@ class _History:
             self.episodes.append(events)
             off_market_sale = kind == "offSale"
             newer = events
-            cursor = events[0][0]
