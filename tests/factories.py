@@ -73,7 +73,7 @@ def record(pid: str, **overrides: Any) -> PropertyDetail:
 
 
 def catalogue() -> list[PropertyDetail]:
-    """40 records over three ZIP codes, statuses, types, prices, sizes and dates."""
+    """42 records over four ZIP codes, statuses, types, prices, sizes and dates."""
     records: list[PropertyDetail] = []
     places = [
         ("50010", "Ames", "IA", "Story", "19169"),
@@ -129,4 +129,14 @@ def catalogue() -> list[PropertyDetail]:
                 listing_type="standard" if status in ("forSale", "forRent") else None,
             )
         )
+    for n, zip_code in ((40, "10001"), (41, "10002")):  # one address, two ZIP codes: 409 on lookup
+        records.append(
+            record(
+                f"t-{n:03d}", address={"street_address": "5 Broadway", "city": "New York",
+                                        "state": "NY", "zip_code": zip_code, "county": "New York",
+                                        "fips_code": "36061"},
+                price_history=[event("2026-06-01", "listedForSale", 900_000)], list_price=None,
+                last_updated="2026-06-01T00:00:00Z",
+            )
+        )  # fmt: skip
     return records

@@ -127,11 +127,17 @@ class MeteringMiddleware(ASGIMiddleware):
 
     @staticmethod
     async def _cache_key(services: Services, scope: Scope, key: ApiKey, paged: bool) -> str:
-        """Data version, path, canonical query (sorted pairs), page size applied."""
+        """Data version, path, canonical query (sorted pairs), page size applied.
+
+        `limit` stands in the key as the page size applied, so `limit=10` on a plan whose
+        default is 10 shares the entry of a request without `limit`.
+        """
         pairs = sorted(
             parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         )
         size = page_size(key, dict(pairs).get("limit")) if paged else 0
+        if paged:
+            pairs = [(name, value) for name, value in pairs if name != "limit"]
         version = await services.properties.data_version()
         return f"{version}|{scope['path']}?{urlencode(pairs)}|{size}"
 

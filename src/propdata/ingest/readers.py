@@ -22,11 +22,12 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import functools
+import math
 import re
 from collections.abc import Iterator
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import msgspec
 
@@ -106,6 +107,10 @@ class RowError(ValueError):
 # reject fields they do not know.
 
 
+Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+"""An integer SQLite can store; a larger one is a reject, not an error halfway into a load."""
+
+
 class _In(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
     pass
 
@@ -123,19 +128,19 @@ class _PriceEventIn(_In):
     date: str
     event: Event
     source: Source
-    price: int | None = None
+    price: Int | None = None
 
 
 class _TaxRecordIn(_In):
-    year: int
-    tax_paid: int | None = None
-    assessed_value: int | None = None
+    year: Int
+    tax_paid: Int | None = None
+    assessed_value: Int | None = None
 
 
 class _ScoresIn(_In):
-    walkability: int | None = None
-    transit: int | None = None
-    bike: int | None = None
+    walkability: Int | None = None
+    transit: Int | None = None
+    bike: Int | None = None
 
 
 class _CoordinatesIn(_In):
@@ -144,9 +149,9 @@ class _CoordinatesIn(_In):
 
 
 class _EstimateIn(_In):
-    value: int
-    low: int
-    high: int
+    value: Int
+    low: Int
+    high: Int
     as_of_date: str
 
 
@@ -155,30 +160,30 @@ class _PropertyIn(_In):
     status: Status
     address: _AddressIn
     last_updated: str
-    list_price: int | None = None
-    bedrooms_total: int | None = None
+    list_price: Int | None = None
+    bedrooms_total: Int | None = None
     bathrooms_total: float | None = None
-    living_area: int | None = None
-    lot_size: int | None = None
-    year_built: int | None = None
+    living_area: Int | None = None
+    lot_size: Int | None = None
+    year_built: Int | None = None
     property_type: PropertyType | None = None
-    days_on_market: int | None = None
+    days_on_market: Int | None = None
     price_history: list[_PriceEventIn] = []
     tax_history: list[_TaxRecordIn] = []
     scores: _ScoresIn | None = None
     coordinates: _CoordinatesIn | None = None
     listing_type: ListingType | None = None
-    original_list_price: int | None = None
-    stories: int | None = None
+    original_list_price: Int | None = None
+    stories: Int | None = None
     rent_estimate: _EstimateIn | None = None
     value_estimate: _EstimateIn | None = None
     # Derived from priceHistory or computed on output: accepted so that an export loads
     # back, and ignored (the loader derives them again).
-    previous_list_price: int | None = None
+    previous_list_price: Int | None = None
     last_price_change_date: str | None = None
     removed_date: str | None = None
     gross_yield: float | None = None
-    price_per_square_foot: int | None = None
+    price_per_square_foot: Int | None = None
 
 
 class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
@@ -393,6 +398,8 @@ def _whole(column: str, text: str | None, *, negative: bool = False) -> int | No
         raise RowError(f"{column} {text!r} is not a whole number")
     if value < 0 and not negative:
         raise RowError(f"{column} must not be negative")
+    if abs(value) >= 2**63:
+        raise RowError(f"{column} {text!r} is out of range")
     return int(value)
 
 
@@ -403,13 +410,18 @@ def _rounded(column: str, text: str | None) -> int | None:
     value = _decimal(column, text)
     if value < 0:
         raise RowError(f"{column} must not be negative")
+    if value >= 2**63:
+        raise RowError(f"{column} {text!r} is out of range")
     return int(value.quantize(Decimal(1), rounding=ROUND_HALF_EVEN))
 
 
 def _real(column: str, text: str | None) -> float | None:
     if text is None:
         return None
-    return float(_decimal(column, text))
+    value = float(_decimal(column, text))
+    if not math.isfinite(value):
+        raise RowError(f"{column} {text!r} is out of range")
+    return value
 
 
 # -- CSV in the API's own shape -----------------------------------------------------------
@@ -542,6 +554,7 @@ NOT_LOADED_STATUSES = {
     "delete": "StandardStatus Delete: the listing was deleted at the source",
     "incomplete": "StandardStatus Incomplete: the listing is not complete at the source",
 }
+MAX_DAYS_ON_MARKET = 36_525
 LEASE_TYPES = frozenset({"residentiallease", "commerciallease"})
 
 RESO_PROPERTY_TYPES: dict[str, str | None] = {
@@ -682,7 +695,7 @@ def reso_record(row: dict[str, str | None], as_of: dt.date) -> PropertyDetail:
     """Map one RESO row to a record; raise RowError naming the column that stops it.
 
     Nothing is invented: a field the row does not give is null, and priceHistory holds
-    only events whose dates follow from the row (docs/import.md, "RESO mapping").
+    only events whose dates follow from the row (docs/import.md, "Status and history").
     """
     row = {k: (v.strip() or None) if v else None for k, v in row.items()}
     listing_key = _required(row, "ListingKey")
@@ -714,6 +727,8 @@ def reso_record(row: dict[str, str | None], as_of: dt.date) -> PropertyDetail:
     close_date = _date(row, "CloseDate")
     last_updated = _timestamp(row, "ModificationTimestamp") or f"{as_of.isoformat()}T00:00:00Z"
 
+    if dom is not None and dom > MAX_DAYS_ON_MARKET:
+        raise RowError(f"DaysOnMarket {dom} is more than {MAX_DAYS_ON_MARKET} days (100 years)")
     lease = _key(row.get("PropertyType")) in LEASE_TYPES
     status_key = _key(status_text)
     history: list[PriceEvent] = []  # newest first, as on the wire

@@ -45,15 +45,15 @@ class Decision:
     retry_after: int | None = None
     exceeded: str | None = None
     """'minute' or 'day' on a refusal: the window that needs the longer wait."""
-    stamp: int | None = None
-    """The recorded entry (microseconds), to refund it."""
+    stamp: tuple[int, int] | None = None
+    """The recorded entry (microseconds, same-microsecond sequence), to refund it."""
 
 
 class Limiter(Protocol):
     async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision: ...
 
     async def refund(
-        self, key_id: str, stamp: int, per_minute: int, daily: int | None
+        self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
     ) -> Decision: ...
 
     async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision: ...
@@ -65,7 +65,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS limiter_keys (num INTEGER PRIMARY KEY, key_id TEXT UNIQUE NOT NULL,
                                          day_count INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS limiter_log (num INTEGER NOT NULL, at INTEGER NOT NULL,
-                                        PRIMARY KEY (num, at)) WITHOUT ROWID;
+                                        dup INTEGER NOT NULL, PRIMARY KEY (num, at, dup))
+                                        WITHOUT ROWID;
 """
 
 
@@ -113,16 +114,15 @@ class SQLiteLimiter:
             ).fetchone()[0]
             minute_full = minute_used >= per_minute
             day_full = daily is not None and day_used >= daily
-            stamp: int | None = None
+            stamp: tuple[int, int] | None = None
             if record and not (minute_full or day_full):
-                stamp = now_us
-                while (
-                    conn.execute(
-                        "INSERT OR IGNORE INTO limiter_log (num, at) VALUES (?, ?)", (num, stamp)
-                    ).rowcount
-                    == 0
-                ):
-                    stamp += 1  # same microsecond: one later, never earlier
+                # Requests in the same microsecond keep that time; `dup` tells them apart.
+                dup = conn.execute(
+                    "INSERT INTO limiter_log (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
+                    " FROM limiter_log WHERE num = ? AND at = ? RETURNING dup",
+                    (num, now_us, num, now_us),
+                ).fetchone()[0]
+                stamp = (now_us, int(dup))
                 conn.execute(
                     "UPDATE limiter_keys SET day_count = day_count + 1 WHERE num = ?", (num,)
                 )
@@ -155,7 +155,7 @@ class SQLiteLimiter:
         day_used: int,
         *,
         refused: bool,
-        stamp: int | None,
+        stamp: tuple[int, int] | None,
     ) -> Decision:
         now = now_us / 1e6
         minute_from = now_us - int(MINUTE * 1e6)
@@ -186,13 +186,15 @@ class SQLiteLimiter:
     async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
         return self._decide(key_id, per_minute, daily, record=False)
 
-    async def refund(self, key_id: str, stamp: int, per_minute: int, daily: int | None) -> Decision:
+    async def refund(
+        self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
+    ) -> Decision:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             num = self._num(key_id)
             if conn.execute(
-                "DELETE FROM limiter_log WHERE num = ? AND at = ?", (num, stamp)
+                "DELETE FROM limiter_log WHERE num = ? AND at = ? AND dup = ?", (num, *stamp)
             ).rowcount:
                 conn.execute(
                     "UPDATE limiter_keys SET day_count = day_count - 1 WHERE num = ?", (num,)

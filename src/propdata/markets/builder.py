@@ -1,0 +1,437 @@
+"""The market statistics builder: market_snapshots and market_history from the stored records.
+
+`rebuild` runs after every data load. It streams the properties and their price events in
+pages ordered by property id (two indexed range reads per page), replays each property's
+events once, oldest first, and folds what it finds into small per-ZIP accumulators: counts,
+and the few values a median or a mean needs. Nothing per property outlives its page.
+
+    zips = await rebuild(db, date(2026, 11, 21))
+
+docs/markets.md defines every number precisely; the definitions here follow it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from functools import cache
+from typing import Any
+
+import zipcodes
+
+from propdata.kit.addresses import city_key
+from propdata.kit.db import Database, Row
+from propdata.markets.repository import MarketStatsWriter
+from propdata.properties.repository import PropertyRepository
+
+WINDOW_DAYS = 30
+"""The snapshot's window is (as_of - 30 days, as_of]."""
+HISTORY_MONTHS = 60
+"""History keeps at most this many calendar months, the as_of month included."""
+PAGE = 20_000
+"""Properties per page: bounds memory (one page of events) while keeping round trips few."""
+ATTEMPTS = 3
+"""Lock-free passes tried before a rebuild reads under the write lock (see `rebuild`)."""
+_ZIPCODES_ONE_BY_ONE = 64
+"""Up to this many ZIP codes, ask zipcodes one at a time (a scan of its table each, up to
+~10 ms); above, read the whole table once (~0.6 s, then cached for the process)."""
+
+_LISTING_STARTS = frozenset({"listedForSale", "relisted"})
+_LISTING_ENDS = frozenset({"delisted", "listedForRent"})  # `sold` ends one too, handled apart
+
+
+async def rebuild(
+    db: Database, as_of: dt.date, progress: Callable[[int], None] | None = None
+) -> int:
+    """Recompute market_snapshots and market_history for every ZIP code with property records.
+
+    The statistics are those of docs/markets.md, as of `as_of` (D): the snapshot describes
+    the window (D - 30 days, D], the history one entry per calendar month for up to the 60
+    months ending with D's month. Events dated after D are ignored. The old rows of both
+    tables are replaced in one transaction, so a rebuild that fails or is killed leaves the
+    previous statistics whole, and ZIP codes that no longer have records lose theirs.
+
+    The records are read without holding the write lock, so API traffic that writes is not
+    held up for the length of a rebuild. When a load commits while the records are read
+    (the data version moves), the pass is thrown away and run again; after ATTEMPTS such
+    passes the last one reads inside the write transaction, where no load can interleave.
+
+    `progress` is called with the number of properties read after each page (again from
+    zero when a pass is repeated). Returns the number of ZIP codes with statistics.
+
+        zips = await rebuild(db, date(2026, 11, 21), progress=bar.advance)
+    """
+    stats = MarketStatsWriter(db)
+    versions = PropertyRepository(db)
+    calendar = Calendar.of(as_of)
+    for _ in range(ATTEMPTS):
+        version = await versions.data_version()
+        snapshots, history = await _compute(stats, calendar, progress)
+        async with db.transaction():
+            if await versions.data_version() == version:
+                await stats.replace(snapshots, history)
+                return len(snapshots)
+    async with db.transaction():
+        snapshots, history = await _compute(stats, calendar, progress)
+        await stats.replace(snapshots, history)
+    return len(snapshots)
+
+
+# -- the calendar of one rebuild -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Calendar:
+    """The dates one rebuild compares event dates with, as ISO strings (they sort as dates)."""
+
+    as_of: str
+    window_after: str
+    """An event is in the snapshot window when window_after < date <= as_of."""
+    months: tuple[str, ...]
+    """'YYYY-MM' labels of the history months, oldest first; the last is as_of's month."""
+    starts: tuple[str, ...]
+    """The first day of each month."""
+    ends: tuple[str, ...]
+    """The day each month's listings are counted at: its last day, or as_of for the last."""
+
+    @classmethod
+    def of(cls, as_of: dt.date) -> Calendar:
+        newest = as_of.year * 12 + as_of.month - 1
+        months: list[str] = []
+        starts: list[str] = []
+        ends: list[str] = []
+        for index in range(newest - HISTORY_MONTHS + 1, newest + 1):
+            year, month0 = divmod(index, 12)
+            first = dt.date(year, month0 + 1, 1)
+            following_year, following0 = divmod(index + 1, 12)
+            last = dt.date(following_year, following0 + 1, 1) - dt.timedelta(days=1)
+            months.append(f"{year:04d}-{month0 + 1:02d}")
+            starts.append(first.isoformat())
+            ends.append(min(last, as_of).isoformat())
+        return cls(
+            as_of=as_of.isoformat(),
+            window_after=(as_of - dt.timedelta(days=WINDOW_DAYS)).isoformat(),
+            months=tuple(months),
+            starts=tuple(starts),
+            ends=tuple(ends),
+        )
+
+    def month_of(self, date: str) -> int:
+        """Index of the history month holding `date` (<= as_of); -1 before the first one."""
+        return bisect_right(self.starts, date) - 1
+
+
+# -- accumulators ---------------------------------------------------------------------------
+
+
+class Month:
+    """What one history month of one ZIP code collects."""
+
+    __slots__ = ("active", "days", "list_prices", "price_per_sqft", "sold", "sold_prices")
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.list_prices: list[int] = []
+        self.price_per_sqft: list[float] = []
+        self.sold = 0
+        self.sold_prices: list[int] = []
+        self.days: list[int] = []
+
+
+class Zip:
+    """What one ZIP code collects: the snapshot's values and its history months."""
+
+    __slots__ = (
+        "active", "days", "first_event", "list_prices", "months", "new_listings",
+        "price_per_sqft", "ratios", "sold", "sold_prices",
+    )  # fmt: skip
+
+    def __init__(self, months: int) -> None:
+        self.active = 0
+        self.list_prices: list[int] = []
+        self.price_per_sqft: list[float] = []
+        self.new_listings = 0
+        self.sold = 0
+        self.sold_prices: list[int] = []
+        self.days: list[int] = []
+        self.ratios: list[float] = []
+        self.first_event: str | None = None
+        self.months: list[Month | None] = [None] * months
+
+    def month(self, index: int) -> Month:
+        month = self.months[index]
+        if month is None:
+            month = self.months[index] = Month()
+        return month
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+async def _compute(
+    stats: MarketStatsWriter, calendar: Calendar, progress: Callable[[int], None] | None
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """One full pass over the records: the snapshot rows and history rows to store."""
+    with _no_cycle_collection():
+        zips = await _fold(stats, calendar, progress)
+    places = await _places(stats, sorted(zips))
+    snapshots: list[tuple[Any, ...]] = []
+    history: list[tuple[Any, ...]] = []
+    for zip_code in sorted(zips):
+        city, state = places[zip_code]
+        snapshots.append(_snapshot_row(zip_code, city, state, zips[zip_code], calendar))
+        history.extend(_history_rows(zip_code, zips[zip_code], calendar))
+    return snapshots, history
+
+
+async def _fold(
+    stats: MarketStatsWriter, calendar: Calendar, progress: Callable[[int], None] | None
+) -> dict[str, Zip]:
+    """Read every property and its events, page by page, into per-ZIP accumulators."""
+    zips: dict[str, Zip] = {}
+    before: str | None = None
+    while True:
+        page = await stats.property_page(before, PAGE)
+        if not page:
+            break
+        owners: dict[str, tuple[Zip, int | None]] = {}
+        for property_id, zip_code, status, list_price, living_area in page:
+            z = zips.get(zip_code)
+            if z is None:
+                z = zips[zip_code] = Zip(len(calendar.months))
+            owners[property_id] = (z, living_area)
+            if status == "forSale":
+                z.active += 1
+                if list_price is not None:
+                    z.list_prices.append(list_price)
+                    if living_area:
+                        z.price_per_sqft.append(list_price / living_area)
+        # The page runs from page[0] (highest id) down to page[-1] (lowest id).
+        events = await stats.events_between(page[-1][0], page[0][0], calendar.as_of)
+        replay(events, owners, calendar)
+        before = page[-1][0]
+        if progress is not None:
+            progress(len(page))
+    return zips
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic garbage collector, restoring its state after.
+
+    A pass allocates millions of short-lived rows and keeps millions of values; the
+    collector would walk them again and again (a third of the run time at a million
+    properties). Nothing a pass creates forms a cycle, so reference counting frees it all.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def replay(
+    rows: Iterable[Row], owners: dict[str, tuple[Zip, int | None]], calendar: Calendar
+) -> None:
+    """Fold events into the ZIP accumulators.
+
+    `rows` are (property_id, date, event, price), each property's events together and
+    oldest first, none after as_of. This is the hot loop of a rebuild: one pass, plain
+    string comparisons (ISO dates sort as dates), dates parsed only for sales.
+    """
+    window_after = calendar.window_after
+    month_of = calendar.month_of
+    current: str | None = None
+    z = Zip(0)  # replaced at the first row; never written to
+    area: int | None = None
+    start: str | None = None  # date the open sale listing began; None when there is none
+    ask: int | None = None  # its asking price so far
+    since = ""  # date of the listing's last change (start or price change)
+    for property_id, date, event, price in rows:
+        if property_id != current:
+            if start is not None:
+                _active(z, area, ask, since, None, calendar)
+            current = property_id
+            z, area = owners[property_id]
+            start = ask = None
+            if z.first_event is None or date < z.first_event:
+                z.first_event = date
+        if event == "priceChange":
+            if start is not None and price is not None:
+                _active(z, area, ask, since, date, calendar)
+                ask, since = price, date
+        elif event in _LISTING_STARTS:
+            if start is not None:
+                _active(z, area, ask, since, date, calendar)
+            start = since = date
+            ask = price
+            if date > window_after:
+                z.new_listings += 1
+        elif event == "sold":
+            days: int | None = None
+            asked: int | None = None
+            if start is not None:
+                _active(z, area, ask, since, date, calendar)
+                days = _days(start, date)
+                asked = ask
+                start = None
+            index = month_of(date)
+            if index >= 0:
+                month = z.month(index)
+                month.sold += 1
+                if price is not None:
+                    month.sold_prices.append(price)
+                if days is not None:
+                    month.days.append(days)
+            if date > window_after:
+                z.sold += 1
+                if price is not None:
+                    z.sold_prices.append(price)
+                    if asked:
+                        z.ratios.append(price / asked)
+                if days is not None:
+                    z.days.append(days)
+        elif event in _LISTING_ENDS and start is not None:
+            _active(z, area, ask, since, date, calendar)
+            start = None
+    if start is not None:
+        _active(z, area, ask, since, None, calendar)
+
+
+def _active(
+    z: Zip, area: int | None, ask: int | None, since: str, until: str | None, calendar: Calendar
+) -> None:
+    """Count a listing, at asking price `ask`, at every month end E with since <= E < until."""
+    ends = calendar.ends
+    low = bisect_left(ends, since)
+    high = len(ends) if until is None else bisect_left(ends, until)
+    if low >= high:
+        return
+    per_sqft = ask / area if ask is not None and area else None
+    for index in range(low, high):
+        month = z.month(index)
+        month.active += 1
+        if ask is not None:
+            month.list_prices.append(ask)
+            if per_sqft is not None:
+                month.price_per_sqft.append(per_sqft)
+
+
+def _days(start: str, end: str) -> int:
+    return (dt.date.fromisoformat(end) - dt.date.fromisoformat(start)).days
+
+
+async def _places(stats: MarketStatsWriter, zip_codes: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """(city, state) of each ZIP: the zipcodes package's, else the records' most common."""
+    places: dict[str, tuple[str, str]] = {}
+    if len(zip_codes) > _ZIPCODES_ONE_BY_ONE:
+        known = _zipcodes_table()
+        places = {code: known[code] for code in zip_codes if code in known}
+    else:
+        for code in zip_codes:
+            found = zipcodes.matching(code)  # type: ignore[no-untyped-call]
+            if found:
+                places[code] = (found[0]["city"], found[0]["state"])
+    unknown = [code for code in zip_codes if code not in places]
+    if unknown:
+        places.update(most_common_places(await stats.place_counts(unknown)))
+    return places
+
+
+@cache
+def _zipcodes_table() -> dict[str, tuple[str, str]]:
+    """ZIP -> (primary city, state) for every ZIP the zipcodes package knows; built once."""
+    table = zipcodes.list_all()  # type: ignore[no-untyped-call]
+    return {z["zip_code"]: (z["city"], z["state"]) for z in table}
+
+
+def most_common_places(rows: Iterable[Row]) -> dict[str, tuple[str, str]]:
+    """Per ZIP, the most common (city, state) of its records, from (zip, city, state, count).
+
+    Cities are counted by `city_key`, so "Ames" and "AMES" are one city; the spelling shown
+    is that city's most common one. Ties go to the alphabetically first key and spelling.
+    """
+    by_zip: dict[str, dict[tuple[str, str], dict[str, int]]] = {}
+    for zip_code, city, state, count in rows:
+        spellings = by_zip.setdefault(zip_code, {}).setdefault((city_key(city), state), {})
+        spellings[city] = spellings.get(city, 0) + int(count)
+    places: dict[str, tuple[str, str]] = {}
+    for zip_code, cities in by_zip.items():
+        key = min(cities, key=lambda k: (-sum(cities[k].values()), k))
+        spelling = min(cities[key], key=lambda c: (-cities[key][c], c))
+        places[zip_code] = (spelling, key[1])
+    return places
+
+
+# -- the stored rows ---------------------------------------------------------------------------
+
+
+def _snapshot_row(
+    zip_code: str, city: str, state: str, z: Zip, calendar: Calendar
+) -> tuple[Any, ...]:
+    inventory = None if z.sold == 0 else float(_half_up_ratio(z.active, z.sold, 2))
+    ratio = None if not z.ratios else float(_half_up(math.fsum(z.ratios) / len(z.ratios), 4))
+    return (
+        zip_code, city, state, city_key(city), calendar.as_of, median(z.list_prices),
+        median(z.sold_prices), z.active, z.new_listings, z.sold, median(z.days),
+        mean_int(z.price_per_sqft), inventory, ratio,
+    )  # fmt: skip
+
+
+def _history_rows(zip_code: str, z: Zip, calendar: Calendar) -> list[tuple[Any, ...]]:
+    if z.first_event is None:
+        return []
+    rows: list[tuple[Any, ...]] = []
+    for index in range(max(0, calendar.month_of(z.first_event)), len(calendar.months)):
+        month = z.months[index] or Month()
+        rows.append((
+            zip_code, calendar.months[index], median(month.list_prices),
+            median(month.sold_prices), month.active, month.sold, median(month.days),
+            mean_int(month.price_per_sqft),
+        ))  # fmt: skip
+    return rows
+
+
+# -- rounding -----------------------------------------------------------------------------------
+
+
+def median(values: list[int]) -> int | None:
+    """The middle value; of an even count the mean of the two middle ones, rounded half up.
+
+    >>> median([3, 1, 2]), median([1, 2, 3, 6]), median([])
+    (2, 3, None)
+    """
+    if not values:
+        return None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle] + 1) // 2
+
+
+def mean_int(values: list[float]) -> int | None:
+    """The mean rounded half up to an integer; None for no values."""
+    if not values:
+        return None
+    return int(_half_up(math.fsum(values) / len(values), 0))
+
+
+def _half_up(value: float, places: int) -> Decimal:
+    # Half up on the shortest decimal form of the double, so a mean that prints as x.5
+    # (or 0.xxxx5) rounds up as a reader checking it by hand would expect.
+    return Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+
+
+def _half_up_ratio(numerator: int, denominator: int, places: int) -> Decimal:
+    """numerator / denominator rounded half up, exactly (both are counts)."""
+    scale = 10**places
+    return Decimal((2 * numerator * scale + denominator) // (2 * denominator)).scaleb(-places)
