@@ -187,9 +187,15 @@ def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> 
     """The `properties` row of a valid record, with the history-derived fields computed."""
     history = record.price_history
     derived = lifecycle.derive(history, record.status)
-    list_price = record.list_price
-    if list_price is None:
+    # listPrice and originalListPrice describe the current listing: an offMarket record has
+    # none, so a stale asking price never matches a price filter.
+    listed = record.status != "offMarket"
+    list_price = record.list_price if listed else None
+    if list_price is None and listed:
         list_price = lifecycle.current_list_price(history, record.status)
+    original = record.original_list_price if listed else None
+    if original is None:
+        original = derived.original_list_price
     dom = record.days_on_market
     if dom is None:
         dom = lifecycle.days_on_market(derived, history, record.status, as_of)
@@ -202,8 +208,7 @@ def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> 
         a.zip_code, a.county, a.fips_code, record.bedrooms_total, record.bathrooms_total,
         record.living_area, record.lot_size, record.year_built, record.property_type, dom,
         record.listing_type, derived.listing_date,
-        record.original_list_price if record.original_list_price is not None
-        else derived.original_list_price,
+        original,
         derived.previous_list_price, derived.last_price_change_date, derived.removed_date,
         derived.last_sale_price, derived.last_sale_date, record.stories,
         c.latitude if c else None, c.longitude if c else None,

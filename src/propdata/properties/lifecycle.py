@@ -65,6 +65,8 @@ def replay(events: Sequence[PriceEvent], start: str = "offMarket") -> tuple[str,
         if event.date < previous_date:
             raise TransitionError(f"priceHistory is not in date order at {event.date}")
         previous_date = event.date
+        # The 180-day rule also applies between events: a resale years later is legal.
+        status = expire(status, last_sale, dt.date.fromisoformat(event.date))
         after = TRANSITIONS.get((status, event.event))
         if after is None:
             raise TransitionError(
