@@ -105,7 +105,9 @@ async def fresh(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
 
     async def open_app(**overrides: Any) -> tuple[AsyncTestClient[Any], FakeClock, KeyMaker]:
         clock = FakeClock()
-        app = HeadAsGet(create_app(settings_for(tmp_path / "propdata.db", **overrides), clock=clock))
+        app = HeadAsGet(
+            create_app(settings_for(tmp_path / "propdata.db", **overrides), clock=clock)
+        )
         c = AsyncTestClient(app=app)  # type: ignore[arg-type]
         await c.__aenter__()
         clients.append(c)

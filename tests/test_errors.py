@@ -18,7 +18,9 @@ def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
     assert error["code"] == code and error["status"] == status
     assert isinstance(error["message"], str) and error["message"]
     assert error["requestId"] == response.headers["x-request-id"]
-    allowed = {"code", "message", "status", "requestId"} | ({"parameter"} if status == 400 else set())
+    allowed = {"code", "message", "status", "requestId"} | (
+        {"parameter"} if status == 400 else set()
+    )
     assert set(error) <= allowed
     if status == 400:
         assert "parameter" in error
@@ -40,7 +42,9 @@ async def test_404_shape_for_unknown_ids_and_paths(client: Any, auth: dict[str, 
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
-async def test_405_for_every_method_but_get_and_head(client: Any, auth: dict[str, str], method: str) -> None:
+async def test_405_for_every_method_but_get_and_head(
+    client: Any, auth: dict[str, str], method: str
+) -> None:
     response = await client.request(method, "/v1/properties/t-000", headers=auth)
     assert_error(response, 405, "method_not_allowed")
     assert response.headers["allow"] == "GET, HEAD"
@@ -56,7 +60,9 @@ async def test_head_answers_like_get_without_a_body(client: Any, auth: dict[str,
 async def test_409_names_the_zip_codes(client: Any, auth: dict[str, str]) -> None:
     params = {"streetAddress": "5 Broadway", "city": "New York", "state": "NY"}
     error = assert_error(
-        await client.get("/v1/properties/lookup", params=params, headers=auth), 409, "ambiguous_address"
+        await client.get("/v1/properties/lookup", params=params, headers=auth),
+        409,
+        "ambiguous_address",
     )
     assert "10001" in error["message"] and "10002" in error["message"]
     params["zipCode"] = "10002"
@@ -79,7 +85,13 @@ async def test_500_names_the_request_id_without_a_trace(client: Any, auth: dict[
 
 async def test_every_response_has_a_request_id(client: Any, auth: dict[str, str]) -> None:
     ids = set()
-    for path in ("/health", "/v1/properties/t-000", "/v1/nope", "/openapi.json", "/v1/properties?limit=x"):
+    for path in (
+        "/health",
+        "/v1/properties/t-000",
+        "/v1/nope",
+        "/openapi.json",
+        "/v1/properties?limit=x",
+    ):
         response = await client.get(path, headers=auth)
         ids.add(response.headers["x-request-id"])
     assert len(ids) == 5

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from litestar import Litestar, Request, Response, Router, get
@@ -83,7 +83,7 @@ class Health(msgspec.Struct):
 
 
 @get("/health", include_in_schema=True, summary="Service health", operation_id="getHealth",
-     tags=["operations"], security=[])  # fmt: skip
+     tags=["operations"])  # fmt: skip
 async def health(request: Request[Any, Any, Any]) -> Response[Health]:
     """Report whether the stores answer: ok, degraded or down (no key, never counted)."""
     services: Services = request.app.state.services
@@ -144,7 +144,6 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         components=Components(
             security_schemes={"bearerAuth": SecurityScheme(type="http", scheme="bearer")}
         ),
-        security=[{"bearerAuth": []}],
         use_handler_docstrings=True,
         create_examples=False,
     )
@@ -163,6 +162,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         ],
         middleware=[MeteringMiddleware()],
         before_request=reject_unknown_parameters,
+        security=[{"bearerAuth": []}],
     )
     return Litestar(
         route_handlers=[v1, health, openapi_json],
@@ -186,11 +186,15 @@ class HeadAsGet:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "OPTIONS":
-            state = {**scope.get("state", {}), ORIGINAL_METHOD: "OPTIONS"}
-            scope = {**scope, "method": "X-OPTIONS", "state": state}  # type: ignore[typeddict-item]
-        if scope["type"] != "http" or scope["method"] != "HEAD":
-            await self.app(scope, receive, send)
+        method = scope.get("method")
+        if method not in ("HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)  # the common path: untouched
+            return
+        raw: dict[str, Any] = dict(scope)
+        if method == "OPTIONS":
+            raw["state"] = {**raw.get("state", {}), ORIGINAL_METHOD: "OPTIONS"}
+            raw["method"] = "X-OPTIONS"
+            await self.app(cast(Scope, raw), receive, send)
             return
 
         async def send_headers_only(message: Message) -> None:
@@ -198,7 +202,8 @@ class HeadAsGet:
                 message = {"type": "http.response.body", "body": b"", "more_body": False}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, send_headers_only)  # type: ignore[typeddict-item]
+        raw["method"] = "GET"
+        await self.app(cast(Scope, raw), receive, send_headers_only)
 
 
 def asgi() -> ASGIApp:

@@ -21,10 +21,15 @@ from propdata.kit.db import SQLiteDatabase
         ({"Authorization": "Bearer"}, "missing_api_key"),
         ({"Authorization": "Bearer not-a-key"}, "invalid_api_key"),
         ({"Authorization": "Bearer pmd_live_" + "A" * 28}, "invalid_api_key"),  # bad checksum
-        ({"Authorization": f"Bearer {crypto.new_key()}"}, "invalid_api_key"),  # well formed, unknown
+        (
+            {"Authorization": f"Bearer {crypto.new_key()}"},
+            "invalid_api_key",
+        ),  # well formed, unknown
     ],
 )
-async def test_bad_keys_are_401_with_their_code(client: Any, headers: dict[str, str], code: str) -> None:
+async def test_bad_keys_are_401_with_their_code(
+    client: Any, headers: dict[str, str], code: str
+) -> None:
     for path in ("/v1/properties/t-000", "/v1/auth/status", "/v1/markets/50010", "/v1/properties"):
         response = await client.get(path, headers=headers)
         assert response.status_code == 401
@@ -40,7 +45,9 @@ async def test_scheme_is_case_insensitive(client: Any, key: str) -> None:
     assert response.status_code == 200
 
 
-async def test_revoked_key_is_refused_on_its_next_request(client: Any, store: Path, make_key: Any) -> None:
+async def test_revoked_key_is_refused_on_its_next_request(
+    client: Any, store: Path, make_key: Any
+) -> None:
     secret = await make_key("free")
     headers = {"Authorization": f"Bearer {secret}"}
     assert (await client.get("/v1/properties/t-000", headers=headers)).status_code == 200
@@ -60,7 +67,12 @@ async def test_auth_status_describes_the_key(client: Any, make_key: Any) -> None
     data = body["data"]
     assert set(data) == {"keyId", "name", "plan", "status", "limits", "usage"}
     assert data["plan"] == "developer" and data["status"] == "active"
-    assert data["limits"] == {"perMinute": 100, "daily": 10000, "defaultPageSize": 25, "maxPageSize": 100}
+    assert data["limits"] == {
+        "perMinute": 100,
+        "daily": 10000,
+        "defaultPageSize": 25,
+        "maxPageSize": 100,
+    }
     assert data["usage"]["minute"]["used"] == 1 and data["usage"]["minute"]["remaining"] == 99
     assert data["usage"]["day"]["used"] == 1 and data["usage"]["day"]["remaining"] == 9999
     assert set(data["usage"]["minute"]) == {"used", "remaining", "reset"}

@@ -16,7 +16,9 @@ def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 
 
-async def spend(client: Any, headers: dict[str, str], n: int, path: str = "/v1/properties/t-000") -> list[Any]:
+async def spend(
+    client: Any, headers: dict[str, str], n: int, path: str = "/v1/properties/t-000"
+) -> list[Any]:
     return [await client.get(path, headers=headers) for _ in range(n)]
 
 
@@ -94,7 +96,7 @@ async def test_daily_quota_is_a_rolling_window(fresh: Any) -> None:
 
 
 async def test_both_windows_full_takes_the_longer_wait(fresh: Any) -> None:
-    client, clock, make_key = await fresh(cache_ttl=0)
+    client, _clock, make_key = await fresh(cache_ttl=0)
     headers = bearer(await make_key("enterprise", per_minute=5, daily=5))
     await spend(client, headers, 5)
     refused = await client.get("/v1/properties/t-000", headers=headers)
@@ -122,7 +124,7 @@ async def test_downgrade_with_a_full_window(fresh: Any, tmp_path: Path) -> None:
 
 
 async def test_errors_are_refunded(fresh: Any) -> None:
-    client, clock, make_key = await fresh(cache_ttl=0)
+    client, _clock, make_key = await fresh(cache_ttl=0)
     headers = bearer(await make_key("free"))
     for path in ("/v1/properties/zzz", "/v1/properties?limit=0", "/v1/markets/00000",
                  "/v1/properties/lookup?streetAddress=1%20X%20St&city=Ames&state=IA"):  # fmt: skip
@@ -141,11 +143,15 @@ async def test_auth_status_is_never_counted(fresh: Any) -> None:
     await spend(client, headers, 10)
     status = await client.get("/v1/auth/status", headers=headers)
     assert status.status_code == 200  # answered even with the minute full
-    assert status.json()["data"]["usage"]["minute"] == {"used": 10, "remaining": 0, "reset": math.ceil(clock.now + 60)}
+    assert status.json()["data"]["usage"]["minute"] == {
+        "used": 10,
+        "remaining": 0,
+        "reset": math.ceil(clock.now + 60),
+    }
 
 
 async def test_cache_hits_are_not_counted_and_are_served_over_quota(fresh: Any) -> None:
-    client, clock, make_key = await fresh(cache_ttl=60)
+    client, _clock, make_key = await fresh(cache_ttl=60)
     headers = bearer(await make_key("free"))
     first = await client.get("/v1/properties/t-000", headers=headers)
     assert first.headers["x-cache"] == "MISS" and first.headers["x-ratelimit-remaining"] == "9"
@@ -163,18 +169,20 @@ async def test_cache_hits_are_not_counted_and_are_served_over_quota(fresh: Any) 
 
 
 async def test_cache_key_is_path_canonical_query_and_page_size(fresh: Any) -> None:
-    client, clock, make_key = await fresh(cache_ttl=60)
+    client, _clock, make_key = await fresh(cache_ttl=60)
     free, pro = bearer(await make_key("free")), bearer(await make_key("pro"))
     a = await client.get("/v1/properties?state=IA&status=forSale", headers=free)
     b = await client.get("/v1/properties?status=forSale&state=IA", headers=free)
     assert a.headers["x-cache"] == "MISS" and b.headers["x-cache"] == "HIT"
     c = await client.get("/v1/properties?status=forSale&state=IA", headers=pro)  # other page size
     assert c.headers["x-cache"] == "MISS" and c.json()["meta"]["limit"] == 50
-    assert (await client.get("/v1/properties?state=IA&status=forSale&limit=10", headers=free)).headers["x-cache"] == "HIT"
+    assert (
+        await client.get("/v1/properties?state=IA&status=forSale&limit=10", headers=free)
+    ).headers["x-cache"] == "HIT"
 
 
 async def test_cache_entries_expire(fresh: Any) -> None:
-    client, clock, make_key = await fresh(cache_ttl=0.2)
+    client, _clock, make_key = await fresh(cache_ttl=0.2)
     headers = bearer(await make_key("pro"))
     await client.get("/v1/properties/t-000", headers=headers)
     assert (await client.get("/v1/properties/t-000", headers=headers)).headers["x-cache"] == "HIT"
@@ -185,7 +193,7 @@ async def test_cache_entries_expire(fresh: Any) -> None:
 
 
 async def test_a_load_invalidates_the_cache(fresh: Any, tmp_path: Path) -> None:
-    client, clock, make_key = await fresh(cache_ttl=60)
+    client, _clock, make_key = await fresh(cache_ttl=60)
     headers = bearer(await make_key("pro"))
     await client.get("/v1/properties/t-000", headers=headers)
     assert (await client.get("/v1/properties/t-000", headers=headers)).headers["x-cache"] == "HIT"
@@ -196,7 +204,7 @@ async def test_a_load_invalidates_the_cache(fresh: Any, tmp_path: Path) -> None:
 
 
 async def test_errors_are_not_cached(fresh: Any) -> None:
-    client, clock, make_key = await fresh(cache_ttl=60)
+    client, _clock, make_key = await fresh(cache_ttl=60)
     headers = bearer(await make_key("pro"))
     for _ in range(2):
         response = await client.get("/v1/properties/zzz", headers=headers)
@@ -213,15 +221,23 @@ async def test_counters_survive_a_restart(fresh: Any) -> None:
     assert response.status_code == 429
 
 
-async def test_custom_enterprise_limits_apply_on_the_next_request(fresh: Any, tmp_path: Path) -> None:
-    client, clock, make_key = await fresh(cache_ttl=0)
+async def test_custom_enterprise_limits_apply_on_the_next_request(
+    fresh: Any, tmp_path: Path
+) -> None:
+    client, _clock, make_key = await fresh(cache_ttl=0)
     secret = await make_key("enterprise")
     headers = bearer(secret)
     assert (await client.get("/v1/properties", headers=headers)).json()["meta"]["limit"] == 100
     db = SQLiteDatabase(str(tmp_path / "propdata.db"))
-    await KeyService(db).set_plan(secret, "enterprise", CustomLimits(per_minute=3, daily=50, default_page_size=7, max_page_size=9))
+    await KeyService(db).set_plan(
+        secret,
+        "enterprise",
+        CustomLimits(per_minute=3, daily=50, default_page_size=7, max_page_size=9),
+    )
     await db.close()
     response = await client.get("/v1/properties?limit=500", headers=headers)
     assert response.json()["meta"]["limit"] == 9
-    assert response.headers["x-ratelimit-limit"] == "3" and response.headers["x-quota-limit"] == "50"
+    assert (
+        response.headers["x-ratelimit-limit"] == "3" and response.headers["x-quota-limit"] == "50"
+    )
     assert (await client.get("/v1/properties", headers=headers)).json()["meta"]["limit"] == 7

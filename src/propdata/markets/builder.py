@@ -180,13 +180,13 @@ async def _compute(
     """One full pass over the records: the snapshot rows and history rows to store."""
     with _no_cycle_collection():
         zips = await _fold(stats, calendar, progress)
-    places = await _places(stats, sorted(zips))
-    snapshots: list[tuple[Any, ...]] = []
-    history: list[tuple[Any, ...]] = []
-    for zip_code in sorted(zips):
-        city, state = places[zip_code]
-        snapshots.append(_snapshot_row(zip_code, city, state, zips[zip_code], calendar))
-        history.extend(_history_rows(zip_code, zips[zip_code], calendar))
+        places = await _places(stats, sorted(zips))
+        snapshots: list[tuple[Any, ...]] = []
+        history: list[tuple[Any, ...]] = []
+        for zip_code in sorted(zips):
+            city, state = places[zip_code]
+            snapshots.append(_snapshot_row(zip_code, city, state, zips[zip_code], calendar))
+            history.extend(_history_rows(zip_code, zips[zip_code], calendar))
     return snapshots, history
 
 

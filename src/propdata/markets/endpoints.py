@@ -12,7 +12,7 @@ from propdata.errors import InvalidParameter
 from propdata.kit.http import MAX_INT, RATE_HEADERS, errors
 from propdata.markets.schemas import MarketHistoryResponse, MarketResponse, MarketSearchResponse
 from propdata.markets.service import MarketService
-from propdata.properties.endpoints import applied_page_size, city_filter, state_code
+from propdata.properties.endpoints import STATE, TEXT, applied_page_size, city_filter, state_code
 
 _ZIP = re.compile(r"^\d{5}$")
 
@@ -40,18 +40,22 @@ def _zip(value: str) -> str:
 async def search_markets(
     request: Request[Any, Any, Any],
     city: Annotated[
-        str | None, QueryParameter(min_length=1, max_length=100, description="City name, any case")
+        str | None,
+        QueryParameter(
+            min_length=1, max_length=100, pattern=TEXT, description="City name, any case"
+        ),
     ] = None,
     state_: Annotated[
         str | None,
-        QueryParameter(name="state", pattern=r"^[A-Za-z]{2}$", description="Two-letter state code"),
+        QueryParameter(name="state", pattern=STATE, description="Two-letter state code"),
     ] = None,
     zipCode: Annotated[
-        str | None, QueryParameter(pattern=r"^\d{1,5}$", description="ZIP code or its first 1-4 digits")
+        str | None,
+        QueryParameter(pattern=r"^\d{1,5}$", description="ZIP code or its first 1-4 digits"),
     ] = None,
     limit: Annotated[
         int | None,
-        Parameter(
+        QueryParameter(
             ge=1, le=MAX_INT, description="Page size; plan default, clamped to the plan maximum"
         ),
     ] = None,
@@ -72,7 +76,10 @@ async def search_markets(
     summary="Market snapshot for a ZIP code",
     operation_id="getMarket",
 )
-async def get_market(request: Request[Any, Any, Any], zipCode: Annotated[str, PathParameter(description="Five-digit ZIP code")]) -> MarketResponse:
+async def get_market(
+    request: Request[Any, Any, Any],
+    zipCode: Annotated[str, PathParameter(pattern=r"^\d{5}$", description="Five-digit ZIP code")],
+) -> MarketResponse:
     """Return the current market snapshot of a ZIP code."""
     return MarketResponse(data=await _service(request).market(_zip(zipCode)))
 
@@ -87,7 +94,7 @@ async def get_market(request: Request[Any, Any, Any], zipCode: Annotated[str, Pa
 )
 async def get_market_history(
     request: Request[Any, Any, Any],
-    zipCode: Annotated[str, PathParameter(description="Five-digit ZIP code")],
+    zipCode: Annotated[str, PathParameter(pattern=r"^\d{5}$", description="Five-digit ZIP code")],
     months: Annotated[
         int, QueryParameter(ge=1, le=60, description="Months of history, newest first")
     ] = 12,

@@ -118,8 +118,10 @@ class MarketStatsWriter:
         return await self.db.fetch_all(
             "SELECT property_id, date, event, price FROM price_events"
             " WHERE property_id >= ? AND property_id <= ? AND date <= ?"
-            " AND event IN ('listedForSale', 'relisted', 'priceChange', 'sold', 'delisted',"
-            " 'listedForRent') ORDER BY property_id DESC, seq DESC",
+            # Written as two <> (not IN), so no planner trades the primary key range for
+            # the (event, date) index and a sort.
+            " AND event <> 'pendingSale' AND event <> 'rentalRemoved'"
+            " ORDER BY property_id DESC, seq DESC",
             (low_id, high_id, until),
         )
 

@@ -38,7 +38,7 @@ class MarketService:
                 sold_count=r[4],
                 median_days_on_market=r[5],
                 average_price_per_sqft=r[6],
-            )  # fmt: skip
+            )
             for r in await self.repo.history(zip_code, months)
         ]
         return MarketHistory(zip_code=row[0], city=row[1], state=row[2], history=entries)

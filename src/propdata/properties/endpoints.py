@@ -27,9 +27,25 @@ from propdata.properties.schemas import (
 from propdata.properties.service import PropertyService
 
 ZIP = r"^\d{5}$"
-STATE = r"^[A-Za-z]{2}$"
-Money = Annotated[int | None, QueryParameter(ge=0, le=MAX_INT)]
-Count = Annotated[int | None, QueryParameter(ge=0, le=100_000)]
+TEXT = r"[A-Za-z0-9]"
+"""Names and streets hold at least one letter or digit; anything else cannot match."""
+# Every US state code in either case, spelled out: JSON Schema patterns take no flags.
+STATE = (
+    "^(" + "|".join("".join(f"[{c}{c.lower()}]" for c in code) for code in sorted(US_STATES)) + ")$"
+)
+
+
+# Litestar leaves `minimum: 0` out of the OpenAPI document for optional parameters (it tests
+# `ge` for truth), so it is restated in schema_extra; the runtime check is the same.
+NON_NEGATIVE = {"minimum": 0}
+
+
+def _money(description: str) -> Any:
+    return QueryParameter(ge=0, le=MAX_INT, description=description, schema_extra=NON_NEGATIVE)
+
+
+def _count(description: str) -> Any:
+    return QueryParameter(ge=0, le=100_000, description=description, schema_extra=NON_NEGATIVE)
 
 
 def _service(request: Request[Any, Any, Any]) -> PropertyService:
@@ -66,30 +82,39 @@ async def search_properties(
         str | None, QueryParameter(pattern=ZIP, description="Five-digit ZIP code")
     ] = None,
     city: Annotated[
-        str | None, QueryParameter(min_length=1, max_length=100, description="City name, any case")
+        str | None,
+        QueryParameter(
+            min_length=1, max_length=100, pattern=TEXT, description="City name, any case"
+        ),
     ] = None,
     state_: Annotated[
         str | None,
         QueryParameter(name="state", pattern=STATE, description="Two-letter state code, any case"),
     ] = None,
     status: Annotated[Status | None, QueryParameter(description="Listing status")] = None,
-    propertyType: Annotated[PropertyType | None, QueryParameter(description="Property type")] = None,
-    minPrice: Annotated[Money, QueryParameter(description="Minimum listPrice")] = None,
-    maxPrice: Annotated[Money, QueryParameter(description="Maximum listPrice")] = None,
-    minBeds: Annotated[Count, QueryParameter(description="Minimum bedrooms")] = None,
-    maxBeds: Annotated[Count, QueryParameter(description="Maximum bedrooms")] = None,
+    propertyType: Annotated[
+        PropertyType | None, QueryParameter(description="Property type")
+    ] = None,
+    minPrice: Annotated[int | None, _money("Minimum listPrice")] = None,
+    maxPrice: Annotated[int | None, _money("Maximum listPrice")] = None,
+    minBeds: Annotated[int | None, _count("Minimum bedrooms")] = None,
+    maxBeds: Annotated[int | None, _count("Maximum bedrooms")] = None,
     minBaths: Annotated[
-        float | None, QueryParameter(ge=0, le=100_000, description="Minimum bathrooms")
+        float | None,
+        QueryParameter(
+            ge=0, le=100_000, description="Minimum bathrooms", schema_extra=NON_NEGATIVE
+        ),
     ] = None,
-    minSqft: Annotated[Money, QueryParameter(description="Minimum living area, square feet")] = None,
-    maxSqft: Annotated[Money, QueryParameter(description="Maximum living area, square feet")] = None,
+    minSqft: Annotated[int | None, _money("Minimum living area, square feet")] = None,
+    maxSqft: Annotated[int | None, _money("Maximum living area, square feet")] = None,
     minYearBuilt: Annotated[
-        int | None, QueryParameter(ge=0, le=9999, description="Minimum year built")
+        int | None,
+        QueryParameter(ge=0, le=9999, description="Minimum year built", schema_extra=NON_NEGATIVE),
     ] = None,
-    maxDaysOnMarket: Annotated[Count, QueryParameter(description="Maximum days on market")] = None,
+    maxDaysOnMarket: Annotated[int | None, _count("Maximum days on market")] = None,
     limit: Annotated[
         int | None,
-        Parameter(
+        QueryParameter(
             ge=1, le=MAX_INT, description="Page size; plan default, clamped to the plan maximum"
         ),
     ] = None,
@@ -135,9 +160,12 @@ def city_filter(city: str | None) -> str | None:
 async def lookup_property(
     request: Request[Any, Any, Any],
     streetAddress: Annotated[
-        str, QueryParameter(min_length=1, max_length=200, description="Street address")
+        str,
+        QueryParameter(min_length=1, max_length=200, pattern=TEXT, description="Street address"),
     ],
-    city: Annotated[str, QueryParameter(min_length=1, max_length=100, description="City name")],
+    city: Annotated[
+        str, QueryParameter(min_length=1, max_length=100, pattern=TEXT, description="City name")
+    ],
     state_: Annotated[
         str, QueryParameter(name="state", pattern=STATE, description="Two-letter state code")
     ],
@@ -164,7 +192,9 @@ async def lookup_property(
     summary="Get a property",
     operation_id="getProperty",
 )
-async def get_property(request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]) -> PropertyResponse:
+async def get_property(
+    request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]
+) -> PropertyResponse:
     """Return one property record with every field of the contract."""
     return PropertyResponse(data=await _service(request).detail(id))
 
@@ -177,7 +207,9 @@ async def get_property(request: Request[Any, Any, Any], id: Annotated[str, PathP
     summary="Price and tax history of a property",
     operation_id="getPropertyHistory",
 )
-async def get_property_history(request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]) -> HistoryResponse:
+async def get_property_history(
+    request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]
+) -> HistoryResponse:
     """Return a property's price history (newest first) and tax history."""
     return HistoryResponse(data=await _service(request).history(id))
 
@@ -190,19 +222,21 @@ async def get_property_history(request: Request[Any, Any, Any], id: Annotated[st
     summary="Value and rent estimates with comparable sales",
     operation_id="getPropertyValuation",
 )
-async def get_property_valuation(request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]) -> ValuationResponse:
+async def get_property_valuation(
+    request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]
+) -> ValuationResponse:
     """Return the value and rent estimates, gross yield and the closest comparable sales."""
     return ValuationResponse(data=await _service(request).valuation(id))
 
 
-_search_doc = dict(
-    opt={"paged": True}, responses=errors(400), response_headers=RATE_HEADERS, tags=["properties"]
-)
-list_properties = get("/properties", summary="Search properties", operation_id="searchProperties",
-                      **_search_doc)(search_properties)  # fmt: skip
+list_properties = get(
+    "/properties", summary="Search properties", operation_id="searchProperties",
+    opt={"paged": True}, responses=errors(400), response_headers=RATE_HEADERS, tags=["properties"],
+)(search_properties)  # fmt: skip
 search_properties_alias = get(
     "/properties/search", summary="Search properties (same as /v1/properties)",
-    operation_id="searchPropertiesAlias", **_search_doc,
+    operation_id="searchPropertiesAlias",
+    opt={"paged": True}, responses=errors(400), response_headers=RATE_HEADERS, tags=["properties"],
 )(search_properties)  # fmt: skip
 
 HANDLERS = [

@@ -47,9 +47,12 @@ def chronological(history: Sequence[PriceEvent]) -> list[PriceEvent]:
 
 def expire(status: str, last_sale: str | None, as_of: dt.date) -> str:
     """Apply the 180-day rule: a sale older than SOLD_EXPIRY_DAYS leaves the property offMarket."""
-    if status == "recentlySold" and last_sale is not None:
-        if (as_of - dt.date.fromisoformat(last_sale)).days > SOLD_EXPIRY_DAYS:
-            return "offMarket"
+    if (
+        status == "recentlySold"
+        and last_sale is not None
+        and (as_of - dt.date.fromisoformat(last_sale)).days > SOLD_EXPIRY_DAYS
+    ):
+        return "offMarket"
     return status
 
 

@@ -98,7 +98,7 @@ class PropertyService:
                 last_sale_price=r[11],
                 last_sale_date=r[12],
                 last_updated=r[13],
-            )  # fmt: skip
+            )
             for r in rows
         ]
         return SearchResponse(meta=PageMeta(total=total, limit=limit, offset=offset), data=items)
