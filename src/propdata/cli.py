@@ -130,7 +130,8 @@ def keys_list() -> None:
         table.add_row(k.id, k.name, k.prefix + "…", k.plan, str(k.per_minute),
                       "unlimited" if k.daily is None else str(k.daily),
                       f"{k.default_page_size}/{k.max_page_size}", k.status, k.created_at)  # fmt: skip
-    Console().print(table)
+    # Piped output (scripts, tests) gets the whole table rather than an 80-column squeeze.
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
 @keys_app.command("plan")

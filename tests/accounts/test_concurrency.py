@@ -1,0 +1,76 @@
+"""Several server processes share one set of counters: no over-admission under concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from propdata.accounts.service import CustomLimits, KeyService
+from propdata.kit.db import SQLiteDatabase
+from tests.conftest import build_store
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _prepare(path: Path) -> str:
+    await build_store(path)
+    db = SQLiteDatabase(str(path))
+    _, secret = await KeyService(db).create("free", "race", CustomLimits())
+    await db.close()
+    return secret
+
+
+@pytest.mark.slow
+def test_four_workers_and_many_threads_admit_exactly_the_free_limit(tmp_path: Path) -> None:
+    secret = asyncio.run(_prepare(tmp_path / "propdata.db"))
+    port = _free_port()
+    env = {**os.environ, "PROPDATA_DATABASE_URL": str(tmp_path / "propdata.db"),
+           "PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR"}  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-m", "propdata", "serve", "--port", str(port), "--workers", "4"], env=env
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(base + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        time.sleep(1.0)  # let every worker finish starting, so all of them take requests
+
+        headers = {"Authorization": f"Bearer {secret}"}
+        paths = [f"/v1/properties/t-{n % 40:03d}" for n in range(64)]
+
+        def hit(path: str) -> tuple[int, str]:
+            with httpx.Client(base_url=base, timeout=30) as client:
+                response = client.get(path, headers=headers)
+                return response.status_code, response.headers.get("x-ratelimit-remaining", "")
+
+        with ThreadPoolExecutor(max_workers=32) as pool:
+            results = list(pool.map(hit, paths))
+        statuses = [status for status, _ in results]
+        assert statuses.count(200) == 10, statuses
+        assert statuses.count(429) == 54
+        # every admitted request saw a distinct place in the window
+        remaining = sorted(int(r) for status, r in results if status == 200)
+        assert remaining == list(range(10))
+        status = httpx.get(base + "/v1/auth/status", headers=headers).json()["data"]
+        assert status["usage"]["minute"]["used"] == 10 and status["usage"]["day"]["used"] == 10
+    finally:
+        server.terminate()
+        server.wait(20)

@@ -1,0 +1,130 @@
+"""The `propdata` command through its runner, against a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from propdata.cli import app
+from propdata.kit import crypto
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"PROPDATA_DATABASE_URL": str(tmp_path / "cli.db"), "PROPDATA_AS_OF": "2026-11-21"}
+
+
+def run(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args), env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_keys_create_prints_the_key_alone_on_the_last_line(env: dict[str, str]) -> None:
+    code, out, err = run(env, "keys", "create", "--plan", "developer", "--name", "ci")
+    assert code == 0, err
+    key = out.strip().splitlines()[-1]
+    assert crypto.well_formed(key)
+    code, out, _ = run(env, "keys", "list")
+    assert code == 0 and "ci" in out and "developer" in out
+    assert key not in out  # never shown again
+
+
+def test_keys_plan_and_revoke_by_id_or_key(env: dict[str, str]) -> None:
+    _, out, _ = run(env, "keys", "create", "--plan", "free")
+    key = out.strip().splitlines()[-1]
+    code, _, err = run(env, "keys", "plan", key, "pro")
+    assert code == 0 and "pro" in err
+    code, _, err = run(env, "keys", "plan", key, "enterprise", "--per-minute", "7", "--daily", "70")
+    assert code == 0 and "7/min" in err and "70/day" in err
+    code, _, err = run(env, "keys", "revoke", key)
+    assert code == 0 and "revoked" in err
+    _, out, _ = run(env, "keys", "list")
+    assert "revoked" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("keys", "create", "--plan", "gold"),
+        ("keys", "create", "--plan", "free", "--per-minute", "5"),
+        ("keys", "create", "--plan", "enterprise", "--daily", "0"),
+        ("keys", "plan", "key_nope", "pro"),
+        ("keys", "revoke", "key_nope"),
+    ],
+)
+def test_bad_key_commands_exit_2_with_a_reason(env: dict[str, str], args: tuple[str, ...]) -> None:
+    code, _, err = run(env, *args)
+    assert code == 2 and "error" in err
+
+
+def test_bad_configuration_is_named(env: dict[str, str]) -> None:
+    code, _, err = run({**env, "PROPDATA_CACHE_TTL": "soon"}, "keys", "list")
+    assert code == 2 and "PROPDATA_CACHE_TTL" in err
+
+
+def test_data_generate_replaces_only_the_synthetic_records(env: dict[str, str], tmp_path: Path) -> None:
+    record = {
+        "id": "mine-1", "status": "offMarket", "listPrice": None,
+        "address": {"streetAddress": "1 Elm St", "city": "Ames", "state": "IA", "zipCode": "50010",
+                    "county": "Story", "fipsCode": "19169"},
+        "bedroomsTotal": 2, "bathroomsTotal": 1.0, "livingArea": 900, "lotSize": None,
+        "yearBuilt": 1950, "propertyType": "singleFamily", "daysOnMarket": None,
+        "priceHistory": [], "taxHistory": [], "scores": None, "coordinates": None,
+        "lastUpdated": "2026-01-01T00:00:00Z", "listingType": None, "originalListPrice": None,
+        "previousListPrice": None, "lastPriceChangeDate": None, "removedDate": None,
+        "rentEstimate": None, "valueEstimate": None, "grossYield": None,
+        "pricePerSquareFoot": None, "stories": 1,
+    }  # fmt: skip
+    source = tmp_path / "one.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    code, _, err = run(env, "data", "import", str(source))
+    assert code == 0, err
+    assert "1 new" in err
+    code, _, err = run(env, "data", "import", str(source))
+    assert code == 0 and "0 new, 0 updated, 1 unchanged" in err
+    code, _, err = run(env, "data", "generate", "--properties", "300", "--seed", "3")
+    assert code == 0, err
+    assert "300 new" in err and "Market statistics" in err
+    code, _, err = run(env, "data", "generate", "--properties", "120", "--seed", "4")
+    assert code == 0 and "120 new" in err
+
+    import sqlite3
+
+    conn = sqlite3.connect(env["PROPDATA_DATABASE_URL"])
+    counts = dict(conn.execute("SELECT origin, count(*) FROM properties GROUP BY origin").fetchall())
+    assert counts == {"import": 1, "synthetic": 120}
+    assert conn.execute("SELECT count(*) FROM market_snapshots").fetchone()[0] > 0
+    conn.close()
+
+
+def test_import_writes_a_rejects_report(env: dict[str, str], tmp_path: Path) -> None:
+    source = tmp_path / "bad.jsonl"
+    source.write_text('{"id": "x"}\nnot json\n')
+    code, _, err = run(env, "data", "import", str(source))
+    assert code == 0
+    report = tmp_path / "bad.jsonl.rejects.csv"
+    assert report.exists() and "2 rows rejected" in err
+    lines = report.read_text().strip().splitlines()
+    assert len(lines) == 3  # header + two rejected lines
+
+
+def test_import_refuses_an_unknown_format(env: dict[str, str], tmp_path: Path) -> None:
+    source = tmp_path / "data.xml"
+    source.write_text("<x/>")
+    code, _, err = run(env, "data", "import", str(source))
+    assert code == 2 and "error" in err
+
+
+def test_help_lists_every_verb(env: dict[str, str]) -> None:
+    _, out, _ = run(env, "--help")
+    for verb in ("serve", "keys", "data"):
+        assert verb in out
+    _, out, _ = run(env, "keys", "--help")
+    for verb in ("create", "list", "plan", "revoke"):
+        assert verb in out
+    _, out, _ = run(env, "data", "--help")
+    for verb in ("demo", "import", "generate"):
+        assert verb in out
