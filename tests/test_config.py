@@ -1,0 +1,45 @@
+"""Settings: read from PROPDATA_*, checked at start, every one documented."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+
+from propdata.config import ENV, ConfigError, Settings, load_settings
+
+DOCS = Path(__file__).parent.parent / "docs" / "configuration.md"
+
+
+def test_defaults() -> None:
+    settings = load_settings({})
+    assert settings == Settings()
+    assert settings.database_url == "var/propdata.db" and settings.redis_url is None
+    assert settings.cache_ttl == 60
+
+
+def test_values_are_read_and_converted() -> None:
+    settings = load_settings(
+        {"PROPDATA_DATABASE_URL": "/tmp/x.db", "PROPDATA_CACHE_TTL": "2.5", "PROPDATA_AS_OF": "2026-01-31",
+         "PROPDATA_REDIS_URL": "redis://127.0.0.1:6379/0", "PROPDATA_LOG_LEVEL": "debug"}
+    )  # fmt: skip
+    assert settings.cache_ttl == 2.5 and settings.as_of == dt.date(2026, 1, 31)
+    assert settings.today() == dt.date(2026, 1, 31)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("PROPDATA_CACHE_TTL", "soon"), ("PROPDATA_CACHE_TTL", "-1"), ("PROPDATA_AS_OF", "31/01/2026"),
+     ("PROPDATA_LOG_LEVEL", "LOUD"), ("PROPDATA_REDIS_URL", "http://x")],
+)  # fmt: skip
+def test_bad_values_name_the_variable(variable: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        load_settings({variable: value})
+
+
+def test_docs_list_every_setting() -> None:
+    text = DOCS.read_text()
+    documented = set(re.findall(r"`(PROPDATA_[A-Z_]+)`", text))
+    assert documented == set(ENV.values())
