@@ -524,3 +524,41 @@ async def test_a_killed_load_leaves_earlier_data_whole(tmp_path: Path) -> None:
             assert kept == before[table], table
     finally:
         await reopened.close()
+
+
+async def test_loader_refuses_numbers_no_store_can_hold(tmp_path: Path) -> None:
+    """Any source (not only the readers) gets a reject, never an overflow that aborts the load."""
+    from propdata.ingest.loader import load
+    from propdata.kit.db import SQLiteDatabase
+    from propdata.migrations.schema import migrate
+    from tests.factories import AS_OF, record
+
+    db = SQLiteDatabase(str(tmp_path / "n.db"))
+    await migrate(db)
+    items = [
+        (1, record("ok-1")),
+        (2, record("big-1", living_area=2**63)),
+        (3, record("nan-1", bathrooms_total=float("nan"))),
+        (4, record("inf-1", bathrooms_total=float("inf"))),
+    ]
+    report = await load(db, items, origin="import", as_of=AS_OF)
+    assert report.inserted == 1
+    assert [r.line for r in report.rejects] == [2, 3, 4]
+    assert "livingArea" in report.rejects[0].reason and "bathroomsTotal" in report.rejects[1].reason
+    await db.close()
+
+
+async def test_duplicate_ids_are_caught_across_batches(tmp_path: Path) -> None:
+    from propdata.ingest import loader
+    from propdata.kit.db import SQLiteDatabase
+    from propdata.migrations.schema import migrate
+    from tests.factories import AS_OF, record
+
+    db = SQLiteDatabase(str(tmp_path / "d.db"))
+    await migrate(db)
+    items = [(n + 1, record(f"r-{n}")) for n in range(loader.BATCH + 5)]
+    items.append((loader.BATCH + 6, record("r-0", living_area=999)))
+    report = await loader.load(db, items, origin="import", as_of=AS_OF)
+    assert report.inserted == loader.BATCH + 5
+    assert len(report.rejects) == 1 and "already appears on line 1" in report.rejects[0].reason
+    await db.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -106,6 +107,8 @@ class LoadReport:
     updated: int = 0
     unchanged: int = 0
     rejects: list[Reject] = field(default_factory=list)
+    lines: dict[str, int] = field(default_factory=dict, repr=False)
+    """The line each id was first seen on in this load."""
 
     @property
     def loaded(self) -> int:
@@ -120,6 +123,9 @@ def validate(record: PropertyDetail, as_of: dt.date) -> str | None:
     """Return why a record cannot be stored, or None when it can."""
     if not ID_PATTERN.match(record.id):
         return "id must be 1-64 letters, digits, '.', '_' or '-'"
+    too_big = _out_of_range(record)
+    if too_big is not None:
+        return too_big
     a = record.address
     if a.street_address is not None and not a.street_address.strip():
         return "address.streetAddress is empty (use null when it is unknown)"
@@ -161,6 +167,37 @@ def validate(record: PropertyDetail, as_of: dt.date) -> str | None:
         lifecycle.check_history(record.price_history, record.status, as_of)
     except lifecycle.TransitionError as exc:
         return str(exc)
+    return None
+
+
+MAX_NUMBER = 2**53 - 1
+"""Largest whole number stored: exact in JSON, in SQLite and in PostgreSQL bigint."""
+
+
+def _out_of_range(record: PropertyDetail) -> str | None:
+    """Numbers no store can hold exactly (huge integers, NaN, infinity) refuse the record."""
+    numbers: list[tuple[str, int | float | None]] = [
+        ("listPrice", record.list_price), ("bedroomsTotal", record.bedrooms_total),
+        ("bathroomsTotal", record.bathrooms_total), ("livingArea", record.living_area),
+        ("lotSize", record.lot_size), ("daysOnMarket", record.days_on_market),
+        ("originalListPrice", record.original_list_price), ("stories", record.stories),
+    ]  # fmt: skip
+    numbers += [("priceHistory.price", e.price) for e in record.price_history]
+    for t in record.tax_history:
+        numbers += [
+            ("taxHistory.taxPaid", t.tax_paid),
+            ("taxHistory.assessedValue", t.assessed_value),
+        ]
+    for name, estimate in (
+        ("rentEstimate", record.rent_estimate),
+        ("valueEstimate", record.value_estimate),
+    ):
+        if estimate is not None:
+            numbers += [(f"{name}.value", estimate.value), (f"{name}.low", estimate.low),
+                        (f"{name}.high", estimate.high)]  # fmt: skip
+    for name, value in numbers:
+        if value is not None and (not math.isfinite(value) or abs(value) > MAX_NUMBER):
+            return f"{name} {value!r} is not a number the store can hold"
     return None
 
 
@@ -271,12 +308,13 @@ async def _load_batch(
         reason = validate(item, as_of)
         if reason is not None:
             report.rejects.append(Reject(line, reason, item.id))
-        elif item.id in valid:
-            first = valid[item.id][0]
+        elif item.id in report.lines:
+            first = report.lines[item.id]
             report.rejects.append(
                 Reject(line, f"id {item.id} already appears on line {first}", item.id)
             )
         else:
+            report.lines[item.id] = line  # across the whole load, not one batch
             valid[item.id] = (line, item)
     stored = await repo.stored(list(valid))
     rows: list[tuple[Any, ...]] = []
