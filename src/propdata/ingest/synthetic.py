@@ -516,10 +516,10 @@ def _property(rng: _Rng, world: _World, area: _Area, record_id: str) -> Property
 
     newest = history.episodes[0][-1][0] if history.episodes else HORIZON_DAYS
     seconds = int(rng.random() * 86_400)
-    updated = (
-        f"{dates[rng.int_between(0, min(newest, 14 if status != 'offMarket' else 120))]}"
-        f"T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}Z"
-    )
+    day = rng.int_between(0, min(newest, 14 if status != "offMarket" else 120))
+    if day == 0:
+        seconds = 0  # the data set is as of the start of as_of: never a time still to come
+    updated = f"{dates[day]}T{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}Z"
 
     walk, transit, bike = area.scores
     if land:
