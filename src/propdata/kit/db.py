@@ -12,11 +12,15 @@ Repositories write SQL with `?` placeholders and call `fetch_all` / `fetch_one` 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
+
+import asyncpg
 
 Row = tuple[Any, ...]
 
@@ -123,9 +127,139 @@ def _unavailable(exc: sqlite3.OperationalError) -> Exception:
     return exc
 
 
+_PG_UNREACHABLE: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncio.TimeoutError,
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.ConnectionFailureError,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.TooManyConnectionsError,
+)
+
+
+def _numbered(sql: str) -> str:
+    """`?` placeholders to PostgreSQL's `$1, $2, ...` (our SQL has no `?` inside strings)."""
+    parts = sql.split("?")
+    out = [parts[0]]
+    for n, part in enumerate(parts[1:], 1):
+        out.append(f"${n}{part}")
+    return "".join(out)
+
+
+class PostgresDatabase:
+    """PostgreSQL through an asyncpg pool; the same `?` SQL as SQLite, numbered on the way.
+
+    A transaction binds one pooled connection to the running task (a context variable), so
+    the repository calls inside `async with db.transaction()` all use it. Connection
+    failures surface as StoreUnavailable (503); the pool opens new connections on the next
+    request, so the service recovers without a restart.
+    """
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.url = url
+        self._min, self._max = min_size, max_size
+        self._pool: asyncpg.Pool | None = None
+        self._tx: contextvars.ContextVar[asyncpg.Connection | None] = contextvars.ContextVar(
+            "propdata_pg_tx", default=None
+        )
+        self._sql: dict[str, str] = {}
+
+    async def open(self) -> PostgresDatabase:
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.url, min_size=self._min, max_size=self._max, timeout=5,
+                command_timeout=60, statement_cache_size=512,
+            )  # fmt: skip
+        except _PG_UNREACHABLE as exc:
+            raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        return self
+
+    def _q(self, sql: str) -> str:
+        numbered = self._sql.get(sql)
+        if numbered is None:
+            numbered = self._sql[sql] = _numbered(sql)
+        return numbered
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        bound = self._tx.get()
+        if bound is not None:
+            yield bound
+            return
+        if self._pool is None:
+            await self.open()
+        assert self._pool is not None
+        try:
+            async with self._pool.acquire(timeout=5) as conn:
+                yield conn
+        except _PG_UNREACHABLE as exc:
+            raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        async with self._connection() as conn:
+            try:
+                rows = await conn.fetch(self._q(sql), *params)
+            except _PG_UNREACHABLE as exc:
+                raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        return [tuple(row) for row in rows]
+
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        async with self._connection() as conn:
+            try:
+                row = await conn.fetchrow(self._q(sql), *params)
+            except _PG_UNREACHABLE as exc:
+                raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        return tuple(row) if row is not None else None
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        async with self._connection() as conn:
+            try:
+                status = await conn.execute(self._q(sql), *params)
+            except _PG_UNREACHABLE as exc:
+                raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        last = status.rsplit(" ", 1)[-1]
+        return int(last) if last.isdigit() else 0
+
+    async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        batch = list(rows)
+        if not batch:
+            return
+        async with self._connection() as conn:
+            try:
+                await conn.executemany(self._q(sql), batch)
+            except _PG_UNREACHABLE as exc:
+                raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """One transaction on one connection; nested calls join the outer one."""
+        if self._tx.get() is not None:
+            yield
+            return
+        async with self._connection() as conn:
+            token = self._tx.set(conn)
+            try:
+                async with conn.transaction():
+                    yield
+            except _PG_UNREACHABLE as exc:
+                raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+            finally:
+                self._tx.reset(token)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+
 async def connect(url: str) -> Database:
-    """Open the database a PROPDATA_DATABASE_URL names (a path or sqlite:/// URL)."""
+    """Open the database a PROPDATA_DATABASE_URL names: a SQLite path or sqlite:/// URL, or
+    a postgresql:// URL (query parameters such as ?search_path=... become server settings)."""
     if url.startswith(("postgresql://", "postgres://")):
-        raise StoreUnavailable("PostgreSQL support is not built yet")
+        return await PostgresDatabase(url).open()
     path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
     return SQLiteDatabase(path)

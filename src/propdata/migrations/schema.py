@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from propdata.kit.db import Database
 
 SCHEMA_VERSION = 1
@@ -153,11 +155,21 @@ PLANS = [
 ]
 
 
+def ddl(statement: str, dialect: str) -> str:
+    """One schema for both stores: SQLite's INTEGER/REAL become BIGINT/DOUBLE PRECISION."""
+    if dialect != "postgresql":
+        return statement
+    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", re.sub(r"\bINTEGER\b", "BIGINT", statement))
+
+
 async def migrate(db: Database) -> None:
     """Create every table, index and plan that is missing; safe to run at every start."""
     async with db.transaction():
+        if db.dialect == "postgresql":
+            # Several workers may start at once; one migrates, the others wait for it.
+            await db.execute("SELECT pg_advisory_xact_lock(7231001)")
         for statement in TABLES + INDEXES:
-            await db.execute(statement)
+            await db.execute(ddl(statement, db.dialect))
         for plan in PLANS:
             await db.execute(
                 "INSERT INTO plans (name, per_minute, daily, default_page_size, max_page_size,"

@@ -135,7 +135,7 @@ class PropertyRepository:
             " bathrooms, living_area, year_built, property_type, last_sale_price,"
             " last_sale_date FROM properties"
             " WHERE zip_code = ? AND id <> ? AND last_sale_price IS NOT NULL"
-            " ORDER BY (property_type IS ?) DESC, last_sale_date DESC LIMIT ?",
+            " ORDER BY (property_type IS NOT DISTINCT FROM ?) DESC, last_sale_date DESC LIMIT ?",
             (zip_code, property_id, property_type, limit),
         )
 
