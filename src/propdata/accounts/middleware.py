@@ -127,7 +127,7 @@ class MeteringMiddleware(ASGIMiddleware):
 
     @staticmethod
     async def _cache_key(services: Services, scope: Scope, key: ApiKey, paged: bool) -> str:
-        """Data version, path, canonical query (sorted pairs), page size applied.
+        """Store id and data version, path, canonical query (sorted pairs), page size applied.
 
         `limit` stands in the key as the page size applied, so `limit=10` on a plan whose
         default is 10 shares the entry of a request without `limit`.
@@ -138,8 +138,8 @@ class MeteringMiddleware(ASGIMiddleware):
         size = page_size(key, dict(pairs).get("limit")) if paged else 0
         if paged:
             pairs = [(name, value) for name, value in pairs if name != "limit"]
-        version = await services.properties.data_version()
-        return f"{version}|{scope['path']}?{urlencode(pairs)}|{size}"
+        namespace = await services.properties.cache_namespace()
+        return f"{namespace}|{scope['path']}?{urlencode(pairs)}|{size}"
 
 
 async def _replay(hit: Cached, send: Send) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 
 from propdata.kit.db import Database
 
@@ -183,4 +184,9 @@ async def migrate(db: Database) -> None:
         )
         await db.execute(
             "INSERT INTO meta (key, value) VALUES ('data_version', '0') ON CONFLICT (key) DO NOTHING"
+        )
+        # Tells this store's cached answers from another's in a shared Redis.
+        await db.execute(
+            "INSERT INTO meta (key, value) VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
+            (uuid.uuid4().hex,),
         )

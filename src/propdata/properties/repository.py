@@ -211,6 +211,14 @@ class PropertyRepository:
         row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
         return int(row[0]) if row else 0
 
+    async def cache_namespace(self) -> str:
+        """The store's identity and data version: what every cached answer depends on."""
+        row = await self.db.fetch_one(
+            "SELECT (SELECT value FROM meta WHERE key = 'store_id') || '.'"
+            " || (SELECT value FROM meta WHERE key = 'data_version')"
+        )
+        return str(row[0]) if row else ""
+
 
 def _where(f: SearchFilters) -> tuple[str, list[Any]]:
     clauses: list[str] = []

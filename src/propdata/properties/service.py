@@ -37,6 +37,9 @@ class PropertyService:
     async def data_version(self) -> int:
         return await self.repo.data_version()
 
+    async def cache_namespace(self) -> str:
+        return await self.repo.cache_namespace()
+
     async def detail(self, property_id: str) -> PropertyDetail:
         row = await self.repo.get(property_id)
         if row is None:
