@@ -1,12 +1,23 @@
-"""Fixtures: apps built against real stores (SQLite files in a temp folder)."""
+"""Fixtures: apps built against real stores, in both configurations.
+
+`embedded`: SQLite files in a temp folder, the embedded limiter and cache.
+`scaleout`: PostgreSQL (a fresh schema per store in the `test` database) and Redis.
+PROPDATA_TEST_BACKENDS picks them (default both). A scale-out server that cannot be reached
+fails the run when CI is set, and skips the scale-out cases otherwise.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import os
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 from litestar.testing import AsyncTestClient
 
@@ -14,11 +25,16 @@ from propdata.accounts.service import CustomLimits, KeyService
 from propdata.app import HeadAsGet, create_app
 from propdata.config import Settings
 from propdata.ingest.loader import load
-from propdata.kit.db import SQLiteDatabase
+from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate
 from tests.factories import AS_OF, catalogue
 
 KeyMaker = Callable[..., Awaitable[str]]
+BACKENDS = [
+    b for b in os.environ.get("PROPDATA_TEST_BACKENDS", "embedded,scaleout").split(",") if b
+]
+PG_URL = os.environ.get("PROPDATA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("PROPDATA_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
 
 class FakeClock:
@@ -34,52 +50,121 @@ class FakeClock:
         self.now += seconds
 
 
-async def build_store(path: Path, records: list[Any] | None = None) -> None:
-    db = SQLiteDatabase(str(path))
+@dataclass(frozen=True)
+class Store:
+    """Where one test store lives: its database URL, its Redis (scale-out) and a folder."""
+
+    backend: str
+    url: str
+    redis_url: str | None
+    folder: Path
+    schema: str | None = None
+
+    def env(self) -> dict[str, str]:
+        """The PROPDATA_* variables a server process needs to use this store."""
+        env = {"PROPDATA_DATABASE_URL": self.url}
+        if self.redis_url:
+            env["PROPDATA_REDIS_URL"] = self.redis_url
+        return env
+
+
+def unreachable(what: str, exc: BaseException) -> None:
+    message = f"{what} is unreachable ({exc}); the scale-out tests need it"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+async def new_store(backend: str, folder: Path) -> Store:
+    if backend == "embedded":
+        return Store(backend, str(folder / "propdata.db"), None, folder)
+    schema = "t_" + uuid.uuid4().hex[:12]
+    try:
+        conn = await asyncpg.connect(PG_URL, timeout=5)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        unreachable("PostgreSQL at " + PG_URL, exc)
+        raise
+    await conn.execute(f"CREATE SCHEMA {schema}")
+    await conn.close()
+    try:
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+        await client.ping()
+        await client.aclose()
+    except (OSError, ConnectionError, TimeoutError) as exc:
+        unreachable("Redis at " + REDIS_URL, exc)
+    except Exception as exc:  # redis-py raises its own ConnectionError type
+        unreachable("Redis at " + REDIS_URL, exc)
+    return Store(backend, f"{PG_URL}?search_path={schema}", REDIS_URL, folder, schema)
+
+
+async def drop_store(store: Store) -> None:
+    if store.schema is None:
+        return
+    conn = await asyncpg.connect(PG_URL, timeout=5)
+    await conn.execute(f"DROP SCHEMA IF EXISTS {store.schema} CASCADE")
+    await conn.close()
+
+
+async def open_db(store: Store) -> Database:
+    db = await connect(store.url)
     await migrate(db)
+    return db
+
+
+async def build_store(store: Store, records: list[Any] | None = None) -> None:
+    """Load the test catalogue (or `records`) and compute its market statistics."""
+    db = await open_db(store)
     items = records if records is not None else catalogue()
     report = await load(db, enumerate(items, 1), origin="import", as_of=AS_OF)
     assert not report.rejects, report.rejects
-    try:
-        from propdata.markets.builder import rebuild
-    except ImportError:  # built in parallel; market tests skip until it lands
-        pass
-    else:
-        await rebuild(db, AS_OF)
+    from propdata.markets.builder import rebuild
+
+    await rebuild(db, AS_OF)
     await db.close()
 
 
+async def create_key(store: Store, plan: str = "enterprise", **limits: int) -> str:
+    db = await connect(store.url)
+    try:
+        _, secret = await KeyService(db).create(plan, None, CustomLimits(**limits))
+    finally:
+        await db.close()
+    return secret
+
+
+def settings_for(store: Store, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {"database_url": store.url, "redis_url": store.redis_url,
+                              "as_of": dt.date(2026, 11, 21)}  # fmt: skip
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="session")
-async def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite store with the test catalogue and its market statistics, shared read-only."""
-    path = tmp_path_factory.mktemp("store") / "propdata.db"
-    await build_store(path)
-    return path
+async def store(backend: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Store]:
+    """A store with the test catalogue and its market statistics, shared read-only."""
+    made = await new_store(backend, tmp_path_factory.mktemp(f"store-{backend}"))
+    await build_store(made)
+    yield made
+    await drop_store(made)
 
 
-def settings_for(path: Path, **overrides: Any) -> Settings:
-    return Settings(database_url=str(path), as_of=dt.date(2026, 11, 21), **overrides)
-
-
-async def _key_maker(path: Path) -> KeyMaker:
+@pytest.fixture(scope="session")
+async def make_key(store: Store) -> KeyMaker:
     async def make(plan: str = "enterprise", **limits: int) -> str:
-        db = SQLiteDatabase(str(path))
-        try:
-            _, secret = await KeyService(db).create(plan, None, CustomLimits(**limits))
-        finally:
-            await db.close()
-        return secret
+        return await create_key(store, plan, **limits)
 
     return make
 
 
 @pytest.fixture(scope="session")
-async def make_key(store: Path) -> KeyMaker:
-    return await _key_maker(store)
-
-
-@pytest.fixture(scope="session")
-async def client(store: Path) -> AsyncIterator[AsyncTestClient[Any]]:
+async def client(store: Store) -> AsyncIterator[AsyncTestClient[Any]]:
     """A client of the app over the shared store, with the response cache off."""
     app = HeadAsGet(create_app(settings_for(store, cache_ttl=0)))
     async with AsyncTestClient(app=app) as c:  # type: ignore[arg-type]
@@ -97,22 +182,40 @@ def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-@pytest.fixture
-async def fresh(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """Build an app over a new store with an injectable clock: fresh(cache_ttl=60) -> (client, clock, make_key)."""
-    await build_store(tmp_path / "propdata.db")
-    clients: list[AsyncTestClient[Any]] = []
+class Fresh:
+    """A new store per test; `await fresh(cache_ttl=60)` opens an app on it with a fake clock."""
 
-    async def open_app(**overrides: Any) -> tuple[AsyncTestClient[Any], FakeClock, KeyMaker]:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.clients: list[AsyncTestClient[Any]] = []
+
+    async def __call__(self, **overrides: Any) -> tuple[AsyncTestClient[Any], FakeClock, KeyMaker]:
         clock = FakeClock()
-        app = HeadAsGet(
-            create_app(settings_for(tmp_path / "propdata.db", **overrides), clock=clock)
-        )
+        app = HeadAsGet(create_app(settings_for(self.store, **overrides), clock=clock))
         c = AsyncTestClient(app=app)  # type: ignore[arg-type]
         await c.__aenter__()
-        clients.append(c)
-        return c, clock, await _key_maker(tmp_path / "propdata.db")
+        self.clients.append(c)
 
-    yield open_app
-    for c in clients:
+        async def make(plan: str = "enterprise", **limits: int) -> str:
+            return await create_key(self.store, plan, **limits)
+
+        return c, clock, make
+
+    async def db(self) -> Database:
+        return await open_db(self.store)
+
+
+@pytest.fixture
+async def fresh(backend: str, tmp_path: Path) -> AsyncIterator[Fresh]:
+    made = await new_store(backend, tmp_path)
+    await build_store(made)
+    opener = Fresh(made)
+    yield opener
+    for c in opener.clients:
         await c.__aexit__(None, None, None)
+    await drop_store(made)
+
+
+def run(coro: Awaitable[Any]) -> Any:
+    """Run a coroutine from a synchronous test (server-process tests)."""
+    return asyncio.run(coro)  # type: ignore[arg-type]

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,9 +21,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from propdata.accounts.service import CustomLimits, KeyService
-from propdata.kit.db import SQLiteDatabase
-from tests.conftest import build_store
+from tests.conftest import Store, build_store, create_key, drop_store, new_store
 
 RANGE_PARAMETERS = {"minPrice", "minBeds", "minSqft"}
 
@@ -35,21 +32,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def _prepare(path: Path) -> str:
-    await build_store(path)
-    db = SQLiteDatabase(str(path))
-    _, secret = await KeyService(db).create(
-        "enterprise", "schemathesis", CustomLimits(per_minute=1_000_000, daily=100_000_000)
-    )
-    await db.close()
-    return secret
+async def _prepare(store: Store) -> str:
+    await build_store(store)
+    return await create_key(store, "enterprise", per_minute=1_000_000, daily=100_000_000)
 
 
-def _serve(tmp: Path) -> Iterator[tuple[str, str]]:
-    secret = asyncio.run(_prepare(tmp / "propdata.db"))
+def _serve(store: Store) -> Iterator[tuple[str, str]]:
+    secret = asyncio.run(_prepare(store))
     port = _free_port()
-    env = {**os.environ, "PROPDATA_DATABASE_URL": str(tmp / "propdata.db"), "PROPDATA_CACHE_TTL": "0",
-           "PROPDATA_LOG_LEVEL": "ERROR"}  # fmt: skip
+    env = {**os.environ, **store.env(), "PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR"}
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--factory", "propdata.app:asgi", "--port", str(port),
          "--log-level", "warning"], env=env,
@@ -71,8 +62,12 @@ def _serve(tmp: Path) -> Iterator[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    yield from _serve(tmp_path_factory.mktemp("openapi"))
+def server(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    store = asyncio.run(new_store(backend, tmp_path_factory.mktemp("openapi")))
+    try:
+        yield from _serve(store)
+    finally:
+        asyncio.run(drop_store(store))
 
 
 def test_every_operation_conforms(server: tuple[str, str]) -> None:

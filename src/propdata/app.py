@@ -56,16 +56,32 @@ class Services:
 
 def usage_path(database_url: str) -> str:
     """The embedded limiter's file: beside the SQLite database, never inside it."""
+    if database_url.startswith(("postgresql://", "postgres://")):
+        # PostgreSQL without Redis: each host keeps its own counters (see docs/deploy.md).
+        return "var/propdata-usage.db"
     path = Path(database_url.removeprefix("sqlite:///"))
     return str(path.with_name(path.stem + "-usage.db"))
 
 
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
+    # The scale-out backends import redis-py; kept here so the embedded setup never loads it.
+    from propdata.kit.cache import RedisCache, ResilientCache
+    from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
+
     db = await connect(settings.database_url)
     await migrate(db)
-    limiter = SQLiteLimiter(
-        usage_path(settings.database_url), **({"clock": clock} if clock else {})
-    )
+    limiter: Limiter
+    cache: ResponseCache
+    if settings.redis_url:
+        # Redis for both, each with a per-process fallback while Redis is unreachable. The
+        # clock is the tests' (create_app(clock=...)); production leaves it to Redis's TIME.
+        limiter = ResilientLimiter(RedisLimiter.from_url(settings.redis_url, clock))
+        cache = ResilientCache(RedisCache.from_url(settings.redis_url))
+    else:
+        limiter = SQLiteLimiter(
+            usage_path(settings.database_url), **({"clock": clock} if clock else {})
+        )
+        cache = MemoryCache()
     return Services(
         settings=settings,
         db=db,
@@ -73,7 +89,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         properties=PropertyService(db),
         markets=MarketService(db),
         limiter=limiter,
-        cache=MemoryCache(),
+        cache=cache,
     )
 
 
@@ -93,11 +109,21 @@ async def health(request: Request[Any, Any, Any]) -> Response[Health]:
         checks["database"] = "ok"
     except Exception as exc:  # any failure means down, and says why
         checks["database"] = f"down: {type(exc).__name__}"
+    # The Redis backends never raise for an outage: they answer from a per-process fallback
+    # and say so in status(). Probing them here also tries Redis again while it is away.
+    unreachable = "degraded: redis unreachable"
     try:
         await services.limiter.usage("health-probe", 1, None)
-        checks["limiter"] = "ok"
+        state = getattr(services.limiter, "status", lambda: "ok")()
+        checks["limiter"] = "ok" if state == "ok" else unreachable
     except Exception as exc:
         checks["limiter"] = f"degraded: {type(exc).__name__}"
+    if hasattr(services.cache, "status"):
+        try:
+            await services.cache.get("health-probe")
+            checks["cache"] = "ok" if services.cache.status() == "ok" else unreachable
+        except Exception as exc:
+            checks["cache"] = f"degraded: {type(exc).__name__}"
     status = "down" if checks["database"] != "ok" else "ok"
     if status == "ok" and any(v != "ok" for v in checks.values()):
         status = "degraded"

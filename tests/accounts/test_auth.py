@@ -9,7 +9,8 @@ import pytest
 
 from propdata.accounts.service import CustomLimits, KeyError_, KeyService
 from propdata.kit import crypto
-from propdata.kit.db import SQLiteDatabase
+from propdata.kit.db import SQLiteDatabase, connect
+from tests.conftest import Store
 
 
 @pytest.mark.parametrize(
@@ -46,12 +47,12 @@ async def test_scheme_is_case_insensitive(client: Any, key: str) -> None:
 
 
 async def test_revoked_key_is_refused_on_its_next_request(
-    client: Any, store: Path, make_key: Any
+    client: Any, store: Store, make_key: Any
 ) -> None:
     secret = await make_key("free")
     headers = {"Authorization": f"Bearer {secret}"}
     assert (await client.get("/v1/properties/t-000", headers=headers)).status_code == 200
-    db = SQLiteDatabase(str(store))
+    db = await connect(store.url)
     await KeyService(db).revoke(secret)
     await db.close()
     response = await client.get("/v1/properties/t-000", headers=headers)

@@ -14,9 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from propdata.accounts.service import CustomLimits, KeyService
-from propdata.kit.db import SQLiteDatabase
-from tests.conftest import build_store
+from tests.conftest import Store, build_store, create_key, drop_store, new_store
 
 
 def _free_port() -> int:
@@ -25,20 +23,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def _prepare(path: Path) -> str:
-    await build_store(path)
-    db = SQLiteDatabase(str(path))
-    _, secret = await KeyService(db).create("free", "race", CustomLimits())
-    await db.close()
-    return secret
+async def _prepare(store: Store) -> str:
+    await build_store(store)
+    return await create_key(store, "free")
 
 
 @pytest.mark.slow
-def test_four_workers_and_many_threads_admit_exactly_the_free_limit(tmp_path: Path) -> None:
-    secret = asyncio.run(_prepare(tmp_path / "propdata.db"))
+def test_four_workers_and_many_threads_admit_exactly_the_free_limit(
+    backend: str, tmp_path: Path
+) -> None:
+    store = asyncio.run(new_store(backend, tmp_path))
+    secret = asyncio.run(_prepare(store))
     port = _free_port()
-    env = {**os.environ, "PROPDATA_DATABASE_URL": str(tmp_path / "propdata.db"),
-           "PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR"}  # fmt: skip
+    env = {**os.environ, **store.env(), "PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR"}
     server = subprocess.Popen(
         [sys.executable, "-m", "propdata", "serve", "--port", str(port), "--workers", "4"], env=env
     )
@@ -74,3 +71,4 @@ def test_four_workers_and_many_threads_admit_exactly_the_free_limit(tmp_path: Pa
     finally:
         server.terminate()
         server.wait(20)
+        asyncio.run(drop_store(store))

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from propdata.accounts.service import CustomLimits, KeyService
 from propdata.ingest.loader import load
-from propdata.kit.db import SQLiteDatabase
 from tests.factories import AS_OF, record
 
 
@@ -105,7 +103,7 @@ async def test_both_windows_full_takes_the_longer_wait(fresh: Any) -> None:
     assert int(refused.headers["retry-after"]) == 86_400
 
 
-async def test_downgrade_with_a_full_window(fresh: Any, tmp_path: Path) -> None:
+async def test_downgrade_with_a_full_window(fresh: Any) -> None:
     client, clock, make_key = await fresh(cache_ttl=0)
     secret = await make_key("pro")
     headers = bearer(secret)
@@ -113,7 +111,7 @@ async def test_downgrade_with_a_full_window(fresh: Any, tmp_path: Path) -> None:
     for _ in range(20):
         assert (await client.get("/v1/properties/t-000", headers=headers)).status_code == 200
         clock.advance(1)
-    db = SQLiteDatabase(str(tmp_path / "propdata.db"))
+    db = await fresh.db()
     await KeyService(db).set_plan(secret, "free", CustomLimits())
     await db.close()
     refused = await client.get("/v1/properties/t-000", headers=headers)
@@ -192,12 +190,12 @@ async def test_cache_entries_expire(fresh: Any) -> None:
     assert (await client.get("/v1/properties/t-000", headers=headers)).headers["x-cache"] == "MISS"
 
 
-async def test_a_load_invalidates_the_cache(fresh: Any, tmp_path: Path) -> None:
+async def test_a_load_invalidates_the_cache(fresh: Any) -> None:
     client, _clock, make_key = await fresh(cache_ttl=60)
     headers = bearer(await make_key("pro"))
     await client.get("/v1/properties/t-000", headers=headers)
     assert (await client.get("/v1/properties/t-000", headers=headers)).headers["x-cache"] == "HIT"
-    db = SQLiteDatabase(str(tmp_path / "propdata.db"))
+    db = await fresh.db()
     await load(db, [(1, record("t-900"))], origin="import", as_of=AS_OF)
     await db.close()
     assert (await client.get("/v1/properties/t-000", headers=headers)).headers["x-cache"] == "MISS"
@@ -221,14 +219,12 @@ async def test_counters_survive_a_restart(fresh: Any) -> None:
     assert response.status_code == 429
 
 
-async def test_custom_enterprise_limits_apply_on_the_next_request(
-    fresh: Any, tmp_path: Path
-) -> None:
+async def test_custom_enterprise_limits_apply_on_the_next_request(fresh: Any) -> None:
     client, _clock, make_key = await fresh(cache_ttl=0)
     secret = await make_key("enterprise")
     headers = bearer(secret)
     assert (await client.get("/v1/properties", headers=headers)).json()["meta"]["limit"] == 100
-    db = SQLiteDatabase(str(tmp_path / "propdata.db"))
+    db = await fresh.db()
     await KeyService(db).set_plan(
         secret,
         "enterprise",

@@ -61,9 +61,10 @@ class SQLiteDatabase:
         self._conn = sqlite3.connect(
             path, isolation_level=None, check_same_thread=False, cached_statements=256
         )
+        # busy_timeout first: workers opening one file together wait instead of failing.
+        self._conn.execute("PRAGMA busy_timeout=30000")
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA busy_timeout=30000")
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.execute("PRAGMA cache_size=-65536")
         self._conn.execute("PRAGMA mmap_size=1073741824")

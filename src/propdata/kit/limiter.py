@@ -77,9 +77,10 @@ class SQLiteLimiter:
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        # busy_timeout first: workers opening one file together wait instead of failing.
+        self._conn.execute("PRAGMA busy_timeout=30000")
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA busy_timeout=30000")
         self._conn.executescript(_SCHEMA)
         self.clock = clock
         self._nums: dict[str, int] = {}
