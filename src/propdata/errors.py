@@ -20,6 +20,12 @@ from propdata.kit.requests import request_id
 
 log = logging.getLogger("propdata")
 ORIGINAL_METHOD = "propdata.method"
+FORMATS = {
+    "state": "a two-letter US state code such as IA",
+    "zipCode": "a five-digit ZIP code (on /v1/markets/search: its first 1 to 5 digits)",
+    "city": "a city name with at least one letter or digit",
+    "streetAddress": "a street address with at least one letter or digit",
+}
 _MISSING = re.compile(r"Missing required \w+ parameter '([^']+)'")
 
 
@@ -153,6 +159,8 @@ def validation_handler(request: Request[Any, Any, Any], exc: ValidationException
         parameter = str(extra[0].get("key") or parameter).rstrip("_")
         detail = str(extra[0].get("message") or "")
         message = f"Invalid value for '{parameter}': {detail}" if detail else message
+        if "regex" in detail:  # never echo a pattern: say what the parameter takes
+            message = f"Invalid value for '{parameter}': expected {FORMATS.get(parameter, 'another format')}."
     missing = _MISSING.search(message)
     if missing:
         parameter = missing.group(1)

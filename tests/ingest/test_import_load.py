@@ -562,3 +562,22 @@ async def test_duplicate_ids_are_caught_across_batches(tmp_path: Path) -> None:
     assert report.inserted == loader.BATCH + 5
     assert len(report.rejects) == 1 and "already appears on line 1" in report.rejects[0].reason
     await db.close()
+
+
+async def test_reserved_ids_and_listing_type_of_unlisted_records(tmp_path: Path) -> None:
+    from propdata.ingest.loader import load
+    from propdata.kit.db import SQLiteDatabase
+    from propdata.migrations.schema import migrate
+    from tests.factories import AS_OF, event, record
+
+    db = SQLiteDatabase(str(tmp_path / "r.db"))
+    await migrate(db)
+    off = record("off-1", status="offMarket", listing_type="auction",
+                 price_history=[event("2025-02-01", "delisted", None), event("2025-01-01", "listedForSale", 5)])  # fmt: skip
+    report = await load(
+        db, [(1, record("lookup")), (2, record("search")), (3, off)], origin="import", as_of=AS_OF
+    )
+    assert [r.line for r in report.rejects] == [1, 2] and "reserved" in report.rejects[0].reason
+    row = await db.fetch_one("SELECT listing_type, list_price FROM properties WHERE id = 'off-1'")
+    assert row == (None, None)
+    await db.close()

@@ -348,3 +348,32 @@ async def test_lookup_bad_parameters(
 async def test_lifecycle_agrees_with_the_catalogue() -> None:
     for rec in catalogue():
         lifecycle.check_history(rec.price_history, rec.status, AS_OF)
+
+
+async def test_pattern_errors_say_what_the_parameter_takes(
+    client: Any, auth: dict[str, str]
+) -> None:
+    for query, hint in (
+        ("state=Iowa", "two-letter US state code"),
+        ("zipCode=123", "five-digit ZIP"),
+    ):
+        error = (await client.get(f"/v1/properties?{query}", headers=auth)).json()["error"]
+        assert (
+            hint in error["message"]
+            and "^(" not in error["message"]
+            and "regex" not in error["message"]
+        )
+
+
+def test_comparable_without_coordinates_has_no_distance() -> None:
+    from propdata.properties.service import _comparable
+    from tests.factories import record
+
+    subject = record("s-1", coordinates=None)
+    row = ("c-1", "1 Elm St", "Ames", "IA", "50010", 42.0, -93.6, 3, 2.0, 1500, 1990,
+           "singleFamily", 200_000, "2026-01-01")  # fmt: skip
+    comparable = _comparable(subject, row)
+    assert comparable.distance_miles is None
+    assert 0 <= comparable.similarity <= 1
+    near = _comparable(record("s-2"), row)
+    assert near.distance_miles == 2.31  # (42.03, -93.62) to (42.0, -93.6)

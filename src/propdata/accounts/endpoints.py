@@ -14,7 +14,7 @@ from propdata.kit.http import RATE_HEADERS, errors
 @get(
     "/auth/status",
     opt={"metered": False},
-    responses=errors(400),
+    responses=errors(400, metered=False),
     response_headers=RATE_HEADERS,
     tags=["account"],
     summary="Check the key and its usage",

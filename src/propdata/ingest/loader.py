@@ -26,6 +26,7 @@ from propdata.properties.schemas import PropertyDetail
 
 BATCH = 2_000
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+RESERVED_IDS = frozenset({"lookup", "search"})
 ZIP_PATTERN = re.compile(r"^\d{5}$")
 FIPS_PATTERN = re.compile(r"^\d{5}$")
 DATE_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -123,6 +124,8 @@ def validate(record: PropertyDetail, as_of: dt.date) -> str | None:
     """Return why a record cannot be stored, or None when it can."""
     if not ID_PATTERN.match(record.id):
         return "id must be 1-64 letters, digits, '.', '_' or '-'"
+    if record.id in RESERVED_IDS:
+        return f"id {record.id!r} is reserved: /v1/properties/{record.id} is another operation"
     too_big = _out_of_range(record)
     if too_big is not None:
         return too_big
@@ -244,7 +247,7 @@ def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> 
         street_key(a.street_address) if a.street_address else None, a.city.strip(), city_key(a.city), a.state.upper(),
         a.zip_code, a.county, a.fips_code, record.bedrooms_total, record.bathrooms_total,
         record.living_area, record.lot_size, record.year_built, record.property_type, dom,
-        record.listing_type, derived.listing_date,
+        record.listing_type if listed else None, derived.listing_date,
         original,
         derived.previous_list_price, derived.last_price_change_date, derived.removed_date,
         derived.last_sale_price, derived.last_sale_date, record.stories,

@@ -18,8 +18,15 @@ from scourgify.address_constants import (
 )
 
 _DIRECTIONS = {**DIRECTIONAL_REPLACEMENTS, **AMBIGUOUS_DIRECTIONALS}
-_UNITS = set(OCCUPANCY_TYPE_ABBREVIATIONS) | set(OCCUPANCY_TYPE_ABBREVIATIONS.values())
-_UNITS |= {"APT", "UNIT", "STE", "SUITE", "NO", "NUM", "NUMBER"}
+# Designators that take a unit number. Words such as FRONT, REAR, KEY, UPPER or SIDE are also
+# USPS designators but far more often part of a street name, so they are left as they are.
+_NUMBERED = {"APARTMENT", "BUILDING", "DEPARTMENT", "FLOOR", "ROOM", "SUITE", "UNIT", "SPACE",
+             "STOP", "TRAILER", "HANGER", "SLIP", "PIER", "LOT"}  # fmt: skip
+_UNITS = {k for k in _NUMBERED if k in OCCUPANCY_TYPE_ABBREVIATIONS} | {
+    OCCUPANCY_TYPE_ABBREVIATIONS[k] for k in _NUMBERED if k in OCCUPANCY_TYPE_ABBREVIATIONS
+}
+_UNITS |= {"APT", "UNIT", "STE", "SUITE", "BLDG", "FL", "RM", "NO", "NUM", "NUMBER", "#"}
+_UNIT_ID = re.compile(r"^(\d[\w-]*|[A-Z]|[A-Z]?\d+[A-Z]?)$")
 _ORDINALS = {
     "FIRST": "1ST", "SECOND": "2ND", "THIRD": "3RD", "FOURTH": "4TH", "FIFTH": "5TH",
     "SIXTH": "6TH", "SEVENTH": "7TH", "EIGHTH": "8TH", "NINTH": "9TH", "TENTH": "10TH",
@@ -42,10 +49,11 @@ def street_key(street: str) -> str:
     tokens = _SPACES.split(text.strip())
     out: list[str] = []
     for position, token in enumerate(tokens):
-        if token in _DIRECTIONS:
+        following = tokens[position + 1] if position + 1 < len(tokens) else ""
+        if position > 1 and token in _UNITS and (token == "#" or _UNIT_ID.match(following)):
+            out.append("#")  # a unit designator followed by its number: "APT 5", "UNIT B", "# 112"
+        elif token in _DIRECTIONS:
             out.append(_DIRECTIONS[token])
-        elif position > 0 and token in _UNITS:
-            out.append("#")
         elif token in _ORDINALS:
             out.append(_ORDINALS[token])
         elif position > 0 and token in STREET_TYPE_ABBREVIATIONS:

@@ -26,9 +26,10 @@ _DESCRIPTIONS = {
 }
 
 
-def errors(*statuses: int) -> dict[int, ResponseSpec]:
-    """OpenAPI responses for the error statuses an operation can answer (401/429/503 always)."""
-    wanted = sorted({*statuses, 401, 429, 503})
+def errors(*statuses: int, metered: bool = True) -> dict[int, ResponseSpec]:
+    """OpenAPI responses for the error statuses an operation can answer (401, 503, and 429
+    when the operation is metered)."""
+    wanted = sorted({*statuses, 401, 503, *((429,) if metered else ())})
     return {
         status: ResponseSpec(data_container=ErrorResponse, description=_DESCRIPTIONS[status])
         for status in wanted
@@ -44,6 +45,12 @@ RATE_HEADERS = [
                    description="Requests left in the current 60-second window."),
     ResponseHeader(name="X-RateLimit-Reset", documentation_only=True, value="1700000000",
                    description="Unix seconds at which the oldest request in the window expires."),
+    ResponseHeader(name="X-Quota-Limit", documentation_only=True, value="10000",
+                   description="Requests allowed per rolling 24 hours (absent when unlimited)."),
+    ResponseHeader(name="X-Quota-Remaining", documentation_only=True, value="9999",
+                   description="Requests left in the rolling 24-hour window (absent when unlimited)."),
+    ResponseHeader(name="X-Quota-Reset", documentation_only=True, value="1700086400",
+                   description="Unix seconds at which the oldest request in the day window expires."),
     ResponseHeader(name="X-Cache", documentation_only=True, value="MISS",
                    description="HIT when served from the response cache (not counted), else MISS."),
 ]  # fmt: skip

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from propdata.kit.db import StoreUnavailable
+
 MINUTE = 60.0
 DAY = 86_400.0
 Clock = Callable[[], float]
@@ -182,12 +184,26 @@ class SQLiteLimiter:
         return Decision(False, minute, day, retry_after=retry, exceeded=exceeded)
 
     async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
-        return self._decide(key_id, per_minute, daily, record=True)
+        try:
+            return self._decide(key_id, per_minute, daily, record=True)
+        except sqlite3.OperationalError as exc:  # locked past the timeout, unreadable file
+            raise StoreUnavailable(f"limiter store: {exc}") from exc
 
     async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
-        return self._decide(key_id, per_minute, daily, record=False)
+        try:
+            return self._decide(key_id, per_minute, daily, record=False)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"limiter store: {exc}") from exc
 
     async def refund(
+        self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
+    ) -> Decision:
+        try:
+            return self._refund(key_id, stamp, per_minute, daily)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"limiter store: {exc}") from exc
+
+    def _refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
     ) -> Decision:
         conn = self._conn

@@ -189,6 +189,8 @@ def current_list_price(history: Sequence[PriceEvent], status: str) -> int | None
     for event in events:
         if event.event in ("sold", "delisted", "rentalRemoved"):
             return None
+        if event.event in LISTING_EVENTS or event.event == "listedForRent":
+            return event.price  # the listing starts here: never a price from an older one
         if event.price is not None and event.event != "pendingSale":
             return event.price
     return None

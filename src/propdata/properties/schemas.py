@@ -173,7 +173,7 @@ class PropertyHistory(Base):
 class Comparable(Base):
     id: str
     address: ShortAddress
-    distance_miles: float
+    distance_miles: float | None
     sale_date: str
     sale_price: int
     similarity: float

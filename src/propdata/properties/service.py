@@ -113,7 +113,9 @@ class PropertyService:
             property_id, detail.address.zip_code, detail.property_type
         )
         scored = [_comparable(detail, row) for row in candidates]
-        scored.sort(key=lambda c: (-c.similarity, c.distance_miles, c.id))
+        scored.sort(
+            key=lambda c: (-c.similarity, c.distance_miles is None, c.distance_miles or 0, c.id)
+        )
         return Valuation(
             id=detail.id,
             value_estimate=detail.value_estimate,
@@ -178,7 +180,7 @@ def _comparable(subject: PropertyDetail, r: Row) -> Comparable:
     """Similarity in [0, 1]: same type, close size, beds, baths, age and distance score high."""
     (cid, street, city, state, zip_code, lat, lon, beds, baths, area, year, ptype, price,
      sale_date) = r  # fmt: skip
-    distance = 0.0
+    distance: float | None = None  # unknown without both coordinates: null, never 0
     if subject.coordinates and lat is not None and lon is not None:
         distance = _miles(subject.coordinates.latitude, subject.coordinates.longitude, lat, lon)
     parts = [1.0 if ptype == subject.property_type else 0.5]
@@ -190,11 +192,12 @@ def _comparable(subject: PropertyDetail, r: Row) -> Comparable:
         parts.append(1 - min(1.0, abs(baths - subject.bathrooms_total) / 3))
     if subject.year_built and year:
         parts.append(1 - min(1.0, abs(year - subject.year_built) / 50))
-    parts.append(1 - min(1.0, distance / 5))
+    if distance is not None:
+        parts.append(1 - min(1.0, distance / 5))
     return Comparable(
         id=cid,
         address=ShortAddress(street_address=street, city=city, state=state, zip_code=zip_code),
-        distance_miles=round(distance, 2),
+        distance_miles=round(distance, 2) if distance is not None else None,
         sale_date=sale_date,
         sale_price=price,
         similarity=round(sum(parts) / len(parts), 3),
