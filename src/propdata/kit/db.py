@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import contextvars
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -168,15 +168,30 @@ class PostgresDatabase:
             "propdata_pg_tx", default=None
         )
         self._sql: dict[str, str] = {}
+        self._opening = asyncio.Lock()
+        self.on_open: Callable[[PostgresDatabase], Awaitable[None]] | None = None
+        """Run once when the pool first opens (a server started while PostgreSQL was down
+        migrates when it first reaches it)."""
 
     async def open(self) -> PostgresDatabase:
-        try:
-            self._pool = await asyncpg.create_pool(
-                self.url, min_size=self._min, max_size=self._max, timeout=5,
-                command_timeout=60, statement_cache_size=512,
-            )  # fmt: skip
-        except _PG_UNREACHABLE as exc:
-            raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        async with self._opening:
+            if self._pool is not None:
+                return self
+            try:
+                pool = await asyncpg.create_pool(
+                    self.url, min_size=self._min, max_size=self._max, timeout=5,
+                    command_timeout=60, statement_cache_size=512,
+                )  # fmt: skip
+            except _PG_UNREACHABLE as exc:
+                raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+            self._pool = pool
+            hook, self.on_open = self.on_open, None
+            if hook is not None:
+                try:
+                    await hook(self)
+                except BaseException:
+                    self.on_open = hook  # try again with the next connection
+                    raise
         return self
 
     def _q(self, sql: str) -> str:
@@ -257,10 +272,11 @@ class PostgresDatabase:
             self._pool = None
 
 
-async def connect(url: str) -> Database:
+async def connect(url: str, *, lazy: bool = False) -> Database:
     """Open the database a PROPDATA_DATABASE_URL names: a SQLite path or sqlite:/// URL, or
     a postgresql:// URL (query parameters such as ?search_path=... become server settings)."""
     if url.startswith(("postgresql://", "postgres://")):
-        return await PostgresDatabase(url).open()
+        db = PostgresDatabase(url)
+        return db if lazy else await db.open()
     path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
     return SQLiteDatabase(path)
