@@ -165,6 +165,10 @@ def ddl(statement: str, dialect: str) -> str:
 
 async def migrate(db: Database) -> None:
     """Create every table, index and plan that is missing; safe to run at every start."""
+    if db.dialect == "postgresql":
+        row = await db.fetch_one("SELECT pg_is_in_recovery()")
+        if row and row[0]:
+            return  # a read replica: the primary is migrated, and a standby cannot write
     async with db.transaction():
         if db.dialect == "postgresql":
             # Several workers may start at once; one migrates, the others wait for it.
