@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import math
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -36,6 +37,8 @@ HISTORY_MONTHS = 60
 """History keeps at most this many calendar months, the as_of month included."""
 PAGE = 20_000
 """Properties per page: bounds memory (one page of events) while keeping round trips few."""
+MONTH_SHIFT = 56
+"""History values carry their month index above this bit: room for any value below 2**56."""
 ATTEMPTS = 3
 """Lock-free passes tried before a rebuild reads under the write lock (see `rebuild`)."""
 _ZIPCODES_ONE_BY_ONE = 64
@@ -55,7 +58,9 @@ async def rebuild(
     the window (D - 30 days, D], the history one entry per calendar month for up to the 60
     months ending with D's month. Events dated after D are ignored. The old rows of both
     tables are replaced in one transaction, so a rebuild that fails or is killed leaves the
-    previous statistics whole, and ZIP codes that no longer have records lose theirs.
+    previous statistics whole, and ZIP codes that no longer have records lose theirs. The
+    same transaction bumps the data version, so cached answers built on the old statistics
+    are never served again (kit/cache.py keys carry the version).
 
     The records are read without holding the write lock, so API traffic that writes is not
     held up for the length of a rebuild. When a load commits while the records are read
@@ -76,10 +81,12 @@ async def rebuild(
         async with db.transaction():
             if await versions.data_version() == version:
                 await stats.replace(snapshots, history)
+                await versions.bump_data_version()
                 return len(snapshots)
     async with db.transaction():
         snapshots, history = await _compute(stats, calendar, progress)
         await stats.replace(snapshots, history)
+        await versions.bump_data_version()
     return len(snapshots)
 
 
@@ -130,45 +137,40 @@ class Calendar:
 # -- accumulators ---------------------------------------------------------------------------
 
 
-class Month:
-    """What one history month of one ZIP code collects."""
-
-    __slots__ = ("active", "days", "list_prices", "price_per_sqft", "sold", "sold_prices")
-
-    def __init__(self) -> None:
-        self.active = 0
-        self.list_prices: list[int] = []
-        self.price_per_sqft: list[float] = []
-        self.sold = 0
-        self.sold_prices: list[int] = []
-        self.days: list[int] = []
-
-
 class Zip:
-    """What one ZIP code collects: the snapshot's values and its history months."""
+    """What one ZIP code collects: the snapshot's values and its history's.
+
+    Values sit in typed arrays, 8 bytes each where a list would hold a pointer to a 32-byte
+    object, and a ZIP keeps a dozen containers however many months it has. History values
+    carry their month in the bits above MONTH_SHIFT, so one sort of a ZIP's array orders
+    it by month and then by value, and each month's median is read off a slice.
+    """
 
     __slots__ = (
-        "active", "days", "first_event", "list_prices", "months", "new_listings",
-        "price_per_sqft", "ratios", "sold", "sold_prices",
+        "active", "active_at", "days", "first_event", "list_prices", "month_days",
+        "month_list_prices", "month_sold_prices", "new_listings", "price_per_sqft", "ratios",
+        "sold", "sold_in", "sold_prices", "sqft_months", "sqft_values",
     )  # fmt: skip
 
     def __init__(self, months: int) -> None:
+        # the snapshot
         self.active = 0
-        self.list_prices: list[int] = []
-        self.price_per_sqft: list[float] = []
+        self.list_prices = array("q")
+        self.price_per_sqft = array("d")
         self.new_listings = 0
         self.sold = 0
-        self.sold_prices: list[int] = []
-        self.days: list[int] = []
-        self.ratios: list[float] = []
+        self.sold_prices = array("q")
+        self.days = array("q")
+        self.ratios = array("d")
+        # the history, by month index
         self.first_event: str | None = None
-        self.months: list[Month | None] = [None] * months
-
-    def month(self, index: int) -> Month:
-        month = self.months[index]
-        if month is None:
-            month = self.months[index] = Month()
-        return month
+        self.active_at = [0] * months
+        self.sold_in = [0] * months
+        self.month_list_prices = array("q")  # month << MONTH_SHIFT | asking price
+        self.month_sold_prices = array("q")  # month << MONTH_SHIFT | sale price
+        self.month_days = array("q")  # month << MONTH_SHIFT | days on market
+        self.sqft_months = array("B")  # month of each value in sqft_values
+        self.sqft_values = array("d")  # asking price / livingArea
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -214,7 +216,7 @@ async def _fold(
                         z.price_per_sqft.append(list_price / living_area)
         # The page runs from page[0] (highest id) down to page[-1] (lowest id).
         events = await stats.events_between(page[-1][0], page[0][0], calendar.as_of)
-        replay(events, owners, calendar)
+        _replay(events, owners, calendar)
         before = page[-1][0]
         if progress is not None:
             progress(len(page))
@@ -238,10 +240,10 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def replay(
+def _replay(
     rows: Iterable[Row], owners: dict[str, tuple[Zip, int | None]], calendar: Calendar
 ) -> None:
-    """Fold events into the ZIP accumulators.
+    """Fold one page of events into the ZIP accumulators.
 
     `rows` are (property_id, date, event, price), each property's events together and
     oldest first, none after as_of. This is the hot loop of a rebuild: one pass, plain
@@ -285,12 +287,12 @@ def replay(
                 start = None
             index = month_of(date)
             if index >= 0:
-                month = z.month(index)
-                month.sold += 1
+                z.sold_in[index] += 1
+                tag = index << MONTH_SHIFT
                 if price is not None:
-                    month.sold_prices.append(price)
+                    z.month_sold_prices.append(tag | price)
                 if days is not None:
-                    month.days.append(days)
+                    z.month_days.append(tag | days)
             if date > window_after:
                 z.sold += 1
                 if price is not None:
@@ -315,14 +317,18 @@ def _active(
     high = len(ends) if until is None else bisect_left(ends, until)
     if low >= high:
         return
-    per_sqft = ask / area if ask is not None and area else None
+    active_at = z.active_at
     for index in range(low, high):
-        month = z.month(index)
-        month.active += 1
-        if ask is not None:
-            month.list_prices.append(ask)
-            if per_sqft is not None:
-                month.price_per_sqft.append(per_sqft)
+        active_at[index] += 1
+    if ask is None:
+        return
+    prices = z.month_list_prices
+    for index in range(low, high):
+        prices.append(index << MONTH_SHIFT | ask)
+    if area:
+        per_sqft = ask / area
+        z.sqft_months.extend(range(low, high))
+        z.sqft_values.extend([per_sqft] * (high - low))
 
 
 def _days(start: str, end: str) -> int:
@@ -389,21 +395,44 @@ def _snapshot_row(
 def _history_rows(zip_code: str, z: Zip, calendar: Calendar) -> list[tuple[Any, ...]]:
     if z.first_event is None:
         return []
+    count = len(calendar.months)
+    list_prices = _medians_by_month(z.month_list_prices, count)
+    sold_prices = _medians_by_month(z.month_sold_prices, count)
+    days = _medians_by_month(z.month_days, count)
+    per_sqft: list[list[float]] = [[] for _ in range(count)]
+    for index, value in zip(z.sqft_months, z.sqft_values, strict=True):
+        per_sqft[index].append(value)
     rows: list[tuple[Any, ...]] = []
-    for index in range(max(0, calendar.month_of(z.first_event)), len(calendar.months)):
-        month = z.months[index] or Month()
+    for index in range(max(0, calendar.month_of(z.first_event)), count):
         rows.append((
-            zip_code, calendar.months[index], median(month.list_prices),
-            median(month.sold_prices), month.active, month.sold, median(month.days),
-            mean_int(month.price_per_sqft),
+            zip_code, calendar.months[index], list_prices[index], sold_prices[index],
+            z.active_at[index], z.sold_in[index], days[index], mean_int(per_sqft[index]),
         ))  # fmt: skip
     return rows
+
+
+def _medians_by_month(tagged: Sequence[int], months: int) -> list[int | None]:
+    """The median of each month's values, from values tagged with their month (see Zip)."""
+    ordered = sorted(tagged)
+    mask = (1 << MONTH_SHIFT) - 1
+    medians: list[int | None] = [None] * months
+    end = 0
+    while end < len(ordered):
+        start = end
+        index = ordered[start] >> MONTH_SHIFT
+        end = bisect_left(ordered, (index + 1) << MONTH_SHIFT, start)
+        middle = (start + end) // 2
+        if (end - start) % 2:
+            medians[index] = ordered[middle] & mask
+        else:
+            medians[index] = ((ordered[middle - 1] & mask) + (ordered[middle] & mask) + 1) // 2
+    return medians
 
 
 # -- rounding -----------------------------------------------------------------------------------
 
 
-def median(values: list[int]) -> int | None:
+def median(values: Sequence[int]) -> int | None:
     """The middle value; of an even count the mean of the two middle ones, rounded half up.
 
     >>> median([3, 1, 2]), median([1, 2, 3, 6]), median([])
@@ -418,7 +447,7 @@ def median(values: list[int]) -> int | None:
     return (ordered[middle - 1] + ordered[middle] + 1) // 2
 
 
-def mean_int(values: list[float]) -> int | None:
+def mean_int(values: Sequence[float]) -> int | None:
     """The mean rounded half up to an integer; None for no values."""
     if not values:
         return None
