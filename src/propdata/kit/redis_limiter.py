@@ -1,0 +1,334 @@
+"""The scale-out limiter: the same exact sliding logs as SQLiteLimiter, kept in Redis.
+
+One sorted set per API key holds its log: score = the request's time in microseconds,
+member = "<µs>-<n>" with n from a per-key counter, so every entry is unique and a refund
+removes exactly the one it recorded. Both windows come from that one set: the day is all of
+it (older entries are trimmed), the minute is a ZCOUNT of its tail. A key without a daily
+quota keeps only its last minute.
+
+Every decision is one Lua script (trim, count, decide, record, and compute Reset and
+Retry-After), so it is atomic across every process and host that shares the Redis, and it
+takes the time from Redis's TIME: the hosts' clocks never matter. The two keys of an API key
+share a hash tag (`pd:{key_id}:log`, `pd:{key_id}:seq`), so they live in one Redis Cluster
+slot. The limits come in with every call, read from the database on every request, so a
+plan change holds on the key's next request.
+
+Beside it: `MemoryLimiter`, the same log in one process's memory, and `ResilientLimiter`,
+which answers from Redis and falls back to the MemoryLimiter while Redis is unreachable.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from propdata.kit.limiter import DAY, MINUTE, Clock, Decision, Window, _reset
+from propdata.kit.redis_link import Outage, connect
+
+# Mirrors SQLiteLimiter._decide and _describe step by step; the float arithmetic of Reset
+# and Retry-After is written in the same order so both round the same way (Lua numbers are
+# IEEE doubles like Python floats, and microsecond times stay below 2^53, so exact).
+_SCRIPT = """
+-- Redis before 5 replicates scripts verbatim and would refuse writes after TIME.
+if redis.replicate_commands then redis.replicate_commands() end
+local log, seq = KEYS[1], KEYS[2]
+local mode = ARGV[1]
+local per_minute = tonumber(ARGV[2])
+local daily = tonumber(ARGV[3])
+local now_us
+if ARGV[5] ~= '' then
+  now_us = tonumber(ARGV[5])
+else
+  local t = redis.call('TIME')
+  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local MINUTE_US, DAY_US = 60000000, 86400000000
+local function us(n) return string.format('%.0f', n) end
+local minute_from = now_us - MINUTE_US
+local day_from = now_us - DAY_US
+
+if mode == 'refund' then
+  redis.call('ZREM', log, ARGV[4])
+end
+if daily then
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', us(day_from))
+else
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', us(minute_from))
+end
+local day_used = redis.call('ZCARD', log)
+local minute_used = redis.call('ZCOUNT', log, '(' .. us(minute_from), '+inf')
+local full = minute_used >= per_minute or (daily ~= nil and day_used >= daily)
+
+local stamp_us, stamp_n = 0, 0
+if mode == 'admit' and not full then
+  stamp_n = redis.call('INCR', seq)
+  stamp_us = now_us
+  redis.call('ZADD', log, us(now_us), us(now_us) .. '-' .. stamp_n)
+  -- Idle keys vanish once their newest entry has left the longest window they keep.
+  local ttl = (daily and DAY_US or MINUTE_US) / 1000 + 1000
+  redis.call('PEXPIRE', log, ttl)
+  redis.call('PEXPIRE', seq, ttl)
+  minute_used = minute_used + 1
+  day_used = day_used + 1
+end
+
+-- Entries are ordered by time; those at or before minute_from come first.
+local before_minute = day_used - minute_used
+local function nth(rank)
+  local r = redis.call('ZRANGE', log, rank, rank, 'WITHSCORES')
+  if r[2] then return tonumber(r[2]) end
+  return nil
+end
+local now = now_us / 1000000
+local function reset(oldest, span)
+  if oldest == nil then return math.ceil(now) end
+  return math.ceil(oldest / 1000000 + span)
+end
+local minute_reset = math.ceil(now)
+if minute_used > 0 then minute_reset = reset(nth(before_minute), 60) end
+local day_reset = 0
+if daily then
+  day_reset = math.ceil(now)
+  if day_used > 0 then day_reset = reset(nth(0), 86400) end
+end
+
+local refused = mode == 'admit' and full
+local retry, exceeded = 0, 0
+if refused then
+  local minute_wait, day_wait
+  if minute_used >= per_minute then
+    -- The (used - limit + 1)-th oldest entry must leave for one more to fit.
+    local at = nth(before_minute + minute_used - per_minute)
+    minute_wait = 0
+    if at then minute_wait = at / 1000000 + 60 - now end
+  end
+  if daily and day_used >= daily then
+    local at = nth(day_used - daily)
+    day_wait = 0
+    if at then day_wait = at / 1000000 + 86400 - now end
+  end
+  local wait
+  if minute_wait and (not day_wait or minute_wait >= day_wait) then
+    exceeded, wait = 1, minute_wait
+  else
+    exceeded, wait = 2, day_wait
+  end
+  retry = math.max(1, math.ceil(wait - 1e-9))
+end
+return {refused and 0 or 1, minute_used, minute_reset, day_used, day_reset, retry, exceeded,
+        us(stamp_us), stamp_n}
+"""
+
+_EXCEEDED = {1: "minute", 2: "day"}
+
+
+def _at(entry: tuple[int, int]) -> int:
+    return entry[0]
+
+
+class RedisLimiter:
+    """The Redis limiter; decisions identical to SQLiteLimiter's.
+
+    Production passes no clock: the script reads the time from Redis (TIME), so every host
+    of the service sees one clock. `clock` (unix seconds) exists for tests only: when given,
+    its value replaces TIME inside the script, as SQLiteLimiter's clock does.
+
+        limiter = RedisLimiter(connect("redis://127.0.0.1:6379/0"))
+        decision = await limiter.admit("key_1a2b3c", per_minute=10, daily=100)
+    """
+
+    def __init__(
+        self, client: aioredis.Redis, clock: Clock | None = None, prefix: str = "pd"
+    ) -> None:
+        self.client = client
+        self.clock = clock
+        self.prefix = prefix
+        self._script = client.register_script(_SCRIPT)
+
+    @classmethod
+    def from_url(cls, url: str, clock: Clock | None = None) -> RedisLimiter:
+        return cls(connect(url), clock)
+
+    @staticmethod
+    def keys_of(key_id: str, prefix: str = "pd") -> tuple[str, str]:
+        """The log and counter keys of an API key; the hash tag keeps them in one slot."""
+        return f"{prefix}:{{{key_id}}}:log", f"{prefix}:{{{key_id}}}:seq"
+
+    def keys(self, key_id: str) -> tuple[str, str]:
+        return self.keys_of(key_id, self.prefix)
+
+    async def _run(
+        self, mode: str, key_id: str, per_minute: int, daily: int | None, member: str = ""
+    ) -> Decision:
+        now = "" if self.clock is None else str(int(self.clock() * 1_000_000))
+        args: list[str | int] = [mode, per_minute, "" if daily is None else daily, member, now]
+        reply: list[Any] = await self._script(keys=self.keys(key_id), args=args)
+        ok, minute_used, minute_reset, day_used, day_reset, retry, exceeded, at, n = (
+            int(v) for v in reply
+        )
+        minute = Window(per_minute, minute_used, minute_reset)
+        day = Window(daily, day_used, day_reset) if daily is not None else None
+        if ok:
+            stamp = (at, n) if mode == "admit" else None
+            return Decision(True, minute, day, stamp=stamp)
+        return Decision(False, minute, day, retry_after=retry, exceeded=_EXCEEDED[exceeded])
+
+    async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+        return await self._run("admit", key_id, per_minute, daily)
+
+    async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+        return await self._run("usage", key_id, per_minute, daily)
+
+    async def refund(
+        self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
+    ) -> Decision:
+        member = f"{stamp[0]}-{stamp[1]}"
+        return await self._run("refund", key_id, per_minute, daily, member)
+
+    async def stored_bytes(self, key_id: str) -> int:
+        """MEMORY USAGE of one key's log, for the sizing report."""
+        size = await self.client.memory_usage(self.keys(key_id)[0], samples=0)
+        return int(size or 0)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+class MemoryLimiter:
+    """The same exact sliding logs in this process's memory: the fallback while Redis is away.
+
+    Its stamps carry a negative sequence number, so a ResilientLimiter can tell its entries
+    from Redis's (whose counter starts at 1) and send a refund to the one that recorded it.
+    """
+
+    SWEEP_EVERY = 10_000
+
+    def __init__(self, clock: Clock = time.time) -> None:
+        self.clock = clock
+        self._logs: dict[str, list[tuple[int, int]]] = {}
+        self._n = 0
+        self._calls = 0
+
+    def _decide(self, key_id: str, per_minute: int, daily: int | None, record: bool) -> Decision:
+        now_us = int(self.clock() * 1_000_000)
+        self._calls += 1
+        if self._calls % self.SWEEP_EVERY == 0:
+            self._sweep(now_us)
+        log = self._logs.setdefault(key_id, [])
+        minute_from = now_us - int(MINUTE * 1e6)
+        day_from = now_us - int(DAY * 1e6)
+        # Like the Redis log: without a daily quota only the last minute is kept.
+        keep_from = day_from if daily is not None else minute_from
+        del log[: bisect.bisect_right(log, keep_from, key=_at)]
+        before_minute = bisect.bisect_right(log, minute_from, key=_at)
+        minute_used, day_used = len(log) - before_minute, len(log)
+        full = minute_used >= per_minute or (daily is not None and day_used >= daily)
+        stamp: tuple[int, int] | None = None
+        if record and not full:
+            self._n += 1
+            stamp = (now_us, -self._n)
+            bisect.insort(log, (now_us, self._n))
+            minute_used += 1
+            day_used += 1
+        if not log:
+            del self._logs[key_id]
+
+        def nth(rank: int) -> int | None:
+            return log[rank][0] if 0 <= rank < len(log) else None
+
+        now = now_us / 1e6
+        minute = Window(per_minute, minute_used, _reset(nth(before_minute) if minute_used else None, MINUTE, now))  # fmt: skip
+        day = Window(daily, day_used, _reset(nth(0), DAY, now)) if daily is not None else None
+        if not (record and full):
+            return Decision(True, minute, day, stamp=stamp)
+        waits: dict[str, float] = {}
+        if minute_used >= per_minute:
+            at = nth(before_minute + minute_used - per_minute)
+            waits["minute"] = (at / 1e6 + MINUTE - now) if at is not None else 0.0
+        if daily is not None and day_used >= daily:
+            at = nth(day_used - daily)
+            waits["day"] = (at / 1e6 + DAY - now) if at is not None else 0.0
+        exceeded = max(waits, key=lambda w: waits[w])
+        retry = max(1, math.ceil(waits[exceeded] - 1e-9))
+        return Decision(False, minute, day, retry_after=retry, exceeded=exceeded)
+
+    def _sweep(self, now_us: int) -> None:
+        """Drop the logs of keys idle for a day, so a long outage cannot grow memory without end."""
+        day_from = now_us - int(DAY * 1e6)
+        for key_id in [k for k, log in self._logs.items() if not log or log[-1][0] <= day_from]:
+            del self._logs[key_id]
+
+    async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+        return self._decide(key_id, per_minute, daily, record=True)
+
+    async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+        return self._decide(key_id, per_minute, daily, record=False)
+
+    async def refund(
+        self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
+    ) -> Decision:
+        log = self._logs.get(key_id, [])
+        entry = (stamp[0], -stamp[1])
+        i = bisect.bisect_left(log, entry)
+        if i < len(log) and log[i] == entry:
+            del log[i]
+        return self._decide(key_id, per_minute, daily, record=False)
+
+    async def close(self) -> None:
+        self._logs.clear()
+
+
+class ResilientLimiter:
+    """Redis while it answers; the per-process MemoryLimiter while it does not.
+
+    While Redis is unreachable each process counts on its own (so N processes admit up to N
+    times a key's limit), `status()` says "degraded", one warning is logged per outage, and
+    Redis is tried again at most once a second. A refund goes to the limiter that recorded
+    the entry; one Redis recorded but cannot take back now stays counted (the safe side).
+    """
+
+    def __init__(self, redis: RedisLimiter, fallback: MemoryLimiter | None = None) -> None:
+        self.redis = redis
+        self.fallback = fallback or MemoryLimiter(redis.clock or time.time)
+        self.outage = Outage("limiter")
+
+    def status(self) -> str:
+        return "degraded" if self.outage.down else "ok"
+
+    async def _call(
+        self,
+        redis: Callable[[], Awaitable[Decision]],
+        fallback: Callable[[], Awaitable[Decision]],
+    ) -> Decision:
+        return await self.outage.call(redis, fallback)
+
+    async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+        return await self._call(
+            lambda: self.redis.admit(key_id, per_minute, daily),
+            lambda: self.fallback.admit(key_id, per_minute, daily),
+        )
+
+    async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+        return await self._call(
+            lambda: self.redis.usage(key_id, per_minute, daily),
+            lambda: self.fallback.usage(key_id, per_minute, daily),
+        )
+
+    async def refund(
+        self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
+    ) -> Decision:
+        if stamp[1] < 0:  # recorded by the fallback
+            return await self.fallback.refund(key_id, stamp, per_minute, daily)
+        return await self._call(
+            lambda: self.redis.refund(key_id, stamp, per_minute, daily),
+            lambda: self.fallback.usage(key_id, per_minute, daily),
+        )
+
+    async def close(self) -> None:
+        await self.redis.close()
+        await self.fallback.close()

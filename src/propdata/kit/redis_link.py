@@ -1,0 +1,107 @@
+"""The Redis plumbing the scale-out limiter and cache share: the client and the outage tracker.
+
+The client fails fast (short socket timeouts, no retries) because every caller has a
+per-process answer to fall back on; waiting seconds for Redis would stall every request.
+Retries are off for a second reason: a retried admission after a read timeout could run the
+limiter's script twice and record one request twice.
+
+`Outage` is a small circuit breaker: after a failure it sends callers to their fallback and
+lets one caller at a time try Redis again at most once per `retry_every` seconds. It logs
+once when an outage starts and once when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import redis.asyncio as aioredis
+from redis import exceptions as rx
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+log = logging.getLogger("propdata")
+T = TypeVar("T")
+
+SOCKET_TIMEOUT = 0.5
+CONNECT_TIMEOUT = 0.25
+RETRY_EVERY = 1.0
+
+OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
+    rx.ConnectionError,  # refused, reset, loading, too many connections, auth
+    rx.TimeoutError,
+    rx.ReadOnlyError,  # a replica after a failover, before the client follows the new primary
+    rx.OutOfMemoryError,
+    rx.ClusterDownError,
+    rx.TryAgainError,
+    rx.InvalidResponse,  # something that is not Redis answers at that address
+    OSError,
+    asyncio.TimeoutError,
+)
+"""What counts as Redis being unreachable. A script error is a bug, not an outage: it is raised."""
+
+
+def connect(url: str) -> aioredis.Redis:
+    """A client for `url` that gives up within about half a second and never retries."""
+    client: aioredis.Redis = aioredis.Redis.from_url(
+        url,
+        socket_timeout=SOCKET_TIMEOUT,
+        socket_connect_timeout=CONNECT_TIMEOUT,
+        retry=Retry(NoBackoff(), 0),
+        health_check_interval=0,
+    )
+    return client
+
+
+class Outage:
+    """Tracks whether Redis answers; `what` names the fallback in the log lines."""
+
+    def __init__(self, what: str, retry_every: float = RETRY_EVERY) -> None:
+        self.what = what
+        self.retry_every = retry_every
+        self.down = False
+        self._next_try = 0.0
+        self._probing = False
+
+    async def call(
+        self, primary: Callable[[], Awaitable[T]], fallback: Callable[[], Awaitable[T]]
+    ) -> T:
+        """Answer from Redis (`primary`) when it can, else from the per-process `fallback`."""
+        if not self.use_redis():
+            return await fallback()
+        try:
+            result = await primary()
+        except OUTAGE_ERRORS as exc:
+            self.failed(exc)
+            return await fallback()
+        except BaseException:
+            self._probing = False  # a cancelled probe must not block the next one
+            raise
+        self.succeeded()
+        return result
+
+    def use_redis(self) -> bool:
+        """True when the caller should try Redis: it is up, or it is this caller's turn to probe."""
+        if not self.down:
+            return True
+        if self._probing or time.monotonic() < self._next_try:
+            return False
+        self._probing = True
+        return True
+
+    def failed(self, exc: BaseException) -> None:
+        if not self.down:
+            log.warning("redis unreachable, using the per-process %s (%s)", self.what,
+                        type(exc).__name__)  # fmt: skip
+        self.down = True
+        self._probing = False
+        self._next_try = time.monotonic() + self.retry_every
+
+    def succeeded(self) -> None:
+        if self.down:
+            log.warning("redis is back, the %s uses it again", self.what)
+        self.down = False
+        self._probing = False
