@@ -278,13 +278,12 @@ async def load(
     repo = PropertyRepository(db)
     report = LoadReport()
     async with db.transaction():
-        if replace_origin:
-            await repo.delete_origin(origin)
+        removed = await repo.delete_origin(origin) if replace_origin else 0
         for batch in _batches(items):
             await _load_batch(repo, batch, origin, as_of, report)
             if progress is not None:
                 progress(len(batch))
-        if report.loaded:
+        if report.loaded or removed:  # a load that only deletes changes answers too
             await repo.bump_data_version()
     return report
 
