@@ -51,21 +51,26 @@ def free_port() -> int:
 class RedisServer:
     """A private redis-server on its own port, without persistence, that a test may kill."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(
+        self, port: int | None = None, extra: tuple[str, ...] = (), cwd: Path | None = None
+    ) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             unavailable("redis-server is not installed; the Redis fault tests need it")
         self.binary = str(binary)
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.extra = extra
+        self.cwd = cwd
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> RedisServer:
         self.process = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--daemonize", "no"],
+             "--appendonly", "no", "--daemonize", "no", *self.extra],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            cwd=self.cwd,
         )  # fmt: skip
         deadline = time.monotonic() + 10
         while True:

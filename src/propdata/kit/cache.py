@@ -15,9 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-import redis.asyncio as aioredis
-
-from propdata.kit.redis_link import Outage, connect
+from propdata.kit.redis_link import Client, Outage, connect
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +85,7 @@ class RedisCache:
         cache = RedisCache(connect("redis://127.0.0.1:6379/0"))
     """
 
-    def __init__(self, client: aioredis.Redis, prefix: str = "pd:cache:") -> None:
+    def __init__(self, client: Client, prefix: str = "pd:cache:") -> None:
         self.client = client
         self.prefix = prefix
 

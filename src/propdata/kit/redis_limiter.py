@@ -25,10 +25,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import redis.asyncio as aioredis
-
 from propdata.kit.limiter import DAY, MINUTE, Clock, Decision, Window, _reset
-from propdata.kit.redis_link import Outage, connect
+from propdata.kit.redis_link import Client, Outage, connect
 
 # Mirrors SQLiteLimiter._decide and _describe step by step; the float arithmetic of Reset
 # and Retry-After is written in the same order so both round the same way (Lua numbers are
@@ -142,9 +140,7 @@ class RedisLimiter:
         decision = await limiter.admit("key_1a2b3c", per_minute=10, daily=100)
     """
 
-    def __init__(
-        self, client: aioredis.Redis, clock: Clock | None = None, prefix: str = "pd"
-    ) -> None:
+    def __init__(self, client: Client, clock: Clock | None = None, prefix: str = "pd") -> None:
         self.client = client
         self.clock = clock
         self.prefix = prefix

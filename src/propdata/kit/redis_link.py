@@ -16,15 +16,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 from redis import exceptions as rx
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 log = logging.getLogger("propdata")
 T = TypeVar("T")
+Client = aioredis.Redis | RedisCluster
 
 SOCKET_TIMEOUT = 0.5
 CONNECT_TIMEOUT = 0.25
@@ -38,21 +41,33 @@ OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
     rx.ClusterDownError,
     rx.TryAgainError,
     rx.InvalidResponse,  # something that is not Redis answers at that address
+    rx.RedisClusterException,  # no cluster node reachable, a slot not covered
     OSError,
     asyncio.TimeoutError,
 )
 """What counts as Redis being unreachable. A script error is a bug, not an outage: it is raised."""
 
 
-def connect(url: str) -> aioredis.Redis:
-    """A client for `url` that gives up within about half a second and never retries."""
-    client: aioredis.Redis = aioredis.Redis.from_url(
-        url,
-        socket_timeout=SOCKET_TIMEOUT,
-        socket_connect_timeout=CONNECT_TIMEOUT,
-        retry=Retry(NoBackoff(), 0),
-        health_check_interval=0,
-    )
+def connect(url: str) -> Client:
+    """A client for `url` that gives up within about half a second and never retries.
+
+    `?cluster=true` on the URL (any one node of the cluster) gives a Redis Cluster client,
+    which follows MOVED and ASK redirects itself.
+
+        client = connect("redis://127.0.0.1:6379/0")
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    cluster = any(k == "cluster" and v.lower() in ("1", "true", "yes") for k, v in query)
+    options: dict[str, Any] = {
+        "socket_timeout": SOCKET_TIMEOUT,
+        "socket_connect_timeout": CONNECT_TIMEOUT,
+        "retry": Retry(NoBackoff(), 0),
+    }
+    if cluster:
+        rest = urlencode([(k, v) for k, v in query if k != "cluster"])
+        return RedisCluster.from_url(urlunsplit(parts._replace(query=rest)), **options)
+    client: aioredis.Redis = aioredis.Redis.from_url(url, **options)
     return client
 
 
