@@ -64,7 +64,7 @@ def usage_path(database_url: str) -> str:
 
 
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
-    # The scale-out backends import redis-py; kept here so the embedded setup never loads it.
+    # The scale-out (Redis) backends; both wrap a per-process fallback for Redis outages.
     from propdata.kit.cache import RedisCache, ResilientCache
     from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
 
