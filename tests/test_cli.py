@@ -65,7 +65,9 @@ def test_bad_configuration_is_named(env: dict[str, str]) -> None:
     assert code == 2 and "PROPDATA_CACHE_TTL" in err
 
 
-def test_data_generate_replaces_only_the_synthetic_records(env: dict[str, str], tmp_path: Path) -> None:
+def test_data_generate_replaces_only_the_synthetic_records(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     record = {
         "id": "mine-1", "status": "offMarket", "listPrice": None,
         "address": {"streetAddress": "1 Elm St", "city": "Ames", "state": "IA", "zipCode": "50010",
@@ -94,7 +96,9 @@ def test_data_generate_replaces_only_the_synthetic_records(env: dict[str, str], 
     import sqlite3
 
     conn = sqlite3.connect(env["PROPDATA_DATABASE_URL"])
-    counts = dict(conn.execute("SELECT origin, count(*) FROM properties GROUP BY origin").fetchall())
+    counts = dict(
+        conn.execute("SELECT origin, count(*) FROM properties GROUP BY origin").fetchall()
+    )
     assert counts == {"import": 1, "synthetic": 120}
     assert conn.execute("SELECT count(*) FROM market_snapshots").fetchone()[0] > 0
     conn.close()

@@ -23,7 +23,7 @@ from propdata.accounts.service import KeyService
 from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
 from propdata.kit.cache import MemoryCache, ResponseCache
-from propdata.kit.db import Database, connect
+from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
 from propdata.kit.http import reject_unknown_parameters
 from propdata.kit.limiter import Clock, Limiter, SQLiteLimiter
 from propdata.kit.requests import extra_headers, request_id
@@ -63,13 +63,26 @@ def usage_path(database_url: str) -> str:
     return str(path.with_name(path.stem + "-usage.db"))
 
 
+async def open_database(url: str) -> Database:
+    """Open and migrate the store. PostgreSQL that is down at start is not fatal: the server
+    answers 503 and migrates when it first reaches the database."""
+    db = await connect(url, lazy=True)
+    try:
+        await migrate(db)
+    except StoreUnavailable as exc:
+        if not isinstance(db, PostgresDatabase):
+            raise
+        log.error("database unreachable at start (%s); answering 503 until it is back", exc)
+        db.on_open = migrate
+    return db
+
+
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
     # The scale-out (Redis) backends; both wrap a per-process fallback for Redis outages.
     from propdata.kit.cache import RedisCache, ResilientCache
     from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
 
-    db = await connect(settings.database_url)
-    await migrate(db)
+    db = await open_database(settings.database_url)
     limiter: Limiter
     cache: ResponseCache
     if settings.redis_url:
