@@ -40,6 +40,12 @@ class Database(Protocol):
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
 
+    async def copy_into(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> None:
+        """Append rows to a table by the store's bulk path (COPY on PostgreSQL)."""
+        ...
+
     def transaction(self) -> contextlib.AbstractAsyncContextManager[None]: ...
 
     async def close(self) -> None: ...
@@ -92,6 +98,14 @@ class SQLiteDatabase:
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         self._conn.executemany(sql, rows)
 
+    async def copy_into(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> None:
+        marks = ", ".join("?" for _ in columns)
+        self._conn.executemany(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows
+        )
+
     async def executescript(self, script: str) -> None:
         self._conn.executescript(script)
 
@@ -138,6 +152,10 @@ _PG_UNREACHABLE: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.TooManyConnectionsError,
 )
+
+
+BULK_TIMEOUT = 3_600.0
+"""Bulk writes (loads, copies) may take long; reads keep the pool's 60 s command timeout."""
 
 
 def _numbered(sql: str) -> str:
@@ -246,7 +264,20 @@ class PostgresDatabase:
             return
         async with self._connection() as conn:
             try:
-                await conn.executemany(self._q(sql), batch)
+                await conn.executemany(self._q(sql), batch, timeout=BULK_TIMEOUT)
+            except _PG_UNREACHABLE as exc:
+                raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+
+    async def copy_into(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> None:
+        if not rows:
+            return
+        async with self._connection() as conn:
+            try:
+                await conn.copy_records_to_table(
+                    table, records=rows, columns=list(columns), timeout=BULK_TIMEOUT
+                )
             except _PG_UNREACHABLE as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
 

@@ -63,7 +63,7 @@ TABLES = [
     )""",
     """
     CREATE TABLE IF NOT EXISTS price_events (
-        property_id TEXT NOT NULL REFERENCES properties(id) ON DELETE CASCADE,
+        property_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
         date TEXT NOT NULL,
         event TEXT NOT NULL,
@@ -73,7 +73,7 @@ TABLES = [
     )""",
     """
     CREATE TABLE IF NOT EXISTS tax_records (
-        property_id TEXT NOT NULL REFERENCES properties(id) ON DELETE CASCADE,
+        property_id TEXT NOT NULL,
         year INTEGER NOT NULL,
         tax_paid INTEGER,
         assessed_value INTEGER,

@@ -167,16 +167,15 @@ class PropertyRepository:
             await self.db.execute(
                 f"DELETE FROM tax_records WHERE property_id IN ({marks})", replaced
             )
-        await self.db.executemany(_INSERT, rows)
-        await self.db.executemany(
-            "INSERT INTO price_events (property_id, seq, date, event, price, source)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            events,
+        replacing = set(replaced)
+        fresh = [row for row in rows if row[0] not in replacing]
+        await self.db.copy_into("properties", COLUMNS, fresh)  # new ids: bulk path
+        await self.db.executemany(_INSERT, [row for row in rows if row[0] in replacing])
+        await self.db.copy_into(
+            "price_events", ("property_id", "seq", "date", "event", "price", "source"), events
         )
-        await self.db.executemany(
-            "INSERT INTO tax_records (property_id, year, tax_paid, assessed_value)"
-            " VALUES (?, ?, ?, ?)",
-            taxes,
+        await self.db.copy_into(
+            "tax_records", ("property_id", "year", "tax_paid", "assessed_value"), taxes
         )
 
     async def stored_history(self, property_id: str) -> list[PriceEvent]:
