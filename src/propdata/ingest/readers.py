@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import functools
 import math
 import re
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from typing import Annotated, Any, cast
 import msgspec
 
 from propdata.ingest.loader import US_STATES, Item, Reject
+from propdata.kit.geography import county_fips
 from propdata.properties import lifecycle
 from propdata.properties.schemas import (
     EVENTS,
@@ -628,20 +628,6 @@ def _read_reso(path: Path, header: list[str], as_of: dt.date) -> Iterator[Item]:
 _ZIP = re.compile(r"^(\d{5})(?:[- ]?\d{4})?$")
 _COUNTY_SUFFIX = re.compile(r"\s+(county|parish|borough)$", re.IGNORECASE)
 _ISO_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[T ].*)?$")
-
-
-@functools.lru_cache(maxsize=1)
-def _fips_table() -> Any:
-    import addfips  # loads its county tables; only RESO imports need them
-
-    return addfips.AddFIPS()
-
-
-@functools.lru_cache(maxsize=8192)
-def county_fips(county: str, state: str) -> str | None:
-    """The 5-digit county FIPS code of a county name as written in the source, or None."""
-    code = _fips_table().get_county_fips(county, state)
-    return str(code) if code else None
 
 
 def _required(row: dict[str, str | None], column: str) -> str:
