@@ -65,7 +65,9 @@ class Limiter(Protocol):
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS limiter_keys (num INTEGER PRIMARY KEY, key_id TEXT UNIQUE NOT NULL,
-                                         day_count INTEGER NOT NULL DEFAULT 0);
+                                         day_count INTEGER NOT NULL DEFAULT 0,
+                                         minute_count INTEGER NOT NULL DEFAULT 0,
+                                         minute_floor INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS limiter_log (num INTEGER NOT NULL, at INTEGER NOT NULL,
                                         dup INTEGER NOT NULL, PRIMARY KEY (num, at, dup))
                                         WITHOUT ROWID;
@@ -84,6 +86,7 @@ class SQLiteLimiter:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.executescript(_SCHEMA)
+        self._upgrade()
         self.clock = clock
         self._nums: dict[str, int] = {}
 
@@ -97,24 +100,42 @@ class SQLiteLimiter:
             num = self._nums[key_id] = int(row[0])
         return num
 
+    def _upgrade(self) -> None:
+        """Add the running minute count to a counters file made before it existed."""
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(limiter_keys)")}
+        if "minute_count" in columns:
+            return
+        self._conn.executescript(
+            "BEGIN IMMEDIATE;"
+            "ALTER TABLE limiter_keys ADD COLUMN minute_count INTEGER NOT NULL DEFAULT 0;"
+            "ALTER TABLE limiter_keys ADD COLUMN minute_floor INTEGER NOT NULL DEFAULT 0;"
+            "UPDATE limiter_keys SET minute_count ="
+            " (SELECT count(*) FROM limiter_log l WHERE l.num = limiter_keys.num);"
+            "COMMIT;"
+        )
+
     def _decide(self, key_id: str, per_minute: int, daily: int | None, record: bool) -> Decision:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             num = self._num(key_id)
             now_us = int(self.clock() * 1_000_000)
-            # Drop what has left the day window; the running count keeps pace.
-            gone = conn.execute(
+            day_used, minute_used, floor = conn.execute(
+                "SELECT day_count, minute_count, minute_floor FROM limiter_keys WHERE num = ?",
+                (num,),
+            ).fetchone()
+            # Both counts run: only the entries that crossed a window's edge since the last
+            # decision are read, so the cost does not grow with the key's traffic.
+            minute_from = now_us - int(MINUTE * 1e6)
+            if minute_from > floor:
+                minute_used -= conn.execute(
+                    "SELECT count(*) FROM limiter_log WHERE num = ? AND at > ? AND at <= ?",
+                    (num, floor, minute_from),
+                ).fetchone()[0]
+                floor = minute_from
+            day_used -= conn.execute(
                 "DELETE FROM limiter_log WHERE num = ? AND at <= ?", (num, now_us - int(DAY * 1e6))
             ).rowcount
-            day_used = conn.execute(
-                "UPDATE limiter_keys SET day_count = day_count - ? WHERE num = ? RETURNING day_count",
-                (gone, num),
-            ).fetchone()[0]
-            minute_from = now_us - int(MINUTE * 1e6)
-            minute_used = conn.execute(
-                "SELECT count(*) FROM limiter_log WHERE num = ? AND at > ?", (num, minute_from)
-            ).fetchone()[0]
             minute_full = minute_used >= per_minute
             day_full = daily is not None and day_used >= daily
             stamp: tuple[int, int] | None = None
@@ -126,11 +147,13 @@ class SQLiteLimiter:
                     (num, now_us, num, now_us),
                 ).fetchone()[0]
                 stamp = (now_us, int(dup))
-                conn.execute(
-                    "UPDATE limiter_keys SET day_count = day_count + 1 WHERE num = ?", (num,)
-                )
                 minute_used += 1
                 day_used += 1
+            conn.execute(
+                "UPDATE limiter_keys SET day_count = ?, minute_count = ?, minute_floor = ?"
+                " WHERE num = ?",
+                (day_used, minute_used, floor, num),
+            )
             decision = self._describe(
                 num, now_us, per_minute, daily, minute_used, day_used,
                 refused=record and (minute_full or day_full), stamp=stamp,
@@ -214,7 +237,9 @@ class SQLiteLimiter:
                 "DELETE FROM limiter_log WHERE num = ? AND at = ? AND dup = ?", (num, *stamp)
             ).rowcount:
                 conn.execute(
-                    "UPDATE limiter_keys SET day_count = day_count - 1 WHERE num = ?", (num,)
+                    "UPDATE limiter_keys SET day_count = day_count - 1, minute_count ="
+                    " minute_count - (CASE WHEN ? > minute_floor THEN 1 ELSE 0 END) WHERE num = ?",
+                    (stamp[0], num),
                 )
             conn.execute("COMMIT")
         except BaseException:
