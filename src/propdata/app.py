@@ -22,10 +22,11 @@ from propdata.accounts.middleware import MeteringMiddleware
 from propdata.accounts.service import KeyService
 from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
-from propdata.kit.cache import MemoryCache, ResponseCache
+from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
 from propdata.kit.http import reject_unknown_parameters
 from propdata.kit.limiter import Clock, Limiter, SQLiteLimiter
+from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
 from propdata.kit.requests import extra_headers, request_id
 from propdata.markets import endpoints as market_endpoints
 from propdata.markets.service import MarketService
@@ -78,10 +79,6 @@ async def open_database(url: str) -> Database:
 
 
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
-    # The scale-out (Redis) backends; both wrap a per-process fallback for Redis outages.
-    from propdata.kit.cache import RedisCache, ResilientCache
-    from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
-
     db = await open_database(settings.database_url)
     limiter: Limiter
     cache: ResponseCache
