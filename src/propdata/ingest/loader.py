@@ -285,6 +285,8 @@ async def load(
                 progress(len(batch))
         if report.loaded or removed:  # a load that only deletes changes answers too
             await repo.bump_data_version()
+    if report.loaded or removed:
+        await repo.optimize()
     return report
 
 

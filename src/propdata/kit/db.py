@@ -72,8 +72,10 @@ class SQLiteDatabase:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.execute("PRAGMA cache_size=-65536")
-        self._conn.execute("PRAGMA mmap_size=1073741824")
+        # No memory map: mapped pages of a large file count as each worker's resident memory;
+        # SQLite's own page cache (32 MB a connection) and the OS cache serve reads instead.
+        self._conn.execute("PRAGMA cache_size=-32768")
+        self._conn.execute("PRAGMA mmap_size=0")
         self._conn.execute("PRAGMA temp_store=MEMORY")
         if readonly:
             self._conn.execute("PRAGMA query_only=ON")
@@ -102,9 +104,7 @@ class SQLiteDatabase:
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> None:
         marks = ", ".join("?" for _ in columns)
-        self._conn.executemany(
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows
-        )
+        self._conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
 
     async def executescript(self, script: str) -> None:
         self._conn.executescript(script)

@@ -141,6 +141,9 @@ INDEXES = [
     "CREATE INDEX IF NOT EXISTS ix_prop_state ON properties (state, status, last_updated, id)",
     "CREATE INDEX IF NOT EXISTS ix_prop_status ON properties (status, last_updated, id)",
     "CREATE INDEX IF NOT EXISTS ix_prop_price ON properties (list_price, id)",
+    # Sorts walk these: nulls-last pages read the rows with a value in index order first.
+    "CREATE INDEX IF NOT EXISTS ix_prop_dom ON properties (days_on_market, id)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_area ON properties (living_area, id)",
     "CREATE INDEX IF NOT EXISTS ix_prop_origin ON properties (origin)",
     "CREATE INDEX IF NOT EXISTS ix_prop_street ON properties (street_key, city_key, state)",
     "CREATE INDEX IF NOT EXISTS ix_events_kind ON price_events (event, date)",

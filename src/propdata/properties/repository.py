@@ -24,6 +24,10 @@ _INSERT = (
     + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "id")
 )
 
+_PAGE = (
+    "SELECT id, status, list_price, street_address, city, state, zip_code, bedrooms, bathrooms,"
+    " living_area, days_on_market, last_sale_price, last_sale_date, last_updated"
+)
 SORT_COLUMNS = {
     "listPrice": "list_price",
     "daysOnMarket": "days_on_market",
@@ -104,27 +108,47 @@ class PropertyRepository:
             params.append(zip_code)
         return await self.db.fetch_all(sql + " ORDER BY zip_code, id LIMIT 50", params)
 
-    async def search(
+    async def search_page(
         self, filters: SearchFilters, sort: str, order: str, limit: int, offset: int
-    ) -> tuple[int, list[Row]]:
-        """One page of matches and the exact total, ordered with `id` as the tie-breaker.
+    ) -> list[Row]:
+        """One page of matches, ordered with `id` as the tie-breaker; nulls last in either order.
 
-        Records whose sort value is null come last in either order.
+        A nulls-last ORDER BY cannot walk an index, so the page is read in two parts: the
+        rows with a sort value by an index walk on (column, id), then, when the page reaches
+        past them, the rows without one in id order.
         """
         where, params = _where(filters)
         column = SORT_COLUMNS[sort]
         direction = "DESC" if order == "desc" else "ASC"
-        order_by = f"{column} IS NULL, {column} {direction}, id {direction}"
         if column == "last_updated":  # never null
-            order_by = f"last_updated {direction}, id {direction}"
+            return await self.db.fetch_all(
+                f"{_PAGE} FROM properties{where} ORDER BY last_updated {direction}, id {direction}"
+                " LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            )
+        present = where + (" AND " if where else " WHERE ") + f"{column} IS NOT NULL"
         rows = await self.db.fetch_all(
-            "SELECT id, status, list_price, street_address, city, state, zip_code, bedrooms,"
-            " bathrooms, living_area, days_on_market, last_sale_price, last_sale_date,"
-            f" last_updated FROM properties{where} ORDER BY {order_by} LIMIT ? OFFSET ?",
+            f"{_PAGE} FROM properties{present} ORDER BY {column} {direction}, id {direction}"
+            " LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
-        count = await self.db.fetch_one(f"SELECT count(*) FROM properties{where}", params)
-        return (int(count[0]) if count else 0), rows
+        if len(rows) == limit:
+            return rows
+        with_value = await self.count_matches(filters, f"{column} IS NOT NULL")
+        missing = where + (" AND " if where else " WHERE ") + f"{column} IS NULL"
+        rows += await self.db.fetch_all(
+            f"{_PAGE} FROM properties{missing} ORDER BY id {direction} LIMIT ? OFFSET ?",
+            [*params, limit - len(rows), max(0, offset - with_value)],
+        )
+        return rows
+
+    async def count_matches(self, filters: SearchFilters, extra: str | None = None) -> int:
+        """The exact number of matches (optionally with one more condition)."""
+        where, params = _where(filters)
+        if extra:
+            where += (" AND " if where else " WHERE ") + extra
+        row = await self.db.fetch_one(f"SELECT count(*) FROM properties{where}", params)
+        return int(row[0]) if row else 0
 
     async def comparables(
         self, property_id: str, zip_code: str, property_type: str | None, limit: int = 200
@@ -190,6 +214,14 @@ class PropertyRepository:
         await self.db.execute(f"DELETE FROM price_events WHERE property_id IN ({sub})", (origin,))
         await self.db.execute(f"DELETE FROM tax_records WHERE property_id IN ({sub})", (origin,))
         return await self.db.execute("DELETE FROM properties WHERE origin = ?", (origin,))
+
+    async def optimize(self) -> None:
+        """Refresh the planner's statistics after a load (which index suits which filter)."""
+        if self.db.dialect == "sqlite":
+            await self.db.execute("PRAGMA analysis_limit=1000")  # sampled: milliseconds
+            await self.db.execute("ANALYZE")
+        else:
+            await self.db.execute("ANALYZE properties")
 
     async def count(self, origin: str | None = None) -> int:
         if origin is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from typing import Any
 
 from propdata.errors import AmbiguousAddress, NotFound
@@ -28,11 +29,16 @@ from propdata.properties.schemas import (
 )
 
 COMPARABLES = 5
+TOTALS_KEPT = 20_000
 
 
 class PropertyService:
     def __init__(self, db: Database) -> None:
         self.repo = PropertyRepository(db)
+        # Exact totals by (store id, data version, filters): only a load changes the data and
+        # every load bumps the version, so a kept total is never stale. Paging through one
+        # search counts once.
+        self._totals: OrderedDict[tuple[str, str], int] = OrderedDict()
 
     async def data_version(self) -> int:
         return await self.repo.data_version()
@@ -87,7 +93,8 @@ class PropertyService:
     async def search(
         self, filters: SearchFilters, sort: str, order: str, limit: int, offset: int
     ) -> SearchResponse:
-        total, rows = await self.repo.search(filters, sort, order, limit, offset)
+        rows = await self.repo.search_page(filters, sort, order, limit, offset)
+        total = await self._total(filters)
         items = [
             PropertySearchItem(
                 id=r[0],
@@ -105,6 +112,17 @@ class PropertyService:
             for r in rows
         ]
         return SearchResponse(meta=PageMeta(total=total, limit=limit, offset=offset), data=items)
+
+    async def _total(self, filters: SearchFilters) -> int:
+        key = (await self.repo.cache_namespace(), repr(filters))
+        total = self._totals.get(key)
+        if total is None:
+            total = self._totals[key] = await self.repo.count_matches(filters)
+            if len(self._totals) > TOTALS_KEPT:
+                self._totals.popitem(last=False)
+        else:
+            self._totals.move_to_end(key)
+        return total
 
     async def valuation(self, property_id: str) -> Valuation:
         """Stored estimates plus the most similar recent sales in the same ZIP code."""
