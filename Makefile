@@ -6,7 +6,9 @@ STAMP   := $(VENV)/.installed
 DB      ?= var/propdata.db
 export PROPDATA_DATABASE_URL ?= $(DB)
 
-.PHONY: help run test check format bench clean
+BENCH_ARGS ?= --properties 1000000 --duration 20 --connections 16 --workers 2 --scaleout
+
+.PHONY: help run test check format bench bench-smoke clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-8s %s\n", $$1, $$2}'
@@ -38,6 +40,14 @@ check: $(STAMP) ## Formatting, lint and types
 format: $(STAMP) ## Format the code
 	$(BIN)/ruff format src tests
 	$(BIN)/ruff check --fix src tests
+
+bench: $(STAMP) ## Benchmark the API at 1,000,000 properties with wrk; table into docs/performance.md
+	@command -v wrk >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq wrk; } || { echo "wrk is missing: apt-get install wrk"; exit 1; }
+	$(BIN)/python bench/run.py $(BENCH_ARGS) --write-docs
+
+bench-smoke: $(STAMP) ## The benchmark's seconds-long version (what make test runs): no figures kept
+	$(BIN)/python bench/run.py --smoke
 
 clean: ## Remove the virtualenv and local data
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

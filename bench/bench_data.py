@@ -1,0 +1,260 @@
+"""The benchmark's data: a synthetic store built once per (size, seed, as-of) and reused.
+
+    store = await ensure_sqlite(Path("bench/.data"), 1_000_000, seed=7, as_of=date(2026, 11, 21))
+
+A build loads `synthetic.generate` through the importer (`ingest.loader.load`, the path
+`propdata data generate` takes) and then rebuilds the market statistics, timing the two
+apart. Generating the records is not importing them, so the time spent inside the
+generator is measured and taken out of the import figure; both are recorded. The figures of
+the build that made a store are kept in its manifest and reported again when it is reused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import random
+import resource
+import shutil
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from propdata.accounts.service import CustomLimits, KeyService
+from propdata.ingest import synthetic
+from propdata.ingest.loader import load
+from propdata.kit.db import connect
+from propdata.markets.builder import rebuild
+from propdata.migrations.schema import migrate
+
+
+@dataclass
+class Build:
+    """How a store was built; `reused` is set when this run found it ready."""
+
+    properties: int
+    seed: int
+    as_of: str
+    url: str
+    generate_s: float
+    import_s: float
+    rebuild_s: float
+    zip_codes: int
+    built_at: str
+    peak_rss_mb: float
+    reused: bool = False
+
+    @property
+    def import_rate(self) -> float:
+        return self.properties / self.import_s if self.import_s else 0.0
+
+
+class TimedIterator:
+    """Wrap an iterator and add up the wall time spent producing its items."""
+
+    def __init__(self, items: Iterator[Any]) -> None:
+        self.items = items
+        self.seconds = 0.0
+
+    def __iter__(self) -> TimedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        start = time.perf_counter()
+        try:
+            return next(self.items)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+async def build(url: str, properties: int, seed: int, as_of: dt.date) -> Build:
+    """Load `properties` synthetic records into the store at `url`, then rebuild markets."""
+    db = await connect(url)
+    try:
+        await migrate(db)
+        items = TimedIterator(synthetic.generate(properties, seed, as_of))
+        start = time.perf_counter()
+        report = await load(db, items, origin="synthetic", as_of=as_of, replace_origin=True)
+        total = time.perf_counter() - start
+        if report.rejects:
+            raise RuntimeError(f"the synthetic set had {len(report.rejects)} rejects")
+        start = time.perf_counter()
+        zips = await rebuild(db, as_of)
+        rebuild_s = time.perf_counter() - start
+    finally:
+        await db.close()
+    return Build(
+        properties=properties, seed=seed, as_of=as_of.isoformat(), url=url,
+        generate_s=round(items.seconds, 2), import_s=round(total - items.seconds, 2),
+        rebuild_s=round(rebuild_s, 2), zip_codes=zips,
+        built_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    )  # fmt: skip
+
+
+def _manifest(folder: Path) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads((folder / "manifest.json").read_text())
+        return data
+    except (OSError, ValueError):
+        return None
+
+
+def _matches(manifest: dict[str, Any] | None, properties: int, seed: int, as_of: dt.date) -> bool:
+    return bool(manifest) and (
+        manifest.get("properties") == properties  # type: ignore[union-attr]
+        and manifest.get("seed") == seed  # type: ignore[union-attr]
+        and manifest.get("as_of") == as_of.isoformat()  # type: ignore[union-attr]
+    )
+
+
+async def ensure_sqlite(root: Path, properties: int, seed: int, as_of: dt.date) -> Build:
+    """The SQLite store for these parameters under `root`, built when missing or different."""
+    folder = root / f"sqlite-p{properties}-s{seed}-{as_of.isoformat()}"
+    path = folder / "propdata.db"
+    manifest = _manifest(folder)
+    if _matches(manifest, properties, seed, as_of) and path.exists():
+        fields = {k: v for k, v in manifest.items() if k in Build.__dataclass_fields__}  # type: ignore[union-attr]
+        return Build(**{**fields, "url": str(path), "reused": True})
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    made = await build(str(path), properties, seed, as_of)
+    checkpoint(path)
+    (folder / "manifest.json").write_text(json.dumps(asdict(made), indent=2))
+    return made
+
+
+async def ensure_postgres(
+    root: Path, pg_url: str, properties: int, seed: int, as_of: dt.date, throwaway: bool = False
+) -> Build:
+    """The same data in a PostgreSQL schema of its own (bench_p<N>_s<seed>_<as-of>), reused
+    likewise; a `throwaway` one (smoke runs) has a random name and is never reused."""
+    import asyncpg
+
+    schema = f"bench_p{properties}_s{seed}_{as_of.strftime('%Y%m%d')}"
+    if throwaway:
+        schema = f"bench_smoke_{uuid.uuid4().hex[:10]}"
+    url = f"{pg_url}{'&' if '?' in pg_url else '?'}search_path={schema}"
+    folder = root / f"postgres-{schema}"
+    manifest = _manifest(folder)
+    conn = await asyncpg.connect(pg_url, timeout=10)
+    try:
+        if _matches(manifest, properties, seed, as_of):
+            exists = await conn.fetchval(
+                "SELECT count(*) FROM information_schema.tables"
+                " WHERE table_schema = $1 AND table_name = 'properties'",
+                schema,
+            )
+            if exists:
+                stored = await conn.fetchval(f"SELECT count(*) FROM {schema}.properties")
+                if stored == properties:
+                    fields = {k: v for k, v in manifest.items() if k in Build.__dataclass_fields__}  # type: ignore[union-attr]
+                    return Build(**{**fields, "url": url, "reused": True})
+        await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        await conn.execute(f"CREATE SCHEMA {schema}")
+    finally:
+        await conn.close()
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    made = await build(url, properties, seed, as_of)
+    conn = await asyncpg.connect(pg_url, timeout=10)
+    try:
+        await conn.execute(f"VACUUM ANALYZE {schema}.properties")
+    finally:
+        await conn.close()
+    (folder / "manifest.json").write_text(json.dumps(asdict(made), indent=2))
+    return made
+
+
+async def drop_postgres(pg_url: str, url: str) -> None:
+    """Drop the schema a store URL's search_path names (a smoke run's throwaway store)."""
+    import asyncpg
+
+    schema = url.rsplit("search_path=", 1)[1]
+    conn = await asyncpg.connect(pg_url, timeout=10)
+    try:
+        await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    finally:
+        await conn.close()
+
+
+async def server_versions(pg_url: str, redis_url: str) -> str:
+    import asyncpg
+    import redis.asyncio as aioredis
+
+    conn = await asyncpg.connect(pg_url, timeout=10)
+    try:
+        pg = await conn.fetchval("SHOW server_version")
+    finally:
+        await conn.close()
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        info = await client.info("server")
+    finally:
+        await client.aclose()
+    return f"PostgreSQL {str(pg).split()[0]}, Redis {info.get('redis_version', '?')}"
+
+
+def checkpoint(path: Path) -> None:
+    """Fold the WAL into the database file, so a reader opening it immutable sees every row."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
+async def create_key(url: str) -> str:
+    """An enterprise key whose limits no benchmark reaches (and no daily quota)."""
+    db = await connect(url)
+    try:
+        await migrate(db)
+        _, secret = await KeyService(db).create(
+            "enterprise", "bench", CustomLimits(per_minute=1_000_000_000)
+        )
+    finally:
+        await db.close()
+    return secret
+
+
+@dataclass
+class Sample:
+    """Real values drawn from the store, for the request mixes."""
+
+    ids: list[str]
+    rows: list[dict[str, Any]]
+    """Rows of random properties: zip_code, city, state, status, property_type, list_price,
+    bedrooms, bathrooms, living_area, year_built, days_on_market."""
+
+
+def sample(url: str, ids: int, rows: int, seed: int) -> Sample:
+    """Random ids and rows of the SQLite store at `url` (chosen by a seeded generator)."""
+    return asyncio.run(_sample(url, ids, rows, seed))
+
+
+async def _sample(url: str, ids: int, rows: int, seed: int) -> Sample:
+    db = await connect(url)
+    try:
+        all_ids = [r[0] for r in await db.fetch_all("SELECT id FROM properties ORDER BY id")]
+        rng = random.Random(seed)
+        chosen = rng.sample(all_ids, min(ids, len(all_ids)))
+        picked = rng.sample(all_ids, min(rows, len(all_ids)))
+        columns = ("zip_code", "city", "state", "status", "property_type", "list_price",
+                   "bedrooms", "bathrooms", "living_area", "year_built", "days_on_market")  # fmt: skip
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(picked), 500):
+            part = picked[start : start + 500]
+            marks = ", ".join("?" for _ in part)
+            for row in await db.fetch_all(
+                f"SELECT {', '.join(columns)} FROM properties WHERE id IN ({marks})", part
+            ):
+                found.append(dict(zip(columns, row, strict=True)))
+    finally:
+        await db.close()
+    found.sort(key=lambda r: json.dumps(r, sort_keys=True))  # IN (...) order is not stable
+    return Sample(ids=chosen, rows=found)

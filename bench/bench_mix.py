@@ -1,0 +1,276 @@
+"""The request mixes wrk rotates through, built from real values of the store.
+
+Each mix is a list of paths (with their query), written one a line for bench/wrk/rotate.lua.
+The search mix is also translated into datasette's table filters, request for request, and
+`compare` checks that both services return the same rows for a search.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from propdata.kit.addresses import city_key
+
+FILTERS = (
+    "zipCode", "city", "state", "status", "propertyType", "minPrice", "maxPrice", "minBeds",
+    "maxBeds", "minBaths", "minSqft", "maxSqft", "minYearBuilt", "maxDaysOnMarket",
+)  # fmt: skip
+SORTS = ("lastUpdated", "listPrice", "daysOnMarket", "livingArea")
+SORT_COLUMNS = {
+    "listPrice": "list_price",
+    "daysOnMarket": "days_on_market",
+    "livingArea": "living_area",
+    "lastUpdated": "last_updated",
+}
+NULLABLE_SORTS = {"listPrice", "daysOnMarket", "livingArea"}
+STATUSES = ("forSale", "recentlySold", "forRent", "offMarket")
+TYPES = ("singleFamily", "condo", "townhouse", "multiFamily", "land")
+PAGE_SIZES = (10, 20, 25, 50, 100)
+SEARCH_COLUMNS = (
+    "status", "list_price", "street_address", "city", "state", "zip_code", "bedrooms",
+    "bathrooms", "living_area", "days_on_market", "last_sale_price", "last_sale_date",
+    "last_updated",
+)  # fmt: skip
+"""The columns of a search item besides id: what datasette is asked for (`_col`)."""
+
+
+@dataclass
+class Search:
+    """One search: our query parameters (API names) and the path that asks it."""
+
+    params: dict[str, Any]
+    endpoint: str = "/v1/properties"
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return self.endpoint + "?" + urlencode(self.params, quote_via=quote)
+
+    @property
+    def sort(self) -> str:
+        return str(self.params.get("sort", "lastUpdated"))
+
+    @property
+    def order(self) -> str:
+        return str(self.params.get("order", "desc"))
+
+
+def id_paths(ids: Sequence[str]) -> list[str]:
+    return [f"/v1/properties/{quote(i)}" for i in ids]
+
+
+def _round_down(value: float, step: int) -> int:
+    return max(0, int(value // step * step))
+
+
+def _round_up(value: float, step: int) -> int:
+    return int(-(-value // step) * step)
+
+
+def _filter(name: str, row: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """Values for one filter around a real record's, so most searches find something."""
+    price, beds = row["list_price"], row["bedrooms"]
+    baths, sqft = row["bathrooms"], row["living_area"]
+    if name == "zipCode":
+        return {"zipCode": row["zip_code"]}
+    if name == "city":  # a city name is ambiguous across states; usually given with one
+        return (
+            {"city": row["city"], "state": row["state"]}
+            if rng.random() < 0.8
+            else {"city": row["city"]}
+        )
+    if name == "state":
+        return {"state": row["state"] if rng.random() < 0.7 else row["state"].lower()}
+    if name == "status":
+        return {"status": row["status"] if rng.random() < 0.7 else rng.choice(STATUSES)}
+    if name == "propertyType":
+        return {"propertyType": row["property_type"] or rng.choice(TYPES)}
+    if name == "minPrice":
+        return {"minPrice": _round_down((price or 300_000) * rng.uniform(0.5, 0.95), 10_000)}
+    if name == "maxPrice":
+        return {"maxPrice": _round_up((price or 300_000) * rng.uniform(1.05, 1.6), 10_000)}
+    if name == "minBeds":
+        return {"minBeds": max(0, (beds or 3) - rng.choice((0, 1, 1, 2)))}
+    if name == "maxBeds":
+        return {"maxBeds": (beds or 3) + rng.choice((0, 1, 1, 2))}
+    if name == "minBaths":
+        return {"minBaths": max(0.0, float(baths or 2) - rng.choice((0, 0.5, 1)))}
+    if name == "minSqft":
+        return {"minSqft": _round_down((sqft or 1_500) * rng.uniform(0.6, 0.95), 100)}
+    if name == "maxSqft":
+        return {"maxSqft": _round_up((sqft or 1_500) * rng.uniform(1.05, 1.5), 100)}
+    if name == "minYearBuilt":
+        return {"minYearBuilt": _round_down((row["year_built"] or 1970) - rng.randint(0, 30), 5)}
+    if name == "maxDaysOnMarket":
+        return {"maxDaysOnMarket": rng.choice((7, 30, 60, 90, 180, 365))}
+    raise ValueError(name)
+
+
+def search_mix(rows: Sequence[dict[str, Any]], count: int, seed: int) -> list[Search]:
+    """`count` searches over every filter, sort, order and page sizes up to 100.
+
+    Search i always carries filter i mod 14, so each filter is used as often as the others;
+    a place (ZIP code, city, state) comes with most searches, as in an application, and about
+    one in five has no place at all (a national search, the costliest to count). Up to three
+    further filters are drawn around one real record, so most searches find something. Every
+    page is the first (offset 0): datasette's table API pages by cursor, not offset; deep
+    offsets have a scenario of their own.
+    """
+    rng = random.Random(seed)
+    searches: list[Search] = []
+    for i in range(count):
+        row = rng.choice(rows)
+        params: dict[str, Any] = {}
+        wanted = [FILTERS[i % len(FILTERS)]]
+        place = rng.random()
+        if place < 0.35:
+            wanted.append("zipCode")
+        elif place < 0.6:
+            wanted.append("city")
+        elif place < 0.8:
+            wanted.append("state")
+        others = [f for f in FILTERS if f not in ("zipCode", "city", "state")]
+        wanted += rng.sample(others, rng.randint(0, 3))
+        for name in dict.fromkeys(wanted):
+            params.update(_filter(name, row, rng))
+        for low, high in (("minPrice", "maxPrice"), ("minBeds", "maxBeds"), ("minSqft", "maxSqft")):
+            if low in params and high in params and params[low] > params[high]:
+                params[low], params[high] = params[high], params[low]
+        sort = rng.choice(SORTS)
+        order = rng.choice(("asc", "desc"))
+        if sort != "lastUpdated" or rng.random() < 0.5:  # also the defaults, unstated
+            params["sort"] = sort
+        if order != "desc" or rng.random() < 0.5:
+            params["order"] = order
+        params["limit"] = rng.choice(PAGE_SIZES) if rng.random() < 0.8 else rng.randint(1, 100)
+        endpoint = "/v1/properties" if i % 2 == 0 else "/v1/properties/search"
+        searches.append(Search(params, endpoint))
+    return searches
+
+
+def offset_mix(count: int, seed: int, offset: int = 100_000) -> list[Search]:
+    """Page `offset` of a filtered search (filters that match well over 100,000 records at
+    1,000,000 properties), over every sort and order."""
+    rng = random.Random(seed)
+    filters: list[dict[str, Any]] = [
+        {"status": "offMarket"},
+        {"status": "forSale"},
+        {"propertyType": "singleFamily"},
+        {"minBeds": 3},
+        {"minYearBuilt": 1960},
+    ]
+    searches = []
+    for i in range(count):
+        params = dict(filters[i % len(filters)])
+        params.update(sort=rng.choice(SORTS), order=rng.choice(("asc", "desc")),
+                      limit=rng.choice((10, 25, 50, 100)), offset=offset)  # fmt: skip
+        searches.append(Search(params))
+    return searches
+
+
+# -- datasette --------------------------------------------------------------------------
+
+
+def datasette_params(search: Search, *, not_null: bool = False) -> list[tuple[str, Any]]:
+    """The same search in datasette's table filter syntax (?column__op=value), as pairs.
+
+    With `not_null`, rows whose sort value is null are left out: datasette cannot sort them
+    last in ascending order, so the comparison asks for the non-null rows alone.
+    """
+    simple = {
+        "zipCode": ("zip_code__exact", str),
+        "status": ("status__exact", str),
+        "propertyType": ("property_type__exact", str),
+        "minPrice": ("list_price__gte", int),
+        "maxPrice": ("list_price__lte", int),
+        "minBeds": ("bedrooms__gte", int),
+        "maxBeds": ("bedrooms__lte", int),
+        "minBaths": ("bathrooms__gte", float),
+        "minSqft": ("living_area__gte", int),
+        "maxSqft": ("living_area__lte", int),
+        "minYearBuilt": ("year_built__gte", int),
+        "maxDaysOnMarket": ("days_on_market__lte", int),
+    }
+    out: list[tuple[str, Any]] = []
+    for name, value in search.params.items():
+        if name in simple:
+            column, kind = simple[name]
+            out.append((column, kind(value)))
+        elif name == "city":  # our filter compares the normalised name, stored as city_key
+            out.append(("city_key__exact", city_key(str(value))))
+        elif name == "state":
+            out.append(("state__exact", str(value).upper()))
+    column = SORT_COLUMNS[search.sort]
+    out.append(("_sort_desc" if search.order == "desc" else "_sort", column))
+    if not_null and search.sort in NULLABLE_SORTS:
+        out.append((f"{column}__notnull", 1))
+    out.append(("_size", int(search.params.get("limit", 100))))
+    out += [("_col", c) for c in SEARCH_COLUMNS]
+    out.append(("_shape", "objects"))
+    return out
+
+
+def datasette_path(search: Search, table_path: str, *, not_null: bool = False) -> str:
+    """`table_path` (/<database>/properties.json) with the search's filters, sort and size."""
+    return (
+        table_path + "?" + urlencode(datasette_params(search, not_null=not_null), quote_via=quote)
+    )
+
+
+# -- the comparison ---------------------------------------------------------------------
+
+
+def compare(
+    search: Search,
+    ours: dict[str, Any],
+    theirs: dict[str, Any],
+    theirs_not_null: dict[str, Any] | None,
+) -> tuple[str, str]:
+    """Compare one search's answers; return (verdict, detail).
+
+    Verdicts: "same order"; "same rows" (equal totals and sort values, the same ids but
+    for the order of ties: datasette orders by the sort column alone, we break ties by id
+    in the sort's direction, and sort nulls last where datasette sorts them first); "differ".
+    """
+    total, their_total = ours["meta"]["total"], theirs.get("filtered_table_rows_count")
+    if total != their_total:
+        return "differ", f"total {total} vs datasette {their_total}"
+    key, column = search.sort, SORT_COLUMNS[search.sort]
+    mine = [(item["id"], item[key]) for item in ours["data"]]
+    rows = theirs["rows"]
+    if [i for i, _ in mine] == [r["id"] for r in rows]:
+        return "same order", ""
+    if theirs_not_null is not None:  # ascending on a nullable column: compare non-nulls
+        rows = theirs_not_null["rows"]
+        nulls = [m for m in mine if m[1] is None]
+        mine = [m for m in mine if m[1] is not None]
+        if len(rows) > len(mine) and nulls:
+            return "differ", "datasette has more non-null rows than our page shows"
+        rows = rows[: len(mine)]
+    theirs_pairs = [(r["id"], r[column]) for r in rows]
+    if [v for _, v in mine] != [v for _, v in theirs_pairs]:
+        return "differ", "the sort values differ"
+    groups_mine = _groups(mine)
+    groups_theirs = _groups(theirs_pairs)
+    for n, (a, b) in enumerate(zip(groups_mine, groups_theirs, strict=True)):
+        last = n == len(groups_mine) - 1
+        if not last and a != b:
+            return "differ", "a group of equal sort values holds different ids"
+        if last and len(a) != len(b):
+            return "differ", "the last group differs in size"
+    return "same rows", "ties (or nulls) in another order"
+
+
+def _groups(pairs: Sequence[tuple[str, Any]]) -> list[set[str]]:
+    groups: list[set[str]] = []
+    previous: Any = object()
+    for ident, value in pairs:
+        if not groups or value != previous:
+            groups.append(set())
+            previous = value
+        groups[-1].add(ident)
+    return groups

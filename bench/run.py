@@ -1,0 +1,884 @@
+"""Drive the whole API with wrk at a given size and print one table of figures against targets.
+
+    .venv/bin/python bench/run.py --properties 1000000 --duration 20 --connections 16 \
+        --workers 2 [--scaleout] [--smoke] [--write-docs]
+
+What it does, in order (docs/performance.md, "Benchmark (make bench)", explains each figure):
+
+1. Builds the data (synthetic, seeded) into bench/.data, or reuses a store built with the
+   same size, seed and as-of date. The import (records a second, generation excluded) and
+   the market rebuild are timed apart when it builds.
+2. Creates an enterprise key no scenario can throttle, samples real ids and records, and
+   writes the request lists wrk rotates through (bench/wrk/rotate.lua).
+3. Serves the store as `propdata serve` does (uvicorn, uvloop, httptools, N workers), with
+   PROPDATA_CACHE_TTL=0 for every figure that is not about the cache, and runs wrk on:
+   get-by-id over the sampled ids; the search mix; page 100,000 of a filtered search; and,
+   on a server with the cache on, a few repeated URLs (cache hits). Each run has a short
+   warm-up first. Memory is the resident size of each worker after the loads.
+4. Serves a bare ASGI app (bench/bare.py) answering the same get-by-id bytes on the same
+   server and worker count, right before our get-by-id run, for the ratio.
+5. Serves the same SQLite file with datasette (its own environment, bench/.datasette-venv,
+   created here when missing unless --smoke), checks a sample of searches returns the
+   same rows, and drives it with the same search mix in its filter syntax.
+6. With --scaleout, does 1-3 again on PostgreSQL (a schema of its own) and Redis.
+
+Run it from the repository root with the project's virtualenv. --smoke is the small version
+CI runs (a few thousand properties, two seconds a scenario): it checks that the harness
+works, not how fast anything is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+import bench_data  # noqa: E402  (bench/ is not a package)
+import bench_mix as scenarios  # noqa: E402
+
+LUA = BENCH / "wrk" / "rotate.lua"
+DATASETTE_VENV = BENCH / ".datasette-venv"
+DOCS = ROOT / "docs" / "performance.md"
+SECTION = "## Benchmark (make bench)"
+PG_URL = os.environ.get("BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("BENCH_REDIS", "redis://127.0.0.1:6379/0")
+TIMES = "\u00d7"
+TARGETS = {
+    "ratio": 0.5,
+    "search_p99_ms": 25.0,
+    "datasette_ratio": 3.0,
+    "offset_p99_ms": 50.0,
+    "import_rate": 50_000,
+    "rebuild_s": 60.0,
+    "rss_mb": 200.0,
+}
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# -- figures and the table ----------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    scenario: str
+    store: str
+    rps: float | None = None
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    result: str = ""
+    target: str = "—"
+    met: bool | None = None
+    errors: int = 0
+
+
+@dataclass
+class Load:
+    """What one wrk run measured."""
+
+    requests: int
+    seconds: float
+    errors: dict[str, int]
+    latency_us: dict[str, float]
+    hits: int = 0
+    misses: int = 0
+    """X-Cache HIT and MISS answers, counted only when asked (the cache scenario)."""
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+    def ms(self, which: str) -> float:
+        return self.latency_us[which] / 1000
+
+
+def _n(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "—"
+    if digits == 0 and value < 10:
+        digits = 1  # a search that takes seconds still shows its rate
+    return f"{value:,.{digits}f}"
+
+
+def table(rows: Sequence[Row], judged: bool) -> str:
+    lines = [
+        "| scenario | store | rps | p50 ms | p99 ms | result | target | met? |",
+        "|---|---|---:|---:|---:|---|---|---|",
+    ]
+    for r in rows:
+        if r.met is None:
+            met = "—"
+        elif not judged:
+            met = "n/a (smoke)"
+        else:
+            met = "**yes**" if r.met else "**no**"
+        result = r.result + (f"; {r.errors:,} failed requests" if r.errors else "")
+        lines.append(
+            f"| {r.scenario} | {r.store} | {_n(r.rps, 0)} | {_n(r.p50_ms, 2)} | {_n(r.p99_ms, 2)}"
+            f" | {result} | {r.target} | {met} |"
+        )
+    return "\n".join(lines)
+
+
+# -- processes ----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """VmRSS and RssAnon of a process, MB. The difference is file pages (SQLite's mmap of
+    the database among them), which the page cache shares between processes."""
+    found = {"VmRSS": 0.0, "RssAnon": 0.0}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name = line.split(":", 1)[0]
+        if name in found:
+            found[name] = int(line.split()[1]) / 1024
+    return found["VmRSS"], found["RssAnon"]
+
+
+class Server:
+    """A uvicorn server in its own process group, with N workers (or one process)."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], port: int,
+                 workers: int, probe: str, logs: Path) -> None:  # fmt: skip
+        self.name, self.argv, self.env, self.port = name, argv, env, port
+        self.workers, self.probe = workers, probe
+        self.base = f"http://127.0.0.1:{port}"
+        self.log_path = logs / f"{name}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Server:
+        log(f"starting {self.name} on :{self.port}")
+        out = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+            start_new_session=True,
+        )  # fmt: skip
+        out.close()
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited; see {self.log_path}:\n{self._tail()}")
+            if len(self.worker_pids()) == self.workers and self._answers():
+                break
+            time.sleep(0.2)
+        else:
+            self.__exit__()
+            raise RuntimeError(f"{self.name} did not start; see {self.log_path}")
+        # Each worker opens its stores in its lifespan: ask until every one has answered.
+        with httpx.Client(base_url=self.base, timeout=60) as client:
+            for _ in range(self.workers * 8):
+                client.get(self.probe)
+        return self
+
+    def _answers(self) -> bool:
+        try:
+            return httpx.get(self.base + self.probe, timeout=30).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def _tail(self) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
+        except OSError:
+            return ""
+
+    def worker_pids(self) -> list[int]:
+        assert self.proc is not None
+        if self.workers == 1:
+            return [self.proc.pid]
+        return [p for p in _children(self.proc.pid) if "spawn_main" in _cmdline(p)]
+
+    def cpu_seconds(self) -> float:
+        ticks = 0
+        for pid in self.worker_pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def wait_idle(self, timeout: float = 300) -> None:
+        """Wait until the workers have finished what they were asked (no CPU for 0.3 s).
+
+        A worker runs its queries on its event loop, so requests a finished wrk left behind
+        (a warm-up of slow searches leaves one a connection) would be served inside the
+        next measured run and count against it.
+        """
+        deadline = time.monotonic() + timeout
+        before = self.cpu_seconds()
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            now = self.cpu_seconds()
+            if now - before < 0.015:
+                return
+            before = now
+        log(f"{self.name} still busy after {timeout:.0f} s; measuring anyway")
+
+    def memory(self) -> list[tuple[float, float]]:
+        return [memory_mb(pid) for pid in self.worker_pids()]
+
+    def __exit__(self, *_: object) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGINT)  # uvicorn's graceful stop, workers included
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the group this script started
+            self.proc.wait(10)
+
+
+def propdata_server(name: str, store_env: dict[str, str], cache_ttl: float, args: Any,
+                    logs: Path) -> Server:  # fmt: skip
+    """`propdata serve` exactly as an operator runs it, on a free port."""
+    port = free_port()
+    env = {**os.environ, **store_env, "PROPDATA_CACHE_TTL": str(cache_ttl),
+           "PROPDATA_LOG_LEVEL": "WARNING", "PROPDATA_AS_OF": args.as_of.isoformat()}  # fmt: skip
+    argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--host", "127.0.0.1",
+            "--port", str(port), "--workers", str(args.workers)]  # fmt: skip
+    return Server(name, argv, env, port, args.workers, "/health", logs)
+
+
+def uvicorn_server(name: str, python: Path, app: str, env: dict[str, str], workers: int,
+                   probe: str, logs: Path, factory: bool = False) -> Server:  # fmt: skip
+    """Another app on the server settings `propdata serve` uses."""
+    port = free_port()
+    argv = [str(python), "-m", "uvicorn", app, "--app-dir", str(BENCH), "--host", "127.0.0.1",
+            "--port", str(port), "--workers", str(workers), "--loop", "uvloop", "--http",
+            "httptools", "--log-level", "warning", "--no-access-log"]  # fmt: skip
+    if factory:
+        argv.append("--factory")
+    return Server(name, argv, {**os.environ, **env}, port, workers, probe, logs)
+
+
+# -- wrk ----------------------------------------------------------------------------------
+
+
+def ensure_wrk() -> str:
+    """wrk's path; installs the Debian package when it is missing and we may."""
+    found = shutil.which("wrk")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise SystemExit("wrk is missing: install it (Debian/Ubuntu: apt-get install wrk)")
+    log("wrk is missing; installing the Debian package")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    if subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], env=env).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], env=env, check=True)
+        subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], env=env, check=True)
+    found = shutil.which("wrk")
+    if not found:
+        raise SystemExit("wrk could not be installed")
+    return found
+
+
+def wrk(base: str, paths: Path, seconds: float, args: Any, key: str | None,
+        count_cache: bool = False) -> Load:  # fmt: skip
+    command = [args.wrk, f"-t{min(args.wrk_threads, args.connections)}",
+               f"-c{args.connections}", f"-d{max(1, round(seconds))}s", "--timeout", "30s",
+               "-s", str(LUA), base, "--", str(paths)]  # fmt: skip
+    env = {**os.environ, "BENCH_KEY": key or ""}
+    if count_cache:
+        env["BENCH_COUNT_CACHE"] = "1"
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 120)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("BENCH_JSON ")), None)
+    if done.returncode != 0 or line is None:
+        raise RuntimeError(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    figures = json.loads(line.removeprefix("BENCH_JSON "))
+    return Load(
+        requests=figures["requests"], seconds=figures["duration_us"] / 1e6,
+        errors=figures["errors"], latency_us=figures["latency_us"],
+        hits=figures.get("hits", 0), misses=figures.get("misses", 0),
+    )  # fmt: skip
+
+
+def measure(server: Server, paths: Path, args: Any, key: str | None, what: str,
+            count_cache: bool = False) -> Load:  # fmt: skip
+    """A short warm-up, then the measured run, each on a server that has nothing left to do."""
+    server.wait_idle()
+    wrk(server.base, paths, args.warmup, args, key)
+    server.wait_idle()
+    load = wrk(server.base, paths, args.duration, args, key, count_cache)
+    log(f"{what}: {load.rps:,.0f} rps, p50 {load.ms('p50'):.2f} ms, p99 {load.ms('p99'):.2f} ms"
+        f"{f', {load.failed} failed' if load.failed else ''}")  # fmt: skip
+    return load
+
+
+def write_paths(path: Path, paths: Sequence[str]) -> Path:
+    path.write_text("".join(p + "\n" for p in paths))
+    return path
+
+
+def fetch_all(base: str, paths: Sequence[str], key: str | None) -> list[httpx.Response]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+
+    def one(client: httpx.Client, path: str) -> httpx.Response:
+        return client.get(path, headers=headers)
+
+    with httpx.Client(base_url=base, timeout=120) as client, ThreadPoolExecutor(8) as pool:
+        return list(pool.map(lambda p: one(client, p), paths))
+
+
+def check_ok(base: str, paths: Sequence[str], key: str | None, what: str) -> list[httpx.Response]:
+    """Every path must answer 200 before its load counts."""
+    answers = fetch_all(base, paths, key)
+    bad = [(p, a.status_code, a.text[:200]) for p, a in zip(paths, answers, strict=True)
+           if a.status_code != 200]  # fmt: skip
+    if bad:
+        raise RuntimeError(f"{what}: {len(bad)} of {len(paths)} requests failed, e.g. {bad[:3]}")
+    return answers
+
+
+# -- the runs -----------------------------------------------------------------------------
+
+
+@dataclass
+class Requests:
+    """The request lists of one run, written under the data folder."""
+
+    ids: Path
+    search: Path
+    offset: Path
+    cache: Path
+    id_paths: list[str]
+    searches: list[scenarios.Search]
+    offsets: list[scenarios.Search]
+    cached: list[str]
+
+
+def make_requests(folder: Path, sample: bench_data.Sample, args: Any) -> Requests:
+    folder.mkdir(parents=True, exist_ok=True)
+    id_paths = scenarios.id_paths(sample.ids)
+    searches = scenarios.search_mix(sample.rows, args.searches, args.seed)
+    offsets = scenarios.offset_mix(max(20, args.searches // 10), args.seed)
+    cached = id_paths[:10] + [s.path for s in searches[:10]]
+    return Requests(
+        ids=write_paths(folder / "ids.txt", id_paths),
+        search=write_paths(folder / "search.txt", [s.path for s in searches]),
+        offset=write_paths(folder / "offset.txt", [s.path for s in offsets]),
+        cache=write_paths(folder / "cache.txt", cached),
+        id_paths=id_paths, searches=searches, offsets=offsets, cached=cached,
+    )  # fmt: skip
+
+
+@dataclass
+class StoreRun:
+    """Figures of one store (embedded or scale-out)."""
+
+    label: str
+    ids: Load | None = None
+    bare: Load | None = None
+    search: Load | None = None
+    offset: Load | None = None
+    cache: Load | None = None
+    memory: list[tuple[float, float]] = field(default_factory=list)
+    """(VmRSS, RssAnon) MB of each worker after the loads."""
+    bodies: dict[str, bytes] = field(default_factory=dict)
+    search_answers: list[dict[str, Any]] = field(default_factory=list)
+    """Our answers to the first searches of the mix, for the comparison with datasette."""
+
+
+def run_store(label: str, store_env: dict[str, str], key: str, reqs: Requests, args: Any,
+              logs: Path, bodies: dict[str, bytes] | None) -> StoreRun:  # fmt: skip
+    """Every HTTP scenario on one store; `bodies` (from an earlier store) feeds bare."""
+    run = StoreRun(label)
+    with propdata_server(f"propdata-{label}", store_env, 0, args, logs) as server:
+        answers = check_ok(server.base, reqs.id_paths, key, "get by id")
+        run.bodies = {p: a.content for p, a in zip(reqs.id_paths, answers, strict=True)}
+        checked = check_ok(server.base, [s.path for s in reqs.searches[: args.check]], key,
+                           "search mix")  # fmt: skip
+        run.search_answers = [a.json() for a in checked]
+        check_ok(server.base, [s.path for s in reqs.offsets[:5]], key, "offset")
+        bodies_file = logs / "bare-bodies.tsv"
+        with bodies_file.open("wb") as out:
+            for path, body in (bodies or run.bodies).items():
+                out.write(path.encode() + b"\t" + body + b"\n")
+        bare = uvicorn_server("bare", Path(sys.executable), "bare:app",
+                              {"BENCH_BARE_BODIES": str(bodies_file)}, args.workers,
+                              reqs.id_paths[0], logs)  # fmt: skip
+        with bare:
+            run.bare = measure(bare, reqs.ids, args, None, f"{label} bare ASGI get by id")
+        run.ids = measure(server, reqs.ids, args, key, f"{label} get by id")
+        run.search = measure(server, reqs.search, args, key, f"{label} search mix")
+        run.offset = measure(server, reqs.offset, args, key, f"{label} offset 100,000")
+        run.memory = server.memory()
+        log(f"{label} worker memory after the loads: {_memory(run.memory)}")
+    with propdata_server(f"propdata-{label}-cached", store_env, 3600, args, logs) as server:
+        check_ok(server.base, reqs.cached, key, "cached URLs")
+        prime(server.base, reqs.cached, key)
+        run.cache = measure(server, reqs.cache, args, key, f"{label} cache hits", True)
+    return run
+
+
+def prime(base: str, paths: Sequence[str], key: str, in_a_row: int = 8) -> None:
+    """Ask each URL on fresh connections until it is a hit `in_a_row` times running.
+
+    The embedded cache is per worker and a connection lands on any worker, so a URL is
+    cached everywhere only once each worker has answered it once; a first miss of a slow
+    search would otherwise stall its worker inside the measured run.
+    """
+    headers = {"Authorization": f"Bearer {key}"}
+
+    def one(path: str) -> None:
+        streak = 0
+        for _ in range(200):
+            answer = httpx.get(base + path, headers=headers, timeout=120)
+            streak = streak + 1 if answer.headers.get("x-cache") == "HIT" else 0
+            if streak >= in_a_row:
+                return
+        log(f"{path} never became a steady cache hit")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, paths))
+
+
+@dataclass
+class DatasetteRun:
+    load: Load | None = None
+    verdicts: dict[str, int] = field(default_factory=dict)
+    details: list[str] = field(default_factory=list)
+    skipped: str = ""
+
+
+def ensure_datasette(smoke: bool) -> str:
+    """Path of datasette's environment's python, creating it unless --smoke; '' if absent."""
+    python = DATASETTE_VENV / "bin" / "python"
+    if python.exists():
+        return str(python)
+    if smoke:
+        return ""
+    log("creating bench/.datasette-venv with datasette, uvloop and httptools")
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(DATASETTE_VENV)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "datasette", "uvloop", "httptools"],
+                   check=True)  # fmt: skip
+    return str(python)
+
+
+def run_datasette(db_path: Path, reqs: Requests, ours: list[dict[str, Any]], args: Any,
+                  logs: Path) -> DatasetteRun:  # fmt: skip
+    result = DatasetteRun()
+    python = ensure_datasette(args.smoke)
+    if not python:
+        result.skipped = (
+            "skipped: bench/.datasette-venv does not exist (the smoke run never creates it)"
+        )
+        log("datasette " + result.skipped)
+        return result
+    bench_data.checkpoint(db_path)  # an immutable reader does not read the WAL
+    table_path = f"/{db_path.stem}/properties.json"
+    server = uvicorn_server("datasette", Path(python), "datasette_app:app",
+                            {"BENCH_DATASETTE_DB": str(db_path)}, args.workers,
+                            f"/{db_path.stem}.json?_shape=objects&sql=select+1", logs,
+                            factory=True)  # fmt: skip
+    paths = [scenarios.datasette_path(s, table_path) for s in reqs.searches]
+    ds_file = write_paths(reqs.search.with_name("datasette.txt"), paths)
+    with server:
+        checked = reqs.searches[: len(ours)]
+        theirs = check_ok(server.base, paths[: len(ours)], None, "datasette sample")
+        for search, our_answer, their_answer in zip(checked, ours, theirs, strict=True):
+            not_null = None
+            if search.sort in scenarios.NULLABLE_SORTS and search.order == "asc":
+                not_null = httpx.get(
+                    server.base + scenarios.datasette_path(search, table_path, not_null=True),
+                    timeout=120,
+                ).json()
+            verdict, detail = scenarios.compare(search, our_answer, their_answer.json(), not_null)
+            result.verdicts[verdict] = result.verdicts.get(verdict, 0) + 1
+            if verdict == "differ":
+                result.details.append(f"{search.path}: {detail}")
+        log(f"datasette sample: {result.verdicts}")
+        for d in result.details[:5]:
+            log("  differs: " + d)
+        result.load = measure(server, ds_file, args, None, "datasette search mix")
+    return result
+
+
+# -- scale-out ------------------------------------------------------------------------------
+
+
+def scaleout_available() -> str:
+    """'' when PostgreSQL and Redis answer, else why not."""
+    import asyncpg
+    import redis
+
+    async def pg() -> None:
+        conn = await asyncpg.connect(PG_URL, timeout=5)
+        await conn.close()
+
+    try:
+        asyncio.run(pg())
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).ping()
+    except Exception as exc:  # any failure: say which
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def forget_redis_key(key_id: str) -> None:
+    """Drop the bench key's limiter log from Redis (an unlimited key keeps a day of it)."""
+    import redis
+
+    from propdata.kit.redis_limiter import RedisLimiter
+
+    redis.Redis.from_url(REDIS_URL).delete(*RedisLimiter.keys_of(key_id))
+
+
+# -- the report -----------------------------------------------------------------------------
+
+
+def key_id_of(url: str, secret: str) -> str:
+    from propdata.accounts.service import KeyService
+    from propdata.kit.db import connect
+
+    async def find() -> str:
+        db = await connect(url)
+        try:
+            return (await KeyService(db).find(secret)).id
+        finally:
+            await db.close()
+
+    return asyncio.run(find())
+
+
+def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
+               ds: DatasetteRun | None) -> list[Row]:  # fmt: skip
+    rows: list[Row] = []
+    t = TARGETS
+    for label, run in runs.items():
+        if run.ids and run.bare:
+            ratio = run.ids.rps / run.bare.rps if run.bare.rps else 0.0
+            rows.append(Row("1. get by id, cache off (full path)", label, run.ids.rps,
+                            run.ids.ms("p50"), run.ids.ms("p99"),
+                            f"{ratio:.3f} of bare ASGI", f"≥ {t['ratio']} of bare",
+                            bool(run.ids.requests) and ratio >= t["ratio"],
+                            run.ids.failed))  # fmt: skip
+            rows.append(Row("   bare ASGI app, same bytes (bench/bare.py)", label, run.bare.rps,
+                            run.bare.ms("p50"), run.bare.ms("p99"), "the ceiling",
+                            errors=run.bare.failed))  # fmt: skip
+    for label, run in runs.items():
+        if run.search:
+            p99 = run.search.ms("p99")
+            rows.append(Row("2. search mix, cache off", label, run.search.rps,
+                            run.search.ms("p50"), p99, _p99(run.search),
+                            f"p99 ≤ {t['search_p99_ms']:.0f} ms",
+                            bool(run.search.requests) and p99 <= t["search_p99_ms"],
+                            run.search.failed))  # fmt: skip
+    embedded = runs.get("embedded")
+    if ds is not None:
+        if ds.load and embedded and embedded.search:
+            ratio = embedded.search.rps / ds.load.rps if ds.load.rps else 0.0
+            total = sum(ds.verdicts.values())
+            same = ds.verdicts.get("same order", 0) + ds.verdicts.get("same rows", 0)
+            sample = (f"sample of {total}: {ds.verdicts.get('same order', 0)} same order,"
+                      f" {ds.verdicts.get('same rows', 0)} same rows in another tie order,"
+                      f" {ds.verdicts.get('differ', 0)} differ")  # fmt: skip
+            rows.append(Row("3. the search mix on datasette", "embedded file", ds.load.rps,
+                            ds.load.ms("p50"), ds.load.ms("p99"),
+                            f"ours {ratio:.2f}{TIMES} datasette ({ds.load.requests:,} answers);"
+                            f" {sample}",
+                            f"≥ {t['datasette_ratio']:.0f}{TIMES}, same rows",
+                            bool(ds.load.requests) and ratio >= t["datasette_ratio"]
+                            and same == total,
+                            ds.load.failed))  # fmt: skip
+        else:
+            rows.append(Row("3. the search mix on datasette", "embedded file", result=ds.skipped,
+                            target=f"≥ {t['datasette_ratio']:.0f}{TIMES}, same rows"))  # fmt: skip
+    for label, run in runs.items():
+        if run.offset:
+            p99 = run.offset.ms("p99")
+            rows.append(Row("4. offset 100,000 with a filter", label, run.offset.rps,
+                            run.offset.ms("p50"), p99, _p99(run.offset),
+                            f"p99 ≤ {t['offset_p99_ms']:.0f} ms",
+                            bool(run.offset.requests) and p99 <= t["offset_p99_ms"],
+                            run.offset.failed))  # fmt: skip
+    for label, b in builds.items():
+        note = f" (built {b.built_at}, reused)" if b.reused else ""
+        rows.append(Row("5a. import (records/s, generation excluded)", label, b.import_rate,
+                        result=f"{b.properties:,} in {b.import_s:.1f} s{note}",
+                        target=f"≥ {t['import_rate']:,}/s",
+                        met=b.import_rate >= t["import_rate"]))  # fmt: skip
+        rows.append(Row("5b. market statistics rebuild", label,
+                        result=f"{b.rebuild_s:.1f} s for {b.zip_codes:,} ZIP codes{note}",
+                        target=f"≤ {t['rebuild_s']:.0f} s",
+                        met=b.rebuild_s <= t["rebuild_s"]))  # fmt: skip
+    for label, run in runs.items():
+        if run.memory:
+            worst = max(rss for rss, _ in run.memory)
+            rows.append(Row("6. resident memory per worker after the loads", label,
+                            result=_memory(run.memory),
+                            target=f"≤ {t['rss_mb']:.0f} MB", met=worst <= t["rss_mb"]))  # fmt: skip
+    for label, run in runs.items():
+        if run.cache:
+            answered = run.cache.hits + run.cache.misses
+            ratio = run.cache.hits / answered * 100 if answered else 0.0
+            rows.append(Row("cache hits (cache on, 20 repeated URLs)", label, run.cache.rps,
+                            run.cache.ms("p50"), run.cache.ms("p99"),
+                            f"{ratio:.2f} % hits; about the cache, not a miss-path figure",
+                            errors=run.cache.failed))  # fmt: skip
+    return rows
+
+
+def _p99(load: Load) -> str:
+    if not load.requests:
+        return "no answer within the run"
+    return f"p99 {load.ms('p99'):,.1f} ms over {load.requests:,} answers"
+
+
+def _memory(memory: Sequence[tuple[float, float]]) -> str:
+    return " / ".join(f"{rss:.0f} MB ({anon:.0f} MB anonymous)" for rss, anon in memory)
+
+
+def machine_facts(load_at_start: tuple[float, float, float]) -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    wrk_version = subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout
+    wrk_version = (wrk_version.split("\n")[0].split(" Copyright")[0].strip()) or "wrk"
+    return (
+        f"nproc {os.cpu_count()}, {cpu}, {mem:.0f} GiB; load average at start"
+        f" {load_at_start[0]:.2f} {load_at_start[1]:.2f} {load_at_start[2]:.2f};"
+        f" Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, {wrk_version}"
+    )
+
+
+SCENARIO_NOTES = """\
+How the figures are made (bench/run.py; request lists from bench/bench_mix.py, rotated by
+bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes every run):
+
+- The server is `propdata serve` (uvicorn, uvloop, httptools) with the worker count above and
+  `PROPDATA_CACHE_TTL=0` for every row but the cache row. One enterprise key with a
+  per-minute limit of 10^9 and no daily quota, so nothing is throttled but every request
+  still passes the key check, the limiter (it records each request) and the metering.
+- **1. get by id**: `GET /v1/properties/{id}` over random ids of the store. The bare app
+  (bench/bare.py) answers the same paths with the same body bytes and header names on the
+  same server and worker count, measured in the same run just before; the target is the
+  ratio of the two.
+- **2. search mix**: first pages of `GET /v1/properties` and `/v1/properties/search`; search i
+  always carries filter i mod 14, so every filter is used evenly; most add a place (ZIP 35 %,
+  city 25 %, state 20 %; 20 % are national), up to three more filters drawn around a real
+  record, a random sort and order (defaults sometimes left unstated) and page sizes up to
+  100. `meta.total` is exact in every answer.
+- **3. datasette**: datasette 0.65 in its own environment, serving the same SQLite file
+  immutable on the same server settings and worker count, asked the same searches in its
+  table filters (`zip_code__exact`, `city_key__exact` (our normalised city), `list_price__gte`,
+  …, `_sort`/`_sort_desc`, `_size`, `_col` for our search columns, `_shape=objects`), with its
+  count (`filtered_table_rows_count`) on and facet suggestions off. The sample check compares
+  totals and ids: datasette orders by the sort column alone (ties in the file's order) and
+  puts nulls first in ascending order, where we break ties by id and put nulls last; such
+  answers count as "same rows" when totals, the sequence of sort values and the ids of every
+  tie group but the page's last are equal (ascending sorts on a nullable column are compared
+  against datasette's non-null rows).
+- **4. offset**: page 100,000 (sizes 10 to 100) of `status=offMarket`, `status=forSale`,
+  `propertyType=singleFamily`, `minBeds=3` or `minYearBuilt=1960`, every sort and order.
+- **5. import**: `ingest.loader.load` of the synthetic set in one transaction (what
+  `propdata data generate` runs), the time spent generating records taken out; then
+  `markets.builder.rebuild`. A reused store reports the figures of the build that made it.
+- **6. memory**: VmRSS of each worker process after loads 1, 2 and 4 (the target's
+  measure), with its anonymous part; the rest is file pages, SQLite's memory map of the
+  database among them, which the page cache shares between workers.
+- **Cache hits**: a server with the cache on, 10 ids and 10 searches repeated, each asked
+  on fresh connections until it is a hit eight times running (the embedded cache is per
+  worker), then the warm-up and the run; wrk counts the `X-Cache` answers.
+- Latencies are wrk's, closed loop (each connection waits for its answer), so at saturation
+  p99 includes queueing. The machine is shared: compare ratios taken in the same run.
+"""
+
+
+def write_docs(markdown: str, path: Path = DOCS) -> None:
+    """Replace the section headed SECTION in `path` (up to the next "## "), or append it."""
+    text = path.read_text()
+    start = text.find("\n" + SECTION + "\n")
+    if start == -1:
+        text = text.rstrip("\n") + "\n\n" + markdown.rstrip("\n") + "\n"
+    else:
+        start += 1
+        following = re.search(r"^## ", text[start + len(SECTION) :], flags=re.MULTILINE)
+        end = start + len(SECTION) + following.start() if following else len(text)
+        text = (
+            text[:start] + markdown.rstrip("\n") + "\n" + ("\n" + text[end:] if following else "")
+        )
+    path.write_text(text)
+    log(f"wrote the table to {path}")
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument(
+        "--properties", type=int, help="synthetic properties (default 1,000,000; smoke 3,000)"
+    )
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--as-of", type=dt.date.fromisoformat, default=dt.date(2026, 11, 21),
+                   help="the as-of date of the data (fixed, so a built store can be reused)")  # fmt: skip
+    p.add_argument(
+        "--duration", type=float, help="seconds of wrk per scenario (default 20; smoke 2)"
+    )
+    p.add_argument(
+        "--warmup", type=float, help="seconds of warm-up before each (default 5; smoke 1)"
+    )
+    p.add_argument("--connections", type=int, default=16)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--wrk-threads", type=int, default=1,
+                   help="wrk threads (1 leaves the cores to the server; wrk is not the limit)")  # fmt: skip
+    p.add_argument("--scaleout", action="store_true", help="also PostgreSQL + Redis")
+    p.add_argument("--smoke", action="store_true", help="the small version CI runs")
+    p.add_argument("--write-docs", action="store_true", help="put the table in docs/performance.md")
+    p.add_argument("--folder", type=Path, default=BENCH / ".data", help="where stores are built")
+    p.add_argument("--no-datasette", action="store_true", help="leave the datasette comparison out")
+    args = p.parse_args(argv)
+    args.properties = args.properties or (3_000 if args.smoke else 1_000_000)
+    args.duration = args.duration or (2.0 if args.smoke else 20.0)
+    args.warmup = args.warmup if args.warmup is not None else (1.0 if args.smoke else 5.0)
+    args.ids = 200 if args.smoke else 5_000
+    args.searches = 300 if args.smoke else 3_000
+    args.check = 20 if args.smoke else 100
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    load_at_start = os.getloadavg()
+    started = time.monotonic()
+    command = "python bench/run.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    args.wrk = ensure_wrk()
+    args.folder.mkdir(parents=True, exist_ok=True)
+    logs = args.folder / "logs"
+    logs.mkdir(exist_ok=True)
+
+    log(f"data: {args.properties:,} properties, seed {args.seed}, as of {args.as_of}")
+    builds: dict[str, bench_data.Build] = {}
+    sqlite_build = asyncio.run(
+        bench_data.ensure_sqlite(args.folder, args.properties, args.seed, args.as_of)
+    )
+    builds["embedded"] = sqlite_build
+    db_path = Path(sqlite_build.url)
+    log(("reused" if sqlite_build.reused else "built") + f" {db_path}: import"
+        f" {sqlite_build.import_rate:,.0f} records/s, rebuild {sqlite_build.rebuild_s:.1f} s")  # fmt: skip
+    for stale in db_path.parent.glob(db_path.stem + "-usage.db*"):
+        stale.unlink()  # the limiter's counters start empty every run
+    key = asyncio.run(bench_data.create_key(str(db_path)))
+    sample = bench_data.sample(str(db_path), args.ids, 2_000, args.seed)
+    reqs = make_requests(args.folder / "requests", sample, args)
+
+    runs: dict[str, StoreRun] = {}
+    runs["embedded"] = run_store("embedded", {"PROPDATA_DATABASE_URL": str(db_path)}, key,
+                                 reqs, args, logs, None)  # fmt: skip
+    ds: DatasetteRun | None = None
+    if not args.no_datasette:
+        ds = run_datasette(db_path, reqs, runs["embedded"].search_answers, args, logs)
+
+    notes: list[str] = []
+    if args.scaleout:
+        why = scaleout_available()
+        if why:
+            notes.append(f"Scale-out skipped: PostgreSQL or Redis unreachable ({why}).")
+            log(notes[-1])
+        else:
+            root = args.folder
+            pg_build = asyncio.run(
+                bench_data.ensure_postgres(
+                    root, PG_URL, args.properties, args.seed, args.as_of, throwaway=args.smoke
+                )
+            )
+            builds["scale-out"] = pg_build
+            log(("reused" if pg_build.reused else "built") + f" PostgreSQL: import"
+                f" {pg_build.import_rate:,.0f} records/s, rebuild {pg_build.rebuild_s:.1f} s")  # fmt: skip
+            pg_key = asyncio.run(bench_data.create_key(pg_build.url))
+            notes.append(
+                f"Scale-out: {asyncio.run(bench_data.server_versions(PG_URL, REDIS_URL))}."
+            )
+            env = {"PROPDATA_DATABASE_URL": pg_build.url, "PROPDATA_REDIS_URL": REDIS_URL}
+            try:
+                runs["scale-out"] = run_store("scale-out", env, pg_key, reqs, args, logs,
+                                              runs["embedded"].bodies)  # fmt: skip
+            finally:
+                forget_redis_key(key_id_of(pg_build.url, pg_key))
+                if args.smoke:
+                    asyncio.run(bench_data.drop_postgres(PG_URL, pg_build.url))
+
+    rows = build_rows(builds, runs, ds)
+    judged = not args.smoke
+    size = f"{args.properties:,} properties (seed {args.seed}, as of {args.as_of})"
+    heading = (
+        f"{SECTION}\n`{command}` ({dt.date.today()}; {size}; {args.duration:g} s of wrk per"
+        f" scenario after {args.warmup:g} s of warm-up, {args.connections} connections,"
+        f" {args.workers} workers; {time.monotonic() - started:.0f} s in all).\n\n"
+        f"Machine: {machine_facts(load_at_start)}.\n\n"
+        "Targets are set for the embedded store (SQLite); scale-out rows (PostgreSQL and Redis"
+        " on this machine, over loopback) are judged against the same numbers for comparison.\n"
+    )
+    markdown = heading + "\n" + table(rows, judged) + "\n"
+    if notes:
+        markdown += "\n" + "\n".join(notes) + "\n"
+    if ds and ds.details:
+        markdown += "\nSearches whose rows differ from datasette's:\n" + "".join(
+            f"- `{d}`\n" for d in ds.details[:10]
+        )
+    markdown += "\n" + SCENARIO_NOTES
+    print(markdown)
+    if args.write_docs:
+        write_docs(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
