@@ -18,6 +18,7 @@ import random
 import resource
 import shutil
 import sqlite3
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from propdata.accounts.service import CustomLimits, KeyService
 from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import connect
-from propdata.markets.builder import rebuild
+from propdata.markets.builder import rebuild as rebuild_markets
 from propdata.migrations.schema import migrate
 
 
@@ -47,6 +48,8 @@ class Build:
     zip_codes: int
     built_at: str
     peak_rss_mb: float
+    commit: str = ""
+    """The code that built it (`code_version()`)."""
     reused: bool = False
 
     @property
@@ -84,7 +87,7 @@ async def build(url: str, properties: int, seed: int, as_of: dt.date) -> Build:
         if report.rejects:
             raise RuntimeError(f"the synthetic set had {len(report.rejects)} rejects")
         start = time.perf_counter()
-        zips = await rebuild(db, as_of)
+        zips = await rebuild_markets(db, as_of)
         rebuild_s = time.perf_counter() - start
     finally:
         await db.close()
@@ -94,6 +97,7 @@ async def build(url: str, properties: int, seed: int, as_of: dt.date) -> Build:
         rebuild_s=round(rebuild_s, 2), zip_codes=zips,
         built_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        commit=code_version(),
     )  # fmt: skip
 
 
@@ -113,12 +117,28 @@ def _matches(manifest: dict[str, Any] | None, properties: int, seed: int, as_of:
     )
 
 
-async def ensure_sqlite(root: Path, properties: int, seed: int, as_of: dt.date) -> Build:
-    """The SQLite store for these parameters under `root`, built when missing or different."""
+def code_version() -> str:
+    """The commit of the checkout, and whether src/ differs from it."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" with local changes in src/" if dirty else "")
+
+
+async def ensure_sqlite(
+    root: Path, properties: int, seed: int, as_of: dt.date, rebuild: bool = False
+) -> Build:
+    """The SQLite store for these parameters under `root`, built when missing or different
+    (or when `rebuild`)."""
     folder = root / f"sqlite-p{properties}-s{seed}-{as_of.isoformat()}"
     path = folder / "propdata.db"
     manifest = _manifest(folder)
-    if _matches(manifest, properties, seed, as_of) and path.exists():
+    if not rebuild and _matches(manifest, properties, seed, as_of) and path.exists():
         fields = {k: v for k, v in manifest.items() if k in Build.__dataclass_fields__}  # type: ignore[union-attr]
         return Build(**{**fields, "url": str(path), "reused": True})
     shutil.rmtree(folder, ignore_errors=True)
@@ -130,7 +150,13 @@ async def ensure_sqlite(root: Path, properties: int, seed: int, as_of: dt.date) 
 
 
 async def ensure_postgres(
-    root: Path, pg_url: str, properties: int, seed: int, as_of: dt.date, throwaway: bool = False
+    root: Path,
+    pg_url: str,
+    properties: int,
+    seed: int,
+    as_of: dt.date,
+    throwaway: bool = False,
+    rebuild: bool = False,
 ) -> Build:
     """The same data in a PostgreSQL schema of its own (bench_p<N>_s<seed>_<as-of>), reused
     likewise; a `throwaway` one (smoke runs) has a random name and is never reused."""
@@ -144,7 +170,7 @@ async def ensure_postgres(
     manifest = _manifest(folder)
     conn = await asyncpg.connect(pg_url, timeout=10)
     try:
-        if _matches(manifest, properties, seed, as_of):
+        if not rebuild and _matches(manifest, properties, seed, as_of):
             exists = await conn.fetchval(
                 "SELECT count(*) FROM information_schema.tables"
                 " WHERE table_schema = $1 AND table_name = 'properties'",
