@@ -116,7 +116,8 @@ def search_mix(rows: Sequence[dict[str, Any]], count: int, seed: int) -> list[Se
     Search i always carries filter i mod 14, so each filter is used as often as the others;
     a place (ZIP code, city, state) comes with most searches, as in an application, and about
     one in five has no place at all (a national search, the costliest to count). Up to three
-    further filters are drawn around one real record, so most searches find something. Every
+    further filters are drawn around one real record, so most searches find something; price
+    and days-on-market filters come with a listing status (never offMarket). Every
     page is the first (offset 0): datasette's table API pages by cursor, not offset; deep
     offsets have a scenario of their own. Drawn values make nearly every search distinct;
     bench/run.py asks for more than a run can answer, so none repeats within a run and no
@@ -139,6 +140,14 @@ def search_mix(rows: Sequence[dict[str, Any]], count: int, seed: int) -> list[Se
         wanted += rng.sample(others, rng.randint(0, 3))
         for name in dict.fromkeys(wanted):
             params.update(_filter(name, row, rng))
+        # Off-market records have no list price and no days on market, so no application
+        # asks for them with those filters: a listing filter comes with a listing status,
+        # as docs/api.md advises for prices.
+        if {"minPrice", "maxPrice", "maxDaysOnMarket"} & params.keys():
+            if params.get("status") == "offMarket":
+                params["status"] = rng.choice(("forSale", "forSale", "forSale", "forRent"))
+            elif "status" not in params and rng.random() < 0.5:
+                params["status"] = "forSale"
         for low, high in (("minPrice", "maxPrice"), ("minBeds", "maxBeds"), ("minSqft", "maxSqft")):
             if low in params and high in params and params[low] > params[high]:
                 params[low], params[high] = params[high], params[low]

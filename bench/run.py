@@ -723,8 +723,10 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
 - **2. search mix**: first pages of `GET /v1/properties` and `/v1/properties/search`; search i
   always carries filter i mod 14, so every filter is used evenly; most add a place (ZIP 35 %,
   city 25 %, state 20 %; 20 % are national), up to three more filters drawn around a real
-  record, a random sort and order (defaults sometimes left unstated) and page sizes up to
-  100. `meta.total` is exact in every answer.
+  record (price and days-on-market filters with a listing status, never `offMarket`, whose
+  records have neither), a random sort and order (defaults sometimes left unstated) and page
+  sizes up to 100. 40,000 distinct searches, so none repeats within a run and no total the
+  service keeps for a set of filters is reused. `meta.total` is exact in every answer.
 - **3. datasette**: datasette 0.65 in its own environment, serving the same SQLite file
   immutable on the same server settings and worker count, asked the same searches in its
   table filters (`zip_code__exact`, `city_key__exact` (our normalised city), `list_price__gte`,
@@ -736,7 +738,9 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   tie group but the page's last are equal (ascending sorts on a nullable column are compared
   against datasette's non-null rows).
 - **4. offset**: page 100,000 (sizes 10 to 100) of `status=offMarket`, `status=forSale`,
-  `propertyType=singleFamily`, `minBeds=3` or `minYearBuilt=1960`, every sort and order.
+  `propertyType=singleFamily`, `minBeds=3` or `minYearBuilt=1960`, each with a `minSqft`
+  between 0 and 600 (nearly every record passes it; it keeps filter sets distinct), every
+  sort and order.
 - **5. import**: `ingest.loader.load` of the synthetic set in one transaction (what
   `propdata data generate` runs), the time spent generating records taken out; then
   `markets.builder.rebuild`. A reused store reports the figures of the build that made it.
