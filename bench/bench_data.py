@@ -140,6 +140,7 @@ async def ensure_sqlite(
     manifest = _manifest(folder)
     if not rebuild and _matches(manifest, properties, seed, as_of) and path.exists():
         fields = {k: v for k, v in manifest.items() if k in Build.__dataclass_fields__}  # type: ignore[union-attr]
+        await refresh_statistics(str(path))
         return Build(**{**fields, "url": str(path), "reused": True})
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -179,6 +180,7 @@ async def ensure_postgres(
             if exists:
                 stored = await conn.fetchval(f"SELECT count(*) FROM {schema}.properties")
                 if stored == properties:
+                    await refresh_statistics(url)
                     fields = {k: v for k, v in manifest.items() if k in Build.__dataclass_fields__}  # type: ignore[union-attr]
                     return Build(**{**fields, "url": url, "reused": True})
         await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
@@ -195,6 +197,26 @@ async def ensure_postgres(
         await conn.close()
     (folder / "manifest.json").write_text(json.dumps(asdict(made), indent=2))
     return made
+
+
+async def refresh_statistics(url: str) -> None:
+    """Leave the planner statistics a load by the current code would leave.
+
+    A reused store was loaded by the code of its day; how loads end (which statistics they
+    gather) changes with the service, and the planner's choices with it.
+    """
+    from propdata.properties.repository import PropertyRepository
+
+    db = await connect(url)
+    try:
+        await migrate(db)
+        optimize = getattr(PropertyRepository(db), "optimize", None)
+        if optimize is not None:
+            await optimize()
+    finally:
+        await db.close()
+    if not url.startswith(("postgresql://", "postgres://")):
+        checkpoint(Path(url))
 
 
 async def drop_postgres(pg_url: str, url: str) -> None:

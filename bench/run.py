@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import fcntl
 import json
 import os
 import platform
@@ -743,7 +744,8 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   sort and order.
 - **5. import**: `ingest.loader.load` of the synthetic set in one transaction (what
   `propdata data generate` runs), the time spent generating records taken out; then
-  `markets.builder.rebuild`. A reused store reports the figures of the build that made it.
+  `markets.builder.rebuild`. A reused store reports the figures of the build that made it
+  (its planner statistics are refreshed as a load by the current code leaves them).
 - **6. memory**: VmRSS of each worker process after loads 1, 2 and 4 (the target's
   measure), with its anonymous part; the rest is file pages, SQLite's memory map of the
   database among them, which the page cache shares between workers.
@@ -817,11 +819,19 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    load_at_start = os.getloadavg()
-    started = time.monotonic()
     command = "python bench/run.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     args.wrk = ensure_wrk()
     args.folder.mkdir(parents=True, exist_ok=True)
+    lock = (args.folder / "run.lock").open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        # Another run builds or measures these stores: sharing them would corrupt a build,
+        # and sharing the cores would spoil both runs' figures.
+        log(f"another benchmark run holds {args.folder}; waiting for it to finish")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    load_at_start = os.getloadavg()
+    started = time.monotonic()
     logs = args.folder / "logs"
     logs.mkdir(exist_ok=True)
 
