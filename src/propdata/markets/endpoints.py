@@ -9,10 +9,18 @@ from litestar import Request, get
 from litestar.params import PathParameter, QueryParameter
 
 from propdata.errors import InvalidParameter
-from propdata.kit.http import MAX_INT, RATE_HEADERS, errors
+from propdata.kit.http import RATE_HEADERS, errors
 from propdata.markets.schemas import MarketHistoryResponse, MarketResponse, MarketSearchResponse
 from propdata.markets.service import MarketService
-from propdata.properties.endpoints import STATE, TEXT, applied_page_size, city_filter, state_code
+from propdata.properties.endpoints import (
+    CityQuery,
+    PageLimit,
+    PageOffset,
+    StateQuery,
+    applied_page_size,
+    city_filter,
+    state_code,
+)
 
 _ZIP = re.compile(r"^\d{5}$")
 
@@ -39,27 +47,14 @@ def _zip(value: str) -> str:
 )
 async def search_markets(
     request: Request[Any, Any, Any],
-    city: Annotated[
-        str | None,
-        QueryParameter(
-            min_length=1, max_length=100, pattern=TEXT, description="City name, any case"
-        ),
-    ] = None,
-    state_: Annotated[
-        str | None,
-        QueryParameter(name="state", pattern=STATE, description="Two-letter state code"),
-    ] = None,
+    city: CityQuery = None,
+    state_: StateQuery = None,
     zipCode: Annotated[
         str | None,
         QueryParameter(pattern=r"^\d{1,5}$", description="ZIP code or its first 1-4 digits"),
     ] = None,
-    limit: Annotated[
-        int | None,
-        QueryParameter(
-            ge=1, le=MAX_INT, description="Page size; plan default, clamped to the plan maximum"
-        ),
-    ] = None,
-    offset: Annotated[int, QueryParameter(ge=0, le=MAX_INT, description="Results to skip")] = 0,
+    limit: PageLimit = None,
+    offset: PageOffset = 0,
 ) -> MarketSearchResponse:
     """Search ZIP-code markets by city, state or ZIP prefix, in ZIP order."""
     size = applied_page_size(request, limit)

@@ -40,6 +40,26 @@ STATE = (
 NON_NEGATIVE = {"minimum": 0}
 
 
+# Parameters several operations take, declared once (used as they are: wrapping an Annotated
+# alias in another QueryParameter would drop its constraints from the OpenAPI document).
+CityQuery = Annotated[
+    str | None,
+    QueryParameter(min_length=1, max_length=100, pattern=TEXT, description="City name, any case"),
+]
+StateQuery = Annotated[
+    str | None,
+    QueryParameter(name="state", pattern=STATE, description="Two-letter state code, any case"),
+]
+PageLimit = Annotated[
+    int | None,
+    QueryParameter(
+        ge=1, le=MAX_INT, description="Page size; plan default, clamped to the plan maximum"
+    ),
+]
+PageOffset = Annotated[int, QueryParameter(ge=0, le=MAX_INT, description="Results to skip")]
+PropertyId = Annotated[str, PathParameter(description="Property id")]
+
+
 def _money(description: str) -> Any:
     return QueryParameter(ge=0, le=MAX_INT, description=description, schema_extra=NON_NEGATIVE)
 
@@ -81,16 +101,8 @@ async def search_properties(
     zipCode: Annotated[
         str | None, QueryParameter(pattern=ZIP, description="Five-digit ZIP code")
     ] = None,
-    city: Annotated[
-        str | None,
-        QueryParameter(
-            min_length=1, max_length=100, pattern=TEXT, description="City name, any case"
-        ),
-    ] = None,
-    state_: Annotated[
-        str | None,
-        QueryParameter(name="state", pattern=STATE, description="Two-letter state code, any case"),
-    ] = None,
+    city: CityQuery = None,
+    state_: StateQuery = None,
     status: Annotated[Status | None, QueryParameter(description="Listing status")] = None,
     propertyType: Annotated[
         PropertyType | None, QueryParameter(description="Property type")
@@ -112,13 +124,8 @@ async def search_properties(
         QueryParameter(ge=0, le=9999, description="Minimum year built", schema_extra=NON_NEGATIVE),
     ] = None,
     maxDaysOnMarket: Annotated[int | None, _count("Maximum days on market")] = None,
-    limit: Annotated[
-        int | None,
-        QueryParameter(
-            ge=1, le=MAX_INT, description="Page size; plan default, clamped to the plan maximum"
-        ),
-    ] = None,
-    offset: Annotated[int, QueryParameter(ge=0, le=MAX_INT, description="Results to skip")] = 0,
+    limit: PageLimit = None,
+    offset: PageOffset = 0,
     sort: Annotated[SortField, QueryParameter(description="Sort field")] = "lastUpdated",
     order: Annotated[SortOrder, QueryParameter(description="Sort order")] = "desc",
 ) -> SearchResponse:
@@ -192,9 +199,7 @@ async def lookup_property(
     summary="Get a property",
     operation_id="getProperty",
 )
-async def get_property(
-    request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]
-) -> PropertyResponse:
+async def get_property(request: Request[Any, Any, Any], id: PropertyId) -> PropertyResponse:
     """Return one property record with every field of the contract."""
     return PropertyResponse(data=await _service(request).detail(id))
 
@@ -207,9 +212,7 @@ async def get_property(
     summary="Price and tax history of a property",
     operation_id="getPropertyHistory",
 )
-async def get_property_history(
-    request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]
-) -> HistoryResponse:
+async def get_property_history(request: Request[Any, Any, Any], id: PropertyId) -> HistoryResponse:
     """Return a property's price history (newest first) and tax history."""
     return HistoryResponse(data=await _service(request).history(id))
 
@@ -223,7 +226,7 @@ async def get_property_history(
     operation_id="getPropertyValuation",
 )
 async def get_property_valuation(
-    request: Request[Any, Any, Any], id: Annotated[str, PathParameter(description="Property id")]
+    request: Request[Any, Any, Any], id: PropertyId
 ) -> ValuationResponse:
     """Return the value and rent estimates, gross yield and the closest comparable sales."""
     return ValuationResponse(data=await _service(request).valuation(id))
