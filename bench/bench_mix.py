@@ -164,12 +164,13 @@ def search_mix(rows: Sequence[dict[str, Any]], count: int, seed: int) -> list[Se
 
 
 def offset_mix(count: int, seed: int, offset: int = 100_000) -> list[Search]:
-    """Page `offset` of a filtered search, over every sort and order.
+    """Page `offset` of a search with one filter, over every sort, order and a few sizes.
 
-    The filters match well over 100,000 records at 1,000,000 properties: a broad one
-    (status, type, bedrooms, age) and a `minSqft` between 0 and 600 that leaves nearly every
-    record in, so requests seldom share a filter set and a total the service keeps for one
-    set of filters is not reused by the next request.
+    Each filter matches well over 100,000 records at 1,000,000 properties. There are only
+    five of them, like a client paging deep into one search: the service keeps the exact
+    total of a set of filters, so after each worker's first request the cost measured is
+    the page's, which is what this scenario is about. (An extra filter to make every
+    request distinct would change the query plan, not just the counting.)
     """
     rng = random.Random(seed)
     filters: list[dict[str, Any]] = [
@@ -182,9 +183,8 @@ def offset_mix(count: int, seed: int, offset: int = 100_000) -> list[Search]:
     searches = []
     for i in range(count):
         params = dict(filters[i % len(filters)])
-        params.update(minSqft=rng.randint(0, 600), sort=rng.choice(SORTS),
-                      order=rng.choice(("asc", "desc")), limit=rng.choice((10, 25, 50, 100)),
-                      offset=offset)  # fmt: skip
+        params.update(sort=rng.choice(SORTS), order=rng.choice(("asc", "desc")),
+                      limit=rng.choice((10, 25, 50, 100)), offset=offset)  # fmt: skip
         searches.append(Search(params))
     return searches
 

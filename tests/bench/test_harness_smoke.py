@@ -110,15 +110,24 @@ def test_search_mix_uses_every_search_parameter() -> None:
 
 def test_write_docs_replaces_only_its_section(tmp_path: Path) -> None:
     run = _bench_module("bench_run")
+    new = f"## Benchmark (make bench)\nnew table\n{run.END}\n"
     doc = tmp_path / "performance.md"
     doc.write_text(
-        "# Performance\n\n## Before\nkept\n\n## Benchmark (make bench)\nold\n\n## After\nkept too\n"
+        "# Performance\n\n## Before\nkept\n\n## Benchmark (make bench)\nold\n\n## After\nkept\n"
     )
-    run.write_docs("## Benchmark (make bench)\nnew table\n", doc)
+    run.write_docs(new, doc)
     assert doc.read_text() == (
-        "# Performance\n\n## Before\nkept\n\n## Benchmark (make bench)\nnew table\n\n## After\nkept too\n"
+        f"# Performance\n\n## Before\nkept\n\n## Benchmark (make bench)\nnew table\n{run.END}\n"
+        "\n## After\nkept\n"
+    )
+    # notes under the generated part's end survive the next run
+    doc.write_text(doc.read_text().replace(run.END + "\n", run.END + "\n\n### A/B\nnotes\n"))
+    run.write_docs(new.replace("new table", "newer table"), doc)
+    assert doc.read_text() == (
+        f"# Performance\n\n## Before\nkept\n\n## Benchmark (make bench)\nnewer table\n{run.END}\n"
+        "\n### A/B\nnotes\n\n## After\nkept\n"
     )
     plain = tmp_path / "plain.md"
     plain.write_text("# Performance\n\nintro\n")
-    run.write_docs("## Benchmark (make bench)\nfirst\n", plain)
-    assert plain.read_text() == "# Performance\n\nintro\n\n## Benchmark (make bench)\nfirst\n"
+    run.write_docs(new, plain)
+    assert plain.read_text() == f"# Performance\n\nintro\n\n{new}"
