@@ -237,3 +237,22 @@ async def test_custom_enterprise_limits_apply_on_the_next_request(fresh: Any) ->
         response.headers["x-ratelimit-limit"] == "3" and response.headers["x-quota-limit"] == "50"
     )
     assert (await client.get("/v1/properties", headers=headers)).json()["meta"]["limit"] == 7
+
+
+async def test_kept_search_totals_follow_a_load(fresh: Any) -> None:
+    """Totals are kept per data version: a load changes meta.total on the very next search."""
+    client, _clock, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key("enterprise"))
+    before = (await client.get("/v1/properties?zipCode=50010", headers=headers)).json()["meta"][
+        "total"
+    ]
+    assert (await client.get("/v1/properties?zipCode=50010&offset=5", headers=headers)).json()[
+        "meta"
+    ]["total"] == before
+    db = await fresh.db()
+    await load(db, [(1, record("t-901"))], origin="import", as_of=AS_OF)  # Ames 50010
+    await db.close()
+    after = (await client.get("/v1/properties?zipCode=50010", headers=headers)).json()["meta"][
+        "total"
+    ]
+    assert after == before + 1
