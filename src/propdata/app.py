@@ -50,6 +50,7 @@ class Services:
     cache: ResponseCache
 
     async def close(self) -> None:
+        await self.properties.close()
         await self.cache.close()
         await self.limiter.close()
         await self.db.close()
@@ -96,7 +97,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         settings=settings,
         db=db,
         keys=KeyService(db),
-        properties=PropertyService(db),
+        properties=PropertyService(db, search_index=settings.search_index),
         markets=MarketService(db),
         limiter=limiter,
         cache=cache,
@@ -137,6 +138,10 @@ async def health(request: Request[Any, Any, Any]) -> Response[Health]:
     status = "down" if checks["database"] != "ok" else "ok"
     if status == "ok" and any(v != "ok" for v in checks.values()):
         status = "degraded"
+    # Informational: while the index builds (at start, after a load) searches are exact but
+    # answered by SQL, slower; that is not a degraded service.
+    if checks["database"] == "ok":
+        checks["searchIndex"] = await services.properties.index_status()
     return Response(
         Health(status=status, checks=checks), status_code=503 if status == "down" else 200
     )
@@ -163,6 +168,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         services = await build_services(settings, clock)
         app.state.services = services
+        services.properties.warm()
         try:
             yield
         finally:

@@ -160,9 +160,12 @@ PLANS = [
 
 
 def ddl(statement: str, dialect: str) -> str:
-    """One schema for both stores: SQLite's INTEGER/REAL become BIGINT/DOUBLE PRECISION."""
+    """One schema for both stores: SQLite's INTEGER/REAL become BIGINT/DOUBLE PRECISION, and
+    text ids compare by bytes on both (SQLite's BINARY; PostgreSQL's "C", whatever the
+    database's collation), so ties in a sort and the search index agree on either store."""
     if dialect != "postgresql":
         return statement
+    statement = statement.replace("id TEXT PRIMARY KEY", 'id TEXT COLLATE "C" PRIMARY KEY')
     return re.sub(r"\bREAL\b", "DOUBLE PRECISION", re.sub(r"\bINTEGER\b", "BIGINT", statement))
 
 

@@ -128,6 +128,23 @@ class PropertyRepository:
             [*params, limit, offset],
         )
 
+    async def search_rows(self, ids: Sequence[str]) -> list[Row]:
+        """Search items of these ids, in the order given (ids no longer stored are left out)."""
+        if not ids:
+            return []
+        rows = await self.db.fetch_all(
+            f"{_PAGE} FROM properties WHERE id IN ({', '.join('?' for _ in ids)})", list(ids)
+        )
+        by_id = {row[0]: row for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def index_page(self, columns: Sequence[str], after: str | None, limit: int) -> list[Row]:
+        """One page of the search index's columns, in id order, after the id `after`."""
+        select = f"SELECT {', '.join(columns)} FROM properties"
+        if after is None:
+            return await self.db.fetch_all(f"{select} ORDER BY id LIMIT ?", (limit,))
+        return await self.db.fetch_all(f"{select} WHERE id > ? ORDER BY id LIMIT ?", (after, limit))
+
     async def count_matches(self, filters: SearchFilters) -> int:
         """The exact number of matches."""
         where, params = _where(filters)

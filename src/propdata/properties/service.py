@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import math
 from collections import OrderedDict
 from typing import Any
@@ -9,6 +12,7 @@ from typing import Any
 from propdata.errors import AmbiguousAddress, NotFound
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database, Row
+from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, SearchIndex
 from propdata.properties.repository import PropertyRepository, SearchFilters
 from propdata.properties.schemas import (
     Address,
@@ -30,15 +34,73 @@ from propdata.properties.schemas import (
 
 COMPARABLES = 5
 TOTALS_KEPT = 20_000
+INDEX_PAGE = 50_000
+
+log = logging.getLogger("propdata")
 
 
 class PropertyService:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, search_index: bool = True) -> None:
         self.repo = PropertyRepository(db)
         # Exact totals by (store id, data version, filters): only a load changes the data and
         # every load bumps the version, so a kept total is never stale. Paging through one
-        # search counts once.
+        # search counts once. (Used while the search index is off or being built.)
         self._totals: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._use_index = search_index
+        self._index: SearchIndex | None = None
+        self._building: asyncio.Task[None] | None = None
+
+    # -- the search index ----------------------------------------------------------------
+
+    async def index_status(self) -> str:
+        """The index: "ok" when it answers for the current data, "building", or "off"."""
+        if not self._use_index:
+            return "off"
+        current = self._current_index(await self.repo.cache_namespace())
+        return "ok" if current is not None else "building"
+
+    def warm(self) -> None:
+        """Start building the search index (at start-up, so the first searches find it)."""
+        if self._use_index and self._index is None and self._building is None:
+            self._building = asyncio.create_task(self._build())
+
+    async def close(self) -> None:
+        if self._building is not None and not self._building.done():
+            self._building.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._building
+
+    def _current_index(self, namespace: str) -> SearchIndex | None:
+        """The index when it was built from this data version; else start building it."""
+        if not self._use_index:
+            return None
+        index = self._index
+        if index is not None and index.namespace == namespace:
+            return index
+        self._index = None  # built from an older version: it can never answer again
+        if self._building is None or self._building.done():
+            self._building = asyncio.create_task(self._build())
+        return None
+
+    async def _build(self) -> None:
+        try:
+            namespace = await self.repo.cache_namespace()
+            builder = IndexBuilder(namespace)
+            while True:
+                rows = await self.repo.index_page(INDEX_COLUMNS, builder.last_id, INDEX_PAGE)
+                builder.add(rows)
+                if len(rows) < INDEX_PAGE:
+                    break
+                await asyncio.sleep(0)  # let requests in between pages
+            if await self.repo.cache_namespace() != namespace:
+                return  # a load landed meanwhile: the next search starts again
+            index = await asyncio.to_thread(builder.finish)  # numpy's sorts release the GIL
+            self._index = index
+            log.info("search index ready: %d properties, %.0f MB", index.size, index.nbytes / 1e6)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # searches go on through SQL; the next one tries again
+            log.exception("building the search index failed")
 
     async def data_version(self) -> int:
         return await self.repo.data_version()
@@ -93,8 +155,17 @@ class PropertyService:
     async def search(
         self, filters: SearchFilters, sort: str, order: str, limit: int, offset: int
     ) -> SearchResponse:
-        rows = await self.repo.search_page(filters, sort, order, limit, offset)
-        total = await self._total(filters)
+        namespace = await self.repo.cache_namespace()
+        index = self._current_index(namespace)
+        rows: list[Row] | None = None
+        if index is not None:
+            total, ids = index.search(filters, sort, order, limit, offset)
+            rows = await self.repo.search_rows(ids)
+            if len(rows) != len(ids) or await self.repo.cache_namespace() != namespace:
+                rows = None  # a load landed while we read: answer from the store itself
+        if rows is None:
+            rows = await self.repo.search_page(filters, sort, order, limit, offset)
+            total = await self._total(filters)
         items = [
             PropertySearchItem(
                 id=r[0],
