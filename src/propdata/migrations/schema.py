@@ -144,10 +144,24 @@ INDEXES = [
     # Range filters on these count from the index alone (national minSqft: 170 ms -> 8 ms).
     "CREATE INDEX IF NOT EXISTS ix_prop_dom ON properties (days_on_market, id)",
     "CREATE INDEX IF NOT EXISTS ix_prop_area ON properties (living_area, id)",
+    # Every filter can be answered from an index when the search index is off or building
+    # (tests/properties/test_plans.py checks each with EXPLAIN).
+    "CREATE INDEX IF NOT EXISTS ix_prop_type ON properties (property_type)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_beds ON properties (bedrooms)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_baths ON properties (bathrooms)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_year ON properties (year_built)",
     "CREATE INDEX IF NOT EXISTS ix_prop_origin ON properties (origin)",
     "CREATE INDEX IF NOT EXISTS ix_prop_street ON properties (street_key, city_key, state)",
     "CREATE INDEX IF NOT EXISTS ix_events_kind ON price_events (event, date)",
     "CREATE INDEX IF NOT EXISTS ix_market_place ON market_snapshots (state, city_key)",
+]
+
+POSTGRES_INDEXES = [
+    # "ORDER BY x DESC NULLS LAST, id DESC": SQLite walks (x, id) backwards for it; a
+    # PostgreSQL b-tree read backwards gives nulls first, so it needs these.
+    "CREATE INDEX IF NOT EXISTS ix_prop_price_desc ON properties (list_price DESC NULLS LAST, id DESC)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_dom_desc ON properties (days_on_market DESC NULLS LAST, id DESC)",
+    "CREATE INDEX IF NOT EXISTS ix_prop_area_desc ON properties (living_area DESC NULLS LAST, id DESC)",
 ]
 
 PLANS = [
@@ -179,7 +193,8 @@ async def migrate(db: Database) -> None:
         if db.dialect == "postgresql":
             # Several workers may start at once; one migrates, the others wait for it.
             await db.execute("SELECT pg_advisory_xact_lock(7231001)")
-        for statement in TABLES + INDEXES:
+        extra = POSTGRES_INDEXES if db.dialect == "postgresql" else []
+        for statement in TABLES + INDEXES + extra:
             await db.execute(ddl(statement, db.dialect))
         for plan in PLANS:
             await db.execute(
