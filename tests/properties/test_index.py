@@ -139,7 +139,7 @@ async def test_index_answers_what_sql_answers(
         await db.close()
 
 
-def test_float32_columns_compare_exactly() -> None:
+def test_narrow_float_columns_compare_exactly() -> None:
     """Sizes are kept as float32 when exact; a bound between two float32 values still
     compares as SQL compares the integer."""
     builder = IndexBuilder("s.1")
@@ -159,6 +159,13 @@ def test_float32_columns_compare_exactly() -> None:
         2,
         ["p1", "p0"],
     )
+    # Bounds beyond a float16 column's range (bedrooms) compare as SQL compares them.
+    assert index.nums["bedrooms"].dtype == np.float16
+    assert index.search(SearchFilters(max_beds=10**12), "livingArea", "asc", 10, 0)[0] == 4
+    assert index.search(SearchFilters(min_beds=10**12), "livingArea", "asc", 10, 0)[0] == 0
+    assert index.search(SearchFilters(min_beds=-(10**12)), "livingArea", "asc", 10, 0)[0] == 4
+    assert index.search(SearchFilters(min_baths=0.9999), "livingArea", "asc", 10, 0)[0] == 4
+    assert index.search(SearchFilters(min_baths=1.0001), "livingArea", "asc", 10, 0)[0] == 0
     # A price that float32 cannot hold keeps the column in float64.
     builder = IndexBuilder("s.1")
     builder.add([("p0", "z", "c", "IA", "forSale", None, 2**53 - 1, None, None, None, None,

@@ -47,7 +47,9 @@ class IndexBuilder:
     """Collects pages of `INDEX_COLUMNS` rows (in id order) and makes the index."""
 
     namespace: str
-    _ids: list[bytes] = field(default_factory=list)
+    size: int = 0
+    _ids: list[npt.NDArray[np.uint8]] = field(default_factory=list)
+    _id_lengths: list[npt.NDArray[np.int64]] = field(default_factory=list)
     _codes: dict[str, dict[Any, int]] = field(
         default_factory=lambda: {name: {} for name in CATEGORICAL}
     )
@@ -57,14 +59,19 @@ class IndexBuilder:
     _nums: dict[str, list[npt.NDArray[np.float64]]] = field(
         default_factory=lambda: {name: [] for name in NUMERIC}
     )
-    _updated: list[str] = field(default_factory=list)
+    _updated: list[npt.NDArray[np.bytes_]] = field(default_factory=list)
     last_id: str | None = None
 
     def add(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Take one page: it is turned into arrays at once, so no Python object per row
+        outlives the page (they would stay in the worker's resident memory)."""
         if not rows:
             return
+        self.size += len(rows)
         columns = list(zip(*rows, strict=True))
-        self._ids.extend(i.encode() for i in columns[0])
+        encoded = [i.encode() for i in columns[0]]
+        self._ids.append(np.frombuffer(b"".join(encoded), np.uint8))
+        self._id_lengths.append(np.fromiter(map(len, encoded), np.int64, count=len(encoded)))
         for n, name in enumerate(CATEGORICAL, start=1):
             codes = self._codes[name]
             self._cats[name].append(
@@ -72,16 +79,17 @@ class IndexBuilder:
             )
         for n, name in enumerate(NUMERIC, start=1 + len(CATEGORICAL)):
             self._nums[name].append(np.array(columns[n], dtype=np.float64))  # None -> NaN
-        self._updated.extend(columns[-1])
+        self._updated.append(np.array([u.encode() for u in columns[-1]], dtype=np.bytes_))
         self.last_id = rows[-1][0]
 
     def finish(self) -> SearchIndex:
-        size = len(self._ids)
-        lengths = np.fromiter((len(i) for i in self._ids), np.int64, count=size)
-        offsets = np.zeros(size + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        id_bytes = np.frombuffer(b"".join(self._ids), np.uint8).copy()
+        size = self.size
+        id_bytes = np.concatenate(self._ids) if self._ids else np.zeros(0, np.uint8)
+        lengths = np.concatenate(self._id_lengths) if self._id_lengths else _ints()
         self._ids.clear()
+        self._id_lengths.clear()
+        offsets = np.zeros(size + 1, np.int32 if len(id_bytes) < 2**31 else np.int64)
+        np.cumsum(lengths, out=offsets[1:])
         cats = {name: _narrow(np.concatenate(self._cats.pop(name) or [_ints()]), len(codes))
                 for name, codes in self._codes.items()}  # fmt: skip
         nums = {name: _compact(np.concatenate(self._nums.pop(name) or [_floats()]))
@@ -90,8 +98,7 @@ class IndexBuilder:
         known: dict[str, int] = {}
         for column in SORT_COLUMNS.values():
             if column == "last_updated":
-                width = max((len(u) for u in self._updated), default=1)
-                text = np.array(self._updated, dtype=f"S{width}")
+                text = np.concatenate(self._updated) if self._updated else np.zeros(0, "S1")
                 self._updated.clear()
                 orders[column] = np.argsort(text, kind="stable").astype(np.int32)
                 known[column] = size
@@ -126,26 +133,40 @@ def _narrow(codes: npt.NDArray[np.int32], distinct: int) -> npt.NDArray[Any]:
 
 
 def _compact(values: npt.NDArray[np.float64]) -> npt.NDArray[Any]:
-    """float32 when every value survives it exactly (half the memory), else float64."""
-    small = values.astype(np.float32)
-    if np.array_equal(small.astype(np.float64), values, equal_nan=True):
-        return small
+    """The smallest float type every value survives exactly (bedrooms and years fit float16,
+    most prices and sizes float32); comparisons stay exact through `_at_least`/`_at_most`."""
+    for kind in (np.float16, np.float32):
+        with np.errstate(over="ignore"):
+            small = values.astype(kind)
+        if np.array_equal(small.astype(np.float64), values, equal_nan=True):
+            return small
     return values
 
 
+def _bound(kind: Any, value: float) -> Any:
+    """`value` in the column's float type, or an infinity beyond its range (no warning)."""
+    largest = float(np.finfo(kind).max)
+    if abs(value) > largest:
+        return kind(np.inf if value > 0 else -np.inf)
+    return kind(value)
+
+
 def _at_least(column: npt.NDArray[Any], value: float) -> BoolArray:
-    """`column >= value` exactly, also when the column is float32 and the value is not."""
-    bound = column.dtype.type(value)
+    """`column >= value` exactly, also when the column is float16/32 and the value is not
+    representable in it: the bound becomes the smallest value of the type not below it."""
+    kind = column.dtype.type
+    bound = _bound(kind, value)
     if float(bound) < value:
-        bound = np.nextafter(bound, column.dtype.type(np.inf))
+        bound = np.nextafter(bound, kind(np.inf))
     result: BoolArray = column >= bound
     return result
 
 
 def _at_most(column: npt.NDArray[Any], value: float) -> BoolArray:
-    bound = column.dtype.type(value)
+    kind = column.dtype.type
+    bound = _bound(kind, value)
     if float(bound) > value:
-        bound = np.nextafter(bound, column.dtype.type(-np.inf))
+        bound = np.nextafter(bound, kind(-np.inf))
     result: BoolArray = column <= bound
     return result
 
@@ -156,7 +177,7 @@ class SearchIndex:
     """`store_id.data_version` the index was built from: it answers for that version only."""
     size: int
     id_bytes: npt.NDArray[np.uint8]
-    id_offsets: npt.NDArray[np.int64]
+    id_offsets: npt.NDArray[Any]
     codes: dict[str, dict[Any, int]]
     cats: dict[str, npt.NDArray[Any]]
     nums: dict[str, npt.NDArray[Any]]
