@@ -187,6 +187,16 @@ def memory_mb(pid: int) -> tuple[float, float]:
     return found["VmRSS"], found["RssAnon"]
 
 
+def _search_index(answer: httpx.Response) -> str | None:
+    """The searchIndex check of our /health (None for the other servers' probes)."""
+    try:
+        body = answer.json()
+    except ValueError:
+        return None
+    checks = body.get("checks") if isinstance(body, dict) else None
+    return checks.get("searchIndex") if isinstance(checks, dict) else None
+
+
 class Server:
     """A uvicorn server in its own process group, with N workers (or one process)."""
 
@@ -216,10 +226,19 @@ class Server:
         else:
             self.__exit__()
             raise RuntimeError(f"{self.name} did not start; see {self.log_path}")
-        # Each worker opens its stores in its lifespan: ask until every one has answered.
-        with httpx.Client(base_url=self.base, timeout=60) as client:
-            for _ in range(self.workers * 8):
-                client.get(self.probe)
+        # Each worker opens its stores in its lifespan: ask until every one has answered,
+        # and (our API) until every worker's search index is built: 8 answers in a row from
+        # new connections, which the kernel spreads over the workers.
+        deadline, in_a_row = time.monotonic() + 600, 0
+        while in_a_row < self.workers * 8:
+            with httpx.Client(base_url=self.base, timeout=60) as client:
+                answer = client.get(self.probe)
+            index = _search_index(answer)
+            in_a_row = in_a_row + 1 if index in (None, "ok", "off") else 0
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name}: the search index was not built in 600 s")
+            if in_a_row == 0:
+                time.sleep(0.5)
         return self
 
     def _answers(self) -> bool:
