@@ -132,6 +132,13 @@ TABLES = [
         created_at TEXT NOT NULL,
         revoked_at TEXT
     )""",
+    # The comparable sales behind each stored value estimate (valuation.service), as a JSON
+    # list: one row per property keeps a million-property rebuild to a million inserts.
+    """
+    CREATE TABLE IF NOT EXISTS valuation_comparables (
+        property_id TEXT PRIMARY KEY,
+        comparables TEXT NOT NULL
+    )""",
 ]
 
 INDEXES = [

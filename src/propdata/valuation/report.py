@@ -1,0 +1,340 @@
+"""The valuation model's accuracy on held-out sales: `python -m propdata.valuation.report`.
+
+Builds the demo store (or reuses one), and for each data set trains the model only on the
+priced events dated before a cut-off and values the data set's events after it, each at its
+own date, as `rebuild_valuations` would have valued the home that day. Writes
+docs/valuation.md with the figures and how the model works.
+
+    python -m propdata.valuation.report [--store var/valuation-report.db] [--rebuild]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import datetime as dt
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from propdata.kit.db import Database, connect
+from propdata.valuation import model as avm
+from propdata.valuation.service import Priced, Stock, read_stock
+
+AS_OF = dt.date(2026, 1, 15)
+"""The demo store's build date: fixed, so the synthetic rentals are the same on every run."""
+SYNTHETIC = 20_000
+"""Synthetic properties in the report's store (about 17,000 rentals)."""
+SEED = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """One evaluation: the events a model may learn from and the held-out events it values."""
+
+    name: str
+    kind: str
+    """"sales" or "rentals"."""
+    cutoff: dt.date
+    """Training events are dated before this day; test events on or after it."""
+    prefix: str
+    """The data set's property ids start with this."""
+    real: bool
+    until: dt.date | None = None
+    """Test events are dated before this day (None: no bound)."""
+
+
+SPLITS = (
+    Split("Ames, IA (real sales)", "sales", dt.date(2010, 1, 1), "ames-", True),
+    Split("Grinnell, IA (real sales)", "sales", dt.date(2012, 1, 1), "grinnell-", True),
+    Split("Synthetic national set (sales)", "sales", dt.date(2025, 1, 15), "syn-", False),
+    Split("Synthetic national set (rentals)", "rentals", dt.date(2025, 1, 15), "syn-", False),
+)
+
+
+def split(stock: Stock, spec: Split) -> tuple[Priced, Priced]:
+    """(training events, test events) of one evaluation.
+
+    Training: every priced event of the store of that kind (sales or rentals), of any
+    data set, dated before the cut-off. Test: the data set's events on or after it.
+    """
+    events = stock.sales if spec.kind == "sales" else stock.rentals
+    cutoff = (spec.cutoff - avm.EPOCH).days
+    train = events.take(np.flatnonzero(events.day < cutoff))
+    mine = np.array([i.startswith(spec.prefix) for i in stock.ids], dtype=np.bool_)
+    test_mask = (events.day >= cutoff) & mine[events.owner]
+    if spec.until is not None:
+        test_mask &= events.day < (spec.until - avm.EPOCH).days
+    return train, events.take(np.flatnonzero(test_mask))
+
+
+@dataclass(frozen=True, slots=True)
+class Accuracy:
+    """The figures of one evaluation."""
+
+    train: int
+    test: int
+    valued: int
+    median_error: float
+    within_5: float
+    within_10: float
+    within_20: float
+    log_rmse: float
+    coverage: float
+    median_width: float
+    """Median of (high - low) / value."""
+
+
+def evaluate(
+    stock: Stock, train: Priced, test: Priced, params: avm.Params | None = None
+) -> Accuracy:
+    """Fit on `train` only and value each test event's home at its own date."""
+    usable = avm.supported(stock.homes.take(train.owner)) & (train.price > 0)
+    train = train.take(np.flatnonzero(usable))
+    model = avm.fit(stock.priced(train), np.log(train.price), params)
+    estimates = avm.predict(model, stock.priced(test))
+    valued = ~np.isnan(estimates.value)
+    price, value = test.price[valued], estimates.value[valued]
+    error = np.abs(value - price) / price
+    inside = (estimates.low[valued] <= price) & (price <= estimates.high[valued])
+    width = (estimates.high[valued] - estimates.low[valued]) / value
+    return Accuracy(
+        train=len(train.owner),
+        test=len(test.owner),
+        valued=int(valued.sum()),
+        median_error=float(np.median(error)),
+        within_5=float(np.mean(error <= 0.05)),
+        within_10=float(np.mean(error <= 0.10)),
+        within_20=float(np.mean(error <= 0.20)),
+        log_rmse=float(np.sqrt(np.mean((np.log(value) - np.log(price)) ** 2))),
+        coverage=float(np.mean(inside)),
+        median_width=float(np.median(width)),
+    )
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+
+def build_store(path: Path) -> None:
+    """The demo store as `propdata data demo` builds it, at AS_OF, with SYNTHETIC records."""
+    env = {**os.environ, "PROPDATA_DATABASE_URL": str(path), "PROPDATA_AS_OF": AS_OF.isoformat()}
+    subprocess.run(
+        [sys.executable, "-m", "propdata", "data", "demo", "--properties", str(SYNTHETIC),
+         "--seed", str(SEED)],
+        env=env, check=True,
+    )  # fmt: skip
+
+
+async def load_stock(path: Path) -> Stock:
+    db: Database = await connect(str(path))
+    try:
+        return await read_stock(db, AS_OF)
+    finally:
+        await db.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", type=Path, default=Path("var/valuation-report.db"))
+    parser.add_argument("--rebuild", action="store_true", help="Rebuild the store first.")
+    parser.add_argument("--output", type=Path, default=Path("docs/valuation.md"))
+    args = parser.parse_args(argv)
+    if args.rebuild or not args.store.exists():
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{args.store}{suffix}").unlink(missing_ok=True)
+        build_store(args.store)
+    stock = asyncio.run(load_stock(args.store))
+    results: list[tuple[Split, Accuracy]] = []
+    for spec in SPLITS:
+        started = time.perf_counter()
+        train, test = split(stock, spec)
+        accuracy = evaluate(stock, train, test)
+        results.append((spec, accuracy))
+        print(f"{spec.name}: {_line(accuracy)} ({time.perf_counter() - started:.1f} s)")
+    built = f"store {args.store}, {len(stock.ids):,} properties"
+    args.output.write_text(render(results, built))
+    print(f"wrote {args.output}")
+
+
+def _line(a: Accuracy) -> str:
+    return (
+        f"MdAPE {a.median_error:.1%}, within 5/10/20 % {a.within_5:.0%}/{a.within_10:.0%}/"
+        f"{a.within_20:.0%}, log RMSE {a.log_rmse:.3f}, coverage {a.coverage:.1%},"
+        f" width {a.median_width:.0%}, train {a.train}, test {a.test} ({a.valued} valued)"
+    )
+
+
+def render(results: list[tuple[Split, Accuracy]], built: str) -> str:
+    """docs/valuation.md: the figures, how they were measured and how the model works."""
+    rows = [
+        "| Data set | Train | Test (valued) | Median abs. error | Within 5 % | Within 10 %"
+        " | Within 20 % | RMSE of log price | 85 % interval coverage | Median interval width |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for spec, a in results:
+        test_period = f"from {spec.cutoff.isoformat()}"
+        rows.append(
+            f"| {spec.name}, test {test_period} | {a.train:,} | {a.test:,} ({a.valued:,})"
+            f" | **{a.median_error:.1%}** | {a.within_5:.0%} | {a.within_10:.0%}"
+            f" | {a.within_20:.0%} | {a.log_rmse:.3f} | **{a.coverage:.1%}** | {a.median_width:.0%} |"
+        )
+    ames = results[0][1]
+    return TEMPLATE.format(
+        table="\n".join(rows),
+        built=built,
+        today=dt.date.today().isoformat(),
+        as_of=AS_OF.isoformat(),
+        synthetic=f"{SYNTHETIC:,}",
+        ames_error=f"{ames.median_error:.1%}",
+        ames_rmse=f"{ames.log_rmse:.3f}",
+        ames_coverage=f"{ames.coverage:.1%}",
+        params=_params_table(),
+    )
+
+
+def _params_table() -> str:
+    params = avm.Params()
+    return ", ".join(f"`{f.name}={getattr(params, f.name)!r}`" for f in dataclasses.fields(params))
+
+
+TEMPLATE = """\
+# Valuations: how the estimates are made, and how accurate they are
+
+`valueEstimate` and `rentEstimate` (`{{value, low, high, asOfDate}}`, low-high an 85 %
+interval) are computed by `propdata.valuation` and stored on every property by the data
+rebuild (`rebuild_valuations`); `GET /v1/properties/{{id}}/valuation` shows the comparable
+sales each value estimate was built from. This page is written by
+
+    make valuation-report        # = python -m propdata.valuation.report
+
+(last run {today}; {built}). Everything below the method section is measured by that command.
+
+## Accuracy on held-out sales
+
+Each data set is split by date: the model is fitted only on the priced events of the store
+dated **before the cut-off** (sales of every data set, or rentals), and then values each
+home of the data set that sold (or was let) **on or after the cut-off**, at the date of that
+sale, exactly as a rebuild on that day would have. No test sale, and nothing dated after
+the cut-off, is in the training set (`tests/valuation/test_report.py` checks it).
+
+- **Ames, IA**: real sales 2006-2010 (De Cock); train on sales through 2009, test on the
+  2010 sales (January-July: the data end there).
+- **Grinnell, IA**: real sales 2005-2015; train on sales through 2011, test on 2012-2015
+  (a third of the sales). The test runs up to four years past the training data, so the
+  price trend is extrapolated further than for a stored estimate (at most one year, see
+  below).
+- **Synthetic**: the synthetic national set of the demo build ({synthetic} properties, seed 1,
+  built as of {as_of}); train before 2025-01-15, test on the last year. **These sales and all
+  rentals are synthetic**: made by `propdata.ingest.synthetic` from a price model with
+  per-property noise, so these rows measure how well the model recovers that generator,
+  not the real market. The demo data has no real rentals.
+
+{table}
+
+Median abs. error: median of |estimate - price| / price. RMSE of log price: the root mean
+square of log(estimate) - log(price). Coverage: the share of test prices inside [low, high].
+
+### Against the published anchors
+
+- **Zillow** reports a median error of about 7.5 % for off-market homes nationally. On the
+  Ames test year our median error is **{ames_error}**, in the same range, but on a single
+  town with clean public-record sales; Grinnell shows how much worse a town with few,
+  sparse sales and no coordinates, no property type and a quarter of its year-built
+  values missing is (about 20 %). These are not like-for-like comparisons.
+- **Kaggle's Ames competition**: strong solutions reach a log-price RMSE of 0.11-0.12 using
+  79 features (overall quality and condition grades, basement, garage, neighbourhood,
+  sale condition ...). Our model sees about 8 of them (location, living area, lot,
+  bedrooms, bathrooms, year built, type, sale date): **{ames_rmse}** on the 2010 sales.
+  Most of the gap is the quality grades, which no public-record feed carries; the log
+  RMSE is also pulled up by a few abnormal and partial sales (foreclosures, family
+  sales, new-build pre-sales) that the competition's features flag and ours cannot.
+- Interval: the 85 % interval held **{ames_coverage}** of the Ames 2010 prices; the
+  target is 80-90 %.
+
+### What was tried
+
+- Parameters were chosen by 5-fold cross-validation on the **training periods only**
+  (Ames before 2010, Grinnell before 2012), never on the test sales: comparables 8-20,
+  distance, size, age, rooms, lot and date scales, shrinkage, a robust (Huber) first fit
+  and clipped comparable residuals. Each moved the Ames median error by a few tenths of
+  a point (7.7-8.3 % cross-validated); the robust fit and the clipping helped most.
+- **Market = ZIP code or whole town** (Ames's two ZIP codes are a derived split): the
+  same accuracy; the model uses the ZIP code.
+- **More regression terms** (area x age, area x lot, age x lot, baths x area): no gain.
+- **Gradient boosting** (LightGBM 4.7 with the same features plus coordinates and ZIP
+  code, three settings, a one-off experiment not rerun by this command): Ames 2010 median
+  error 10.4-10.9 %, log RMSE 0.204-0.208; Grinnell 22.6-23.8 %. Clearly worse than the
+  numpy model on this little data, so no new dependency.
+- **Repeat sales**: weighting a home's own earlier sales ten times a neighbour's among its
+  comparables cut the synthetic median errors from about 11 % to the figures above; the
+  real Ames data has no repeat sales, Grinnell a few.
+
+## The method
+
+`propdata.valuation.model`, pure numpy. Two models of the same form are fitted: value on
+the `sold` events, rent (monthly) on the `listedForRent` events, each with the property's
+stored features.
+
+1. **Hedonic regression of log price**: log living area (and its square), log lot (and
+   square; unknown flagged), bedrooms, bathrooms, living area per bedroom, year built
+   (cubic; unknown flagged), property type (with its own size slope), a national price
+   curve over time (piecewise linear, a knot a year), and per **state** and per **ZIP
+   code** a level and a linear trend in time. Features by ridge least squares, refitted
+   once with Huber weights so that odd sales pull less; the state and ZIP levels and
+   trends by shrunken means and slopes of the remainder (backfitting, four rounds): a ZIP
+   code with few sales leans on its state, a state on the nation. The ZIP trend is the
+   local price index that moves every sale to the valuation date.
+2. **Comparable sales**: the 12 training sales of the same ZIP code most similar to the
+   subject, by a dissimilarity summing squared, scaled differences of distance (0.35 mi),
+   log living area, year built, bedrooms, bathrooms, log lot, sale date (48 months) and a
+   penalty for another property type. Each comparable weighs exp(-dissimilarity / 2)
+   (the `similarity` the endpoint shows); a home's own earlier sales weigh ten times more.
+   The estimate is the regression's value plus the weighted mean of the comparables'
+   regression residuals (clipped to +-0.4), shrunk toward zero by a prior weight of 1.5:
+   equivalently, a blend of the regression value with the comparables' prices, each
+   adjusted to the subject's features and to the valuation date by the regression. The
+   five most similar comparables are stored with the estimate and are what the
+   valuation endpoint lists.
+3. **The 85 % interval**: the training sales are split in 5 folds; each fold is valued
+   by a model fitted on the other four, exactly as above (up to 200,000 sales sampled).
+   The errors are divided by their ZIP code's typical error (mean absolute error, shrunk
+   toward the overall one with a prior of 50 sales), grouped into 8 bins by the
+   comparables' weighted spread, and each bin's 7.5th and 92.5th percentiles give the
+   interval of an estimate in that bin, scaled back by its ZIP code's typical error. So
+   an estimate whose comparables disagree, or in a market the model predicts badly (such
+   as Grinnell), gets a wider interval, and the coverage is measured, not assumed.
+
+Parameters: {params}.
+
+### When an estimate is null
+
+- **Land**, and any property **without a living area**: no estimate, never a guess.
+- A ZIP code with **fewer than 5** usable sales (rentals, for the rent estimate): the
+  estimate would be the national regression alone, so none is given. The demo's Ames and
+  Grinnell records have no rentals, so their `rentEstimate` (and `grossYield`) is null.
+
+### The date of an estimate
+
+`asOfDate` is the rebuild's date, except where the ZIP code's newest sale is more than a
+year older: then the estimate is the value **as of that newest sale**, and `asOfDate` says
+so (the Ames estimates are values as of mid-2010, Grinnell's as of 2015). The model does
+not extrapolate prices across years it has no sales for.
+
+### Cost
+
+`rebuild_valuations` reads the store page by page into numpy columns, fits both models
+and writes every property's eight estimate columns (executemany, batches of 20,000) and
+its comparables (one JSON row per property, table `valuation_comparables`) in one
+transaction that bumps the data version. Measured figures are in the closing note of the
+issue and in docs/performance.md when recorded there.
+"""
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Every SQL statement of the valuations: paged reads of homes and priced events, the writes.
+
+Plain portable SQL with `?` placeholders (keyset pages on the primary keys), so SQLite and
+PostgreSQL run the same statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from propdata.kit.db import Database, Row
+
+HOME_COLUMNS = (
+    "id, zip_code, state, latitude, longitude, living_area, lot_size, bedrooms,"
+    " bathrooms, year_built, property_type"
+)
+ESTIMATE_UPDATE = (
+    "UPDATE properties SET value_value = ?, value_low = ?, value_high = ?, value_as_of = ?,"
+    " rent_value = ?, rent_low = ?, rent_high = ?, rent_as_of = ? WHERE id = ?"
+)
+COMPARABLES_INSERT = "INSERT INTO valuation_comparables (property_id, comparables) VALUES (?, ?)"
+SALE = "sold"
+RENTAL = "listedForRent"
+_IN_LIST = 500
+
+
+class ValuationRepository:
+    """The statements of `valuation.service`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def home_page(self, before: str | None, limit: int) -> list[Row]:
+        """HOME_COLUMNS of the next `limit` properties in descending id order.
+
+        `before` is the lowest id of the previous page; descending pages let
+        `priced_events` read the event primary key in the same order, as markets do.
+        """
+        where, params = ("", []) if before is None else (" WHERE id < ?", [before])
+        return await self.db.fetch_all(
+            f"SELECT {HOME_COLUMNS} FROM properties{where} ORDER BY id DESC LIMIT ?",
+            [*params, limit],
+        )
+
+    async def priced_events(self, low_id: str, high_id: str, until: str) -> list[Row]:
+        """(property_id, date, event, price) of the sales and rentals of low_id..high_id.
+
+        Only events with a price, dated on or before `until`. A primary key range read:
+        the (event, date) index would visit every sale of the store for each page.
+        """
+        return await self.db.fetch_all(
+            "SELECT property_id, date, event, price FROM price_events"
+            " WHERE property_id >= ? AND property_id <= ? AND date <= ?"
+            " AND (event = ? OR event = ?) AND price IS NOT NULL",
+            (low_id, high_id, until, SALE, RENTAL),
+        )
+
+    async def write_estimates(self, rows: Sequence[Sequence[Any]]) -> None:
+        """(value, low, high, as_of, rent, low, high, as_of, id) rows; inside a transaction."""
+        await self.db.executemany(ESTIMATE_UPDATE, rows)
+
+    async def clear_comparables(self) -> None:
+        await self.db.execute("DELETE FROM valuation_comparables")
+
+    async def write_comparables(self, rows: Sequence[Sequence[Any]]) -> None:
+        """(property_id, JSON list of comparables) rows; inside a transaction."""
+        await self.db.copy_into("valuation_comparables", ("property_id", "comparables"), rows)
+
+    async def comparables(self, property_id: str) -> str | None:
+        """The stored comparables (JSON) of one property; None when it has none."""
+        row = await self.db.fetch_one(
+            "SELECT comparables FROM valuation_comparables WHERE property_id = ?", (property_id,)
+        )
+        return None if row is None else str(row[0])
+
+    async def addresses(self, ids: Sequence[str]) -> dict[str, Row]:
+        """id -> (street_address, city, state, zip_code) of the given properties."""
+        found: dict[str, Row] = {}
+        for at in range(0, len(ids), _IN_LIST):
+            chunk = list(ids[at : at + _IN_LIST])
+            rows = await self.db.fetch_all(
+                "SELECT id, street_address, city, state, zip_code FROM properties"
+                f" WHERE id IN ({', '.join('?' for _ in chunk)})",
+                chunk,
+            )
+            found.update({row[0]: row[1:] for row in rows})
+        return found

@@ -1,0 +1,77 @@
+"""valuation.model on made-up homes: nulls where unsupported, ordered intervals, comparables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from propdata.valuation import model as avm
+
+
+def homes(n: int, seed: int = 3, kind: int = 0) -> tuple[avm.Homes, avm.FloatArray]:
+    """n homes in two ZIP codes, priced by size, age and place with some noise, over 5 years."""
+    rng = np.random.default_rng(seed)
+    zip_code = rng.integers(0, 2, n)
+    area = rng.uniform(800, 3_000, n)
+    year = rng.integers(1950, 2020, n).astype(np.float64)
+    lat = 42.0 + zip_code * 0.05 + rng.normal(0, 0.01, n)
+    lon = -93.6 + rng.normal(0, 0.01, n)
+    month = rng.uniform(200, 260, n)
+    log_price = (
+        11.0 + 0.8 * np.log(area / 1_500) + 0.003 * (year - 1985) + 0.2 * zip_code
+        + 0.002 * (month - 230) + rng.normal(0, 0.08, n)
+    )  # fmt: skip
+    built = avm.Homes(
+        owner=np.arange(n, dtype=np.int64), zip_code=zip_code.astype(np.int64),
+        state=np.zeros(n, dtype=np.int64), market=zip_code.astype(np.int64), latitude=lat,
+        longitude=lon, living_area=area, lot_size=rng.uniform(3_000, 12_000, n),
+        bedrooms=rng.integers(1, 6, n).astype(np.float64),
+        bathrooms=rng.integers(1, 4, n).astype(np.float64), year_built=year,
+        kind=np.full(n, kind, dtype=np.int64), month=month,
+    )  # fmt: skip
+    return built, log_price
+
+
+def test_estimates_are_ordered_and_close() -> None:
+    sales, log_price = homes(600)
+    model = avm.fit(sales, log_price)
+    subjects, truth = homes(200, seed=4)
+    found = avm.predict(model, subjects)
+    assert np.all(found.low <= found.value) and np.all(found.value <= found.high)
+    assert np.median(np.abs(np.log(found.value) - truth)) < 0.1
+    inside = np.mean((np.log(found.low) <= truth) & (truth <= np.log(found.high)))
+    assert 0.7 <= inside <= 0.97
+
+
+def test_land_and_missing_living_area_get_nothing() -> None:
+    sales, log_price = homes(300)
+    model = avm.fit(sales, log_price)
+    subjects, _ = homes(10, seed=5)
+    area = subjects.living_area.copy()
+    area[0] = np.nan
+    kind = subjects.kind.copy()
+    kind[1] = avm.LAND
+    subjects = avm.Homes(**{**{f: getattr(subjects, f) for f in avm.Homes.__dataclass_fields__},
+                            "living_area": area, "kind": kind})  # fmt: skip
+    found = avm.predict(model, subjects)
+    for i in (0, 1):
+        assert np.isnan([found.value[i], found.low[i], found.high[i]]).all()
+        assert (found.comparables[i] == -1).all()
+    assert not np.isnan(found.value[2:]).any()
+
+
+def test_fit_refuses_unsupported_homes() -> None:
+    sales, log_price = homes(50, kind=avm.LAND)
+    with pytest.raises(ValueError):
+        avm.fit(sales, log_price)
+
+
+def test_comparables_are_in_the_subjects_market_most_similar_first() -> None:
+    sales, log_price = homes(400)
+    model = avm.fit(sales, log_price)
+    subjects, _ = homes(50, seed=6)
+    found = avm.predict(model, subjects)
+    assert (found.comparables >= 0).all()
+    assert (sales.market[found.comparables] == subjects.market[:, None]).all()
+    assert (np.diff(found.similarity, axis=1) <= 1e-12).all()
+    assert ((found.similarity > 0) & (found.similarity <= 1)).all()
