@@ -145,6 +145,11 @@ class PropertyRepository:
             return await self.db.fetch_all(f"{select} ORDER BY id LIMIT ?", (limit,))
         return await self.db.fetch_all(f"{select} WHERE id > ? ORDER BY id LIMIT ?", (after, limit))
 
+    async def release_cache(self) -> None:
+        """Free SQLite's page cache of this connection (after reading the whole table once)."""
+        if self.db.dialect == "sqlite":
+            await self.db.execute("PRAGMA shrink_memory")
+
     async def count_matches(self, filters: SearchFilters) -> int:
         """The exact number of matches."""
         where, params = _where(filters)
