@@ -33,13 +33,16 @@ Land, and any home without a living area, gets no estimate (`supported`).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
+Float32Array = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
@@ -86,7 +89,7 @@ class Params:
     """Months between knots of the national price curve."""
     folds: int = 5
     calibration_bins: int = 8
-    calibration_cap: int = 200_000
+    calibration_cap: int = 100_000
     """Out-of-fold errors used at most (a sample; keeps a million-sale fit quick)."""
     coverage: float = 0.85
     market_prior: float = 50.0
@@ -172,8 +175,12 @@ def _median(values: FloatArray) -> float:
     return float(np.median(known)) if len(known) else 0.0
 
 
-def _columns(homes: Homes, design: Design) -> FloatArray:
-    """The regression columns: features (unknowns filled, with indicators) and time."""
+def _columns(homes: Homes, design: Design) -> Float32Array:
+    """The regression columns: features (unknowns filled, with indicators) and time.
+
+    Single precision, filled column by column: at a million sales the matrix is the
+    rebuild's largest object, and the Gram products are summed in double (`_gram`).
+    """
     area = np.log(homes.living_area) - 7.3
     lot = np.log(np.clip(homes.lot_size, 100, 1e8))
     lot_known = ~np.isnan(lot)
@@ -182,19 +189,51 @@ def _columns(homes: Homes, design: Design) -> FloatArray:
     baths = np.nan_to_num(homes.bathrooms, nan=design.fills[2])
     year_known = ~np.isnan(homes.year_built)
     age = (np.where(year_known, homes.year_built, design.fills[3]) - 1970.0) / 30.0
-    columns = [
-        np.ones(len(homes)), area, area**2, lot, lot**2, ~lot_known, np.clip(beds, 0, 8) / 3.0,
-        np.clip(baths, 0, 6) / 2.0, age, age**2, age**3, ~year_known,
-        homes.living_area / np.maximum(beds, 1) / 1000.0, area * age, area * lot, age * lot,
-        baths * area / 2.0,
+    t = homes.month
+    columns: list[Callable[[], npt.NDArray[np.generic]]] = [
+        lambda: np.ones(len(homes)), lambda: area, lambda: area**2, lambda: lot,
+        lambda: lot**2, lambda: ~lot_known, lambda: np.clip(beds, 0, 8) / 3.0,
+        lambda: np.clip(baths, 0, 6) / 2.0, lambda: age, lambda: age**2, lambda: age**3,
+        lambda: ~year_known, lambda: homes.living_area / np.maximum(beds, 1) / 1000.0,
     ]  # fmt: skip
     for code in range(LAND):
-        is_kind = homes.kind == code
-        columns += [is_kind, is_kind * area]
-    t = homes.month
-    columns.append(t / 120.0)
-    columns += [np.maximum(t - knot, 0.0) / 120.0 for knot in design.knots]
-    return np.column_stack(columns).astype(np.float64)
+        columns += [partial(np.equal, homes.kind, code),
+                    partial(lambda c: (homes.kind == c) * area, code)]  # fmt: skip
+    columns.append(lambda: t / 120.0)
+    columns += [partial(lambda k: np.maximum(t - k, 0.0) / 120.0, knot) for knot in design.knots]
+    x = np.empty((len(homes), len(columns)), dtype=np.float32)
+    for j, column in enumerate(columns):
+        x[:, j] = column()
+    return x
+
+
+_ROWS = 100_000
+"""Rows per block when products of the design matrix are summed in double precision."""
+
+
+def _gram(x: Float32Array, weight: FloatArray, penalty: FloatArray) -> FloatArray:
+    """X' W X + diag(penalty), block by block in double precision."""
+    gram = np.diag(penalty)
+    for at in range(0, len(x), _ROWS):
+        block = x[at : at + _ROWS].astype(np.float64)
+        gram += (block * weight[at : at + _ROWS, None]).T @ block
+    return gram
+
+
+def _xt(x: Float32Array, vector: FloatArray) -> FloatArray:
+    """X' v, block by block in double precision."""
+    total = np.zeros(x.shape[1])
+    for at in range(0, len(x), _ROWS):
+        total += x[at : at + _ROWS].astype(np.float64).T @ vector[at : at + _ROWS]
+    return total
+
+
+def _times(x: Float32Array, beta: FloatArray) -> FloatArray:
+    """X beta, block by block in double precision."""
+    out = np.empty(len(x))
+    for at in range(0, len(x), _ROWS):
+        out[at : at + _ROWS] = x[at : at + _ROWS].astype(np.float64) @ beta
+    return out
 
 
 # -- the regression -------------------------------------------------------------------------
@@ -243,7 +282,7 @@ class Regression:
 
     def predict(self, homes: Homes) -> FloatArray:
         return (
-            _columns(homes, self.design) @ self.beta
+            _times(_columns(homes, self.design), self.beta)
             + self.states.of(homes.state, homes.month)
             + self.zips.of(homes.zip_code, homes.month)
         )
@@ -258,18 +297,19 @@ def _regression(sales: Homes, y: FloatArray, params: Params, rounds: int = 4) ->
     local = np.zeros(len(y))
     states = zips = _NO_LEVELS
     beta: FloatArray = np.zeros(x.shape[1])
-    xw = x
-    gram = x.T @ x + np.diag(penalty)
+    # The first fit only sets the Huber weights: a systematic sample of 200,000 rows is
+    # as good for that and saves building one full Gram matrix at a million sales.
+    weight = np.zeros(len(y))
+    weight[:: max(1, len(y) // 200_000)] = 1.0
+    gram = _gram(x, weight, penalty)
     for round_ in range(rounds):
-        beta = np.asarray(np.linalg.solve(gram, xw.T @ (y - local)), dtype=np.float64)
-        base = x @ beta
+        beta = np.asarray(np.linalg.solve(gram, _xt(x, weight * (y - local))), dtype=np.float64)
+        base = _times(x, beta)
         if round_ == 0:
             # Huber weights once, from the first fit: odd sales (a family sale, a
             # partial one) pull the features less; the Gram matrix is built twice only.
-            size = np.abs(y - base)
-            xw = np.asarray(x * np.minimum(1.0, params.huber / np.maximum(size, 1e-9))[:, None],
-                            dtype=np.float64)  # fmt: skip
-            gram = xw.T @ x + np.diag(penalty)
+            weight = np.minimum(1.0, params.huber / np.maximum(np.abs(y - base), 1e-9))
+            gram = _gram(x, weight, penalty)
         states = _levels(sales.state, sales.month, y - base - zips.of(sales.zip_code, sales.month),
                          params.zip_prior, params.trend_prior)  # fmt: skip
         state_part = states.of(sales.state, sales.month)
@@ -299,13 +339,14 @@ _CHUNK = 2_000_000
 def _neighbours(subjects: Homes, sales: Homes, params: Params) -> Neighbours:
     """The K most similar training sales in each subject's market, by brute force per market.
 
-    Markets are small (a ZIP code or a town), so each is a dense subjects x sales block.
+    Markets are small (a ZIP code), so each is a dense subjects x sales block.
     """
     k = params.neighbours
     n = len(subjects)
     index = np.full((n, k), -1, dtype=np.int64)
     dissimilarity = np.full((n, k), np.inf)
     miles = np.full((n, k), np.nan)
+    left, right = _scaled(subjects, params), _scaled(sales, params)
     sale_order = np.argsort(sales.market, kind="stable")
     sale_markets = sales.market[sale_order]
     subject_order = np.argsort(subjects.market, kind="stable")
@@ -322,49 +363,72 @@ def _neighbours(subjects: Homes, sales: Homes, params: Params) -> Neighbours:
         step = max(1, _CHUNK // len(candidates))
         for at in range(0, len(group), step):
             rows = group[at : at + step]
-            d, m = _dissimilarity(subjects, rows, sales, candidates, params)
+            d = _dissimilarity(left, rows, right, candidates, subjects.kind, sales.kind, params)
             if take < len(candidates):
                 nearest = np.argpartition(d, take - 1, axis=1)[:, :take]
             else:
                 nearest = np.broadcast_to(np.arange(take), (len(rows), take))
             picked = np.take_along_axis(d, nearest, axis=1)
             order = np.argsort(picked, axis=1, kind="stable")
-            nearest = np.take_along_axis(nearest, order, axis=1)
-            index[rows, :take] = candidates[nearest]
+            chosen = candidates[np.take_along_axis(nearest, order, axis=1)]
+            index[rows, :take] = chosen
             dissimilarity[rows, :take] = np.take_along_axis(picked, order, axis=1)
-            miles[rows, :take] = np.take_along_axis(m, nearest, axis=1)
+            miles[rows, :take] = _miles(subjects, rows, sales, chosen)
     return Neighbours(index=index, dissimilarity=dissimilarity, miles=miles)
 
 
+def _scaled(homes: Homes, params: Params) -> FloatArray:
+    """Columns whose differences make the dissimilarity: each divided by its scale.
+
+    North and east are in miles (east at latitude 40; a market spans a few miles, where
+    the error is small), then divided by the distance scale.
+    """
+    return np.column_stack([
+        homes.latitude * 69.05 / params.miles,
+        homes.longitude * 69.17 * math.cos(math.radians(40.0)) / params.miles,
+        np.log(np.fmax(homes.living_area, 1.0)) / params.log_area,
+        homes.year_built / params.years_built,
+        homes.bedrooms / params.rooms,
+        homes.bathrooms / params.rooms,
+        np.log(np.fmax(homes.lot_size, 1.0)) / params.log_lot,
+        homes.month / params.months,
+    ])  # fmt: skip
+
+
+_UNKNOWN = (0.0, 0.0, 0.25, 0.25, 0.25, 0.25, 0.25, 0.0)
+"""A term's value when a side does not know it: nothing for place (the market is near
+enough), a quarter of a scale unit for a feature."""
+
+
 def _dissimilarity(
-    subjects: Homes, rows: IntArray, sales: Homes, candidates: IntArray, params: Params
-) -> tuple[FloatArray, FloatArray]:
-    """Squared, scaled differences summed (0.25 where a side does not know); and miles."""
+    left: FloatArray,
+    rows: IntArray,
+    right: FloatArray,
+    candidates: IntArray,
+    left_kind: IntArray,
+    right_kind: IntArray,
+    params: Params,
+) -> FloatArray:
+    """Squared scaled differences summed over `_scaled`'s columns, plus the type penalty."""
+    a, b = left[rows], right[candidates]
+    d = np.multiply(left_kind[rows][:, None] != right_kind[candidates][None, :], params.kind)
+    for j, unknown in enumerate(_UNKNOWN):
+        term = np.subtract(a[:, j, None], b[None, :, j])
+        np.square(term, out=term)
+        if np.isnan(a[:, j]).any() or np.isnan(b[:, j]).any():
+            np.nan_to_num(term, copy=False, nan=unknown)
+        d += term
+    result: FloatArray = d
+    return result
 
-    def term(column: str, scale: float, log: bool = False) -> FloatArray:
-        a = getattr(subjects, column)[rows][:, None]
-        b = getattr(sales, column)[candidates][None, :]
-        if log:
-            a, b = np.log(np.fmax(a, 1.0)), np.log(np.fmax(b, 1.0))
-        squared: FloatArray = np.nan_to_num(((a - b) / scale) ** 2, nan=0.25)
-        return squared
 
+def _miles(subjects: Homes, rows: IntArray, sales: Homes, chosen: IntArray) -> FloatArray:
+    """Miles between each subject and its chosen comparables; NaN without coordinates."""
     lat = subjects.latitude[rows][:, None]
-    north = (lat - sales.latitude[candidates][None, :]) * 69.05
-    east = (
-        (subjects.longitude[rows][:, None] - sales.longitude[candidates][None, :])
-        * 69.17 * np.cos(np.radians(lat))
-    )  # fmt: skip
-    miles = np.sqrt(north**2 + east**2)
-    d = np.nan_to_num((miles / params.miles) ** 2, nan=0.0)
-    d += term("living_area", params.log_area, log=True)
-    d += term("year_built", params.years_built)
-    d += term("bedrooms", params.rooms)
-    d += term("bathrooms", params.rooms)
-    d += term("lot_size", params.log_lot, log=True)
-    d += term("month", params.months)
-    d += (subjects.kind[rows][:, None] != sales.kind[candidates][None, :]) * params.kind
-    return d, miles
+    north = (lat - sales.latitude[chosen]) * 69.05
+    east = (subjects.longitude[rows][:, None] - sales.longitude[chosen]) * 69.17
+    distance: FloatArray = np.sqrt(north**2 + (east * np.cos(np.radians(lat))) ** 2)
+    return distance
 
 
 def _weights(dissimilarity: FloatArray) -> FloatArray:
@@ -488,14 +552,17 @@ def out_of_fold(
     seed).
     """
     rng = np.random.default_rng(20240601)
-    fold = rng.integers(0, params.folds, size=len(sales))
-    share = min(1.0, params.calibration_cap / max(len(sales), 1))
-    sampled = rng.random(len(sales)) < share
+    n = len(sales)
+    share = min(1.0, params.calibration_cap / max(n, 1))
+    # Folds only over the sample, as many as keep each fit on >= (1 - 1/folds) of the
+    # sales: five for small sets, one for a million sales (a fit is the costly part).
+    folds = max(1, math.ceil(params.folds * share))
+    fold = np.where(rng.random(n) < share, rng.integers(0, folds, size=n), -1)
     positions: list[IntArray] = []
     errors: list[FloatArray] = []
     spreads: list[FloatArray] = []
-    for k in range(params.folds):
-        held = np.flatnonzero((fold == k) & sampled)
+    for k in range(folds):
+        held = np.flatnonzero(fold == k)
         train = fold != k
         if not len(held) or not train.any():
             continue
@@ -541,8 +608,12 @@ def predict(model: Model, subjects: Homes) -> Estimates:
     comps = np.full((n, COMPARABLES_KEPT), -1, dtype=np.int64)
     similarity = np.full((n, COMPARABLES_KEPT), np.nan)
     miles = np.full((n, COMPARABLES_KEPT), np.nan)
-    rows = np.flatnonzero(supported(subjects))
-    if len(rows):
+    supported_rows = np.flatnonzero(supported(subjects))
+    # Blocks of subjects in market order: the comparables' matrices (K per subject) of a
+    # million subjects at once would be the rebuild's largest allocation.
+    supported_rows = supported_rows[np.argsort(subjects.market[supported_rows], kind="stable")]
+    for at in range(0, len(supported_rows), _SUBJECTS):
+        rows = supported_rows[at : at + _SUBJECTS]
         point = _point(model.core, subjects.take(rows))
         lo, hi = model.calibration.bounds(point.spread, subjects.market[rows])
         value[rows] = np.exp(point.log_value)
@@ -553,6 +624,10 @@ def predict(model: Model, subjects: Homes) -> Estimates:
         similarity[rows, :keep] = point.weights[:, :keep]
         miles[rows, :keep] = point.neighbours.miles[:, :keep]
     return Estimates(value, low, high, comps, similarity, miles)
+
+
+_SUBJECTS = 100_000
+"""Subjects valued per block by `predict`."""
 
 
 # -- building Homes from columns -------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -77,9 +78,10 @@ class _Columns:
         self.parts: dict[str, list[np.typing.NDArray[np.generic]]] = {}
         self.zips = avm.Vocabulary()
         self.states = avm.Vocabulary()
-        self.events: dict[str, tuple[list[int], list[int], list[float]]] = {
-            SALE: ([], [], []), RENTAL: ([], [], []),
-        }  # fmt: skip
+        # Typed arrays: 8 bytes a value where a list holds a pointer to a 28-byte object.
+        self.events: dict[str, tuple[array[int], array[int], array[float]]] = {
+            kind: (array("q"), array("q"), array("d")) for kind in (SALE, RENTAL)
+        }
         self._days: dict[str, int] = {}
 
     def add_page(self, page: list[Row]) -> None:
@@ -135,8 +137,9 @@ class _Columns:
 
     def _priced(self, kind: str) -> Priced:
         owners, days, prices = self.events[kind]
-        return Priced(np.array(owners, dtype=np.int64), np.array(days, dtype=np.int64),
-                      np.array(prices, dtype=np.float64))  # fmt: skip
+        return Priced(np.frombuffer(owners, dtype=np.int64).copy(),
+                      np.frombuffer(days, dtype=np.int64).copy(),
+                      np.frombuffer(prices, dtype=np.float64).copy())  # fmt: skip
 
 
 async def read_stock(
@@ -302,23 +305,23 @@ async def _write(
     rents: Valued,
     progress: Callable[[int], None] | None,
 ) -> RebuildSummary:
+    """Replace every property's estimates and comparables; call inside a transaction.
+
+    Rows are made a batch at a time, so no list of a million Python rows is ever held.
+    """
     repo = ValuationRepository(db)
     await repo.clear_comparables()
-    v, r = values.estimates, rents.estimates
-    value_cols = _money(v.value, 100), _money(v.low, 100), _money(v.high, 100)
-    rent_cols = _money(r.value, 5), _money(r.low, 5), _money(r.high, 5)
-    comps = _comparable_json(stock, values)
+    sale_dates = _dates(values.training.day)
     for at in range(0, len(stock.ids), PAGE):
         end = min(at + PAGE, len(stock.ids))
-        rows = [
-            (value_cols[0][i], value_cols[1][i], value_cols[2][i], values.as_of[i],
-             rent_cols[0][i], rent_cols[1][i], rent_cols[2][i], rents.as_of[i], stock.ids[i])
-            for i in range(at, end)
-        ]  # fmt: skip
-        await repo.write_estimates(rows)
-        await repo.write_comparables(
-            [(stock.ids[i], comps[i]) for i in range(at, end) if comps[i] is not None]
-        )
+        v, r = _money(values.estimates, at, end, 100), _money(rents.estimates, at, end, 5)
+        ids = stock.ids[at:end]
+        await repo.write_estimates([
+            (*value, values.as_of[at + i], *rent, rents.as_of[at + i], ids[i])
+            for i, (value, rent) in enumerate(zip(v, r, strict=True))
+        ])  # fmt: skip
+        comps = _comparable_json(stock, values, sale_dates, at, end)
+        await repo.write_comparables([(ids[i], c) for i, c in enumerate(comps) if c is not None])
         if progress is not None:
             progress(end - at)
     await PropertyRepository(db).bump_data_version()
@@ -331,26 +334,43 @@ async def _write(
     )
 
 
-def _money(values: avm.FloatArray, step: int) -> list[int | None]:
-    """Whole dollars rounded to `step`; None for NaN."""
-    rounded = np.round(values / step) * step
-    return [None if np.isnan(x) else int(x) for x in rounded.tolist()]
+def _money(
+    estimates: avm.Estimates, at: int, end: int, step: int
+) -> list[tuple[int | None, int | None, int | None]]:
+    """(value, low, high) of properties at..end in whole dollars rounded to `step`."""
+    block = np.column_stack([estimates.value[at:end], estimates.low[at:end],
+                             estimates.high[at:end]])  # fmt: skip
+    rounded = (np.round(block / step) * step).tolist()
+    return [
+        (None, None, None) if row[0] != row[0] else (int(row[0]), int(row[1]), int(row[2]))
+        for row in rounded
+    ]
 
 
-def _comparable_json(stock: Stock, valued: Valued) -> list[str | None]:
-    """Per property, its comparables as stored: [[id, date, price, miles, similarity], ...]."""
+def _comparable_json(
+    stock: Stock, valued: Valued, sale_dates: list[str], at: int, end: int
+) -> list[str | None]:
+    """Comparables of properties at..end as stored: [[id, date, price, miles, similarity]].
+
+    Miles are null where either side has no coordinates (msgspec writes NaN as null).
+    """
     est, sales = valued.estimates, valued.training
-    dates = _dates(sales.day)
+    index = est.comparables[at:end]
+    known = index >= 0
+    safe = np.where(known, index, 0)
+    owners = np.where(known, sales.owner[safe], -1).tolist()
+    prices = sales.price[safe].astype(np.int64).tolist()
+    similarity = np.round(est.similarity[at:end], 3).tolist()
+    miles = np.round(est.miles[at:end], 2).tolist()
+    ids, encode = stock.ids, msgspec.json.encode
     out: list[str | None] = []
-    encoder = msgspec.json.Encoder()
-    index, similarity, miles = est.comparables.tolist(), est.similarity.tolist(), est.miles.tolist()
-    for i in range(len(stock.ids)):
+    for row, owner_row in enumerate(owners):
         items = [
-            [stock.ids[int(sales.owner[j])], dates[j], int(sales.price[j]),
-             None if m != m else round(m, 2), round(s, 3)]
-            for j, s, m in zip(index[i], similarity[i], miles[i], strict=True) if j >= 0
-        ]  # fmt: skip
-        out.append(encoder.encode(items).decode() if items else None)
+            (ids[owner], sale_dates[j], prices[row][c], miles[row][c], similarity[row][c])
+            for c, (owner, j) in enumerate(zip(owner_row, index[row].tolist(), strict=True))
+            if owner >= 0
+        ]
+        out.append(encode(items).decode() if items else None)
     return out
 
 
