@@ -8,7 +8,7 @@ export PROPDATA_DATABASE_URL ?= $(DB)
 
 BENCH_ARGS ?= --properties 1000000 --duration 20 --connections 16 --workers 2 --scaleout
 
-.PHONY: help run test check format bench bench-smoke clean
+.PHONY: help run test check format bench bench-smoke clean valuation-report
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-8s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ check: $(STAMP) ## Formatting, lint and types
 format: $(STAMP) ## Format the code
 	$(BIN)/ruff format src tests
 	$(BIN)/ruff check --fix src tests
+
+valuation-report: $(STAMP) ## Write docs/valuation.md: the valuation model's accuracy on held-out real sales
+	$(BIN)/python -m propdata.valuation.report
 
 bench: $(STAMP) ## Benchmark the API at 1,000,000 properties with wrk; table into docs/performance.md
 	@command -v wrk >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
