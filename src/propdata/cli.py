@@ -170,6 +170,25 @@ async def _rebuild_markets(db: Database, as_of: dt.date) -> int:
     return zips
 
 
+async def _rebuild_valuations(db: Database, as_of: dt.date) -> Any:
+    from propdata.properties.repository import PropertyRepository
+    from propdata.valuation.service import rebuild_valuations
+
+    with _progress() as progress:
+        # Every property is read once and written once.
+        total = 2 * await PropertyRepository(db).count()
+        task = progress.add_task("value and rent estimates", total=total or None)
+        return await rebuild_valuations(db, as_of, progress=lambda n: progress.advance(task, n))
+
+
+async def _rebuild(db: Database, as_of: dt.date) -> None:
+    """What every load is followed by: the estimates, then the market statistics."""
+    summary = await _rebuild_valuations(db, as_of)
+    err.print(f"Estimates: {summary.values:,} values and {summary.rents:,} rents, learnt from"
+              f" {summary.sales:,} sales and {summary.rentals:,} rentals.")  # fmt: skip
+    err.print(f"Market statistics for {await _rebuild_markets(db, as_of)} ZIP codes.")
+
+
 def _tracked(
     items: Iterator[Any], progress: Progress, description: str, total: int | None
 ) -> Iterator[Any]:
@@ -228,7 +247,7 @@ def data_demo(
         )
         _report(await _load(db, synthetic.generate(properties, seed, as_of), "synthetic", as_of,
                             "synthetic national set", properties, True), "Synthetic")  # fmt: skip
-        err.print(f"Market statistics for {await _rebuild_markets(db, as_of)} ZIP codes.")
+        await _rebuild(db, as_of)
 
     _run(work)
 
@@ -245,7 +264,7 @@ def data_generate(
         as_of = settings.today()
         _report(await _load(db, synthetic.generate(properties, seed, as_of), "synthetic", as_of,
                             "synthetic properties", properties, True), "Synthetic")  # fmt: skip
-        err.print(f"Market statistics for {await _rebuild_markets(db, as_of)} ZIP codes.")
+        await _rebuild(db, as_of)
 
     _run(work)
 
@@ -270,7 +289,7 @@ def data_import(
         report = await _load(db, items, "import", as_of, f"importing {file.name}", None, False)
         _report(report, file.name)
         if report.loaded:
-            err.print(f"Market statistics for {await _rebuild_markets(db, as_of)} ZIP codes.")
+            await _rebuild(db, as_of)
         return report
 
     report = _run(work)
@@ -278,6 +297,17 @@ def data_import(
         target = rejects or file.with_name(file.name + ".rejects.csv")
         readers.write_rejects(target, report.rejects)
         err.print(f"{len(report.rejects)} rows rejected; see {target}")
+
+
+@data_app.command("rebuild")
+def data_rebuild() -> None:
+    """Recompute the value and rent estimates and the market statistics (as of
+    PROPDATA_AS_OF, default today); every load does this by itself."""
+
+    async def work(db: Database, settings: Settings) -> None:
+        await _rebuild(db, settings.today())
+
+    _run(work)
 
 
 @data_app.command("copy")

@@ -124,25 +124,6 @@ async def test_history(client: Any, auth: dict[str, str]) -> None:
     assert dates == sorted(dates, reverse=True)
 
 
-async def test_valuation_lists_comparable_sales(client: Any, auth: dict[str, str]) -> None:
-    data = (await client.get("/v1/properties/t-000/valuation", headers=auth)).json()["data"]
-    assert set(data) == {"id", "valueEstimate", "rentEstimate", "grossYield", "comparables"}
-    assert data["comparables"], "sales in the same ZIP code exist"
-    for comp in data["comparables"]:
-        assert set(comp) == {
-            "id",
-            "address",
-            "distanceMiles",
-            "saleDate",
-            "salePrice",
-            "similarity",
-        }
-        assert comp["address"]["zipCode"] == "50010"
-        assert 0 <= comp["similarity"] <= 1
-    sims = [c["similarity"] for c in data["comparables"]]
-    assert sims == sorted(sims, reverse=True)
-
-
 @pytest.mark.parametrize(
     ("query", "keep"),
     [
@@ -363,17 +344,3 @@ async def test_pattern_errors_say_what_the_parameter_takes(
             and "^(" not in error["message"]
             and "regex" not in error["message"]
         )
-
-
-def test_comparable_without_coordinates_has_no_distance() -> None:
-    from propdata.properties.service import _comparable
-    from tests.factories import record
-
-    subject = record("s-1", coordinates=None)
-    row = ("c-1", "1 Elm St", "Ames", "IA", "50010", 42.0, -93.6, 3, 2.0, 1500, 1990,
-           "singleFamily", 200_000, "2026-01-01")  # fmt: skip
-    comparable = _comparable(subject, row)
-    assert comparable.distance_miles is None
-    assert 0 <= comparable.similarity <= 1
-    near = _comparable(record("s-2"), row)
-    assert near.distance_miles == 2.31  # (42.03, -93.62) to (42.0, -93.6)

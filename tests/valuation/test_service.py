@@ -123,3 +123,20 @@ async def test_a_store_without_sales_gets_null_estimates(tmp_path: Path) -> None
         assert row == (None, None)
     finally:
         await db.close()
+
+
+async def test_a_store_with_no_sale_at_all_rebuilds(tmp_path: Path) -> None:
+    """No sale or rental anywhere (a first import of off-market homes): nothing to learn
+    from, every estimate null, and the rebuild does not fail."""
+    store = await new_store("embedded", tmp_path)
+    db = await open_db(store)
+    try:
+        home = record("unsold-1", status="offMarket", list_price=None, listing_type=None,
+                      original_list_price=None, price_history=[])  # fmt: skip
+        report = await load(db, [(1, home)], origin="import", as_of=AS_OF)
+        assert not report.rejects, report.rejects
+        summary = await rebuild_valuations(db, AS_OF)
+        assert (summary.values, summary.rents, summary.sales) == (0, 0, 0)
+        assert await comparables(db, "unsold-1") == []
+    finally:
+        await db.close()

@@ -156,19 +156,6 @@ class PropertyRepository:
         row = await self.db.fetch_one(f"SELECT count(*) FROM properties{where}", params)
         return int(row[0]) if row else 0
 
-    async def comparables(
-        self, property_id: str, zip_code: str, property_type: str | None, limit: int = 200
-    ) -> list[Row]:
-        """Recent sales in the same ZIP code (same type first) for the valuation answer."""
-        return await self.db.fetch_all(
-            "SELECT id, street_address, city, state, zip_code, latitude, longitude, bedrooms,"
-            " bathrooms, living_area, year_built, property_type, last_sale_price,"
-            " last_sale_date FROM properties"
-            " WHERE zip_code = ? AND id <> ? AND last_sale_price IS NOT NULL"
-            " ORDER BY (property_type IS NOT DISTINCT FROM ?) DESC, last_sale_date DESC LIMIT ?",
-            (zip_code, property_id, property_type, limit),
-        )
-
     # -- the write path ----------------------------------------------------------------
 
     async def stored(self, ids: Sequence[str]) -> dict[str, Stored]:

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import ctypes
 import logging
-import math
 from collections import OrderedDict
 from typing import Any
 
@@ -17,7 +16,6 @@ from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, SearchIndex
 from propdata.properties.repository import PropertyRepository, SearchFilters
 from propdata.properties.schemas import (
     Address,
-    Comparable,
     Coordinates,
     Estimate,
     PageMeta,
@@ -32,8 +30,8 @@ from propdata.properties.schemas import (
     TaxRecord,
     Valuation,
 )
+from propdata.valuation.service import comparables
 
-COMPARABLES = 5
 TOTALS_KEPT = 20_000
 INDEX_PAGE = 10_000
 """Rows a page of the index build reads: about 50 ms of SQLite work between requests."""
@@ -200,21 +198,14 @@ class PropertyService:
         return total
 
     async def valuation(self, property_id: str) -> Valuation:
-        """Stored estimates plus the most similar recent sales in the same ZIP code."""
+        """The stored estimates and the comparable sales the last rebuild blended into them."""
         detail = await self.detail(property_id)
-        candidates = await self.repo.comparables(
-            property_id, detail.address.zip_code, detail.property_type
-        )
-        scored = [_comparable(detail, row) for row in candidates]
-        scored.sort(
-            key=lambda c: (-c.similarity, c.distance_miles is None, c.distance_miles or 0, c.id)
-        )
         return Valuation(
             id=detail.id,
             value_estimate=detail.value_estimate,
             rent_estimate=detail.rent_estimate,
             gross_yield=detail.gross_yield,
-            comparables=scored[:COMPARABLES],
+            comparables=await comparables(self.repo.db, property_id),
         )
 
 
@@ -266,39 +257,3 @@ def _detail(r: Row, events: list[Row], taxes: list[Row]) -> PropertyDetail:
         rent_estimate=rent, value_estimate=value, gross_yield=gross_yield,
         price_per_square_foot=ppsf, stories=stories,
     )  # fmt: skip
-
-
-def _miles(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
-    """Great-circle distance (haversine) in miles."""
-    p1, p2 = math.radians(lat1), math.radians(lat2)
-    dp, dl = p2 - p1, math.radians(lon2 - lon1)
-    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
-    return 3958.8 * 2 * math.asin(math.sqrt(min(1.0, a)))
-
-
-def _comparable(subject: PropertyDetail, r: Row) -> Comparable:
-    """Similarity in [0, 1]: same type, close size, beds, baths, age and distance score high."""
-    (cid, street, city, state, zip_code, lat, lon, beds, baths, area, year, ptype, price,
-     sale_date) = r  # fmt: skip
-    distance: float | None = None  # unknown without both coordinates: null, never 0
-    if subject.coordinates and lat is not None and lon is not None:
-        distance = _miles(subject.coordinates.latitude, subject.coordinates.longitude, lat, lon)
-    parts = [1.0 if ptype == subject.property_type else 0.5]
-    if subject.living_area and area:
-        parts.append(1 - min(1.0, abs(area - subject.living_area) / subject.living_area))
-    if subject.bedrooms_total is not None and beds is not None:
-        parts.append(1 - min(1.0, abs(beds - subject.bedrooms_total) / 4))
-    if subject.bathrooms_total is not None and baths is not None:
-        parts.append(1 - min(1.0, abs(baths - subject.bathrooms_total) / 3))
-    if subject.year_built and year:
-        parts.append(1 - min(1.0, abs(year - subject.year_built) / 50))
-    if distance is not None:
-        parts.append(1 - min(1.0, distance / 5))
-    return Comparable(
-        id=cid,
-        address=ShortAddress(street_address=street, city=city, state=state, zip_code=zip_code),
-        distance_miles=round(distance, 2) if distance is not None else None,
-        sale_date=sale_date,
-        sale_price=price,
-        similarity=round(sum(parts) / len(parts), 3),
-    )

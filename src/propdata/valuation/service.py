@@ -355,6 +355,8 @@ def _comparable_json(
     Miles are null where either side has no coordinates (msgspec writes NaN as null).
     """
     est, sales = valued.estimates, valued.training
+    if len(sales.owner) == 0:  # nothing to learn from: no estimate, no comparables
+        return [None] * (end - at)
     index = est.comparables[at:end]
     known = index >= 0
     safe = np.where(known, index, 0)
