@@ -214,9 +214,43 @@ class SQLiteLimiter:
 
     async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
         try:
-            return self._decide(key_id, per_minute, daily, record=False)
+            return self._peek(key_id, per_minute, daily)
         except sqlite3.OperationalError as exc:
             raise StoreUnavailable(f"limiter store: {exc}") from exc
+
+    def _peek(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+        """What `_decide` would report, from a read snapshot: no write lock, so cache hits
+        and /v1/auth/status never wait for (or hold up) another worker's admission."""
+        conn = self._conn
+        conn.execute("BEGIN")
+        try:
+            num = self._nums.get(key_id)
+            if num is None:
+                row = conn.execute(
+                    "SELECT num FROM limiter_keys WHERE key_id = ?", (key_id,)
+                ).fetchone()
+                num = int(row[0]) if row else -1  # never counted: no entries
+            now_us = int(self.clock() * 1_000_000)
+            counts = conn.execute(
+                "SELECT day_count, minute_count, minute_floor FROM limiter_keys WHERE num = ?",
+                (num,),
+            ).fetchone()
+            day_used, minute_used, floor = counts if counts else (0, 0, 0)
+            minute_from = now_us - int(MINUTE * 1e6)
+            if minute_from > floor:
+                minute_used -= conn.execute(
+                    "SELECT count(*) FROM limiter_log WHERE num = ? AND at > ? AND at <= ?",
+                    (num, floor, minute_from),
+                ).fetchone()[0]
+            day_used -= conn.execute(
+                "SELECT count(*) FROM limiter_log WHERE num = ? AND at <= ?",
+                (num, now_us - int(DAY * 1e6)),
+            ).fetchone()[0]
+            decision = self._describe(num, now_us, per_minute, daily, minute_used, day_used,
+                                      refused=False, stamp=None)  # fmt: skip
+        finally:
+            conn.execute("COMMIT")
+        return decision
 
     async def refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
