@@ -122,6 +122,88 @@ _encoder = msgspec.json.Encoder(order="deterministic")
 
 def validate(record: PropertyDetail, as_of: dt.date) -> str | None:
     """Return why a record cannot be stored, or None when it can."""
+    if not _plainly_valid(record, as_of.year + 3):
+        reason = _field_reason(record, as_of)
+        if reason is not None:
+            return reason
+    try:
+        lifecycle.check_history(record.price_history, record.status, as_of)
+    except lifecycle.TransitionError as exc:
+        return str(exc)
+    return None
+
+
+def _plainly_valid(record: PropertyDetail, latest_year: int) -> bool:
+    """True only when every check of `_field_reason` passes, by cheaper tests.
+
+    Each test is at least as strict as the check it stands for (`0 <= x <= MAX_NUMBER` is
+    false for negatives, huge numbers, NaN and infinity alike), so a record it passes is
+    valid; one it does not pass goes to `_field_reason`, which names the first failing check.
+    """
+    if not ID_PATTERN.match(record.id) or record.id in RESERVED_IDS:
+        return False
+    for number in (record.list_price, record.bedrooms_total, record.bathrooms_total,
+                   record.living_area, record.lot_size, record.days_on_market,
+                   record.original_list_price, record.stories):  # fmt: skip
+        if number is not None and not 0 <= number <= MAX_NUMBER:
+            return False
+    a = record.address
+    if (
+        (a.street_address is not None and not a.street_address.strip())
+        or not a.city.strip()
+        or a.state.upper() not in US_STATES
+        or not ZIP_PATTERN.match(a.zip_code)
+        or (a.fips_code is not None and not FIPS_PATTERN.match(a.fips_code))
+        or not TIMESTAMP_PATTERN.match(record.last_updated)
+    ):
+        return False
+    year = record.year_built
+    if year is not None and not 1600 <= year <= latest_year:
+        return False
+    c = record.coordinates
+    if c is not None and not (-90 <= c.latitude <= 90 and -180 <= c.longitude <= 180):
+        return False
+    dates = _VALID_DATES
+    for event in record.price_history:
+        price = event.price
+        if (price is not None and not 0 <= price <= MAX_NUMBER) or event.date not in dates:
+            if not _is_date(event.date):
+                return False
+            _remember_date(event.date)
+            if price is not None and not 0 <= price <= MAX_NUMBER:
+                return False
+    for estimate in (record.rent_estimate, record.value_estimate):
+        if estimate is not None and not (
+            -MAX_NUMBER <= estimate.value <= MAX_NUMBER
+            and -MAX_NUMBER <= estimate.low <= MAX_NUMBER
+            and -MAX_NUMBER <= estimate.high <= MAX_NUMBER
+            and _is_date(estimate.as_of_date)
+        ):
+            return False
+    taxes = record.tax_history
+    if taxes:
+        for t in taxes:
+            paid, assessed = t.tax_paid, t.assessed_value
+            if (paid is not None and not -MAX_NUMBER <= paid <= MAX_NUMBER) or (
+                assessed is not None and not -MAX_NUMBER <= assessed <= MAX_NUMBER
+            ):
+                return False
+        if len({t.year for t in taxes}) != len(taxes):
+            return False
+    return True
+
+
+_VALID_DATES: set[str] = set()
+"""YYYY-MM-DD strings already found valid (a load meets a few thousand distinct dates)."""
+
+
+def _remember_date(text: str) -> None:
+    if len(_VALID_DATES) < 200_000:
+        _VALID_DATES.add(text)
+
+
+def _field_reason(record: PropertyDetail, as_of: dt.date) -> str | None:
+    """Why a record's fields cannot be stored (the first failing check), or None."""
     if not ID_PATTERN.match(record.id):
         return "id must be 1-64 letters, digits, '.', '_' or '-'"
     if record.id in RESERVED_IDS:
@@ -166,10 +248,6 @@ def validate(record: PropertyDetail, as_of: dt.date) -> str | None:
     years = [t.year for t in record.tax_history]
     if len(years) != len(set(years)):
         return "taxHistory has a year twice"
-    try:
-        lifecycle.check_history(record.price_history, record.status, as_of)
-    except lifecycle.TransitionError as exc:
-        return str(exc)
     return None
 
 
@@ -219,8 +297,14 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+_buffer = bytearray()
+
+
 def content_hash(record: PropertyDetail) -> str:
-    return hashlib.blake2b(_encoder.encode(record), digest_size=16).hexdigest()
+    """BLAKE2b of the record's canonical JSON (encoded into one reused buffer: no new bytes
+    object of ~2 KB a record)."""
+    _encoder.encode_into(record, _buffer)
+    return hashlib.blake2b(_buffer, digest_size=16).hexdigest()
 
 
 def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> tuple[Any, ...]:
@@ -244,7 +328,7 @@ def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> 
     return (
         record.id, origin, record.status, list_price,
         a.street_address.strip() if a.street_address else None,
-        street_key(a.street_address) if a.street_address else None, a.city.strip(), city_key(a.city), a.state.upper(),
+        street_key(a.street_address) if a.street_address else None, a.city.strip(), _city_key(a.city), a.state.upper(),
         a.zip_code, a.county, a.fips_code, record.bedrooms_total, record.bathrooms_total,
         record.living_area, record.lot_size, record.year_built, record.property_type, dom,
         record.listing_type if listed else None, derived.listing_date,
@@ -261,6 +345,19 @@ def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> 
     )  # fmt: skip
 
 
+_CITY_KEYS: dict[str, str] = {}
+
+
+def _city_key(city: str) -> str:
+    """`city_key`, remembered: a load names a few thousand cities a million times."""
+    key = _CITY_KEYS.get(city)
+    if key is None:
+        key = city_key(city)
+        if len(_CITY_KEYS) < 100_000:
+            _CITY_KEYS[city] = key
+    return key
+
+
 async def load(
     db: Database,
     items: Iterable[Item],
@@ -274,20 +371,38 @@ async def load(
 
     With `replace_origin`, every stored record of `origin` is removed first (a rebuild of
     the demo or synthetic set); other origins are never touched.
+
+    A bulk load (at least BULK_ROWS records written, and at least as many as the store held)
+    drops the property tables' secondary indexes once it gets there and builds them again
+    before the commit (`PropertyRepository.defer_indexes`, SQLite): the same indexes and
+    rows, without a million inserts at random places in each index.
     """
     repo = PropertyRepository(db)
     report = LoadReport()
     async with db.transaction():
         removed = await repo.delete_origin(origin) if replace_origin else 0
+        held = await repo.count()
+        # An empty store has nothing to compare with: an id seen twice is a duplicate
+        # (rejected before any lookup), so no record of this load can be stored already.
+        lookup = held > 0
+        deferred: list[str] | None = None
         for batch in _batches(items):
-            await _load_batch(repo, batch, origin, as_of, report)
+            await _load_batch(repo, batch, origin, as_of, report, lookup)
+            if deferred is None and report.loaded >= max(BULK_ROWS, held):
+                deferred = await repo.defer_indexes()
             if progress is not None:
                 progress(len(batch))
+        if deferred:
+            await repo.restore_indexes(deferred)
         if report.loaded or removed:  # a load that only deletes changes answers too
             await repo.bump_data_version()
     if report.loaded or removed:
         await repo.optimize()
     return report
+
+
+BULK_ROWS = 20_000
+"""Records written before a load defers the secondary indexes (see `load`)."""
 
 
 def _batches(items: Iterable[Item]) -> Iterator[list[Item]]:
@@ -302,9 +417,15 @@ def _batches(items: Iterable[Item]) -> Iterator[list[Item]]:
 
 
 async def _load_batch(
-    repo: PropertyRepository, batch: list[Item], origin: str, as_of: dt.date, report: LoadReport
+    repo: PropertyRepository,
+    batch: list[Item],
+    origin: str,
+    as_of: dt.date,
+    report: LoadReport,
+    lookup: bool = True,
 ) -> None:
     valid: dict[str, tuple[int, PropertyDetail]] = {}
+    lines = report.lines
     for line, item in batch:
         if isinstance(item, Reject):
             report.rejects.append(item)
@@ -312,15 +433,15 @@ async def _load_batch(
         reason = validate(item, as_of)
         if reason is not None:
             report.rejects.append(Reject(line, reason, item.id))
-        elif item.id in report.lines:
-            first = report.lines[item.id]
+        elif item.id in lines:
+            first = lines[item.id]
             report.rejects.append(
                 Reject(line, f"id {item.id} already appears on line {first}", item.id)
             )
         else:
-            report.lines[item.id] = line  # across the whole load, not one batch
+            lines[item.id] = line  # across the whole load, not one batch
             valid[item.id] = (line, item)
-    stored = await repo.stored(list(valid))
+    stored = await repo.stored(list(valid)) if lookup else {}
     rows: list[tuple[Any, ...]] = []
     events: list[tuple[Any, ...]] = []
     taxes: list[tuple[Any, ...]] = []
@@ -341,11 +462,11 @@ async def _load_batch(
         else:
             report.inserted += 1
         rows.append(to_row(record, origin if old is None else old.origin, digest, as_of))
-        events.extend(
+        events += [
             (record_id, seq, e.date, e.event, e.price, e.source)
             for seq, e in enumerate(record.price_history)
-        )
-        taxes.extend((record_id, t.year, t.tax_paid, t.assessed_value) for t in record.tax_history)
+        ]
+        taxes += [(record_id, t.year, t.tax_paid, t.assessed_value) for t in record.tax_history]
     await repo.write(rows, events, taxes, replaced)
 
 

@@ -8,7 +8,7 @@ priceHistory.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from propdata.properties.schemas import PriceEvent
@@ -56,7 +56,7 @@ def expire(status: str, last_sale: str | None, as_of: dt.date) -> str:
     return status
 
 
-def replay(events: Sequence[PriceEvent], start: str = "offMarket") -> tuple[str, str | None]:
+def replay(events: Iterable[PriceEvent], start: str = "offMarket") -> tuple[str, str | None]:
     """Run chronological events through TRANSITIONS; return (status, date of the last sale).
 
     Raises TransitionError naming the first event that is not allowed.
@@ -65,25 +65,29 @@ def replay(events: Sequence[PriceEvent], start: str = "offMarket") -> tuple[str,
     last_sale: str | None = None
     previous_date = ""
     for index, event in enumerate(events):
-        if event.date < previous_date:
-            raise TransitionError(f"priceHistory is not in date order at {event.date}")
-        previous_date = event.date
-        # The 180-day rule also applies between events: a resale years later is legal.
-        status = expire(status, last_sale, dt.date.fromisoformat(event.date))
-        after = TRANSITIONS.get((status, event.event))
+        date = event.date
+        if date < previous_date:
+            raise TransitionError(f"priceHistory is not in date order at {date}")
+        previous_date = date
+        # The 180-day rule also applies between events: a resale years later is legal. Only
+        # a recent sale can expire, so the date is parsed only then (a load replays ~10M).
+        if status == "recentlySold" and last_sale is not None:
+            status = expire(status, last_sale, dt.date.fromisoformat(date))
+        kind = event.event
+        after = TRANSITIONS.get((status, kind))
         if after is None:
             raise TransitionError(
-                f"event {index + 1} ({event.event} on {event.date}) is not allowed from {status}"
+                f"event {index + 1} ({kind} on {date}) is not allowed from {status}"
             )
         status = after
-        if event.event == "sold":
-            last_sale = event.date
+        if kind == "sold":
+            last_sale = date
     return status, last_sale
 
 
 def check_history(history: Sequence[PriceEvent], status: str, as_of: dt.date) -> None:
     """Check that a newest-first history leads from offMarket to `status` as of `as_of`."""
-    reached, last_sale = replay(chronological(history))
+    reached, last_sale = replay(reversed(history))
     reached = expire(reached, last_sale, as_of)
     if reached != status:
         raise TransitionError(f"priceHistory leads to {reached}, but status is {status}")
@@ -128,6 +132,15 @@ class Derived:
     """Start of the listing that set the current status (forSale, forRent or the sold one)."""
 
 
+_LISTING_STARTS: dict[str, frozenset[str]] = {
+    "forSale": LISTING_EVENTS,
+    "recentlySold": LISTING_EVENTS,
+    "forRent": frozenset({"listedForRent"}),
+}
+"""The events that can start the listing behind each listed status."""
+_LISTING_ENDS = frozenset({"sold", "delisted", "rentalRemoved"})
+
+
 def derive(history: Sequence[PriceEvent], status: str) -> Derived:
     """Compute the listing-derived fields of a record from its newest-first history.
 
@@ -136,40 +149,67 @@ def derive(history: Sequence[PriceEvent], status: str) -> Derived:
     - previousListPrice / lastPriceChangeDate: the price before, and the date of, the newest
       priceChange of that listing.
     - removedDate: the date of the newest `delisted` event.
+
+    The listing is history[begin : start + 1]: from the newest event after the sale (for
+    recentlySold) back to the event that started it, when no sale, delisting or rental end
+    comes first. Walked by index, without copies: every loaded record goes through here.
     """
-    last_sale = next((e for e in history if e.event == "sold"), None)
-    removed = next((e for e in history if e.event == "delisted"), None)
-    listing: list[PriceEvent] = []
-    if status in ("forSale", "recentlySold", "forRent"):
-        start_events = {"forRent": {"listedForRent"}}.get(status, set(LISTING_EVENTS))
-        skip_to_sale = status == "recentlySold"
-        for event in history:
-            if skip_to_sale:
-                if event.event == "sold":
-                    skip_to_sale = False
-                continue
-            if event.event in ("sold", "delisted", "rentalRemoved"):
+    last_sale: PriceEvent | None = None
+    removed: PriceEvent | None = None
+    for event in history:
+        kind = event.event
+        if kind == "sold":
+            if last_sale is None:
+                last_sale = event
+                if removed is not None:
+                    break
+        elif kind == "delisted" and removed is None:
+            removed = event
+            if last_sale is not None:
                 break
-            listing.append(event)
-            if event.event in start_events:
+    n = len(history)
+    begin = start = -1
+    starts = _LISTING_STARTS.get(status)
+    if starts is not None:
+        i = 0
+        if status == "recentlySold":  # the listing that sold: the events older than the sale
+            while i < n and history[i].event != "sold":
+                i += 1
+            i += 1
+        begin = i
+        while i < n:
+            kind = history[i].event
+            if kind in _LISTING_ENDS:
                 break
-        if not listing or listing[-1].event not in start_events:
-            listing = []
-    original = listing[-1].price if listing else None
-    changes = [e for e in listing if e.event == "priceChange"]
+            if kind in starts:
+                start = i
+                break
+            i += 1
+    original: int | None = None
+    listing_date: str | None = None
     previous_price: int | None = None
-    if changes:
-        newest_change = changes[0]
-        older = listing[listing.index(newest_change) + 1 :]
-        previous_price = next((e.price for e in older if e.price is not None), None)
+    change_date: str | None = None
+    if start >= 0:
+        listed = history[start]
+        original, listing_date = listed.price, listed.date
+        for i in range(begin, start + 1):
+            change = history[i]
+            if change.event == "priceChange":
+                change_date = change.date
+                for older in range(i + 1, start + 1):
+                    price = history[older].price
+                    if price is not None:
+                        previous_price = price
+                        break
+                break
     return Derived(
         original_list_price=original,
         previous_list_price=previous_price,
-        last_price_change_date=changes[0].date if changes else None,
+        last_price_change_date=change_date,
         removed_date=removed.date if removed else None,
         last_sale_price=last_sale.price if last_sale else None,
         last_sale_date=last_sale.date if last_sale else None,
-        listing_date=listing[-1].date if listing else None,
+        listing_date=listing_date,
     )
 
 
@@ -180,19 +220,23 @@ def current_list_price(history: Sequence[PriceEvent], status: str) -> int | None
     """
     if status == "offMarket":
         return None
-    events = list(history)
+    i, n = 0, len(history)
     if status == "recentlySold":
-        sold_at = next((i for i, e in enumerate(events) if e.event == "sold"), None)
-        if sold_at is None:
+        while i < n and history[i].event != "sold":
+            i += 1
+        if i == n:
             return None
-        events = events[sold_at + 1 :]
-    for event in events:
-        if event.event in ("sold", "delisted", "rentalRemoved"):
+        i += 1
+    while i < n:
+        event = history[i]
+        kind = event.event
+        if kind in _LISTING_ENDS:
             return None
-        if event.event in LISTING_EVENTS or event.event == "listedForRent":
+        if kind in LISTING_EVENTS or kind == "listedForRent":
             return event.price  # the listing starts here: never a price from an older one
-        if event.price is not None and event.event != "pendingSale":
+        if event.price is not None and kind != "pendingSale":
             return event.price
+        i += 1
     return None
 
 
