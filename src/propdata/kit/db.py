@@ -109,23 +109,25 @@ class SQLiteDatabase:
     async def copy_into(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> None:
-        """Multi-row INSERTs of about BULK_PARAMS values each, then the remainder row by row.
+        """Multi-row INSERTs of about BULK_PARAMS values each; the remainder in statements of
+        a power of two rows (a few statement shapes a table, all kept in the statement cache).
 
         One statement of a thousand rows binds and steps at less than half the cost a row of
         `executemany` of one-row INSERTs (measured: 0.65 µs against 1.4 µs a price event).
         """
         insert = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
         one = f"({', '.join('?' for _ in columns)})"
+        chain = itertools.chain.from_iterable
         per = max(1, BULK_PARAMS // len(columns))
-        whole = len(rows) - len(rows) % per
-        if whole:
-            chain = itertools.chain.from_iterable
+        start = 0
+        while start < len(rows):
+            size = per if len(rows) - start >= per else 1 << ((len(rows) - start).bit_length() - 1)
+            end = start + size * ((len(rows) - start) // size)
             self._conn.executemany(
-                insert + ", ".join([one] * per),
-                (list(chain(rows[i : i + per])) for i in range(0, whole, per)),
+                insert + ", ".join([one] * size),
+                (list(chain(rows[i : i + size])) for i in range(start, end, size)),
             )
-        if whole < len(rows):
-            self._conn.executemany(insert + one, rows[whole:])
+            start = end
 
     async def executescript(self, script: str) -> None:
         self._conn.executescript(script)
