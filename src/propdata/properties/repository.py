@@ -268,8 +268,9 @@ class PropertyRepository:
     async def optimize(self) -> None:
         """Refresh the planner's statistics after a load (which index suits which filter)."""
         if self.db.dialect == "sqlite":
-            # Full statistics (about 10 s at 1,000,000 properties): with sampled ones the
-            # planner walked a sort index past a selective filter (7 s instead of 2 ms).
+            # Full statistics (2.1-2.3 s after a load of 1,000,000 properties, whose pages
+            # are still cached; bench/import_rate.py times it as optimize_s): with sampled
+            # ones the planner walked a sort index past a selective filter (7 s, not 2 ms).
             await self.db.execute("PRAGMA analysis_limit=0")
             await self.db.execute("ANALYZE")
         else:
