@@ -22,6 +22,7 @@ from propdata.accounts.middleware import MeteringMiddleware
 from propdata.accounts.service import KeyService
 from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
+from propdata.kit import memory
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
 from propdata.kit.http import reject_unknown_parameters
@@ -80,6 +81,7 @@ async def open_database(url: str) -> Database:
 
 
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
+    memory.map_large_allocations()
     db = await open_database(settings.database_url)
     limiter: Limiter
     cache: ResponseCache

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 from collections import OrderedDict
 from typing import Any
 
 from propdata.errors import AmbiguousAddress, NotFound
+from propdata.kit import memory
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database, Row
 from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, SearchIndex
@@ -97,7 +97,7 @@ class PropertyService:
             index = await asyncio.to_thread(builder.finish)  # numpy's sorts release the GIL
             self._index = index
             await self.repo.release_cache()  # the build read every row through it
-            _return_free_memory()
+            memory.trim()
             log.info("search index ready: %d properties, %.0f MB", index.size, index.nbytes / 1e6)
         except asyncio.CancelledError:
             raise
@@ -207,13 +207,6 @@ class PropertyService:
             gross_yield=detail.gross_yield,
             comparables=await comparables(self.repo.db, property_id),
         )
-
-
-def _return_free_memory() -> None:
-    """Give the heap the index build freed back to the system (glibc keeps it otherwise:
-    at 1M properties a worker stayed 100 MB above what it uses). A no-op off glibc."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _events(rows: list[Row]) -> list[PriceEvent]:

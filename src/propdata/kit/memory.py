@@ -1,0 +1,41 @@
+"""Keep a worker's resident memory close to what it uses (glibc's allocator, Linux).
+
+numpy's large temporaries (a search's masks and gathers, the index build's sorts) are
+freed right away, but glibc raises its mmap threshold after the first large free, so later
+ones come from the heap, which it rarely gives back: a worker serving searches at 1,000,000
+properties stayed tens of MB above its live data. A fixed threshold keeps every allocation
+of 256 KB or more in its own mapping, returned on free; `trim` hands back what the heap
+freed after a big one-off job. Both are no-ops where glibc is not the allocator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+
+M_MMAP_THRESHOLD = -3
+"""mallopt's parameter number (malloc.h); setting it also turns the dynamic threshold off."""
+THRESHOLD = 256 * 1024
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+
+
+def map_large_allocations() -> None:
+    """Once per process, at start-up."""
+    libc = _libc()
+    if libc is not None:
+        with contextlib.suppress(AttributeError):
+            libc.mallopt(M_MMAP_THRESHOLD, THRESHOLD)
+
+
+def trim() -> None:
+    """Return the heap's free memory to the system (after the search index is built)."""
+    libc = _libc()
+    if libc is not None:
+        with contextlib.suppress(AttributeError):
+            libc.malloc_trim(0)
