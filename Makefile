@@ -8,7 +8,7 @@ export PROPDATA_DATABASE_URL ?= $(DB)
 
 BENCH_ARGS ?= --properties 1000000 --duration 20 --connections 16 --workers 2 --scaleout
 
-.PHONY: help run test check format bench bench-smoke clean valuation-report
+.PHONY: help run test check format bench bench-smoke clean clean-bench valuation-report
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-8s %s\n", $$1, $$2}'
@@ -54,3 +54,8 @@ bench-smoke: $(STAMP) ## The benchmark's seconds-long version (what make test ru
 
 clean: ## Remove the virtualenv and local data
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+
+clean-bench: ## Remove the benchmark's stores (bench/.data, its datasette env, its PostgreSQL schemas)
+	rm -rf bench/.data bench/.datasette-venv
+	-psql -h 127.0.0.1 -U postgres -d test -Atc "SELECT 'DROP SCHEMA ' || nspname || ' CASCADE;' \
+		FROM pg_namespace WHERE nspname LIKE 'bench\_p%'" | psql -h 127.0.0.1 -U postgres -d test -q
