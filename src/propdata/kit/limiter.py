@@ -127,12 +127,8 @@ class SQLiteLimiter:
             # Both counts run: only the entries that crossed a window's edge since the last
             # decision are read, so the cost does not grow with the key's traffic.
             minute_from = now_us - int(MINUTE * 1e6)
-            if minute_from > floor:
-                minute_used -= conn.execute(
-                    "SELECT count(*) FROM limiter_log WHERE num = ? AND at > ? AND at <= ?",
-                    (num, floor, minute_from),
-                ).fetchone()[0]
-                floor = minute_from
+            minute_used -= self._left_minute(num, floor, minute_from)
+            floor = max(floor, minute_from)
             day_used -= conn.execute(
                 "DELETE FROM limiter_log WHERE num = ? AND at <= ?", (num, now_us - int(DAY * 1e6))
             ).rowcount
@@ -163,6 +159,17 @@ class SQLiteLimiter:
             conn.execute("ROLLBACK")
             raise
         return decision
+
+    def _left_minute(self, num: int, floor: int, minute_from: int) -> int:
+        """Entries counted in the running minute count (those after `floor`) that have left
+        the minute window since (at or before `minute_from`)."""
+        if minute_from <= floor:
+            return 0
+        row = self._conn.execute(
+            "SELECT count(*) FROM limiter_log WHERE num = ? AND at > ? AND at <= ?",
+            (num, floor, minute_from),
+        ).fetchone()
+        return int(row[0])
 
     def _nth_oldest(self, num: int, after_us: int, n: int) -> int | None:
         row = self._conn.execute(
@@ -236,12 +243,7 @@ class SQLiteLimiter:
                 (num,),
             ).fetchone()
             day_used, minute_used, floor = counts if counts else (0, 0, 0)
-            minute_from = now_us - int(MINUTE * 1e6)
-            if minute_from > floor:
-                minute_used -= conn.execute(
-                    "SELECT count(*) FROM limiter_log WHERE num = ? AND at > ? AND at <= ?",
-                    (num, floor, minute_from),
-                ).fetchone()[0]
+            minute_used -= self._left_minute(num, floor, now_us - int(MINUTE * 1e6))
             day_used -= conn.execute(
                 "SELECT count(*) FROM limiter_log WHERE num = ? AND at <= ?",
                 (num, now_us - int(DAY * 1e6)),

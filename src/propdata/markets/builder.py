@@ -13,12 +13,10 @@ docs/markets.md defines every number precisely; the definitions here follow it.
 from __future__ import annotations
 
 import datetime as dt
-import gc
 import math
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from functools import cache
@@ -26,6 +24,7 @@ from typing import Any
 
 import zipcodes
 
+from propdata.kit import memory
 from propdata.kit.addresses import city_key
 from propdata.kit.db import Database, Row
 from propdata.markets.repository import MarketStatsWriter
@@ -180,7 +179,7 @@ async def _compute(
     stats: MarketStatsWriter, calendar: Calendar, progress: Callable[[int], None] | None
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """One full pass over the records: the snapshot rows and history rows to store."""
-    with _no_cycle_collection():
+    with memory.no_cycle_collection():
         zips = await _fold(stats, calendar, progress)
         places = await _places(stats, sorted(zips))
         snapshots: list[tuple[Any, ...]] = []
@@ -221,23 +220,6 @@ async def _fold(
         if progress is not None:
             progress(len(page))
     return zips
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Pause the cyclic garbage collector, restoring its state after.
-
-    A pass allocates millions of short-lived rows and keeps millions of values; the
-    collector would walk them again and again (a third of the run time at a million
-    properties). Nothing a pass creates forms a cycle, so reference counting frees it all.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _replay(

@@ -13,15 +13,14 @@ endpoint from what the rebuild stored, so the sales shown are those the estimate
 from __future__ import annotations
 
 import datetime as dt
-import gc
 from array import array
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import msgspec
 import numpy as np
 
+from propdata.kit import memory
 from propdata.kit.db import Database, Row
 from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import Comparable, ShortAddress
@@ -149,7 +148,7 @@ async def read_stock(
     repo = ValuationRepository(db)
     columns = _Columns()
     before: str | None = None
-    with _no_cycle_collection():
+    with memory.no_cycle_collection():
         while True:
             page = await repo.home_page(before, PAGE)
             if not page:
@@ -162,18 +161,6 @@ async def read_stock(
             if progress is not None:
                 progress(len(page))
         return columns.stock()
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Pause the cyclic collector while millions of short-lived rows pass (none form cycles)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # -- valuing -----------------------------------------------------------------------------------
