@@ -15,7 +15,7 @@ from litestar.exceptions import (
     ValidationException,
 )
 
-from propdata.kit.db import StoreUnavailable
+from propdata.kit.db import StoreBusy, StoreUnavailable
 from propdata.kit.requests import request_id
 
 log = logging.getLogger("propdata")
@@ -182,11 +182,15 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
 
 
 def unavailable_handler(request: Request[Any, Any, Any], exc: StoreUnavailable) -> Response[Any]:
-    log.error("store unavailable: %s (request %s)", exc, request_id(request.scope))
-    return render(
-        request, 503, "service_unavailable",
-        "A backing store is unreachable; try again shortly.", headers={"Retry-After": "5"},
-    )  # fmt: skip
+    busy = isinstance(exc, StoreBusy)
+    log.error("store %s: %s (request %s)", "busy" if busy else "unavailable", exc,
+              request_id(request.scope))  # fmt: skip
+    message = (
+        "The service is busy; try again shortly."
+        if busy
+        else "A backing store is unreachable; try again shortly."
+    )
+    return render(request, 503, "service_unavailable", message, headers={"Retry-After": "5"})
 
 
 def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:

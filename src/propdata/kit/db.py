@@ -30,6 +30,10 @@ class StoreUnavailable(RuntimeError):
     """A backing store cannot be reached; the API answers 503 service_unavailable."""
 
 
+class StoreBusy(StoreUnavailable):
+    """The store answers, but no pooled connection came free in time (still a 503)."""
+
+
 class Database(Protocol):
     dialect: str
 
@@ -203,9 +207,12 @@ class PostgresDatabase:
 
     dialect = "postgresql"
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, acquire_timeout: float = 5.0
+    ) -> None:
         self.url = url
         self._min, self._max = min_size, max_size
+        self._acquire_timeout = acquire_timeout
         self._pool: asyncpg.Pool | None = None
         self._tx: contextvars.ContextVar[asyncpg.Connection | None] = contextvars.ContextVar(
             "propdata_pg_tx", default=None
@@ -251,12 +258,26 @@ class PostgresDatabase:
             return
         if self._pool is None:
             await self.open()
-        assert self._pool is not None
+        pool = self._pool
+        assert pool is not None
         try:
-            async with self._pool.acquire(timeout=5) as conn:
-                yield conn
+            conn = await pool.acquire(timeout=self._acquire_timeout)
+        except TimeoutError as exc:
+            if pool.get_size() >= self._max and pool.get_idle_size() == 0:
+                # Every connection is in use: the server is busy, not the database down.
+                raise StoreBusy(
+                    f"PostgreSQL busy: all {self._max} pooled connections stayed in use for"
+                    f" {self._acquire_timeout:g} s"
+                ) from exc
+            raise StoreUnavailable(f"PostgreSQL unreachable: {exc!r}") from exc
         except _PG_UNREACHABLE as exc:
             raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        try:
+            yield conn
+        except _PG_UNREACHABLE as exc:
+            raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        finally:
+            await pool.release(conn)
 
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         async with self._connection() as conn:
