@@ -33,13 +33,13 @@ test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where 
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 check: $(STAMP) ## Formatting, lint and types
-	$(BIN)/ruff format --check src tests
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
 format: $(STAMP) ## Format the code
-	$(BIN)/ruff format src tests
-	$(BIN)/ruff check --fix src tests
+	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix src tests bench
 
 valuation-report: $(STAMP) ## Write docs/valuation.md: the valuation model's accuracy on held-out real sales
 	$(BIN)/python -m propdata.valuation.report
