@@ -212,3 +212,36 @@ async def test_search_uses_the_index_once_built_and_follows_a_load(
             assert (await client.get("/health")).json()["checks"]["searchIndex"] == "ok"
     finally:
         await drop_store(made)
+
+
+async def test_a_failing_build_is_retried_later_and_searches_go_on(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that fails is not started again by every search (each try reads the whole
+    table), and searches keep answering from SQL meanwhile."""
+    from propdata.properties import service as service_module
+    from propdata.properties.service import PropertyService
+
+    tries: list[int] = []
+
+    def broken(self: IndexBuilder, rows: Any) -> None:
+        tries.append(len(rows))
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(IndexBuilder, "add", broken)
+    db = await open_db(store)
+    try:
+        properties = PropertyService(db)
+        query = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
+        expected = await properties.search(*query)  # starts the first build
+        assert properties._building is not None
+        await properties._building
+        for _ in range(3):
+            assert await properties.search(*query) == expected
+        assert len(tries) == 1 and await properties.index_status() == "building"
+        monkeypatch.setattr(service_module, "INDEX_RETRY", 0)
+        await properties.search(*query)
+        await properties._building
+        assert len(tries) == 2
+    finally:
+        await db.close()

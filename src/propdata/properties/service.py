@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -36,6 +38,9 @@ TOTALS_KEPT = 20_000
 INDEX_PAGE = 10_000
 """Rows a page of the index build reads: about 50 ms of SQLite work between requests."""
 
+INDEX_RETRY = 60
+"""Seconds before a failed build is tried again (each try reads the whole table)."""
+
 log = logging.getLogger("propdata")
 
 
@@ -49,6 +54,7 @@ class PropertyService:
         self._use_index = search_index
         self._index: SearchIndex | None = None
         self._building: asyncio.Task[None] | None = None
+        self._failed_at = -math.inf
 
     # -- the search index ----------------------------------------------------------------
 
@@ -78,7 +84,8 @@ class PropertyService:
         if index is not None and index.namespace == namespace:
             return index
         self._index = None  # built from an older version: it can never answer again
-        if self._building is None or self._building.done():
+        idle = self._building is None or self._building.done()
+        if idle and time.monotonic() - self._failed_at > INDEX_RETRY:
             self._building = asyncio.create_task(self._build())
         return None
 
@@ -101,8 +108,9 @@ class PropertyService:
             log.info("search index ready: %d properties, %.0f MB", index.size, index.nbytes / 1e6)
         except asyncio.CancelledError:
             raise
-        except Exception:  # searches go on through SQL; the next one tries again
-            log.exception("building the search index failed")
+        except Exception:  # searches go on through SQL; a search tries again later
+            self._failed_at = time.monotonic()
+            log.exception("building the search index failed; trying again in %d s", INDEX_RETRY)
 
     async def data_version(self) -> int:
         return await self.repo.data_version()
