@@ -216,6 +216,16 @@ async def fresh(backend: str, tmp_path: Path) -> AsyncIterator[Fresh]:
     await drop_store(made)
 
 
+@pytest.fixture
+async def empty_db(backend: str, tmp_path: Path) -> AsyncIterator[Database]:
+    """An empty, migrated store of each configuration (SQLite; PostgreSQL when reachable)."""
+    made = await new_store(backend, tmp_path)
+    db = await open_db(made)
+    yield db
+    await db.close()
+    await drop_store(made)
+
+
 def run(coro: Awaitable[Any]) -> Any:
     """Run a coroutine from a synchronous test (server-process tests)."""
     return asyncio.run(coro)  # type: ignore[arg-type]

@@ -24,9 +24,8 @@ import datetime as dt
 import math
 import random
 import statistics
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,7 +38,6 @@ from propdata.markets.repository import HISTORY_INSERT, MarketRepository, Market
 from propdata.properties import lifecycle
 from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import Address, PriceEvent, PropertyDetail
-from tests.conftest import drop_store, new_store, open_db
 
 D = dt.date(2026, 3, 15)
 SNAPSHOT_FIELDS = (
@@ -113,13 +111,8 @@ async def store(db: Database, records: list[PropertyDetail], as_of: dt.date = D)
 
 
 @pytest.fixture
-async def db(backend: str, tmp_path: Path) -> AsyncIterator[Database]:
-    """An empty, migrated store of each configuration (SQLite; PostgreSQL when reachable)."""
-    where = await new_store(backend, tmp_path)
-    database = await open_db(where)
-    yield database
-    await database.close()
-    await drop_store(where)
+def db(empty_db: Database) -> Database:
+    return empty_db
 
 
 async def snapshot(db: Database, zip_code: str) -> dict[str, Any]:

@@ -9,15 +9,13 @@ index to use. Either way a missing index, or an ORDER BY an index cannot give, f
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from propdata.kit.db import Database, Row
 from propdata.properties.repository import SORT_COLUMNS, PropertyRepository, SearchFilters
-from tests.conftest import drop_store, new_store, open_db
 
 
 class Capture:
@@ -36,15 +34,6 @@ class Capture:
     async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         self.statements.append((sql, params))
         return None
-
-
-@pytest.fixture
-async def empty(backend: str, tmp_path: Path) -> AsyncIterator[Database]:
-    made = await new_store(backend, tmp_path)
-    db = await open_db(made)
-    yield db
-    await db.close()
-    await drop_store(made)
 
 
 async def scans_table(
@@ -133,8 +122,9 @@ def cases() -> list[Any]:
 
 @pytest.mark.parametrize(("filters", "sort", "order"), cases())
 async def test_search_reads_an_index(
-    empty: Database, filters: SearchFilters, sort: str, order: str
+    empty_db: Database, filters: SearchFilters, sort: str, order: str
 ) -> None:
+    empty = empty_db
     capture = Capture(empty.dialect)
     repo = PropertyRepository(capture)  # type: ignore[arg-type]
     await repo.search_page(filters, sort, order, 25, 0)
