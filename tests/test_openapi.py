@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,14 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.conftest import Store, build_store, create_key, drop_store, new_store
+from tests.redis_support import free_port
 
 RANGE_PARAMETERS = {"minPrice", "minBeds", "minSqft"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _prepare(store: Store) -> str:
@@ -39,7 +33,7 @@ async def _prepare(store: Store) -> str:
 
 def _serve(store: Store) -> Iterator[tuple[str, str]]:
     secret = asyncio.run(_prepare(store))
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, **store.env(), "PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR"}
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--factory", "propdata.app:asgi", "--port", str(port),

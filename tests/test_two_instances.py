@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,12 +18,7 @@ import pytest
 from propdata.accounts.service import CustomLimits, KeyService
 from propdata.kit.db import connect
 from tests.conftest import Store, build_store, create_key, drop_store, new_store
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.redis_support import free_port
 
 
 def _start(store: Store, port: int) -> subprocess.Popen[bytes]:
@@ -49,7 +43,7 @@ def _wait(base: str) -> None:
 def two(tmp_path: Path) -> Iterator[tuple[Store, list[str]]]:
     store = asyncio.run(new_store("scaleout", tmp_path))
     asyncio.run(build_store(store))
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     servers = [_start(store, port) for port in ports]
     bases = [f"http://127.0.0.1:{port}" for port in ports]
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,12 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import Store, build_store, create_key, drop_store, new_store
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.redis_support import free_port
 
 
 async def _prepare(store: Store) -> str:
@@ -34,7 +28,7 @@ def test_four_workers_and_many_threads_admit_exactly_the_free_limit(
 ) -> None:
     store = asyncio.run(new_store(backend, tmp_path))
     secret = asyncio.run(_prepare(store))
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, **store.env(), "PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR"}
     server = subprocess.Popen(
         [sys.executable, "-m", "propdata", "serve", "--port", str(port), "--workers", "4"], env=env
