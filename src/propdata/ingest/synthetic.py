@@ -33,11 +33,9 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
-import addfips
-import zipcodes
-
+from propdata.kit import geography
 from propdata.properties import lifecycle
 from propdata.properties.schemas import (
     Address,
@@ -175,55 +173,28 @@ class Zip:
     """Share of national records: state population x the ZIP's share of its state's metro mass."""
 
 
-def bare_county(name: str) -> str:
-    """Drop the county-type word zipcodes appends: "Story County" -> "Story".
-
-    Virginia's independent cities keep "city" ("Richmond city" is not Richmond County).
-    """
-    for suffix in (" County", " Parish", " Borough", " Census Area", " Municipality",
-                   " City and Borough"):  # fmt: skip
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
 @cache
 def zip_table() -> tuple[Zip, ...]:
     """The eligible ZIP codes, sorted by code; built once per process, in under a second."""
     rows = [
-        z for z in zipcodes.list_all()  # type: ignore[no-untyped-call]
-        if z["zip_code_type"] == "STANDARD" and z["active"] and z["lat"] and z["long"]
-        and z["state"] in STATE_POPULATION and z["county"]
+        z for z in geography.delivery_zips()
+        if z.state in STATE_POPULATION and z.county is not None and z.fips is not None
     ]  # fmt: skip
-    rows.sort(key=lambda z: str(z["zip_code"]))
-    fips_of = _county_codes(rows)
-    rows = [z for z in rows if fips_of[(z["county"], z["state"])] is not None]
-    points = [(float(z["lat"]), float(z["long"])) for z in rows]
+    points = [(z.latitude, z.longitude) for z in rows]
     local = _neighbours(points, 0.05)
     metro = _neighbours(points, 0.15)
     mass: Counter[str] = Counter()
     for z, m in zip(rows, metro, strict=True):
-        mass[z["state"]] += m**1.2
+        mass[z.state] += m**1.2
     table = []
-    for z, (lat, lon), near, m in zip(rows, points, local, metro, strict=True):
-        state = z["state"]
+    for z, near, m in zip(rows, local, metro, strict=True):
         table.append(Zip(
-            code=z["zip_code"], city=z["city"], state=state, county=bare_county(z["county"]),
-            fips=cast(str, fips_of[(z["county"], state)]), latitude=lat, longitude=lon,
+            code=z.code, city=z.city, state=z.state, county=cast(str, z.county),
+            fips=cast(str, z.fips), latitude=z.latitude, longitude=z.longitude,
             density=min(1.0, math.log(near) / math.log(61)),
-            weight=STATE_POPULATION[state] * m**1.2 / mass[state],
+            weight=STATE_POPULATION[z.state] * m**1.2 / mass[z.state],
         ))  # fmt: skip
     return tuple(table)
-
-
-def _county_codes(rows: list[dict[str, Any]]) -> dict[tuple[str, str], str | None]:
-    finder = addfips.AddFIPS()
-    codes: dict[tuple[str, str], str | None] = {}
-    for z in rows:
-        key = (z["county"], z["state"])
-        if key not in codes:
-            codes[key] = finder.get_county_fips(key[0], state=key[1])
-    return codes
 
 
 def _neighbours(points: list[tuple[float, float]], size: float) -> list[int]:

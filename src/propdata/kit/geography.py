@@ -1,9 +1,59 @@
-"""Real US geography shared by every data source."""
+"""Real US reference geography, the one home of states, ZIP codes, counties and FIPS codes.
+
+Every data source (demo sets, synthetic generator, importers), the market builder and the
+API's parameter checks read it here; nothing else calls `zipcodes` or `addfips`.
+
+    >>> county_fips("Story", "IA"), bare_county("Juneau City and Borough")
+    ('19169', 'Juneau')
+"""
 
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
+
+US_STATES = frozenset(
+    {
+        "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "DC", "FL", "GA", "HI", "ID", "IL",
+        "IN", "IA", "KS", "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE",
+        "NV", "NH", "NJ", "NM", "NY", "NC", "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD",
+        "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY", "PR", "VI", "GU", "AS", "MP",
+    }
+)  # fmt: skip
+"""Two-letter codes of the states, DC and the inhabited territories."""
+
+_COUNTY_WORDS = re.compile(
+    r"\s+(city and borough|census area|municipality|municipio|county|parish|borough)$",
+    re.IGNORECASE,
+)
+"""The county-type word a name may end with; the longest alternative is tried first, so
+"Juneau City and Borough" loses all three words, not just "Borough"."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZipCode:
+    """One ZIP code of the `zipcodes` package: its primary city, state and county."""
+
+    code: str
+    city: str
+    state: str
+    county: str | None
+    """The bare county name (see `bare_county`); None when the package gives none."""
+    fips: str | None
+    """The state+county FIPS code; None when the county is unknown to addfips."""
+    latitude: float
+    longitude: float
+
+
+def bare_county(name: str) -> str:
+    """A county name without its county-type word: "Story County" -> "Story".
+
+    Virginia's independent cities keep "city" ("Richmond city" is not Richmond County).
+    """
+    return _COUNTY_WORDS.sub("", name.strip())
 
 
 @functools.lru_cache(maxsize=1)
@@ -15,6 +65,76 @@ def _fips_table() -> Any:
 
 @functools.lru_cache(maxsize=8192)
 def county_fips(county: str, state: str) -> str | None:
-    """The 5-digit state+county FIPS code of a county name ("Story", "IA" -> "19169"), or None."""
+    """The 5-digit state+county FIPS code of a county name ("Story", "IA" -> "19169"), or None.
+
+    The name may carry its county-type word ("Story County").
+    """
     code = _fips_table().get_county_fips(county, state=state)
     return str(code) if code else None
+
+
+def _zipcodes() -> Any:
+    import zipcodes  # reads its table on first use only
+
+    return zipcodes
+
+
+def _delivery(row: dict[str, Any]) -> bool:
+    """A STANDARD (delivery) ZIP code in use, with a centroid. UNIQUE ones belong to one
+    organisation (Ames has three, all Iowa State University) and no house has one."""
+    return bool(row["zip_code_type"] == "STANDARD" and row["active"] and row["lat"] and row["long"])
+
+
+def _zip_code(row: dict[str, Any]) -> ZipCode:
+    county = row["county"] or None
+    state = str(row["state"])
+    return ZipCode(
+        code=str(row["zip_code"]),
+        city=str(row["city"]),
+        state=state,
+        county=bare_county(county) if county else None,
+        fips=county_fips(county, state) if county else None,
+        latitude=float(row["lat"]),
+        longitude=float(row["long"]),
+    )
+
+
+@functools.cache
+def delivery_zips() -> tuple[ZipCode, ...]:
+    """Every delivery ZIP code, sorted by code; read once per process (about a second)."""
+    rows = sorted(
+        (row for row in _zipcodes().list_all() if _delivery(row)), key=lambda r: str(r["zip_code"])
+    )
+    return tuple(_zip_code(row) for row in rows)
+
+
+@functools.cache
+def city_zips(city: str, state: str) -> tuple[ZipCode, ...]:
+    """The delivery ZIP codes of one city, in the package's order."""
+    return tuple(
+        _zip_code(row) for row in _zipcodes().filter_by(city=city, state=state) if _delivery(row)
+    )
+
+
+ONE_BY_ONE = 64
+"""Up to this many ZIP codes, `zip_places` asks the package one at a time (a scan of its
+table each, up to ~10 ms); above, it reads the whole table once (~0.6 s, then kept)."""
+
+
+def zip_places(codes: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """(primary city, state) of each ZIP code the package knows, of any kind; others absent."""
+    wanted = list(codes)
+    if len(wanted) > ONE_BY_ONE:
+        table = _all_places()
+        return {code: table[code] for code in wanted if code in table}
+    places: dict[str, tuple[str, str]] = {}
+    for code in wanted:
+        found = _zipcodes().matching(code)
+        if found:
+            places[code] = (str(found[0]["city"]), str(found[0]["state"]))
+    return places
+
+
+@functools.cache
+def _all_places() -> dict[str, tuple[str, str]]:
+    return {str(z["zip_code"]): (str(z["city"]), str(z["state"])) for z in _zipcodes().list_all()}

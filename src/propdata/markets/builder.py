@@ -19,14 +19,12 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
-from functools import cache
 from typing import Any
-
-import zipcodes
 
 from propdata.kit import memory
 from propdata.kit.addresses import city_key
 from propdata.kit.db import Database, Row
+from propdata.kit.geography import zip_places
 from propdata.markets.repository import MarketStatsWriter
 from propdata.properties.repository import PropertyRepository
 
@@ -40,9 +38,6 @@ MONTH_SHIFT = 56
 """History values carry their month index above this bit: room for any value below 2**56."""
 ATTEMPTS = 3
 """Lock-free passes tried before a rebuild reads under the write lock (see `rebuild`)."""
-_ZIPCODES_ONE_BY_ONE = 64
-"""Up to this many ZIP codes, ask zipcodes one at a time (a scan of its table each, up to
-~10 ms); above, read the whole table once (~0.6 s, then cached for the process)."""
 
 _LISTING_STARTS = frozenset({"listedForSale", "relisted"})
 _LISTING_ENDS = frozenset({"delisted", "listedForRent"})  # `sold` ends one too, handled apart
@@ -319,26 +314,11 @@ def _days(start: str, end: str) -> int:
 
 async def _places(stats: MarketStatsWriter, zip_codes: Sequence[str]) -> dict[str, tuple[str, str]]:
     """(city, state) of each ZIP: the zipcodes package's, else the records' most common."""
-    places: dict[str, tuple[str, str]] = {}
-    if len(zip_codes) > _ZIPCODES_ONE_BY_ONE:
-        known = _zipcodes_table()
-        places = {code: known[code] for code in zip_codes if code in known}
-    else:
-        for code in zip_codes:
-            found = zipcodes.matching(code)  # type: ignore[no-untyped-call]
-            if found:
-                places[code] = (found[0]["city"], found[0]["state"])
+    places = zip_places(zip_codes)
     unknown = [code for code in zip_codes if code not in places]
     if unknown:
         places.update(most_common_places(await stats.place_counts(unknown)))
     return places
-
-
-@cache
-def _zipcodes_table() -> dict[str, tuple[str, str]]:
-    """ZIP -> (primary city, state) for every ZIP the zipcodes package knows; built once."""
-    table = zipcodes.list_all()  # type: ignore[no-untyped-call]
-    return {z["zip_code"]: (z["city"], z["state"]) for z in table}
 
 
 def most_common_places(rows: Iterable[Row]) -> dict[str, tuple[str, str]]:

@@ -9,8 +9,8 @@ from litestar.params import PathParameter, QueryParameter
 
 from propdata.accounts.middleware import current_key
 from propdata.errors import InvalidParameter
-from propdata.ingest.loader import US_STATES
 from propdata.kit.addresses import city_key
+from propdata.kit.geography import US_STATES
 from propdata.kit.http import MAX_INT, RATE_HEADERS, errors
 from propdata.properties.repository import SearchFilters
 from propdata.properties.schemas import (
