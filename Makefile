@@ -33,16 +33,16 @@ test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where 
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 check: $(STAMP) ## Formatting, lint and types
-	$(BIN)/ruff format --check src tests bench
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench tools
+	$(BIN)/ruff check src tests bench tools
 	$(BIN)/mypy
 
 format: $(STAMP) ## Format the code
-	$(BIN)/ruff format src tests bench
-	$(BIN)/ruff check --fix src tests bench
+	$(BIN)/ruff format src tests bench tools
+	$(BIN)/ruff check --fix src tests bench tools
 
 valuation-report: $(STAMP) ## Write docs/valuation.md: the valuation model's accuracy on held-out real sales
-	$(BIN)/python -m propdata.valuation.report
+	$(BIN)/python tools/valuation_report.py
 
 bench: $(STAMP) ## Benchmark the API at 1,000,000 properties with wrk; table into docs/performance.md
 	@command -v wrk >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \

@@ -2,9 +2,9 @@
 
     store = await ensure_sqlite(Path("bench/.data"), 1_000_000, seed=7, as_of=date(2026, 11, 21))
 
-A build loads `synthetic.generate` through the importer (`ingest.loader.load`, the path
-`propdata data generate` takes) and then rebuilds the market statistics, timing the two
-apart. Generating the records is not importing them, so the time spent inside the
+A build runs `ingest.pipeline` exactly as `propdata data generate` does (the synthetic
+records loaded, then the value and rent estimates, then the market statistics) and times
+each phase. Generating the records is not importing them, so the time spent inside the
 generator is measured and taken out of the import figure; both are recorded. The figures of
 the build that made a store are kept in its manifest and reported again when it is reused.
 """
@@ -12,6 +12,7 @@ the build that made a store are kept in its manifest and reported again when it 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import random
@@ -27,10 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from propdata.accounts.service import CustomLimits, KeyService
-from propdata.ingest import synthetic
-from propdata.ingest.loader import load
+from propdata.ingest import pipeline
 from propdata.kit.db import connect
-from propdata.markets.builder import rebuild as rebuild_markets
 from propdata.migrations.schema import migrate
 
 
@@ -45,11 +44,14 @@ class Build:
     generate_s: float
     import_s: float
     rebuild_s: float
+    """The market statistics' rebuild."""
     zip_codes: int
     built_at: str
     peak_rss_mb: float
     commit: str = ""
     """The code that built it (`code_version()`)."""
+    estimates_s: float = 0.0
+    """The value and rent estimates' rebuild (0 in manifests of builds made before it ran)."""
     reused: bool = False
 
     @property
@@ -76,25 +78,23 @@ class TimedIterator:
 
 
 async def build(url: str, properties: int, seed: int, as_of: dt.date) -> Build:
-    """Load `properties` synthetic records into the store at `url`, then rebuild markets."""
+    """Run `propdata data generate`'s pipeline for `properties` records into the store at `url`."""
     db = await connect(url)
     try:
         await migrate(db)
-        items = TimedIterator(synthetic.generate(properties, seed, as_of))
-        start = time.perf_counter()
-        report = await load(db, items, origin="synthetic", as_of=as_of, replace_origin=True)
-        total = time.perf_counter() - start
-        if report.rejects:
-            raise RuntimeError(f"the synthetic set had {len(report.rejects)} rejects")
-        start = time.perf_counter()
-        zips = await rebuild_markets(db, as_of)
-        rebuild_s = time.perf_counter() - start
+        source = pipeline.synthetic_source(properties, seed, as_of)
+        items = TimedIterator(iter(source.items))
+        outcome = await pipeline.run(db, [dataclasses.replace(source, items=items)], as_of)
+        if outcome.reports[0].rejects:
+            raise RuntimeError(f"the synthetic set had {len(outcome.reports[0].rejects)} rejects")
     finally:
         await db.close()
     return Build(
         properties=properties, seed=seed, as_of=as_of.isoformat(), url=url,
-        generate_s=round(items.seconds, 2), import_s=round(total - items.seconds, 2),
-        rebuild_s=round(rebuild_s, 2), zip_codes=zips,
+        generate_s=round(items.seconds, 2),
+        import_s=round(outcome.seconds["load"] - items.seconds, 2),
+        rebuild_s=round(outcome.seconds.get("markets", 0.0), 2), zip_codes=outcome.markets or 0,
+        estimates_s=round(outcome.seconds.get("estimates", 0.0), 2),
         built_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         commit=code_version(),
@@ -210,9 +210,7 @@ async def refresh_statistics(url: str) -> None:
     db = await connect(url)
     try:
         await migrate(db)
-        optimize = getattr(PropertyRepository(db), "optimize", None)
-        if optimize is not None:
-            await optimize()
+        await PropertyRepository(db).optimize()
     finally:
         await db.close()
     if not url.startswith(("postgresql://", "postgres://")):

@@ -335,9 +335,11 @@ def ensure_wrk() -> str:
         raise SystemExit("wrk is missing: install it (Debian/Ubuntu: apt-get install wrk)")
     log("wrk is missing; installing the Debian package")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    if subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], env=env).returncode != 0:
-        subprocess.run(["apt-get", "update", "-q"], env=env, check=True)
-        subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], env=env, check=True)
+    # apt's chatter goes to stderr: stdout carries only the table (the smoke test reads it).
+    apt = {"env": env, "stdout": sys.stderr}
+    if subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], **apt).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], check=True, **apt)
+        subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=True, **apt)
     found = shutil.which("wrk")
     if not found:
         raise SystemExit("wrk could not be installed")

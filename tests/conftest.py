@@ -114,7 +114,12 @@ async def open_db(store: Store) -> Database:
 
 
 async def build_store(store: Store, records: list[Any] | None = None) -> None:
-    """Load the test catalogue (or `records`) and compute its market statistics."""
+    """Load the test catalogue (or `records`) and compute its market statistics.
+
+    Not the whole of ingest.pipeline: the catalogue carries its own value and rent
+    estimates, which the endpoint tests check on the wire, and the pipeline's valuation
+    rebuild would replace them (tests/valuation covers the rebuild).
+    """
     db = await open_db(store)
     items = records if records is not None else catalogue()
     report = await load(db, enumerate(items, 1), origin="import", as_of=AS_OF)

@@ -11,6 +11,8 @@ from typing import Any, cast
 
 import msgspec
 from litestar import Litestar, Request, Response, Router, get
+from litestar.datastructures import State
+from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
@@ -18,14 +20,16 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from propdata import __version__
 from propdata.accounts import endpoints as account_endpoints
-from propdata.accounts.middleware import MeteringMiddleware
+from propdata.accounts.middleware import MeteringMiddleware, current_key
 from propdata.accounts.service import KeyService
+from propdata.api import paging
+from propdata.api.dependencies import Injected
+from propdata.api.guards import reject_unknown_parameters
 from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
 from propdata.kit import memory
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
-from propdata.kit.http import reject_unknown_parameters
 from propdata.kit.limiter import Clock, Limiter, SQLiteLimiter
 from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
 from propdata.kit.requests import extra_headers, request_id
@@ -34,6 +38,8 @@ from propdata.markets.service import MarketService
 from propdata.migrations.schema import migrate
 from propdata.properties import endpoints as property_endpoints
 from propdata.properties.service import PropertyService
+from propdata.valuation import endpoints as valuation_endpoints
+from propdata.valuation.service import ValuationService
 
 log = logging.getLogger("propdata")
 
@@ -47,8 +53,16 @@ class Services:
     keys: KeyService
     properties: PropertyService
     markets: MarketService
+    valuations: ValuationService
     limiter: Limiter
     cache: ResponseCache
+
+    @property
+    def cache_ttl(self) -> float:
+        return self.settings.cache_ttl
+
+    async def cache_namespace(self) -> str:
+        return await self.properties.cache_namespace()
 
     async def close(self) -> None:
         await self.properties.close()
@@ -101,6 +115,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         keys=KeyService(db),
         properties=PropertyService(db, search_index=settings.search_index),
         markets=MarketService(db),
+        valuations=ValuationService(db),
         limiter=limiter,
         cache=cache,
     )
@@ -113,9 +128,8 @@ class Health(msgspec.Struct):
 
 @get("/health", include_in_schema=True, summary="Service health", operation_id="getHealth",
      tags=["operations"])  # fmt: skip
-async def health(request: Request[Any, Any, Any]) -> Response[Health]:
+async def health(services: Injected[Services]) -> Response[Health]:
     """Report whether the stores answer: ok, degraded or down (no key, never counted)."""
-    services: Services = request.app.state.services
     checks: dict[str, str] = {}
     try:
         await services.db.fetch_one("SELECT 1")
@@ -127,16 +141,14 @@ async def health(request: Request[Any, Any, Any]) -> Response[Health]:
     unreachable = "degraded: redis unreachable"
     try:
         await services.limiter.usage("health-probe", 1, None)
-        state = getattr(services.limiter, "status", lambda: "ok")()
-        checks["limiter"] = "ok" if state == "ok" else unreachable
+        checks["limiter"] = "ok" if services.limiter.status() == "ok" else unreachable
     except Exception as exc:
         checks["limiter"] = f"degraded: {type(exc).__name__}"
-    if hasattr(services.cache, "status"):
-        try:
-            await services.cache.get("health-probe")
-            checks["cache"] = "ok" if services.cache.status() == "ok" else unreachable
-        except Exception as exc:
-            checks["cache"] = f"degraded: {type(exc).__name__}"
+    try:
+        await services.cache.get("health-probe")
+        checks["cache"] = "ok" if services.cache.status() == "ok" else unreachable
+    except Exception as exc:
+        checks["cache"] = f"degraded: {type(exc).__name__}"
     status = "down" if checks["database"] != "ok" else "ok"
     if status == "ok" and any(v != "ok" for v in checks.values()):
         status = "degraded"
@@ -160,6 +172,33 @@ async def _add_headers(message: Message, scope: Scope) -> None:
         if name.lower().encode() not in present:
             headers.append((name.lower().encode(), value.encode()))
     message["headers"] = headers
+
+
+def _services(state: State) -> Services:
+    services: Services = state.services
+    return services
+
+
+def _page_size(request: Request[Any, Any, Any]) -> int:
+    return paging.applied_page_size(request.scope)
+
+
+def _provide(name: str) -> Provide:
+    """One of the services, by its name in `Services`, for handlers that take it by that name."""
+
+    def provide(state: State) -> Any:
+        return getattr(state.services, name)
+
+    return Provide(provide, sync_to_thread=False)
+
+
+DEPENDENCIES = {
+    "services": Provide(_services, sync_to_thread=False),
+    **{name: _provide(name) for name in ("properties", "markets", "valuations", "limiter")},
+    "key": Provide(current_key, sync_to_thread=False),
+    "page_size": Provide(_page_size, sync_to_thread=False),
+}
+"""What handlers take by name: the process's services, the request's key and page size."""
 
 
 def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> Litestar:
@@ -201,6 +240,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         path="/v1",
         route_handlers=[
             *property_endpoints.HANDLERS,
+            *valuation_endpoints.HANDLERS,
             *market_endpoints.HANDLERS,
             *account_endpoints.HANDLERS,
         ],
@@ -211,6 +251,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     return Litestar(
         route_handlers=[v1, health, openapi_json],
         lifespan=[lifespan],
+        dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
         before_send=[_add_headers],
         openapi_config=openapi,

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -14,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from propdata.accounts.service import CustomLimits, KeyError_, KeyService
+from propdata.accounts.service import CustomLimits, KeyCommandError, KeyService
 from propdata.config import ConfigError, Settings, load_settings
 from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate
@@ -84,7 +83,7 @@ def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
 
     try:
         return _run(go)
-    except KeyError_ as exc:
+    except KeyCommandError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
 
@@ -160,56 +159,39 @@ def keys_revoke(key: Annotated[str, typer.Argument(help="Key id or the key itsel
 # -- data ---------------------------------------------------------------------------------
 
 
-async def _rebuild_markets(db: Database, as_of: dt.date) -> int:
-    from propdata.markets.builder import rebuild
+class _Bars:
+    """The pipeline's progress as rich bars on standard error."""
 
-    with _progress() as progress:
-        task = progress.add_task("market statistics", total=None)
-        zips = await rebuild(db, as_of, progress=lambda n: progress.advance(task, n))
-        progress.update(task, total=progress.tasks[0].completed)
-    return zips
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
 
-
-async def _rebuild_valuations(db: Database, as_of: dt.date) -> Any:
-    from propdata.properties.repository import PropertyRepository
-    from propdata.valuation.service import rebuild_valuations
-
-    with _progress() as progress:
-        # Every property is read once and written once.
-        total = 2 * await PropertyRepository(db).count()
-        task = progress.add_task("value and rent estimates", total=total or None)
-        return await rebuild_valuations(db, as_of, progress=lambda n: progress.advance(task, n))
+    def task(self, description: str, total: int | None) -> Callable[[int], None]:
+        task = self.progress.add_task(description, total=total)
+        return lambda n: self.progress.advance(task, n)
 
 
-async def _rebuild(db: Database, as_of: dt.date) -> None:
-    """What every load is followed by: the estimates, then the market statistics."""
-    summary = await _rebuild_valuations(db, as_of)
-    err.print(f"Estimates: {summary.values:,} values and {summary.rents:,} rents, learnt from"
-              f" {summary.sales:,} sales and {summary.rentals:,} rentals.")  # fmt: skip
-    err.print(f"Market statistics for {await _rebuild_markets(db, as_of)} ZIP codes.")
+def _pipeline(work: Callable[[Database, Settings, _Bars], Awaitable[Any]]) -> Any:
+    """Run a pipeline step with progress bars; print what it did."""
+
+    async def go(db: Database, settings: Settings) -> Any:
+        with _progress() as progress:
+            outcome = await work(db, settings, _Bars(progress))
+        _summary(outcome)
+        return outcome
+
+    return _run(go)
 
 
-def _tracked(
-    items: Iterator[Any], progress: Progress, description: str, total: int | None
-) -> Iterator[Any]:
-    task = progress.add_task(description, total=total)
-    for item in items:
-        yield item
-        progress.advance(task)
-
-
-async def _load(db: Database, items: Iterator[Any], origin: str, as_of: dt.date, description: str,
-                total: int | None, replace: bool) -> Any:  # fmt: skip
-    from propdata.ingest.loader import load
-
-    with _progress() as progress:
-        return await load(db, _tracked(items, progress, description, total), origin=origin,
-                          as_of=as_of, replace_origin=replace)  # fmt: skip
-
-
-def _report(report: Any, what: str) -> None:
-    err.print(f"{what}: {report.inserted} new, {report.updated} updated, {report.unchanged} unchanged,"
-              f" {len(report.rejects)} rejected.")  # fmt: skip
+def _summary(outcome: Any) -> None:
+    for report, what in zip(outcome.reports, outcome.names, strict=True):
+        err.print(f"{what}: {report.inserted} new, {report.updated} updated,"
+                  f" {report.unchanged} unchanged, {len(report.rejects)} rejected.")  # fmt: skip
+    if outcome.estimates is not None:
+        e = outcome.estimates
+        err.print(f"Estimates: {e.values:,} values and {e.rents:,} rents, learnt from"
+                  f" {e.sales:,} sales and {e.rentals:,} rentals.")  # fmt: skip
+    if outcome.markets is not None:
+        err.print(f"Market statistics for {outcome.markets} ZIP codes.")
 
 
 @data_app.command("demo")
@@ -221,35 +203,17 @@ def data_demo(
     ] = False,
 ) -> None:
     """Build (or rebuild) the demo set: the real Ames and Grinnell sales plus a synthetic set."""
-    from propdata.ingest import demo, synthetic
+    from propdata.ingest import pipeline
     from propdata.properties.repository import PropertyRepository
 
-    async def work(db: Database, settings: Settings) -> None:
+    async def work(db: Database, settings: Settings, bars: _Bars) -> Any:
         if if_missing and await PropertyRepository(db).count():
             err.print("Demo data already present; nothing to do.")
-            return
+            return pipeline.Outcome()
         as_of = settings.today()
-        _report(
-            await _load(db, demo.ames_records(as_of), "ames", as_of, "Ames, IA (real)", 2930, True),
-            "Ames",
-        )
-        _report(
-            await _load(
-                db,
-                demo.grinnell_records(as_of),
-                "grinnell",
-                as_of,
-                "Grinnell, IA (real)",
-                929,
-                True,
-            ),
-            "Grinnell",
-        )
-        _report(await _load(db, synthetic.generate(properties, seed, as_of), "synthetic", as_of,
-                            "synthetic national set", properties, True), "Synthetic")  # fmt: skip
-        await _rebuild(db, as_of)
+        return await pipeline.run(db, pipeline.demo_sources(properties, seed, as_of), as_of, bars)
 
-    _run(work)
+    _pipeline(work)
 
 
 @data_app.command("generate")
@@ -258,15 +222,14 @@ def data_generate(
     seed: Annotated[int, typer.Option(help="Seed; the same seed and date give the same data.")] = 1,
 ) -> None:
     """Replace the synthetic records with N new ones (real and imported records stay)."""
-    from propdata.ingest import synthetic
+    from propdata.ingest import pipeline
 
-    async def work(db: Database, settings: Settings) -> None:
+    async def work(db: Database, settings: Settings, bars: _Bars) -> Any:
         as_of = settings.today()
-        _report(await _load(db, synthetic.generate(properties, seed, as_of), "synthetic", as_of,
-                            "synthetic properties", properties, True), "Synthetic")  # fmt: skip
-        await _rebuild(db, as_of)
+        source = pipeline.synthetic_source(properties, seed, as_of)
+        return await pipeline.run(db, [source], as_of, bars)
 
-    _run(work)
+    _pipeline(work)
 
 
 @data_app.command("import")
@@ -277,22 +240,19 @@ def data_import(
     rejects: Annotated[Path | None, typer.Option(help="Where to write the rejects report.")] = None,
 ) -> None:
     """Load a CSV (API shape or RESO columns) or JSON Lines file; bad rows go to a report."""
-    from propdata.ingest import readers
+    from propdata.ingest import pipeline, readers
 
-    async def work(db: Database, settings: Settings) -> Any:
+    async def work(db: Database, settings: Settings, bars: _Bars) -> Any:
         as_of = settings.today()
         try:
-            items = readers.read_file(file, as_of)
+            source = pipeline.file_source(file, as_of)
         except ValueError as exc:
             err.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from exc
-        report = await _load(db, items, "import", as_of, f"importing {file.name}", None, False)
-        _report(report, file.name)
-        if report.loaded:
-            await _rebuild(db, as_of)
-        return report
+        return await pipeline.run(db, [source], as_of, bars)
 
-    report = _run(work)
+    outcome = _pipeline(work)
+    report = outcome.reports[0]
     if report.rejects:
         target = rejects or file.with_name(file.name + ".rejects.csv")
         readers.write_rejects(target, report.rejects)
@@ -303,11 +263,12 @@ def data_import(
 def data_rebuild() -> None:
     """Recompute the value and rent estimates and the market statistics (as of
     PROPDATA_AS_OF, default today); every load does this by itself."""
+    from propdata.ingest import pipeline
 
-    async def work(db: Database, settings: Settings) -> None:
-        await _rebuild(db, settings.today())
+    async def work(db: Database, settings: Settings, bars: _Bars) -> Any:
+        return await pipeline.rebuild(db, settings.today(), bars)
 
-    _run(work)
+    _pipeline(work)
 
 
 @data_app.command("copy")

@@ -20,12 +20,6 @@ from propdata.kit.requests import request_id
 
 log = logging.getLogger("propdata")
 ORIGINAL_METHOD = "propdata.method"
-FORMATS = {
-    "state": "a two-letter US state code such as IA",
-    "zipCode": "a five-digit ZIP code (on /v1/markets/search: its first 1 to 5 digits)",
-    "city": "a city name with at least one letter or digit",
-    "streetAddress": "a street address with at least one letter or digit",
-}
 _MISSING = re.compile(r"Missing required \w+ parameter '([^']+)'")
 
 
@@ -96,10 +90,6 @@ class NotFound(ServiceError):
     status, code = 404, "not_found"
 
 
-class MethodNotAllowed(ServiceError):
-    status, code = 405, "method_not_allowed"
-
-
 class AmbiguousAddress(ServiceError):
     status, code = 409, "ambiguous_address"
 
@@ -110,10 +100,6 @@ class RateLimitExceeded(ServiceError):
 
 class QuotaExceeded(ServiceError):
     status, code = 429, "quota_exceeded"
-
-
-class ServiceUnavailable(ServiceError):
-    status, code = 503, "service_unavailable"
 
 
 STATUS_CODES = {
@@ -160,12 +146,28 @@ def validation_handler(request: Request[Any, Any, Any], exc: ValidationException
         detail = str(extra[0].get("message") or "")
         message = f"Invalid value for '{parameter}': {detail}" if detail else message
         if "regex" in detail:  # never echo a pattern: say what the parameter takes
-            message = f"Invalid value for '{parameter}': expected {FORMATS.get(parameter, 'another format')}."
+            expected = _description(request, parameter) or "another format"
+            message = (
+                f"Invalid value for '{parameter}'; expected: {expected[:1].lower()}{expected[1:]}."
+            )
     missing = _MISSING.search(message)
     if missing:
         parameter = missing.group(1)
         message = f"The query parameter '{parameter}' is required."
     return render(request, 400, "invalid_parameter", message, parameter)
+
+
+def _description(request: Request[Any, Any, Any], parameter: str) -> str | None:
+    """The declared description of a handler's parameter, by its wire name."""
+    handler = request.scope.get("route_handler")
+    if handler is None:
+        return None
+    for name, field in handler.parsed_fn_signature.parameters.items():
+        definition = field.kwarg_definition
+        if (getattr(definition, "name", None) or name) == parameter:
+            description = getattr(definition, "description", None)
+            return str(description) if description else None
+    return None
 
 
 def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:

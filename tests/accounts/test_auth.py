@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from propdata.accounts.service import CustomLimits, KeyError_, KeyService
+from propdata.accounts.service import CustomLimits, KeyCommandError, KeyService
 from propdata.kit import crypto
 from propdata.kit.db import SQLiteDatabase, connect
 from tests.conftest import Store
@@ -100,9 +100,9 @@ async def test_keys_are_stored_hashed_and_well_formed(tmp_path: Path) -> None:
     assert secret not in repr(stored)
     assert crypto.key_hash(secret) in repr(stored)
     assert key.prefix == secret[:13]
-    with pytest.raises(KeyError_):
+    with pytest.raises(KeyCommandError):
         await KeyService(db).create("pro", None, CustomLimits(per_minute=5))  # enterprise only
-    with pytest.raises(KeyError_):
+    with pytest.raises(KeyCommandError):
         await KeyService(db).create("gold", None, CustomLimits())
     await db.close()
 

@@ -13,7 +13,8 @@ from propdata.app import HeadAsGet, create_app
 from propdata.ingest.loader import load
 from propdata.ingest.synthetic import generate
 from propdata.markets.builder import rebuild
-from propdata.valuation.service import comparables, rebuild_valuations
+from propdata.valuation.rebuild import rebuild_valuations
+from propdata.valuation.service import ValuationService
 from tests.conftest import Store, create_key, drop_store, new_store, open_db, settings_for
 
 AS_OF = dt.date(2026, 1, 15)
@@ -69,7 +70,7 @@ async def test_valuation_answers_the_stored_estimates_and_their_comparables(
     assert data["comparables"], "a valued home shows the sales behind its estimate"
     db = await open_db(valued)
     try:
-        stored = await comparables(db, pid)
+        stored = await ValuationService(db).comparables(pid)
     finally:
         await db.close()
     assert [c["id"] for c in data["comparables"]] == [c.id for c in stored]

@@ -12,8 +12,9 @@ import pytest
 from propdata.ingest.loader import load
 from propdata.ingest.synthetic import generate
 from propdata.kit.db import Database
-from propdata.properties.schemas import Comparable
-from propdata.valuation.service import comparables, rebuild_valuations
+from propdata.valuation.rebuild import rebuild_valuations
+from propdata.valuation.schemas import Comparable
+from propdata.valuation.service import ValuationService
 from tests.conftest import Store, drop_store, new_store, open_db
 from tests.factories import record
 
@@ -94,7 +95,7 @@ async def test_comparables_are_the_stored_ones(valued: tuple[Store, int]) -> Non
         )
         assert stored
         for property_id, text, zip_code in stored:
-            found = await comparables(db, property_id)
+            found = await ValuationService(db).comparables(property_id)
             assert all(isinstance(c, Comparable) for c in found)
             assert [[c.id, c.sale_date, c.sale_price, c.distance_miles, c.similarity]
                     for c in found] == json.loads(text)  # fmt: skip
@@ -107,7 +108,7 @@ async def test_comparables_are_the_stored_ones(valued: tuple[Store, int]) -> Non
                 (found[0].id, found[0].sale_date, found[0].sale_price),
             )
             assert sale is not None and sale[0] >= 1  # a real stored sale
-        assert await comparables(db, "bare-1") == []
+        assert await ValuationService(db).comparables("bare-1") == []
     finally:
         await db.close()
 
@@ -137,6 +138,6 @@ async def test_a_store_with_no_sale_at_all_rebuilds(tmp_path: Path) -> None:
         assert not report.rejects, report.rejects
         summary = await rebuild_valuations(db, AS_OF)
         assert (summary.values, summary.rents, summary.sales) == (0, 0, 0)
-        assert await comparables(db, "unsold-1") == []
+        assert await ValuationService(db).comparables("unsold-1") == []
     finally:
         await db.close()

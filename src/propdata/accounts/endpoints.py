@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from litestar import get
 
-from litestar import Request, get
-
-from propdata.accounts.middleware import current_key
-from propdata.accounts.schemas import AuthStatus, AuthStatusResponse, Limits, Usage, WindowUsage
-from propdata.kit.http import RATE_HEADERS, errors
+from propdata.accounts.schemas import (
+    ApiKey,
+    AuthStatus,
+    AuthStatusResponse,
+    Limits,
+    Usage,
+    WindowUsage,
+)
+from propdata.api.dependencies import Injected
+from propdata.api.openapi import RATE_HEADERS, errors
+from propdata.kit.limiter import Limiter
 
 
 @get(
@@ -20,11 +26,9 @@ from propdata.kit.http import RATE_HEADERS, errors
     summary="Check the key and its usage",
     operation_id="getAuthStatus",
 )
-async def auth_status(request: Request[Any, Any, Any]) -> AuthStatusResponse:
+async def auth_status(key: Injected[ApiKey], limiter: Injected[Limiter]) -> AuthStatusResponse:
     """Describe the calling key: plan, limits and the usage of both windows."""
-    key = current_key(request.scope)
-    services = request.app.state.services
-    usage = await services.limiter.usage(key.id, key.per_minute, key.daily)
+    usage = await limiter.usage(key.id, key.per_minute, key.daily)
     day = None
     if usage.day is not None:
         day = WindowUsage(used=usage.day.used, remaining=usage.day.remaining, reset=usage.day.reset)

@@ -8,27 +8,49 @@ Routes with opt {"metered": False} (auth status) are verified but never counted.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
+from litestar import Request
 from litestar.middleware import ASGIMiddleware
 
-from propdata.errors import QuotaExceeded, RateLimitExceeded
-from propdata.kit.cache import Cached
-from propdata.kit.limiter import Decision
+from propdata.accounts.schemas import ApiKey
+from propdata.accounts.service import KeyService
+from propdata.api import paging
+from propdata.errors import InvalidParameter, QuotaExceeded, RateLimitExceeded
+from propdata.kit.cache import Cached, ResponseCache
+from propdata.kit.limiter import Decision, Limiter
 from propdata.kit.requests import add_headers
 
 if TYPE_CHECKING:
     from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-    from propdata.accounts.schemas import ApiKey
-    from propdata.app import Services
-
 STATE_KEY = "propdata.key"
 
 
-def current_key(scope: Any) -> ApiKey:
-    key: ApiKey = scope["state"][STATE_KEY]
+class Metering(Protocol):
+    """What the middleware needs of the app's services (`app.Services` provides it)."""
+
+    @property
+    def keys(self) -> KeyService: ...
+
+    @property
+    def limiter(self) -> Limiter: ...
+
+    @property
+    def cache(self) -> ResponseCache: ...
+
+    @property
+    def cache_ttl(self) -> float: ...
+
+    async def cache_namespace(self) -> str:
+        """The store's identity and data version: what every cached answer depends on."""
+        ...
+
+
+def current_key(request: Request[Any, Any, Any]) -> ApiKey:
+    """The verified key of this request (a dependency: handlers take `key: ApiKey`)."""
+    key: ApiKey = request.scope["state"][STATE_KEY]
     return key
 
 
@@ -45,19 +67,9 @@ def rate_headers(decision: Decision) -> dict[str, str]:
     return headers
 
 
-def page_size(key: ApiKey, raw: str | None) -> int:
-    """The page size a request gets: the plan default, or `limit` clamped to the plan maximum."""
-    if raw is None:
-        return key.default_page_size
-    try:
-        return min(int(raw), key.max_page_size)
-    except ValueError:
-        return 0  # a 400 follows; never cached
-
-
 class MeteringMiddleware(ASGIMiddleware):
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
-        services: Services = scope["litestar_app"].state.services
+        services: Metering = scope["litestar_app"].state.services
         headers = dict(scope["headers"])
         key = await services.keys.authenticate(_text(headers.get(b"authorization")))
         scope.setdefault("state", {})[STATE_KEY] = key
@@ -69,9 +81,24 @@ class MeteringMiddleware(ASGIMiddleware):
             await next_app(scope, receive, send)
             return
 
+        pairs = sorted(
+            parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        )
+        size: int | None = None
+        if opt.get("paged"):
+            # The one decision of the page size: the endpoint takes it from here.
+            try:
+                size = paging.page_size(
+                    dict(pairs).get(paging.LIMIT), key.default_page_size, key.max_page_size
+                )
+            except InvalidParameter:  # answered before admission: describe the windows
+                add_headers(scope, rate_headers(await limiter.usage(key.id, key.per_minute,
+                                                                    key.daily)))  # fmt: skip
+                raise
+            paging.remember(scope, size)
         cache_key = None
-        if services.settings.cache_ttl > 0:
-            cache_key = await self._cache_key(services, scope, key, bool(opt.get("paged")))
+        if services.cache_ttl > 0:
+            cache_key = await self._cache_key(services, scope, pairs, size)
             hit = await services.cache.get(cache_key)
             if hit is not None:
                 usage = await limiter.usage(key.id, key.per_minute, key.daily)
@@ -122,24 +149,23 @@ class MeteringMiddleware(ASGIMiddleware):
             raise
         if status == 200 and cache_key is not None:
             await services.cache.set(
-                cache_key, Cached(200, content_type, b"".join(body)), services.settings.cache_ttl
+                cache_key, Cached(200, content_type, b"".join(body)), services.cache_ttl
             )
 
     @staticmethod
-    async def _cache_key(services: Services, scope: Scope, key: ApiKey, paged: bool) -> str:
+    async def _cache_key(
+        services: Metering, scope: Scope, pairs: list[tuple[str, str]], size: int | None
+    ) -> str:
         """Store id and data version, path, canonical query (sorted pairs), page size applied.
 
-        `limit` stands in the key as the page size applied, so `limit=10` on a plan whose
-        default is 10 shares the entry of a request without `limit`.
+        On a paged operation `limit` stands in the key as the size the endpoint applies
+        (whatever its spelling), so no plan is ever served a page above its maximum, and
+        `limit=10` on a plan whose default is 10 shares the entry of a request without it.
         """
-        pairs = sorted(
-            parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        )
-        size = page_size(key, dict(pairs).get("limit")) if paged else 0
-        if paged:
-            pairs = [(name, value) for name, value in pairs if name != "limit"]
-        namespace = await services.properties.cache_namespace()
-        return f"{namespace}|{scope['path']}?{urlencode(pairs)}|{size}"
+        if size is not None:
+            pairs = [(name, value) for name, value in pairs if name != paging.LIMIT]
+        namespace = await services.cache_namespace()
+        return f"{namespace}|{scope['path']}?{urlencode(pairs)}|{size or 0}"
 
 
 async def _replay(hit: Cached, send: Send) -> None:

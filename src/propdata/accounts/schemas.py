@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from propdata.properties.schemas import Base
+from propdata.api.schemas import Base
 
 PLANS = ("free", "developer", "pro", "enterprise")
 

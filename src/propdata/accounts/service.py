@@ -12,7 +12,7 @@ from propdata.kit import crypto
 from propdata.kit.db import Database
 
 
-class KeyError_(ValueError):
+class KeyCommandError(ValueError):
     """An operator asked for something a key cannot do (unknown key, bad plan or limit)."""
 
 
@@ -75,7 +75,7 @@ class KeyService:
         if key is None and crypto.well_formed(id_or_key):
             key = await self.repo.by_hash(crypto.key_hash(id_or_key))
         if key is None:
-            raise KeyError_(
+            raise KeyCommandError(
                 f"no key {crypto.display_prefix(id_or_key) if id_or_key.startswith(crypto.PREFIX) else id_or_key!r}"
             )
         return key
@@ -103,19 +103,19 @@ class KeyService:
 
 def _check_plan(plan: str) -> None:
     if plan not in PLANS:
-        raise KeyError_(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
+        raise KeyCommandError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
 
 
 def _check_limits(plan: str, limits: CustomLimits) -> None:
     if limits.any() and plan != "enterprise":
-        raise KeyError_("custom limits are for the enterprise plan only")
+        raise KeyCommandError("custom limits are for the enterprise plan only")
     for name in ("per_minute", "daily", "default_page_size", "max_page_size"):
         value = getattr(limits, name)
         if value is not None and value < 1:
-            raise KeyError_(f"--{name.replace('_', '-')} must be at least 1")
+            raise KeyCommandError(f"--{name.replace('_', '-')} must be at least 1")
     if (
         limits.default_page_size is not None
         and limits.max_page_size is not None
         and limits.default_page_size > limits.max_page_size
     ):
-        raise KeyError_("--default-page-size must not exceed --max-page-size")
+        raise KeyCommandError("--default-page-size must not exceed --max-page-size")

@@ -22,7 +22,13 @@ from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database
 from propdata.kit.geography import US_STATES
 from propdata.properties import lifecycle
-from propdata.properties.repository import PropertyRepository, Stored
+from propdata.properties.repository import (
+    PropertyRepository,
+    PropertyRow,
+    Stored,
+    event_rows,
+    tax_rows,
+)
 from propdata.properties.schemas import PropertyDetail
 
 BATCH = 2_000
@@ -48,6 +54,8 @@ class LoadReport:
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
+    removed: int = 0
+    """Stored records of the origin removed first (a load that replaces its origin)."""
     rejects: list[Reject] = field(default_factory=list)
     lines: dict[str, int] = field(default_factory=dict, repr=False)
     """The line each id was first seen on in this load."""
@@ -55,6 +63,12 @@ class LoadReport:
     @property
     def loaded(self) -> int:
         return self.inserted + self.updated
+
+    @property
+    def changed(self) -> bool:
+        """Whether the load changed the stored records (so estimates and statistics must be
+        rebuilt)."""
+        return bool(self.loaded or self.removed)
 
 
 Item = tuple[int, PropertyDetail | Reject]
@@ -248,8 +262,12 @@ def content_hash(record: PropertyDetail) -> str:
     return hashlib.blake2b(_buffer, digest_size=16).hexdigest()
 
 
-def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> tuple[Any, ...]:
-    """The `properties` row of a valid record, with the history-derived fields computed."""
+def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> PropertyRow:
+    """The `properties` row of a valid record, with the history-derived fields computed.
+
+    Built by position in PropertyRow's field order (a million a load: naming 43 fields
+    would cost seconds); tests/ingest/test_import_load.py reads every field back by name.
+    """
     history = record.price_history
     derived = lifecycle.derive(history, record.status)
     # listPrice and originalListPrice describe the current listing: an offMarket record has
@@ -266,7 +284,7 @@ def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> 
         dom = lifecycle.days_on_market(derived, history, record.status, as_of)
     a, s, c = record.address, record.scores, record.coordinates
     rent, value = record.rent_estimate, record.value_estimate
-    return (
+    return PropertyRow._make((
         record.id, origin, record.status, list_price,
         a.street_address.strip() if a.street_address else None,
         street_key(a.street_address) if a.street_address else None, a.city.strip(), _city_key(a.city), a.state.upper(),
@@ -283,7 +301,7 @@ def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> 
         value.value if value else None, value.low if value else None,
         value.high if value else None, value.as_of_date if value else None,
         record.last_updated, digest,
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 _CITY_KEYS: dict[str, str] = {}
@@ -321,7 +339,8 @@ async def load(
     repo = PropertyRepository(db)
     report = LoadReport()
     async with db.transaction():
-        removed = await repo.delete_origin(origin) if replace_origin else 0
+        if replace_origin:
+            report.removed = await repo.delete_origin(origin)
         held = await repo.count()
         # An empty store has nothing to compare with: an id seen twice is a duplicate
         # (rejected before any lookup), so no record of this load can be stored already.
@@ -335,9 +354,9 @@ async def load(
                 progress(len(batch))
         if deferred:
             await repo.restore_indexes(deferred)
-        if report.loaded or removed:  # a load that only deletes changes answers too
+        if report.changed:  # a load that only deletes changes answers too
             await repo.bump_data_version()
-    if report.loaded or removed:
+    if report.changed:
         await repo.optimize()
     return report
 
@@ -383,7 +402,7 @@ async def _load_batch(
             lines[item.id] = line  # across the whole load, not one batch
             valid[item.id] = (line, item)
     stored = await repo.stored(list(valid)) if lookup else {}
-    rows: list[tuple[Any, ...]] = []
+    rows: list[PropertyRow] = []
     events: list[tuple[Any, ...]] = []
     taxes: list[tuple[Any, ...]] = []
     replaced: list[str] = []
@@ -403,11 +422,8 @@ async def _load_batch(
         else:
             report.inserted += 1
         rows.append(to_row(record, origin if old is None else old.origin, digest, as_of))
-        events += [
-            (record_id, seq, e.date, e.event, e.price, e.source)
-            for seq, e in enumerate(record.price_history)
-        ]
-        taxes += [(record_id, t.year, t.tax_paid, t.assessed_value) for t in record.tax_history]
+        events += event_rows(record_id, record.price_history)
+        taxes += tax_rows(record_id, record.tax_history)
     await repo.write(rows, events, taxes, replaced)
 
 

@@ -30,6 +30,10 @@ class ResponseCache(Protocol):
 
     async def set(self, key: str, value: Cached, ttl: float) -> None: ...
 
+    def status(self) -> str:
+        """ "ok", or "degraded" while answering from a fallback."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -69,6 +73,10 @@ class MemoryCache:
     def _drop(self, key: str) -> None:
         _, value = self._items.pop(key)
         self._bytes -= len(value.body)
+
+    def status(self) -> str:
+        """ "ok"; a backend that can fall back (the Resilient ones) says "degraded" then."""
+        return "ok"
 
     async def close(self) -> None:
         self._items.clear()
@@ -110,6 +118,10 @@ class RedisCache:
             return
         raw = b"%d\n%s\n%s" % (value.status, value.content_type, value.body)
         await self.client.set(self.redis_key(key), raw, px=ms)
+
+    def status(self) -> str:
+        """ "ok"; a backend that can fall back (the Resilient ones) says "degraded" then."""
+        return "ok"
 
     async def close(self) -> None:
         await self.client.aclose()

@@ -19,11 +19,13 @@ import itertools
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import asyncpg
 
 Row = tuple[Any, ...]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class StoreUnavailable(RuntimeError):
@@ -347,6 +349,29 @@ class PostgresDatabase:
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
+
+
+async def optimistic(
+    db: Database,
+    version: Callable[[], Awaitable[object]],
+    compute: Callable[[], Awaitable[T]],
+    write: Callable[[T], Awaitable[R]],
+    attempts: int = 3,
+) -> R:
+    """Compute from the store without its write lock, then write in one transaction if
+    `version` has not moved meanwhile; otherwise throw the result away and try again. After
+    `attempts` such passes, compute and write inside the transaction, where nothing can
+    interleave. Long rebuilds use it so that a load committing meanwhile never mixes with
+    them, and writers are held up only for the write.
+    """
+    for _ in range(attempts):
+        before = await version()
+        result = await compute()
+        async with db.transaction():
+            if await version() == before:
+                return await write(result)
+    async with db.transaction():
+        return await write(await compute())
 
 
 async def connect(url: str, *, lazy: bool = False) -> Database:

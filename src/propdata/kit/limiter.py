@@ -60,6 +60,10 @@ class Limiter(Protocol):
 
     async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision: ...
 
+    def status(self) -> str:
+        """ "ok", or "degraded" while answering from a fallback."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -194,11 +198,11 @@ class SQLiteLimiter:
         minute_from = now_us - int(MINUTE * 1e6)
         day_from = now_us - int(DAY * 1e6)
         oldest_minute = self._nth_oldest(num, minute_from, 0)
-        minute = Window(per_minute, minute_used, _reset(oldest_minute, MINUTE, now))
+        minute = Window(per_minute, minute_used, reset_at(oldest_minute, MINUTE, now))
         day: Window | None = None
         if daily is not None:
             oldest_day = self._nth_oldest(num, day_from, 0)
-            day = Window(daily, day_used, _reset(oldest_day, DAY, now))
+            day = Window(daily, day_used, reset_at(oldest_day, DAY, now))
         if not refused:
             return Decision(True, minute, day, stamp=stamp)
         waits: dict[str, float] = {}
@@ -297,11 +301,16 @@ class SQLiteLimiter:
             return 0
         return int(total[0] * row[0] / everything[0])
 
+    def status(self) -> str:
+        """ "ok"; a backend that can fall back (the Resilient ones) says "degraded" then."""
+        return "ok"
+
     async def close(self) -> None:
         self._conn.close()
 
 
-def _reset(oldest_us: int | None, span: float, now: float) -> int:
+def reset_at(oldest_us: int | None, span: float, now: float) -> int:
+    """Unix seconds at which a window's oldest entry leaves it (now when it has none)."""
     if oldest_us is None:
         return math.ceil(now)
     return math.ceil(oldest_us / 1e6 + span)

@@ -25,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from propdata.kit.limiter import DAY, MINUTE, Clock, Decision, Window, _reset
+from propdata.kit.limiter import DAY, MINUTE, Clock, Decision, Window, reset_at
 from propdata.kit.redis_link import Client, Outage, connect
 
 # Mirrors SQLiteLimiter._decide and _describe step by step; the float arithmetic of Reset
@@ -191,6 +191,10 @@ class RedisLimiter:
         size = await self.client.memory_usage(self.keys(key_id)[0], samples=0)
         return int(size or 0)
 
+    def status(self) -> str:
+        """ "ok"; ResilientLimiter says "degraded" while it falls back to a MemoryLimiter."""
+        return "ok"
+
     async def close(self) -> None:
         await self.client.aclose()
 
@@ -238,8 +242,8 @@ class MemoryLimiter:
             return log[rank][0] if 0 <= rank < len(log) else None
 
         now = now_us / 1e6
-        minute = Window(per_minute, minute_used, _reset(nth(before_minute) if minute_used else None, MINUTE, now))  # fmt: skip
-        day = Window(daily, day_used, _reset(nth(0), DAY, now)) if daily is not None else None
+        minute = Window(per_minute, minute_used, reset_at(nth(before_minute) if minute_used else None, MINUTE, now))  # fmt: skip
+        day = Window(daily, day_used, reset_at(nth(0), DAY, now)) if daily is not None else None
         if not (record and full):
             return Decision(True, minute, day, stamp=stamp)
         waits: dict[str, float] = {}
@@ -274,6 +278,10 @@ class MemoryLimiter:
         if i < len(log) and log[i] == entry:
             del log[i]
         return self._decide(key_id, per_minute, daily, record=False)
+
+    def status(self) -> str:
+        """ "ok"; ResilientLimiter says "degraded" while it falls back to a MemoryLimiter."""
+        return "ok"
 
     async def close(self) -> None:
         self._logs.clear()

@@ -23,7 +23,7 @@ from typing import Any
 
 from propdata.kit import memory
 from propdata.kit.addresses import city_key
-from propdata.kit.db import Database, Row
+from propdata.kit.db import Database, Row, optimistic
 from propdata.kit.geography import zip_places
 from propdata.markets.repository import MarketStatsWriter
 from propdata.properties.repository import PropertyRepository
@@ -39,6 +39,10 @@ MONTH_SHIFT = 56
 ATTEMPTS = 3
 """Lock-free passes tried before a rebuild reads under the write lock (see `rebuild`)."""
 
+_PROPERTY_FIELDS = ("id", "zip_code", "status", "list_price", "living_area")
+"""What `_fold` reads of each property, unpacked in this order."""
+_EVENT_FIELDS = ("property_id", "date", "event", "price")
+"""What `_replay` reads of each event, unpacked in this order."""
 _LISTING_STARTS = frozenset({"listedForSale", "relisted"})
 _LISTING_ENDS = frozenset({"delisted", "listedForRent"})  # `sold` ends one too, handled apart
 
@@ -69,19 +73,16 @@ async def rebuild(
     stats = MarketStatsWriter(db)
     versions = PropertyRepository(db)
     calendar = Calendar.of(as_of)
-    for _ in range(ATTEMPTS):
-        version = await versions.data_version()
-        snapshots, history = await _compute(stats, calendar, progress)
-        async with db.transaction():
-            if await versions.data_version() == version:
-                await stats.replace(snapshots, history)
-                await versions.bump_data_version()
-                return len(snapshots)
-    async with db.transaction():
-        snapshots, history = await _compute(stats, calendar, progress)
+
+    async def write(rows: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]) -> int:
+        snapshots, history = rows
         await stats.replace(snapshots, history)
         await versions.bump_data_version()
-    return len(snapshots)
+        return len(snapshots)
+
+    return await optimistic(
+        db, versions.data_version, lambda: _compute(stats, calendar, progress), write, ATTEMPTS
+    )
 
 
 # -- the calendar of one rebuild -----------------------------------------------------------
@@ -193,7 +194,7 @@ async def _fold(
     zips: dict[str, Zip] = {}
     before: str | None = None
     while True:
-        page = await stats.property_page(before, PAGE)
+        page = await stats.property_page(_PROPERTY_FIELDS, before, PAGE)
         if not page:
             break
         owners: dict[str, tuple[Zip, int | None]] = {}
@@ -209,7 +210,7 @@ async def _fold(
                     if living_area:
                         z.price_per_sqft.append(list_price / living_area)
         # The page runs from page[0] (highest id) down to page[-1] (lowest id).
-        events = await stats.events_between(page[-1][0], page[0][0], calendar.as_of)
+        events = await stats.events_between(_EVENT_FIELDS, page[-1][0], page[0][0], calendar.as_of)
         _replay(events, owners, calendar)
         before = page[-1][0]
         if progress is not None:

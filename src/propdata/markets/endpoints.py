@@ -2,38 +2,25 @@
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any
+from typing import Annotated
 
-from litestar import Request, get
-from litestar.params import PathParameter, QueryParameter
+from litestar import get
+from litestar.params import QueryParameter
 
-from propdata.errors import InvalidParameter
-from propdata.kit.http import RATE_HEADERS, errors
-from propdata.markets.schemas import MarketHistoryResponse, MarketResponse, MarketSearchResponse
-from propdata.markets.service import MarketService
-from propdata.properties.endpoints import (
+from propdata.api.dependencies import Injected
+from propdata.api.openapi import RATE_HEADERS, errors
+from propdata.api.params import (
     CityQuery,
     PageLimit,
     PageOffset,
     StateQuery,
-    applied_page_size,
+    ZipPath,
     city_filter,
     state_code,
+    zip_code,
 )
-
-_ZIP = re.compile(r"^\d{5}$")
-
-
-def _service(request: Request[Any, Any, Any]) -> MarketService:
-    service: MarketService = request.app.state.services.markets
-    return service
-
-
-def _zip(value: str) -> str:
-    if not _ZIP.match(value):
-        raise InvalidParameter("zipCode", f"'{value}' is not a five-digit ZIP code.")
-    return value
+from propdata.markets.schemas import MarketHistoryResponse, MarketResponse, MarketSearchResponse
+from propdata.markets.service import MarketService
 
 
 @get(
@@ -46,21 +33,19 @@ def _zip(value: str) -> str:
     operation_id="searchMarkets",
 )
 async def search_markets(
-    request: Request[Any, Any, Any],
+    markets: Injected[MarketService],
+    page_size: Injected[int],
     city: CityQuery = None,
     state_: StateQuery = None,
     zipCode: Annotated[
         str | None,
-        QueryParameter(pattern=r"^\d{1,5}$", description="ZIP code or its first 1-4 digits"),
+        QueryParameter(pattern=r"^[0-9]{1,5}$", description="ZIP code or its first 1 to 4 digits"),
     ] = None,
-    limit: PageLimit = None,
+    limit: PageLimit = None,  # declared for the reference; the size applied is page_size
     offset: PageOffset = 0,
 ) -> MarketSearchResponse:
     """Search ZIP-code markets by city, state or ZIP prefix, in ZIP order."""
-    size = applied_page_size(request, limit)
-    return await _service(request).search(
-        city_filter(city), state_code(state_), zipCode, size, offset
-    )
+    return await markets.search(city_filter(city), state_code(state_), zipCode, page_size, offset)
 
 
 @get(
@@ -71,12 +56,9 @@ async def search_markets(
     summary="Market snapshot for a ZIP code",
     operation_id="getMarket",
 )
-async def get_market(
-    request: Request[Any, Any, Any],
-    zipCode: Annotated[str, PathParameter(pattern=r"^\d{5}$", description="Five-digit ZIP code")],
-) -> MarketResponse:
+async def get_market(markets: Injected[MarketService], zipCode: ZipPath) -> MarketResponse:
     """Return the current market snapshot of a ZIP code."""
-    return MarketResponse(data=await _service(request).market(_zip(zipCode)))
+    return MarketResponse(data=await markets.market(zip_code(zipCode)))
 
 
 @get(
@@ -88,14 +70,14 @@ async def get_market(
     operation_id="getMarketHistory",
 )
 async def get_market_history(
-    request: Request[Any, Any, Any],
-    zipCode: Annotated[str, PathParameter(pattern=r"^\d{5}$", description="Five-digit ZIP code")],
+    markets: Injected[MarketService],
+    zipCode: ZipPath,
     months: Annotated[
         int, QueryParameter(ge=1, le=60, description="Months of history, newest first")
     ] = 12,
 ) -> MarketHistoryResponse:
     """Return up to `months` monthly entries, newest first."""
-    return MarketHistoryResponse(data=await _service(request).history(_zip(zipCode), months))
+    return MarketHistoryResponse(data=await markets.history(zip_code(zipCode), months))
 
 
 HANDLERS = [search_markets, get_market, get_market_history]

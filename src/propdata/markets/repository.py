@@ -3,19 +3,43 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from propdata.kit.db import Database, Row
 
-SNAPSHOT_COLUMNS = (
-    "zip_code, city, state, date, median_list_price, median_sold_price, active_listings,"
-    " new_listings_30d, sold_last_30d, median_days_on_market, average_price_per_sqft,"
-    " inventory_months, list_to_sold_ratio"
-)
-HISTORY_COLUMNS = (
-    "month, median_list_price, median_sold_price, active_listings, sold_count,"
-    " median_days_on_market, average_price_per_sqft"
-)
+
+class SnapshotRow(NamedTuple):
+    """One row of `market_snapshots` as the API reads it (field names are column names)."""
+
+    zip_code: str
+    city: str
+    state: str
+    date: str
+    median_list_price: int | None
+    median_sold_price: int | None
+    active_listings: int
+    new_listings_30d: int
+    sold_last_30d: int
+    median_days_on_market: int | None
+    average_price_per_sqft: int | None
+    inventory_months: float | None
+    list_to_sold_ratio: float | None
+
+
+class HistoryRow(NamedTuple):
+    """One row of `market_history` as the API reads it."""
+
+    month: str
+    median_list_price: int | None
+    median_sold_price: int | None
+    active_listings: int
+    sold_count: int
+    median_days_on_market: int | None
+    average_price_per_sqft: int | None
+
+
+SNAPSHOT_COLUMNS = ", ".join(SnapshotRow._fields)
+HISTORY_COLUMNS = ", ".join(HistoryRow._fields)
 
 
 class MarketRepository:
@@ -24,18 +48,20 @@ class MarketRepository:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def snapshot(self, zip_code: str) -> Row | None:
-        return await self.db.fetch_one(
+    async def snapshot(self, zip_code: str) -> SnapshotRow | None:
+        row = await self.db.fetch_one(
             f"SELECT {SNAPSHOT_COLUMNS} FROM market_snapshots WHERE zip_code = ?", (zip_code,)
         )
+        return None if row is None else SnapshotRow._make(row)
 
-    async def history(self, zip_code: str, months: int) -> list[Row]:
+    async def history(self, zip_code: str, months: int) -> list[HistoryRow]:
         """The newest `months` entries, newest first."""
-        return await self.db.fetch_all(
+        rows = await self.db.fetch_all(
             f"SELECT {HISTORY_COLUMNS} FROM market_history WHERE zip_code = ?"
             " ORDER BY month DESC LIMIT ?",
             (zip_code, months),
         )
+        return [HistoryRow._make(row) for row in rows]
 
     async def search(
         self,
@@ -44,7 +70,7 @@ class MarketRepository:
         zip_prefix: str | None,
         limit: int,
         offset: int,
-    ) -> tuple[int, list[Row]]:
+    ) -> tuple[int, list[SnapshotRow]]:
         """Snapshots of the matching ZIP codes in ZIP order, and the exact total."""
         clauses: list[str] = []
         params: list[Any] = []
@@ -65,7 +91,7 @@ class MarketRepository:
             [*params, limit, offset],
         )
         count = await self.db.fetch_one(f"SELECT count(*) FROM market_snapshots{where}", params)
-        return (int(count[0]) if count else 0), rows
+        return (int(count[0]) if count else 0), [SnapshotRow._make(row) for row in rows]
 
 
 SNAPSHOT_INSERT = (
@@ -93,21 +119,26 @@ class MarketStatsWriter:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def property_page(self, before: str | None, limit: int) -> list[Row]:
-        """(id, zip_code, status, list_price, living_area) of the next `limit` properties.
+    async def property_page(
+        self, columns: Sequence[str], before: str | None, limit: int
+    ) -> list[Row]:
+        """`columns` (id first) of the next `limit` properties, as tuples in that order: a
+        rebuild reads a million, and unpacks them where it names the columns.
 
         Pages run in descending id order (`before` is the lowest id of the previous page),
         the order in which `events_between` can read the event index without a sort.
         """
         where, params = ("", []) if before is None else (" WHERE id < ?", [before])
         return await self.db.fetch_all(
-            "SELECT id, zip_code, status, list_price, living_area FROM properties"
-            f"{where} ORDER BY id DESC LIMIT ?",
+            f"SELECT {', '.join(columns)} FROM properties{where} ORDER BY id DESC LIMIT ?",
             [*params, limit],
         )
 
-    async def events_between(self, low_id: str, high_id: str, until: str) -> list[Row]:
-        """(property_id, date, event, price) of the properties low_id..high_id, up to `until`.
+    async def events_between(
+        self, columns: Sequence[str], low_id: str, high_id: str, until: str
+    ) -> list[Row]:
+        """`columns` of the events of the properties low_id..high_id, up to `until`, as
+        tuples in that order (ten million a rebuild at a million properties).
 
         Each property's events together and oldest first (seq 0 is the newest event): the
         primary key index (property_id, seq) read backwards. Only the events that open,
@@ -116,7 +147,7 @@ class MarketStatsWriter:
         offMarket), so leaving them out changes no number and saves a quarter of the rows.
         """
         return await self.db.fetch_all(
-            "SELECT property_id, date, event, price FROM price_events"
+            f"SELECT {', '.join(columns)} FROM price_events"
             " WHERE property_id >= ? AND property_id <= ? AND date <= ?"
             # Written as two <> (not IN), so no planner trades the primary key range for
             # the (event, date) index and a sort.

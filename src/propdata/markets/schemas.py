@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from propdata.properties.schemas import Base, PageMeta
+from propdata.api.schemas import Base, PageMeta
 
 
 class Snapshot(Base, kw_only=True):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from propdata.api.schemas import PageMeta
 from propdata.errors import NotFound
-from propdata.kit.db import Database, Row
-from propdata.markets.repository import MarketRepository
+from propdata.kit.db import Database
+from propdata.markets.repository import MarketRepository, SnapshotRow
 from propdata.markets.schemas import (
     HistoryEntry,
     Market,
@@ -12,7 +13,6 @@ from propdata.markets.schemas import (
     MarketSearchResponse,
     Snapshot,
 )
-from propdata.properties.schemas import PageMeta
 
 
 class MarketService:
@@ -31,17 +31,17 @@ class MarketService:
             raise NotFound(f"No market data for ZIP code {zip_code}.")
         entries = [
             HistoryEntry(
-                month=r[0],
-                median_list_price=r[1],
-                median_sold_price=r[2],
-                active_listings=r[3],
-                sold_count=r[4],
-                median_days_on_market=r[5],
-                average_price_per_sqft=r[6],
+                month=r.month,
+                median_list_price=r.median_list_price,
+                median_sold_price=r.median_sold_price,
+                active_listings=r.active_listings,
+                sold_count=r.sold_count,
+                median_days_on_market=r.median_days_on_market,
+                average_price_per_sqft=r.average_price_per_sqft,
             )
             for r in await self.repo.history(zip_code, months)
         ]
-        return MarketHistory(zip_code=row[0], city=row[1], state=row[2], history=entries)
+        return MarketHistory(zip_code=row.zip_code, city=row.city, state=row.state, history=entries)
 
     async def search(
         self,
@@ -57,12 +57,15 @@ class MarketService:
         )
 
 
-def _market(r: Row) -> Market:
+def _market(r: SnapshotRow) -> Market:
     return Market(
-        zip_code=r[0], city=r[1], state=r[2],
+        zip_code=r.zip_code, city=r.city, state=r.state,
         snapshot=Snapshot(
-            date=r[3], median_list_price=r[4], median_sold_price=r[5], active_listings=r[6],
-            new_listings30d=r[7], sold_last30d=r[8], median_days_on_market=r[9],
-            average_price_per_sqft=r[10], inventory_months=r[11], list_to_sold_ratio=r[12],
+            date=r.date, median_list_price=r.median_list_price,
+            median_sold_price=r.median_sold_price, active_listings=r.active_listings,
+            new_listings30d=r.new_listings_30d, sold_last30d=r.sold_last_30d,
+            median_days_on_market=r.median_days_on_market,
+            average_price_per_sqft=r.average_price_per_sqft,
+            inventory_months=r.inventory_months, list_to_sold_ratio=r.list_to_sold_ratio,
         ),
     )  # fmt: skip

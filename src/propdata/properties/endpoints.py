@@ -4,14 +4,27 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Request, get
+from litestar import get
 from litestar.params import PathParameter, QueryParameter
 
-from propdata.accounts.middleware import current_key
+from propdata.api.dependencies import Injected
+from propdata.api.openapi import RATE_HEADERS, errors
+from propdata.api.params import (
+    CITY,
+    MAX_INT,
+    NON_NEGATIVE,
+    STATE_CODE,
+    TEXT,
+    CityQuery,
+    PageLimit,
+    PageOffset,
+    StateQuery,
+    ZipQuery,
+    check_range,
+    city_filter,
+    state_code,
+)
 from propdata.errors import InvalidParameter
-from propdata.kit.addresses import city_key
-from propdata.kit.geography import US_STATES
-from propdata.kit.http import MAX_INT, RATE_HEADERS, errors
 from propdata.properties.repository import SearchFilters
 from propdata.properties.schemas import (
     HistoryResponse,
@@ -22,41 +35,9 @@ from propdata.properties.schemas import (
     SortField,
     SortOrder,
     Status,
-    ValuationResponse,
 )
 from propdata.properties.service import PropertyService
 
-ZIP = r"^\d{5}$"
-TEXT = r"[A-Za-z0-9]"
-"""Names and streets hold at least one letter or digit; anything else cannot match."""
-# Every US state code in either case, spelled out: JSON Schema patterns take no flags.
-STATE = (
-    "^(" + "|".join("".join(f"[{c}{c.lower()}]" for c in code) for code in sorted(US_STATES)) + ")$"
-)
-
-
-# Litestar leaves `minimum: 0` out of the OpenAPI document for optional parameters (it tests
-# `ge` for truth), so it is restated in schema_extra; the runtime check is the same.
-NON_NEGATIVE = {"minimum": 0}
-
-
-# Parameters several operations take, declared once (used as they are: wrapping an Annotated
-# alias in another QueryParameter would drop its constraints from the OpenAPI document).
-CityQuery = Annotated[
-    str | None,
-    QueryParameter(min_length=1, max_length=100, pattern=TEXT, description="City name, any case"),
-]
-StateQuery = Annotated[
-    str | None,
-    QueryParameter(name="state", pattern=STATE, description="Two-letter state code, any case"),
-]
-PageLimit = Annotated[
-    int | None,
-    QueryParameter(
-        ge=1, le=MAX_INT, description="Page size; plan default, clamped to the plan maximum"
-    ),
-]
-PageOffset = Annotated[int, QueryParameter(ge=0, le=MAX_INT, description="Results to skip")]
 PropertyId = Annotated[str, PathParameter(description="Property id")]
 
 
@@ -68,39 +49,10 @@ def _count(description: str) -> Any:
     return QueryParameter(ge=0, le=100_000, description=description, schema_extra=NON_NEGATIVE)
 
 
-def _service(request: Request[Any, Any, Any]) -> PropertyService:
-    service: PropertyService = request.app.state.services.properties
-    return service
-
-
-def state_code(value: str | None, parameter: str = "state") -> str | None:
-    """Two-letter US state code, case-insensitive in, upper-case out."""
-    if value is None:
-        return None
-    code = value.upper()
-    if code not in US_STATES:
-        raise InvalidParameter(parameter, f"'{value}' is not a two-letter US state code.")
-    return code
-
-
-def applied_page_size(request: Request[Any, Any, Any], limit: int | None) -> int:
-    """Plan default when absent; above the plan maximum it is clamped (meta.limit shows it)."""
-    key = current_key(request.scope)
-    return key.default_page_size if limit is None else min(limit, key.max_page_size)
-
-
-def _check_range(low: float | None, high: float | None, low_name: str, high_name: str) -> None:
-    if low is not None and high is not None and low > high:
-        raise InvalidParameter(
-            low_name, f"'{low_name}' ({low}) is greater than '{high_name}' ({high})."
-        )
-
-
 async def search_properties(
-    request: Request[Any, Any, Any],
-    zipCode: Annotated[
-        str | None, QueryParameter(pattern=ZIP, description="Five-digit ZIP code")
-    ] = None,
+    properties: Injected[PropertyService],
+    page_size: Injected[int],
+    zipCode: ZipQuery = None,
     city: CityQuery = None,
     state_: StateQuery = None,
     status: Annotated[Status | None, QueryParameter(description="Listing status")] = None,
@@ -124,7 +76,7 @@ async def search_properties(
         QueryParameter(ge=0, le=9999, description="Minimum year built", schema_extra=NON_NEGATIVE),
     ] = None,
     maxDaysOnMarket: Annotated[int | None, _count("Maximum days on market")] = None,
-    limit: PageLimit = None,
+    limit: PageLimit = None,  # declared for the reference; the size applied is page_size
     offset: PageOffset = 0,
     sort: Annotated[SortField, QueryParameter(description="Sort field")] = "lastUpdated",
     order: Annotated[SortOrder, QueryParameter(description="Sort order")] = "desc",
@@ -133,27 +85,16 @@ async def search_properties(
 
     Served at /v1/properties and, with the same parameters, at /v1/properties/search.
     """
-    _check_range(minPrice, maxPrice, "minPrice", "maxPrice")
-    _check_range(minBeds, maxBeds, "minBeds", "maxBeds")
-    _check_range(minSqft, maxSqft, "minSqft", "maxSqft")
+    check_range(minPrice, maxPrice, "minPrice", "maxPrice")
+    check_range(minBeds, maxBeds, "minBeds", "maxBeds")
+    check_range(minSqft, maxSqft, "minSqft", "maxSqft")
     filters = SearchFilters(
         zip_code=zipCode, city=city_filter(city), state=state_code(state_), status=status,
         property_type=propertyType, min_price=minPrice, max_price=maxPrice, min_beds=minBeds,
         max_beds=maxBeds, min_baths=minBaths, min_sqft=minSqft, max_sqft=maxSqft,
         min_year_built=minYearBuilt, max_days_on_market=maxDaysOnMarket,
     )  # fmt: skip
-    size = applied_page_size(request, limit)
-    return await _service(request).search(filters, sort, order, size, offset)
-
-
-def city_filter(city: str | None) -> str | None:
-    """Normalised city for matching; blank is a 400."""
-    if city is None:
-        return None
-    key = city_key(city)
-    if not key:
-        raise InvalidParameter("city", "'city' must not be blank.")
-    return key
+    return await properties.search(filters, sort, order, page_size, offset)
 
 
 @get(
@@ -165,20 +106,19 @@ def city_filter(city: str | None) -> str | None:
     operation_id="lookupProperty",
 )
 async def lookup_property(
-    request: Request[Any, Any, Any],
+    properties: Injected[PropertyService],
     streetAddress: Annotated[
         str,
-        QueryParameter(min_length=1, max_length=200, pattern=TEXT, description="Street address"),
+        QueryParameter(
+            min_length=1,
+            max_length=200,
+            pattern=TEXT,
+            description="Street address, with at least one letter or digit",
+        ),
     ],
-    city: Annotated[
-        str, QueryParameter(min_length=1, max_length=100, pattern=TEXT, description="City name")
-    ],
-    state_: Annotated[
-        str, QueryParameter(name="state", pattern=STATE, description="Two-letter state code")
-    ],
-    zipCode: Annotated[
-        str | None, QueryParameter(pattern=ZIP, description="Five-digit ZIP code")
-    ] = None,
+    city: Annotated[str, CITY],
+    state_: Annotated[str, STATE_CODE],
+    zipCode: ZipQuery = None,
 ) -> LookupResponse:
     """Find the one property at an address, matched after USPS normalisation."""
     if not streetAddress.strip():
@@ -187,7 +127,7 @@ async def lookup_property(
     assert key is not None
     code = state_code(state_)
     assert code is not None
-    item = await _service(request).lookup(streetAddress, key, code, zipCode)
+    item = await properties.lookup(streetAddress, key, code, zipCode)
     return LookupResponse(data=item)
 
 
@@ -199,9 +139,9 @@ async def lookup_property(
     summary="Get a property",
     operation_id="getProperty",
 )
-async def get_property(request: Request[Any, Any, Any], id: PropertyId) -> PropertyResponse:
+async def get_property(properties: Injected[PropertyService], id: PropertyId) -> PropertyResponse:
     """Return one property record with every field of the contract."""
-    return PropertyResponse(data=await _service(request).detail(id))
+    return PropertyResponse(data=await properties.detail(id))
 
 
 @get(
@@ -212,24 +152,11 @@ async def get_property(request: Request[Any, Any, Any], id: PropertyId) -> Prope
     summary="Price and tax history of a property",
     operation_id="getPropertyHistory",
 )
-async def get_property_history(request: Request[Any, Any, Any], id: PropertyId) -> HistoryResponse:
+async def get_property_history(
+    properties: Injected[PropertyService], id: PropertyId
+) -> HistoryResponse:
     """Return a property's price history (newest first) and tax history."""
-    return HistoryResponse(data=await _service(request).history(id))
-
-
-@get(
-    "/properties/{id:str}/valuation",
-    responses=errors(404),
-    response_headers=RATE_HEADERS,
-    tags=["properties"],
-    summary="Value and rent estimates with comparable sales",
-    operation_id="getPropertyValuation",
-)
-async def get_property_valuation(
-    request: Request[Any, Any, Any], id: PropertyId
-) -> ValuationResponse:
-    """Return the value and rent estimates, gross yield and the closest comparable sales."""
-    return ValuationResponse(data=await _service(request).valuation(id))
+    return HistoryResponse(data=await properties.history(id))
 
 
 list_properties = get(
@@ -248,5 +175,4 @@ HANDLERS = [
     lookup_property,
     get_property,
     get_property_history,
-    get_property_valuation,
 ]

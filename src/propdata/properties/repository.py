@@ -4,30 +4,143 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from propdata.kit.db import Database, Row
-from propdata.properties.schemas import PriceEvent, TaxRecord
+from propdata.properties.schemas import (
+    Event,
+    ListingType,
+    PriceEvent,
+    PropertyType,
+    Source,
+    Status,
+    TaxRecord,
+)
 
-COLUMNS = (
-    "id", "origin", "status", "list_price", "street_address", "street_key", "city", "city_key",
-    "state", "zip_code", "county", "fips_code", "bedrooms", "bathrooms", "living_area",
-    "lot_size", "year_built", "property_type", "days_on_market", "listing_type", "listing_date",
-    "original_list_price", "previous_list_price", "last_price_change_date", "removed_date",
-    "last_sale_price", "last_sale_date", "stories", "latitude", "longitude", "walk_score",
-    "transit_score", "bike_score", "rent_value", "rent_low", "rent_high", "rent_as_of",
-    "value_value", "value_low", "value_high", "value_as_of", "last_updated", "content_hash",
-)  # fmt: skip
+
+class PropertyRow(NamedTuple):
+    """One row of `properties`: field names are the column names, in the table's order."""
+
+    id: str
+    origin: str
+    status: Status
+    list_price: int | None
+    street_address: str | None
+    street_key: str | None
+    city: str
+    city_key: str
+    state: str
+    zip_code: str
+    county: str | None
+    fips_code: str | None
+    bedrooms: int | None
+    bathrooms: float | None
+    living_area: int | None
+    lot_size: int | None
+    year_built: int | None
+    property_type: PropertyType | None
+    days_on_market: int | None
+    listing_type: ListingType | None
+    listing_date: str | None
+    original_list_price: int | None
+    previous_list_price: int | None
+    last_price_change_date: str | None
+    removed_date: str | None
+    last_sale_price: int | None
+    last_sale_date: str | None
+    stories: int | None
+    latitude: float | None
+    longitude: float | None
+    walk_score: int | None
+    transit_score: int | None
+    bike_score: int | None
+    rent_value: int | None
+    rent_low: int | None
+    rent_high: int | None
+    rent_as_of: str | None
+    value_value: int | None
+    value_low: int | None
+    value_high: int | None
+    value_as_of: str | None
+    last_updated: str
+    content_hash: str
+
+
+class EventRow(NamedTuple):
+    """One row of `price_events` (seq 0 is the newest event)."""
+
+    property_id: str
+    seq: int
+    date: str
+    event: Event
+    price: int | None
+    source: Source
+
+
+class TaxRow(NamedTuple):
+    """One row of `tax_records`."""
+
+    property_id: str
+    year: int
+    tax_paid: int | None
+    assessed_value: int | None
+
+
+def event_rows(property_id: str, history: Sequence[PriceEvent]) -> list[tuple[Any, ...]]:
+    """The `price_events` rows of a history (newest first), in EventRow's field order.
+
+    Plain tuples: a load writes ten million of them.
+    """
+    return [(property_id, seq, e.date, e.event, e.price, e.source) for seq, e in enumerate(history)]
+
+
+def tax_rows(property_id: str, taxes: Sequence[TaxRecord]) -> list[tuple[Any, ...]]:
+    """The `tax_records` rows of a tax history, in TaxRow's field order (plain tuples)."""
+    return [(property_id, t.year, t.tax_paid, t.assessed_value) for t in taxes]
+
+
+class SearchRow(NamedTuple):
+    """What a search item shows of a property."""
+
+    id: str
+    status: Status
+    list_price: int | None
+    street_address: str | None
+    city: str
+    state: str
+    zip_code: str
+    bedrooms: int | None
+    bathrooms: float | None
+    living_area: int | None
+    days_on_market: int | None
+    last_sale_price: int | None
+    last_sale_date: str | None
+    last_updated: str
+
+
+class LookupRow(NamedTuple):
+    """What a lookup shows of a property."""
+
+    id: str
+    status: Status
+    list_price: int | None
+    street_address: str | None
+    city: str
+    state: str
+    zip_code: str
+    bedrooms: int | None
+    bathrooms: float | None
+    living_area: int | None
+    last_updated: str
+
+
+COLUMNS = PropertyRow._fields
 _INSERT = (
     f"INSERT INTO properties ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
     " ON CONFLICT (id) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "id")
 )
-
-_PAGE = (
-    "SELECT id, status, list_price, street_address, city, state, zip_code, bedrooms, bathrooms,"
-    " living_area, days_on_market, last_sale_price, last_sale_date, last_updated"
-)
+_PAGE = f"SELECT {', '.join(SearchRow._fields)}"
 SORT_COLUMNS = {
     "listPrice": "list_price",
     "daysOnMarket": "days_on_market",
@@ -41,8 +154,7 @@ SORT_CACHE_KIB = -8192
 size of the sorted runs; see `PropertyRepository.restore_indexes`."""
 
 
-@dataclass(frozen=True, slots=True)
-class Stored:
+class Stored(NamedTuple):
     """What a load needs to know of a record that is already stored."""
 
     status: str
@@ -76,24 +188,29 @@ class PropertyRepository:
 
     # -- reads -------------------------------------------------------------------------
 
-    async def get(self, property_id: str) -> Row | None:
-        return await self.db.fetch_one(
+    async def get(self, property_id: str) -> PropertyRow | None:
+        row = await self.db.fetch_one(
             f"SELECT {', '.join(COLUMNS)} FROM properties WHERE id = ?", (property_id,)
         )
+        return None if row is None else PropertyRow._make(row)
 
-    async def price_history(self, property_id: str) -> list[Row]:
-        return await self.db.fetch_all(
-            "SELECT date, event, price, source FROM price_events WHERE property_id = ?"
+    async def price_history(self, property_id: str) -> list[EventRow]:
+        """Newest first."""
+        rows = await self.db.fetch_all(
+            f"SELECT {', '.join(EventRow._fields)} FROM price_events WHERE property_id = ?"
             " ORDER BY seq",
             (property_id,),
         )
+        return [EventRow._make(row) for row in rows]
 
-    async def tax_history(self, property_id: str) -> list[Row]:
-        return await self.db.fetch_all(
-            "SELECT year, tax_paid, assessed_value FROM tax_records WHERE property_id = ?"
+    async def tax_history(self, property_id: str) -> list[TaxRow]:
+        """Newest year first."""
+        rows = await self.db.fetch_all(
+            f"SELECT {', '.join(TaxRow._fields)} FROM tax_records WHERE property_id = ?"
             " ORDER BY year DESC",
             (property_id,),
         )
+        return [TaxRow._make(row) for row in rows]
 
     async def exists(self, property_id: str) -> bool:
         row = await self.db.fetch_one("SELECT 1 FROM properties WHERE id = ?", (property_id,))
@@ -101,21 +218,21 @@ class PropertyRepository:
 
     async def find_by_address(
         self, street_key: str, city_key: str, state: str, zip_code: str | None
-    ) -> list[Row]:
+    ) -> list[LookupRow]:
         sql = (
-            "SELECT id, status, list_price, street_address, city, state, zip_code, bedrooms,"
-            " bathrooms, living_area, last_updated FROM properties"
+            f"SELECT {', '.join(LookupRow._fields)} FROM properties"
             " WHERE street_key = ? AND city_key = ? AND state = ?"
         )
         params: list[Any] = [street_key, city_key, state]
         if zip_code is not None:
             sql += " AND zip_code = ?"
             params.append(zip_code)
-        return await self.db.fetch_all(sql + " ORDER BY zip_code, id LIMIT 50", params)
+        rows = await self.db.fetch_all(sql + " ORDER BY zip_code, id LIMIT 50", params)
+        return [LookupRow._make(row) for row in rows]
 
     async def search_page(
         self, filters: SearchFilters, sort: str, order: str, limit: int, offset: int
-    ) -> list[Row]:
+    ) -> list[SearchRow]:
         """One page of matches, ordered with `id` as the tie-breaker; nulls last in either order.
 
         `NULLS LAST` (SQLite 3.30+, PostgreSQL) lets both stores read the order from the
@@ -128,19 +245,20 @@ class PropertyRepository:
         order_by = f"{column} {direction} NULLS LAST, id {direction}"
         if column == "last_updated":  # never null
             order_by = f"last_updated {direction}, id {direction}"
-        return await self.db.fetch_all(
+        rows = await self.db.fetch_all(
             f"{_PAGE} FROM properties{where} ORDER BY {order_by} LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
+        return [SearchRow._make(row) for row in rows]
 
-    async def search_rows(self, ids: Sequence[str]) -> list[Row]:
+    async def search_rows(self, ids: Sequence[str]) -> list[SearchRow]:
         """Search items of these ids, in the order given (ids no longer stored are left out)."""
         if not ids:
             return []
         rows = await self.db.fetch_all(
             f"{_PAGE} FROM properties WHERE id IN ({', '.join('?' for _ in ids)})", list(ids)
         )
-        by_id = {row[0]: row for row in rows}
+        by_id = {row[0]: SearchRow._make(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     async def index_page(self, columns: Sequence[str], after: str | None, limit: int) -> list[Row]:
@@ -167,20 +285,21 @@ class PropertyRepository:
         if not ids:
             return {}
         rows = await self.db.fetch_all(
-            "SELECT id, status, content_hash, origin FROM properties"
+            f"SELECT id, {', '.join(Stored._fields)} FROM properties"
             f" WHERE id IN ({', '.join('?' for _ in ids)})",
             list(ids),
         )
-        return {row[0]: Stored(row[1], row[2], row[3]) for row in rows}
+        return {row[0]: Stored._make(row[1:]) for row in rows}
 
     async def write(
         self,
-        rows: Sequence[Sequence[Any]],
+        rows: Sequence[PropertyRow],
         events: Sequence[Sequence[Any]],
         taxes: Sequence[Sequence[Any]],
         replaced: Sequence[str],
     ) -> None:
-        """Upsert property rows and replace their histories; call inside a transaction."""
+        """Upsert property rows and replace their histories (`event_rows`, `tax_rows`);
+        call inside a transaction."""
         if replaced:
             marks = ", ".join("?" for _ in replaced)
             await self.db.execute(
@@ -190,15 +309,11 @@ class PropertyRepository:
                 f"DELETE FROM tax_records WHERE property_id IN ({marks})", replaced
             )
         replacing = set(replaced)
-        fresh = [row for row in rows if row[0] not in replacing]
+        fresh = [row for row in rows if row.id not in replacing]
         await self.db.copy_into("properties", COLUMNS, fresh)  # new ids: bulk path
-        await self.db.executemany(_INSERT, [row for row in rows if row[0] in replacing])
-        await self.db.copy_into(
-            "price_events", ("property_id", "seq", "date", "event", "price", "source"), events
-        )
-        await self.db.copy_into(
-            "tax_records", ("property_id", "year", "tax_paid", "assessed_value"), taxes
-        )
+        await self.db.executemany(_INSERT, [row for row in rows if row.id in replacing])
+        await self.db.copy_into("price_events", EventRow._fields, events)
+        await self.db.copy_into("tax_records", TaxRow._fields, taxes)
 
     async def defer_indexes(self) -> list[str]:
         """Drop the secondary indexes of the property tables for a bulk load; return the
@@ -254,7 +369,7 @@ class PropertyRepository:
 
     async def stored_history(self, property_id: str) -> list[PriceEvent]:
         return [
-            PriceEvent(date=r[0], event=r[1], price=r[2], source=r[3])
+            PriceEvent(date=r.date, event=r.event, price=r.price, source=r.source)
             for r in await self.price_history(property_id)
         ]
 
@@ -328,7 +443,3 @@ def _where(f: SearchFilters) -> tuple[str, list[Any]]:
     add("year_built >= ?", f.min_year_built)
     add("days_on_market <= ?", f.max_days_on_market)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
-
-
-def tax_rows(property_id: str, taxes: Sequence[TaxRecord]) -> list[tuple[Any, ...]]:
-    return [(property_id, t.year, t.tax_paid, t.assessed_value) for t in taxes]

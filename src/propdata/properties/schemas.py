@@ -6,9 +6,9 @@ that `propdata data import` accepts, so an export can be loaded back unchanged.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
-import msgspec
+from propdata.api.schemas import Base, PageMeta
 
 Status = Literal["forSale", "recentlySold", "forRent", "offMarket"]
 PropertyType = Literal["singleFamily", "condo", "townhouse", "multiFamily", "land"]
@@ -27,30 +27,13 @@ Source = Literal["mls", "publicRecord", "agent", "owner"]
 SortField = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated"]
 SortOrder = Literal["asc", "desc"]
 
-STATUSES: tuple[str, ...] = ("forSale", "recentlySold", "forRent", "offMarket")
-PROPERTY_TYPES: tuple[str, ...] = ("singleFamily", "condo", "townhouse", "multiFamily", "land")
-LISTING_TYPES: tuple[str, ...] = (
-    "standard",
-    "newConstruction",
-    "foreclosure",
-    "shortSale",
-    "auction",
-)
-EVENTS: tuple[str, ...] = (
-    "listedForSale",
-    "priceChange",
-    "pendingSale",
-    "sold",
-    "delisted",
-    "relisted",
-    "listedForRent",
-    "rentalRemoved",
-)
-SOURCES: tuple[str, ...] = ("mls", "publicRecord", "agent", "owner")
-
-
-class Base(msgspec.Struct, rename="camel", kw_only=True):
-    """Every wire struct: camelCase names, every listed field always present (null if unknown)."""
+# The same vocabularies as tuples (readers and generators iterate them), made from the
+# Literals so each is declared once.
+STATUSES: tuple[str, ...] = get_args(Status)
+PROPERTY_TYPES: tuple[str, ...] = get_args(PropertyType)
+LISTING_TYPES: tuple[str, ...] = get_args(ListingType)
+EVENTS: tuple[str, ...] = get_args(Event)
+SOURCES: tuple[str, ...] = get_args(Source)
 
 
 class Address(Base):
@@ -170,31 +153,6 @@ class PropertyHistory(Base):
     tax_history: list[TaxRecord]
 
 
-class Comparable(Base):
-    id: str
-    address: ShortAddress
-    distance_miles: float | None
-    sale_date: str
-    sale_price: int
-    similarity: float
-
-
-class Valuation(Base):
-    """GET /v1/properties/{id}/valuation."""
-
-    id: str
-    value_estimate: Estimate | None
-    rent_estimate: Estimate | None
-    gross_yield: float | None
-    comparables: list[Comparable]
-
-
-class PageMeta(Base):
-    total: int
-    limit: int
-    offset: int
-
-
 class PropertyResponse(Base):
     data: PropertyDetail
 
@@ -210,7 +168,3 @@ class SearchResponse(Base):
 
 class HistoryResponse(Base):
     data: PropertyHistory
-
-
-class ValuationResponse(Base):
-    data: Valuation

@@ -10,17 +10,24 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from propdata.api.schemas import PageMeta
 from propdata.errors import AmbiguousAddress, NotFound
 from propdata.kit import memory
 from propdata.kit.addresses import city_key, street_key
-from propdata.kit.db import Database, Row
+from propdata.kit.db import Database
 from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, SearchIndex
-from propdata.properties.repository import PropertyRepository, SearchFilters
+from propdata.properties.repository import (
+    EventRow,
+    PropertyRepository,
+    PropertyRow,
+    SearchFilters,
+    SearchRow,
+    TaxRow,
+)
 from propdata.properties.schemas import (
     Address,
     Coordinates,
     Estimate,
-    PageMeta,
     PriceEvent,
     PropertyDetail,
     PropertyHistory,
@@ -30,9 +37,7 @@ from propdata.properties.schemas import (
     SearchResponse,
     ShortAddress,
     TaxRecord,
-    Valuation,
 )
-from propdata.valuation.service import comparables
 
 TOTALS_KEPT = 20_000
 INDEX_PAGE = 10_000
@@ -144,7 +149,7 @@ class PropertyService:
         rows = await self.repo.find_by_address(street_key(street), city_key(city), state, zip_code)
         if not rows:
             raise NotFound("No property matches that address exactly.")
-        zips = sorted({row[6] for row in rows})
+        zips = sorted({row.zip_code for row in rows})
         if len(zips) > 1:
             raise AmbiguousAddress(
                 f"The address matches properties in several ZIP codes: {', '.join(zips)};"
@@ -153,13 +158,14 @@ class PropertyService:
         if len(rows) > 1:
             raise AmbiguousAddress(
                 f"The address matches {len(rows)} properties in ZIP code {zips[0]}"
-                f" ({', '.join(row[0] for row in rows[:10])}); add the unit to the street address."
+                f" ({', '.join(row.id for row in rows[:10])}); add the unit to the street address."
             )
         r = rows[0]
         return PropertyLookupItem(
-            id=r[0], status=r[1], list_price=r[2], address=ShortAddress(
-                street_address=r[3], city=r[4], state=r[5], zip_code=r[6]),
-            bedrooms_total=r[7], bathrooms_total=r[8], living_area=r[9], last_updated=r[10],
+            id=r.id, status=r.status, list_price=r.list_price, address=ShortAddress(
+                street_address=r.street_address, city=r.city, state=r.state, zip_code=r.zip_code),
+            bedrooms_total=r.bedrooms, bathrooms_total=r.bathrooms, living_area=r.living_area,
+            last_updated=r.last_updated,
         )  # fmt: skip
 
     async def search(
@@ -167,7 +173,7 @@ class PropertyService:
     ) -> SearchResponse:
         namespace = await self.repo.cache_namespace()
         index = self._current_index(namespace)
-        rows: list[Row] | None = None
+        rows: list[SearchRow] | None = None
         if index is not None:
             total, ids = index.search(filters, sort, order, limit, offset)
             rows = await self.repo.search_rows(ids)
@@ -178,17 +184,22 @@ class PropertyService:
             total = await self._total(filters)
         items = [
             PropertySearchItem(
-                id=r[0],
-                status=r[1],
-                list_price=r[2],
-                address=ShortAddress(street_address=r[3], city=r[4], state=r[5], zip_code=r[6]),
-                bedrooms_total=r[7],
-                bathrooms_total=r[8],
-                living_area=r[9],
-                days_on_market=r[10],
-                last_sale_price=r[11],
-                last_sale_date=r[12],
-                last_updated=r[13],
+                id=r.id,
+                status=r.status,
+                list_price=r.list_price,
+                address=ShortAddress(
+                    street_address=r.street_address,
+                    city=r.city,
+                    state=r.state,
+                    zip_code=r.zip_code,
+                ),
+                bedrooms_total=r.bedrooms,
+                bathrooms_total=r.bathrooms,
+                living_area=r.living_area,
+                days_on_market=r.days_on_market,
+                last_sale_price=r.last_sale_price,
+                last_sale_date=r.last_sale_date,
+                last_updated=r.last_updated,
             )
             for r in rows
         ]
@@ -205,56 +216,53 @@ class PropertyService:
             self._totals.move_to_end(key)
         return total
 
-    async def valuation(self, property_id: str) -> Valuation:
-        """The stored estimates and the comparable sales the last rebuild blended into them."""
-        detail = await self.detail(property_id)
-        return Valuation(
-            id=detail.id,
-            value_estimate=detail.value_estimate,
-            rent_estimate=detail.rent_estimate,
-            gross_yield=detail.gross_yield,
-            comparables=await comparables(self.repo.db, property_id),
-        )
+
+def _events(rows: list[EventRow]) -> list[PriceEvent]:
+    return [PriceEvent(date=r.date, event=r.event, price=r.price, source=r.source) for r in rows]
 
 
-def _events(rows: list[Row]) -> list[PriceEvent]:
-    return [PriceEvent(date=r[0], event=r[1], price=r[2], source=r[3]) for r in rows]
+def _taxes(rows: list[TaxRow]) -> list[TaxRecord]:
+    return [
+        TaxRecord(year=r.year, tax_paid=r.tax_paid, assessed_value=r.assessed_value) for r in rows
+    ]
 
 
-def _taxes(rows: list[Row]) -> list[TaxRecord]:
-    return [TaxRecord(year=r[0], tax_paid=r[1], assessed_value=r[2]) for r in rows]
-
-
-def _estimate(value: Any, low: Any, high: Any, as_of: Any) -> Estimate | None:
+def estimate(value: int | None, low: Any, high: Any, as_of: Any) -> Estimate | None:
+    """A stored estimate's wire shape; None when the rebuild left it null."""
     if value is None:
         return None
     return Estimate(value=value, low=low, high=high, as_of_date=as_of)
 
 
-def _detail(r: Row, events: list[Row], taxes: list[Row]) -> PropertyDetail:
-    (pid, _origin, status, list_price, street, _sk, city, _ck, state, zip_code, county, fips,
-     beds, baths, area, lot, year, ptype, dom, listing_type, _ld, original, previous,
-     change_date, removed, last_sale_price, _last_sale_date, stories, lat, lon, walk,
-     transit, bike, rv, rl, rh, ra, vv, vl, vh, va, updated, _hash) = r  # fmt: skip
-    rent = _estimate(rv, rl, rh, ra)
-    value = _estimate(vv, vl, vh, va)
-    gross_yield = (
-        round(12 * rent.value / value.value, 4) if rent and value and value.value else None
-    )
-    basis = list_price if status == "forSale" else last_sale_price
+def gross_yield(rent: Estimate | None, value: Estimate | None) -> float | None:
+    """12 x monthly rent / value, a fraction (contract.md), to four places."""
+    if rent is None or value is None or not value.value:
+        return None
+    return round(12 * rent.value / value.value, 4)
+
+
+def _detail(r: PropertyRow, events: list[EventRow], taxes: list[TaxRow]) -> PropertyDetail:
+    rent = estimate(r.rent_value, r.rent_low, r.rent_high, r.rent_as_of)
+    value = estimate(r.value_value, r.value_low, r.value_high, r.value_as_of)
+    basis = r.list_price if r.status == "forSale" else r.last_sale_price
+    area = r.living_area
     ppsf = round(basis / area) if basis is not None and area else None
+    walk, transit, bike = r.walk_score, r.transit_score, r.bike_score
     has_scores = walk is not None or transit is not None or bike is not None
+    lat, lon = r.latitude, r.longitude
     return PropertyDetail(
-        id=pid, status=status, list_price=list_price,
-        address=Address(street_address=street, city=city, state=state, zip_code=zip_code,
-                        county=county, fips_code=fips),
-        bedrooms_total=beds, bathrooms_total=baths, living_area=area, lot_size=lot,
-        year_built=year, property_type=ptype, days_on_market=dom,
-        price_history=_events(events), tax_history=_taxes(taxes),
+        id=r.id, status=r.status, list_price=r.list_price,
+        address=Address(street_address=r.street_address, city=r.city, state=r.state,
+                        zip_code=r.zip_code, county=r.county, fips_code=r.fips_code),
+        bedrooms_total=r.bedrooms, bathrooms_total=r.bathrooms, living_area=area,
+        lot_size=r.lot_size, year_built=r.year_built, property_type=r.property_type,
+        days_on_market=r.days_on_market, price_history=_events(events),
+        tax_history=_taxes(taxes),
         scores=Scores(walkability=walk, transit=transit, bike=bike) if has_scores else None,
         coordinates=Coordinates(latitude=lat, longitude=lon) if lat is not None and lon is not None else None,
-        last_updated=updated, listing_type=listing_type, original_list_price=original,
-        previous_list_price=previous, last_price_change_date=change_date, removed_date=removed,
-        rent_estimate=rent, value_estimate=value, gross_yield=gross_yield,
-        price_per_square_foot=ppsf, stories=stories,
+        last_updated=r.last_updated, listing_type=r.listing_type,
+        original_list_price=r.original_list_price, previous_list_price=r.previous_list_price,
+        last_price_change_date=r.last_price_change_date, removed_date=r.removed_date,
+        rent_estimate=rent, value_estimate=value, gross_yield=gross_yield(rent, value),
+        price_per_square_foot=ppsf, stories=r.stories,
     )  # fmt: skip

@@ -7,26 +7,49 @@ PostgreSQL run the same statements.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from propdata.kit.db import Database, Row
 
 HOME_COLUMNS = (
-    "id, zip_code, state, latitude, longitude, living_area, lot_size, bedrooms,"
-    " bathrooms, year_built, property_type"
-)
+    "id", "zip_code", "state", "latitude", "longitude", "living_area", "lot_size", "bedrooms",
+    "bathrooms", "year_built", "property_type",
+)  # fmt: skip
+"""What `home_page` reads of each property, in this order."""
+
+
+class EstimateRow(NamedTuple):
+    """A property's stored estimates (the columns of the same names)."""
+
+    value_value: int | None
+    value_low: int | None
+    value_high: int | None
+    value_as_of: str | None
+    rent_value: int | None
+    rent_low: int | None
+    rent_high: int | None
+    rent_as_of: str | None
+
+
+class AddressRow(NamedTuple):
+    id: str
+    street_address: str | None
+    city: str
+    state: str
+    zip_code: str
+
+
 ESTIMATE_UPDATE = (
     "UPDATE properties SET value_value = ?, value_low = ?, value_high = ?, value_as_of = ?,"
     " rent_value = ?, rent_low = ?, rent_high = ?, rent_as_of = ? WHERE id = ?"
 )
-COMPARABLES_INSERT = "INSERT INTO valuation_comparables (property_id, comparables) VALUES (?, ?)"
 SALE = "sold"
 RENTAL = "listedForRent"
 _IN_LIST = 500
 
 
 class ValuationRepository:
-    """The statements of `valuation.service`."""
+    """The statements of `valuation.rebuild` and `valuation.service`."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -39,18 +62,20 @@ class ValuationRepository:
         """
         where, params = ("", []) if before is None else (" WHERE id < ?", [before])
         return await self.db.fetch_all(
-            f"SELECT {HOME_COLUMNS} FROM properties{where} ORDER BY id DESC LIMIT ?",
+            f"SELECT {', '.join(HOME_COLUMNS)} FROM properties{where} ORDER BY id DESC LIMIT ?",
             [*params, limit],
         )
 
-    async def priced_events(self, low_id: str, high_id: str, until: str) -> list[Row]:
-        """(property_id, date, event, price) of the sales and rentals of low_id..high_id.
+    async def priced_events(
+        self, columns: Sequence[str], low_id: str, high_id: str, until: str
+    ) -> list[Row]:
+        """`columns` of the sales and rentals of low_id..high_id, as tuples in that order.
 
         Only events with a price, dated on or before `until`. A primary key range read:
         the (event, date) index would visit every sale of the store for each page.
         """
         return await self.db.fetch_all(
-            "SELECT property_id, date, event, price FROM price_events"
+            f"SELECT {', '.join(columns)} FROM price_events"
             " WHERE property_id >= ? AND property_id <= ? AND date <= ?"
             " AND (event = ? OR event = ?) AND price IS NOT NULL",
             (low_id, high_id, until, SALE, RENTAL),
@@ -67,6 +92,13 @@ class ValuationRepository:
         """(property_id, JSON list of comparables) rows; inside a transaction."""
         await self.db.copy_into("valuation_comparables", ("property_id", "comparables"), rows)
 
+    async def estimates(self, property_id: str) -> EstimateRow | None:
+        """The stored estimates of one property; None when there is no such property."""
+        row = await self.db.fetch_one(
+            f"SELECT {', '.join(EstimateRow._fields)} FROM properties WHERE id = ?", (property_id,)
+        )
+        return None if row is None else EstimateRow._make(row)
+
     async def comparables(self, property_id: str) -> str | None:
         """The stored comparables (JSON) of one property; None when it has none."""
         row = await self.db.fetch_one(
@@ -74,15 +106,15 @@ class ValuationRepository:
         )
         return None if row is None else str(row[0])
 
-    async def addresses(self, ids: Sequence[str]) -> dict[str, Row]:
-        """id -> (street_address, city, state, zip_code) of the given properties."""
-        found: dict[str, Row] = {}
+    async def addresses(self, ids: Sequence[str]) -> dict[str, AddressRow]:
+        """The addresses of the given properties, by id (ids not stored are absent)."""
+        found: dict[str, AddressRow] = {}
         for at in range(0, len(ids), _IN_LIST):
             chunk = list(ids[at : at + _IN_LIST])
             rows = await self.db.fetch_all(
-                "SELECT id, street_address, city, state, zip_code FROM properties"
+                f"SELECT {', '.join(AddressRow._fields)} FROM properties"
                 f" WHERE id IN ({', '.join('?' for _ in chunk)})",
                 chunk,
             )
-            found.update({row[0]: row[1:] for row in rows})
+            found.update({row[0]: AddressRow._make(row) for row in rows})
         return found

@@ -1,396 +1,67 @@
-"""Valuations of the stored properties: read the store, fit the model, write the estimates.
-
-`rebuild_valuations` runs after every data load (like the market statistics): it reads
-every property and its priced events page by page into numpy columns, fits the value
-model on the sales and the rent model on the rentals (`valuation.model`), values every
-property as of the build date, and writes the estimates and their comparables in one
-transaction that also bumps the data version. `comparables` answers the valuation
-endpoint from what the rebuild stored, so the sales shown are those the estimate used.
-
-    summary = await rebuild_valuations(db, date(2026, 11, 21), progress=bar.advance)
-"""
+"""The valuation endpoint's answers, from what the last rebuild stored (`valuation.rebuild`)."""
 
 from __future__ import annotations
 
-import datetime as dt
-from array import array
-from collections.abc import Callable
-from dataclasses import dataclass
-
 import msgspec
-import numpy as np
 
-from propdata.kit import memory
-from propdata.kit.db import Database, Row
-from propdata.properties.repository import PropertyRepository
-from propdata.properties.schemas import Comparable, ShortAddress
-from propdata.valuation import model as avm
-from propdata.valuation.repository import RENTAL, SALE, ValuationRepository
+from propdata.errors import NotFound
+from propdata.kit.db import Database
+from propdata.properties.schemas import ShortAddress
+from propdata.properties.service import estimate, gross_yield
+from propdata.valuation.repository import ValuationRepository
+from propdata.valuation.schemas import Comparable, Valuation
 
-PAGE = 20_000
-"""Properties per read page (and per write batch)."""
-ATTEMPTS = 3
-"""Lock-free passes tried before a rebuild reads under the write lock (as markets do)."""
-MIN_MARKET_SALES = 5
-"""A market (see `market_keys`) needs this many priced homes before its homes get estimates:
-with fewer, the estimate would be the national regression's guess."""
-STALE_DAYS = 365
-"""A market whose newest sale is older than this is valued as of that sale, not as of the
-build date: the model cannot know prices it has not seen (the Ames sales end in 2010)."""
+_STORED = list[tuple[str, str, int, float | None, float]]
+"""How the rebuild stores comparables: [[id, sale date, price, miles, similarity]]."""
 
 
-# -- what a rebuild reads ---------------------------------------------------------------------
+class ValuationService:
+    def __init__(self, db: Database) -> None:
+        self.repo = ValuationRepository(db)
 
-
-@dataclass(frozen=True, slots=True)
-class Priced:
-    """Priced events (sales or rentals): whose (index into the properties), when, how much."""
-
-    owner: avm.IntArray
-    day: avm.IntArray
-    """Days since model.EPOCH."""
-    price: avm.FloatArray
-
-    def take(self, index: avm.IntArray | np.typing.NDArray[np.bool_]) -> Priced:
-        return Priced(self.owner[index], self.day[index], self.price[index])
-
-
-@dataclass(frozen=True, slots=True)
-class Stock:
-    """Every stored property (as model columns, month unset) and its sales and rentals."""
-
-    ids: list[str]
-    homes: avm.Homes
-    sales: Priced
-    rentals: Priced
-
-    def priced(self, events: Priced) -> avm.Homes:
-        """The homes of `events`, each at its event's month."""
-        return self.homes.take(events.owner).at(events.day / avm.MONTH_DAYS)
-
-
-class _Columns:
-    """Per-page numpy columns, joined at the end (no per-property Python objects kept)."""
-
-    def __init__(self) -> None:
-        self.ids: list[str] = []
-        self.parts: dict[str, list[np.typing.NDArray[np.generic]]] = {}
-        self.zips = avm.Vocabulary()
-        self.states = avm.Vocabulary()
-        # Typed arrays: 8 bytes a value where a list holds a pointer to a 28-byte object.
-        self.events: dict[str, tuple[array[int], array[int], array[float]]] = {
-            kind: (array("q"), array("q"), array("d")) for kind in (SALE, RENTAL)
-        }
-        self._days: dict[str, int] = {}
-
-    def add_page(self, page: list[Row]) -> None:
-        columns = list(zip(*page, strict=True))
-        self.ids.extend(columns[0])
-        self._add("zip_code", self.zips.encode(columns[1]))
-        self._add("state", self.states.encode(columns[2]))
-        for name, column in zip(
-            ("latitude", "longitude", "living_area", "lot_size", "bedrooms", "bathrooms",
-             "year_built"), columns[3:10], strict=True,
-        ):  # fmt: skip
-            self._add(name, avm.floats(column))
-        self._add("kind", avm.kind_codes(columns[10]))
-
-    def _add(self, name: str, values: np.typing.NDArray[np.generic]) -> None:
-        self.parts.setdefault(name, []).append(values)
-
-    def add_events(self, rows: list[Row], first: int, page: list[Row]) -> None:
-        index = {row[0]: first + n for n, row in enumerate(page)}
-        days = self._days
-        for property_id, date, event, price in rows:
-            owners, when, prices = self.events[event]
-            day = days.get(date)
-            if day is None:
-                day = days[date] = (dt.date.fromisoformat(date) - avm.EPOCH).days
-            owners.append(index[property_id])
-            when.append(day)
-            prices.append(price)
-
-    def stock(self) -> Stock:
-        def joined(name: str) -> np.typing.NDArray[np.generic]:
-            return np.concatenate(self.parts[name]) if self.parts.get(name) else np.zeros(0)
-
-        zips = joined("zip_code").astype(np.int64)
-        n = len(self.ids)
-        homes = avm.Homes(
-            owner=np.arange(n, dtype=np.int64),
-            zip_code=zips,
-            state=joined("state").astype(np.int64),
-            market=zips,
-            latitude=joined("latitude").astype(np.float64),
-            longitude=joined("longitude").astype(np.float64),
-            living_area=joined("living_area").astype(np.float64),
-            lot_size=joined("lot_size").astype(np.float64),
-            bedrooms=joined("bedrooms").astype(np.float64),
-            bathrooms=joined("bathrooms").astype(np.float64),
-            year_built=joined("year_built").astype(np.float64),
-            kind=joined("kind").astype(np.int64),
-            month=np.zeros(n),
+    async def valuation(self, property_id: str) -> Valuation:
+        """The stored estimates and the comparable sales the last rebuild blended into them."""
+        row = await self.repo.estimates(property_id)
+        if row is None:
+            raise NotFound(f"No property with id '{property_id}'.")
+        value = estimate(row.value_value, row.value_low, row.value_high, row.value_as_of)
+        rent = estimate(row.rent_value, row.rent_low, row.rent_high, row.rent_as_of)
+        return Valuation(
+            id=property_id,
+            value_estimate=value,
+            rent_estimate=rent,
+            gross_yield=gross_yield(rent, value),
+            comparables=await self.comparables(property_id),
         )
-        sales, rentals = (self._priced(kind) for kind in (SALE, RENTAL))
-        return Stock(self.ids, homes, sales, rentals)
 
-    def _priced(self, kind: str) -> Priced:
-        owners, days, prices = self.events[kind]
-        return Priced(np.frombuffer(owners, dtype=np.int64).copy(),
-                      np.frombuffer(days, dtype=np.int64).copy(),
-                      np.frombuffer(prices, dtype=np.float64).copy())  # fmt: skip
+    async def comparables(self, property_id: str) -> list[Comparable]:
+        """The comparable sales behind a property's stored value estimate, most similar first.
 
-
-async def read_stock(
-    db: Database, until: dt.date, progress: Callable[[int], None] | None = None
-) -> Stock:
-    """Every property and its sales and rentals dated on or before `until`, page by page."""
-    repo = ValuationRepository(db)
-    columns = _Columns()
-    before: str | None = None
-    with memory.no_cycle_collection():
-        while True:
-            page = await repo.home_page(before, PAGE)
-            if not page:
-                break
-            first = len(columns.ids)
-            columns.add_page(page)
-            events = await repo.priced_events(page[-1][0], page[0][0], until.isoformat())
-            columns.add_events(events, first, page)
-            before = page[-1][0]
-            if progress is not None:
-                progress(len(page))
-        return columns.stock()
-
-
-# -- valuing -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Valued:
-    """One model's estimates for every property, and the dates they describe."""
-
-    estimates: avm.Estimates
-    as_of: list[str | None]
-    training: Priced
-    """The priced events the model learnt from (comparable indices point into these)."""
-
-
-def value_stock(stock: Stock, events: Priced, as_of: dt.date, params: avm.Params) -> Valued:
-    """Fit one model on `events` and value every property of `stock` as of `as_of`.
-
-    A market with fewer than MIN_MARKET_SALES usable events gets no estimates; one whose
-    newest event is more than STALE_DAYS old is valued as of that event's date.
-    """
-    n = len(stock.ids)
-    usable = avm.supported(stock.homes.take(events.owner)) & (events.price > 0)
-    training = events.take(np.flatnonzero(usable))
-    markets = stock.homes.market
-    count = np.bincount(markets[training.owner], minlength=int(markets.max(initial=0)) + 1)
-    rows = np.flatnonzero(count[markets] >= MIN_MARKET_SALES)
-    estimates = _no_estimates(n)
-    if not len(rows):
-        return Valued(estimates, [None] * n, training)
-    model = avm.fit(stock.priced(training), np.log(training.price), params)
-    newest = np.full(len(count), -1, dtype=np.int64)
-    np.maximum.at(newest, markets[training.owner], training.day)
-    today = (as_of - avm.EPOCH).days
-    day = np.where(today - newest > STALE_DAYS, newest, today)[markets]
-    found = avm.predict(model, stock.homes.take(rows).at(day[rows] / avm.MONTH_DAYS))
-    for name in ("value", "low", "high", "comparables", "similarity", "miles"):
-        getattr(estimates, name)[rows] = getattr(found, name)
-    dates = _dates(day)
-    valued = ~np.isnan(estimates.value)
-    return Valued(estimates, [d if v else None for d, v in zip(dates, valued.tolist(),
-                                                                strict=True)], training)  # fmt: skip
-
-
-def _no_estimates(n: int) -> avm.Estimates:
-    k = avm.COMPARABLES_KEPT
-    return avm.Estimates(
-        np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan),
-        np.full((n, k), -1, dtype=np.int64), np.full((n, k), np.nan), np.full((n, k), np.nan),
-    )  # fmt: skip
-
-
-def _dates(days: avm.IntArray) -> list[str]:
-    cache: dict[int, str] = {}
-    out: list[str] = []
-    for d in days.tolist():
-        text = cache.get(d)
-        if text is None:
-            text = cache[d] = (avm.EPOCH + dt.timedelta(days=d)).isoformat()
-        out.append(text)
-    return out
-
-
-# -- the rebuild -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RebuildSummary:
-    """What a rebuild did: properties seen, estimates written, what the models learnt from."""
-
-    properties: int
-    values: int
-    rents: int
-    sales: int
-    rentals: int
-
-
-async def rebuild_valuations(
-    db: Database,
-    as_of: dt.date,
-    progress: Callable[[int], None] | None = None,
-    params: avm.Params | None = None,
-) -> RebuildSummary:
-    """Refit the value and rent models and store every property's estimates as of `as_of`.
-
-    Sales and rentals dated after `as_of` are ignored. Every property's value and rent
-    columns are rewritten (null where unsupported) and its comparables replaced, in one
-    transaction that bumps the data version, so cached answers never mix old and new
-    estimates. Like the market rebuild, the store is read without the write lock; when a
-    load commits meanwhile the pass is repeated, the last of ATTEMPTS under the lock.
-
-    `progress` is called with the number of properties read after each page, then with
-    the number written after each batch (so 2 x properties in all, again from zero when a
-    pass is repeated).
-    """
-    params = params or avm.Params()
-    versions = PropertyRepository(db)
-    for attempt in range(ATTEMPTS + 1):
-        version = await versions.data_version()
-        if attempt == ATTEMPTS:
-            async with db.transaction():
-                return await _pass(db, as_of, progress, params)
-        stock = await read_stock(db, as_of, progress)
-        values, rents = _value_both(stock, as_of, params)
-        async with db.transaction():
-            if await versions.data_version() == version:
-                return await _write(db, stock, values, rents, progress)
-    raise AssertionError("unreachable")
-
-
-async def _pass(
-    db: Database, as_of: dt.date, progress: Callable[[int], None] | None, params: avm.Params
-) -> RebuildSummary:
-    stock = await read_stock(db, as_of, progress)
-    values, rents = _value_both(stock, as_of, params)
-    return await _write(db, stock, values, rents, progress)
-
-
-def _value_both(stock: Stock, as_of: dt.date, params: avm.Params) -> tuple[Valued, Valued]:
-    return value_stock(stock, stock.sales, as_of, params), value_stock(
-        stock, stock.rentals, as_of, params
-    )
-
-
-async def _write(
-    db: Database,
-    stock: Stock,
-    values: Valued,
-    rents: Valued,
-    progress: Callable[[int], None] | None,
-) -> RebuildSummary:
-    """Replace every property's estimates and comparables; call inside a transaction.
-
-    Rows are made a batch at a time, so no list of a million Python rows is ever held.
-    """
-    repo = ValuationRepository(db)
-    await repo.clear_comparables()
-    sale_dates = _dates(values.training.day)
-    for at in range(0, len(stock.ids), PAGE):
-        end = min(at + PAGE, len(stock.ids))
-        v, r = _money(values.estimates, at, end, 100), _money(rents.estimates, at, end, 5)
-        ids = stock.ids[at:end]
-        await repo.write_estimates([
-            (*value, values.as_of[at + i], *rent, rents.as_of[at + i], ids[i])
-            for i, (value, rent) in enumerate(zip(v, r, strict=True))
-        ])  # fmt: skip
-        comps = _comparable_json(stock, values, sale_dates, at, end)
-        await repo.write_comparables([(ids[i], c) for i, c in enumerate(comps) if c is not None])
-        if progress is not None:
-            progress(end - at)
-    await PropertyRepository(db).bump_data_version()
-    return RebuildSummary(
-        properties=len(stock.ids),
-        values=sum(1 for d in values.as_of if d is not None),
-        rents=sum(1 for d in rents.as_of if d is not None),
-        sales=len(values.training.owner),
-        rentals=len(rents.training.owner),
-    )
-
-
-def _money(
-    estimates: avm.Estimates, at: int, end: int, step: int
-) -> list[tuple[int | None, int | None, int | None]]:
-    """(value, low, high) of properties at..end in whole dollars rounded to `step`."""
-    block = np.column_stack([estimates.value[at:end], estimates.low[at:end],
-                             estimates.high[at:end]])  # fmt: skip
-    rounded = (np.round(block / step) * step).tolist()
-    return [
-        (None, None, None) if row[0] != row[0] else (int(row[0]), int(row[1]), int(row[2]))
-        for row in rounded
-    ]
-
-
-def _comparable_json(
-    stock: Stock, valued: Valued, sale_dates: list[str], at: int, end: int
-) -> list[str | None]:
-    """Comparables of properties at..end as stored: [[id, date, price, miles, similarity]].
-
-    Miles are null where either side has no coordinates (msgspec writes NaN as null).
-    """
-    est, sales = valued.estimates, valued.training
-    if len(sales.owner) == 0:  # nothing to learn from: no estimate, no comparables
-        return [None] * (end - at)
-    index = est.comparables[at:end]
-    known = index >= 0
-    safe = np.where(known, index, 0)
-    owners = np.where(known, sales.owner[safe], -1).tolist()
-    prices = sales.price[safe].astype(np.int64).tolist()
-    similarity = np.round(est.similarity[at:end], 3).tolist()
-    miles = np.round(est.miles[at:end], 2).tolist()
-    ids, encode = stock.ids, msgspec.json.encode
-    out: list[str | None] = []
-    for row, owner_row in enumerate(owners):
-        items = [
-            (ids[owner], sale_dates[j], prices[row][c], miles[row][c], similarity[row][c])
-            for c, (owner, j) in enumerate(zip(owner_row, index[row].tolist(), strict=True))
-            if owner >= 0
-        ]
-        out.append(encode(items).decode() if items else None)
-    return out
-
-
-# -- the valuation endpoint ----------------------------------------------------------------------
-
-
-async def comparables(db: Database, property_id: str) -> list[Comparable]:
-    """The comparable sales behind a property's stored value estimate, most similar first.
-
-    Exactly those the last rebuild blended into the estimate (at most five); empty when
-    the property has no estimate.
-    """
-    repo = ValuationRepository(db)
-    stored = await repo.comparables(property_id)
-    if stored is None:
-        return []
-    items = msgspec.json.decode(stored, type=list[tuple[str, str, int, float | None, float]])
-    addresses = await repo.addresses(sorted({item[0] for item in items}))
-    result: list[Comparable] = []
-    for cid, sale_date, price, miles, similarity in items:
-        street, city, state, zip_code = addresses.get(cid, (None, "", "", ""))
-        result.append(
-            Comparable(
-                id=cid,
-                address=ShortAddress(
-                    street_address=street, city=city, state=state, zip_code=zip_code
-                ),
-                distance_miles=miles,
-                sale_date=sale_date,
-                sale_price=price,
-                similarity=similarity,
+        Exactly those the last rebuild blended into the estimate (at most five); empty when
+        the property has no estimate.
+        """
+        stored = await self.repo.comparables(property_id)
+        if stored is None:
+            return []
+        items = msgspec.json.decode(stored, type=_STORED)
+        addresses = await self.repo.addresses(sorted({item[0] for item in items}))
+        result: list[Comparable] = []
+        for cid, sale_date, price, miles, similarity in items:
+            found = addresses.get(cid)
+            address = ShortAddress(
+                street_address=found.street_address if found else None,
+                city=found.city if found else "",
+                state=found.state if found else "",
+                zip_code=found.zip_code if found else "",
             )
-        )
-    return result
+            result.append(
+                Comparable(
+                    id=cid,
+                    address=address,
+                    distance_miles=miles,
+                    sale_date=sale_date,
+                    sale_price=price,
+                    similarity=similarity,
+                )
+            )
+        return result

@@ -1,20 +1,11 @@
-"""HTTP plumbing shared by every domain: parameter guards and OpenAPI declarations."""
+"""OpenAPI declarations every operation shares: its error answers and the rate headers."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from litestar import Request
 from litestar.datastructures import ResponseHeader
 from litestar.openapi.datastructures import ResponseSpec
 
-from propdata.errors import ErrorResponse, InvalidParameter
-
-MAX_INT = 2**53 - 1
-"""Largest integer a query parameter takes: exact in JSON and in both stores."""
-
-_RESERVED = {"request", "scope", "state", "headers", "cookies", "query", "body", "data", "socket"}
-_allowed_cache: dict[int, frozenset[str]] = {}
+from propdata.errors import ErrorResponse
 
 _DESCRIPTIONS = {
     400: "A parameter is malformed, out of range, unknown or missing; `parameter` names it.",
@@ -54,27 +45,3 @@ RATE_HEADERS = [
     ResponseHeader(name="X-Cache", documentation_only=True, value="MISS",
                    description="HIT when served from the response cache (not counted), else MISS."),
 ]  # fmt: skip
-
-
-async def reject_unknown_parameters(request: Request[Any, Any, Any]) -> None:
-    """400 for a query parameter the operation does not take, or one given twice."""
-    handler = request.scope["route_handler"]
-    allowed = _allowed_cache.get(id(handler))
-    if allowed is None:
-        names = set()
-        for name, field in handler.parsed_fn_signature.parameters.items():
-            alias = getattr(field.kwarg_definition, "name", None)
-            if name not in _RESERVED:
-                names.add(alias or name)
-        allowed = _allowed_cache[id(handler)] = frozenset(names)
-    seen: set[str] = set()
-    path_params = request.scope.get("path_params", {})
-    for name, _ in request.query_params.multi_items():
-        if name not in allowed or name in path_params:
-            known = ", ".join(sorted(allowed - set(path_params))) or "none"
-            raise InvalidParameter(
-                name, f"Unknown query parameter '{name}'; this operation takes: {known}."
-            )
-        if name in seen:
-            raise InvalidParameter(name, f"The query parameter '{name}' is given more than once.")
-        seen.add(name)

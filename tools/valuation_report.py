@@ -1,11 +1,11 @@
-"""The valuation model's accuracy on held-out sales: `python -m propdata.valuation.report`.
+"""The valuation model's accuracy on held-out sales: `python tools/valuation_report.py`.
 
 Builds the demo store (or reuses one), and for each data set trains the model only on the
 priced events dated before a cut-off and values the data set's events after it, each at its
 own date, as `rebuild_valuations` would have valued the home that day. Writes
 docs/valuation.md with the figures and how the model works.
 
-    python -m propdata.valuation.report [--store var/valuation-report.db] [--rebuild]
+    python tools/valuation_report.py [--store var/valuation-report.db] [--rebuild]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 
 from propdata.kit.db import Database, connect
 from propdata.valuation import model as avm
-from propdata.valuation.service import Priced, Stock, read_stock
+from propdata.valuation.rebuild import Priced, Stock, read_stock
 
 AS_OF = dt.date(2026, 1, 15)
 """The demo store's build date: fixed, so the synthetic rentals are the same on every run."""
@@ -212,7 +212,7 @@ interval) are computed by `propdata.valuation` and stored on every property by t
 rebuild (`rebuild_valuations`); `GET /v1/properties/{{id}}/valuation` shows the comparable
 sales each value estimate was built from. This page is written by
 
-    make valuation-report        # = python -m propdata.valuation.report
+    make valuation-report        # = python tools/valuation_report.py
 
 (last run {today}; {built}). Everything below the method section is measured by that command.
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from propdata.valuation import model as avm
-from propdata.valuation import report
-from propdata.valuation.service import Priced, Stock
+from propdata.valuation.rebuild import Priced, Stock
+from tools import valuation_report as report
 
 
 def stock(seed: int = 1) -> Stock:

@@ -1,0 +1,45 @@
+"""The page-size rule, decided once per request.
+
+The metering middleware decides a paged request's size (it keys the response cache on it)
+and keeps it on the request; the endpoint takes that same size through dependency
+injection (`page_size`), so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from propdata.api.params import MAX_INT
+from propdata.errors import InvalidParameter
+
+LIMIT = "limit"
+_STATE = "propdata.page_size"
+_INTEGER = re.compile(r"-?[0-9]+")
+"""contract.md: plain ASCII decimal digits with an optional leading minus, nothing else."""
+
+
+def page_size(raw: str | None, default: int, maximum: int) -> int:
+    """The size a page gets: `default` when `limit` is absent, else `limit` clamped to
+    `maximum`; a `limit` that is not a whole number from 1 to MAX_INT is a 400."""
+    if raw is None:
+        return default
+    if not _INTEGER.fullmatch(raw) or len(raw) > 20:
+        raise InvalidParameter(LIMIT, f"'{LIMIT}' must be a whole number such as 25.")
+    value = int(raw)
+    if value < 1:
+        raise InvalidParameter(LIMIT, f"'{LIMIT}' must be at least 1.")
+    if value > MAX_INT:
+        raise InvalidParameter(LIMIT, f"'{LIMIT}' must be at most {MAX_INT}.")
+    return min(value, maximum)
+
+
+def remember(scope: Any, size: int) -> None:
+    """Keep the size decided for this request."""
+    scope.setdefault("state", {})[_STATE] = size
+
+
+def applied_page_size(scope: Any) -> int:
+    """The size decided for this request (see `remember`)."""
+    size: int = scope["state"][_STATE]
+    return size
