@@ -180,6 +180,37 @@ PLANS = [
 ]
 
 
+_CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \((.*)\)", re.DOTALL)
+_PRIMARY = re.compile(r"PRIMARY KEY \(([^)]*)\)")
+
+
+def table_columns() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Every table of the schema: (primary key columns, the other columns), in TABLES order.
+
+    Read off the CREATE TABLE statements, so a table or column added there is known to
+    everything that walks the whole store (`propdata data copy`) without a second list.
+    """
+    tables: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for statement in TABLES:
+        match = _CREATE.search(statement)
+        assert match is not None, statement
+        name, body = match[1], match[2]
+        columns: list[str] = []
+        key: list[str] = []
+        for line in (part.strip() for part in body.split("\n")):
+            composite = _PRIMARY.match(line)
+            if composite:
+                key = [c.strip() for c in composite[1].split(",")]
+            elif line:
+                column = line.split()[0]
+                columns.append(column)
+                if "PRIMARY KEY" in line:
+                    key = [column]
+        assert key, f"table {name} has no primary key"
+        tables[name] = (tuple(key), tuple(c for c in columns if c not in key))
+    return tables
+
+
 def ddl(statement: str, dialect: str) -> str:
     """One schema for both stores: SQLite's INTEGER/REAL become BIGINT/DOUBLE PRECISION, and
     text ids compare by bytes on both (SQLite's BINARY; PostgreSQL's "C", whatever the

@@ -12,28 +12,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from propdata.kit.db import Database, Row
+from propdata.migrations.schema import table_columns
 
 PAGE = 5_000
-
-TABLES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
-    # table, primary key, other columns (in the order they are copied)
-    ("meta", ("key",), ("value",)),
-    ("plans", ("name",), ("per_minute", "daily", "default_page_size", "max_page_size", "price_usd")),
-    ("api_keys", ("id",), ("name", "prefix", "key_hash", "plan", "per_minute", "daily",
-                           "default_page_size", "max_page_size", "status", "created_at",
-                           "revoked_at")),
-    ("properties", ("id",), ()),  # every column: filled in from the repository's list
-    ("price_events", ("property_id", "seq"), ("date", "event", "price", "source")),
-    ("tax_records", ("property_id", "year"), ("tax_paid", "assessed_value")),
-    ("market_snapshots", ("zip_code",), ("city", "state", "city_key", "date",
-                                         "median_list_price", "median_sold_price",
-                                         "active_listings", "new_listings_30d", "sold_last_30d",
-                                         "median_days_on_market", "average_price_per_sqft",
-                                         "inventory_months", "list_to_sold_ratio")),
-    ("market_history", ("zip_code", "month"), ("median_list_price", "median_sold_price",
-                                               "active_listings", "sold_count",
-                                               "median_days_on_market", "average_price_per_sqft")),
-]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +32,6 @@ class TableReport:
 
 class TransferError(RuntimeError):
     """The target is not empty, or what arrived differs from what left."""
-
-
-def _columns(table: str, key: tuple[str, ...], rest: tuple[str, ...]) -> tuple[str, ...]:
-    if table == "properties":
-        from propdata.properties.repository import COLUMNS
-
-        return COLUMNS
-    return key + rest
 
 
 def _canonical(row: Row) -> bytes:
@@ -106,13 +79,14 @@ async def copy_store(
     progress: Callable[[str, int], None] | None = None,
 ) -> list[TableReport]:
     """Copy every table of `source` into the empty `target` (migrated), then verify both."""
-    for table, _, _ in TABLES:
+    tables = table_columns()
+    for table in tables:
         row = await target.fetch_one(f"SELECT count(*) FROM {table}")
         if table not in ("meta", "plans") and row and row[0]:
             raise TransferError(f"the target already holds {row[0]} rows in {table}")
     async with target.transaction():
-        for table, key, rest in TABLES:
-            columns = _columns(table, key, rest)
+        for table, (key, rest) in tables.items():
+            columns = key + rest
             marks = ", ".join("?" for _ in columns)
             insert = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
             if table in ("meta", "plans"):  # made by migrate: the source's values win
@@ -124,8 +98,8 @@ async def copy_store(
                 if progress is not None:
                     progress(table, len(rows))
     reports = []
-    for table, key, rest in TABLES:
-        columns = _columns(table, key, rest)
+    for table, (key, rest) in tables.items():
+        columns = key + rest
         source_rows, source_sha = await _digest(source, table, key, columns)
         target_rows, target_sha = await _digest(target, table, key, columns)
         reports.append(TableReport(table, source_rows, target_rows, source_sha, target_sha))
