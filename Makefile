@@ -32,10 +32,11 @@ run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line
 test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where present)
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
-check: $(STAMP) ## Formatting, lint and types
+check: $(STAMP) ## Formatting, lint, types and the import rules (docs/architecture.md)
 	$(BIN)/ruff format --check src tests bench tools
 	$(BIN)/ruff check src tests bench tools
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 format: $(STAMP) ## Format the code
 	$(BIN)/ruff format src tests bench tools
