@@ -396,6 +396,27 @@ async def test_rejects_carry_line_and_reason_and_the_rest_loads(
     assert lines[2] == ["3", "wrong-type", "bedroomsTotal: Expected `int | null`, got `str`"]
 
 
+async def test_lookalike_ids_zips_and_dates_are_rejected(
+    db: SQLiteDatabase, tmp_path: Path
+) -> None:
+    """`$` matches before a final newline and `\\d` matches any script's digits: neither may
+    let a value through that the API's own checks (ASCII, whole value) would refuse."""
+    arabic_zip = {"city": "Ames", "state": "IA", "zipCode": "\u0665\u0660\u0660\u0661\u0660"}
+    path = jsonl(
+        tmp_path / "lookalikes.jsonl",
+        minimal("newline\n"),
+        minimal("arabic-zip", address=arabic_zip),
+        minimal("zip-newline", address={"city": "Ames", "state": "IA", "zipCode": "50010\n"}),
+        minimal("late", lastUpdated="2024-05-01T00:00:00Z\n"),
+        minimal("ok"),
+    )
+    report = await import_file(db, path)
+    assert report.inserted == 1
+    assert [r.line for r in report.rejects] == [1, 2, 3, 4]
+    ids = [r[0] for r in await db.fetch_all("SELECT id FROM properties")]
+    assert ids == ["ok"]
+
+
 async def test_second_load_changes_nothing(db: SQLiteDatabase, tmp_path: Path) -> None:
     path = jsonl(tmp_path / "twice.jsonl", *(minimal(f"t{i}") for i in range(50)), "not json")
     first = await import_file(db, path)

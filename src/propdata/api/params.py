@@ -13,12 +13,11 @@ from litestar.params import PathParameter, QueryParameter
 
 from propdata.errors import InvalidParameter
 from propdata.kit.addresses import city_key
-from propdata.kit.geography import US_STATES
+from propdata.kit.geography import US_STATES, ZIP
 
 MAX_INT = 2**53 - 1
 """Largest integer a query parameter takes: exact in JSON and in both stores."""
 
-ZIP = r"^[0-9]{5}$"
 ZIP_PATTERN = re.compile(ZIP)
 TEXT = r"[A-Za-z0-9]"
 """Names and streets hold at least one letter or digit; anything else cannot match."""
@@ -83,7 +82,7 @@ def city_filter(city: str | None) -> str | None:
 
 def zip_code(value: str, parameter: str = "zipCode") -> str:
     """A five-digit ZIP code, else a 400."""
-    if not ZIP_PATTERN.match(value):
+    if not ZIP_PATTERN.fullmatch(value):
         raise InvalidParameter(parameter, f"'{value}' is not a five-digit ZIP code.")
     return value
 

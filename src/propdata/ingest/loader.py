@@ -20,6 +20,7 @@ import msgspec
 
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database
+from propdata.kit import geography
 from propdata.kit.geography import US_STATES
 from propdata.properties import lifecycle
 from propdata.properties.repository import (
@@ -34,10 +35,10 @@ from propdata.properties.schemas import PropertyDetail
 BATCH = 2_000
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 RESERVED_IDS = frozenset({"lookup", "search"})
-ZIP_PATTERN = re.compile(r"^\d{5}$")
-FIPS_PATTERN = re.compile(r"^\d{5}$")
-DATE_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-TIMESTAMP_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+ZIP_PATTERN = re.compile(geography.ZIP)
+FIPS_PATTERN = re.compile(geography.FIPS)
+DATE_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
+TIMESTAMP_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +96,7 @@ def _plainly_valid(record: PropertyDetail, latest_year: int) -> bool:
     false for negatives, huge numbers, NaN and infinity alike), so a record it passes is
     valid; one it does not pass goes to `_field_reason`, which names the first failing check.
     """
-    if not ID_PATTERN.match(record.id) or record.id in RESERVED_IDS:
+    if not ID_PATTERN.fullmatch(record.id) or record.id in RESERVED_IDS:
         return False
     for number in (record.list_price, record.bedrooms_total, record.bathrooms_total,
                    record.living_area, record.lot_size, record.days_on_market,
@@ -107,9 +108,9 @@ def _plainly_valid(record: PropertyDetail, latest_year: int) -> bool:
         (a.street_address is not None and not a.street_address.strip())
         or not a.city.strip()
         or a.state.upper() not in US_STATES
-        or not ZIP_PATTERN.match(a.zip_code)
-        or (a.fips_code is not None and not FIPS_PATTERN.match(a.fips_code))
-        or not TIMESTAMP_PATTERN.match(record.last_updated)
+        or not ZIP_PATTERN.fullmatch(a.zip_code)
+        or (a.fips_code is not None and not FIPS_PATTERN.fullmatch(a.fips_code))
+        or not TIMESTAMP_PATTERN.fullmatch(record.last_updated)
     ):
         return False
     year = record.year_built
@@ -159,7 +160,7 @@ def _remember_date(text: str) -> None:
 
 def _field_reason(record: PropertyDetail, as_of: dt.date) -> str | None:
     """Why a record's fields cannot be stored (the first failing check), or None."""
-    if not ID_PATTERN.match(record.id):
+    if not ID_PATTERN.fullmatch(record.id):
         return "id must be 1-64 letters, digits, '.', '_' or '-'"
     if record.id in RESERVED_IDS:
         return f"id {record.id!r} is reserved: /v1/properties/{record.id} is another operation"
@@ -173,11 +174,11 @@ def _field_reason(record: PropertyDetail, as_of: dt.date) -> str | None:
         return "address.city is empty"
     if a.state.upper() not in US_STATES:
         return f"address.state {a.state!r} is not a US state code"
-    if not ZIP_PATTERN.match(a.zip_code):
+    if not ZIP_PATTERN.fullmatch(a.zip_code):
         return f"address.zipCode {a.zip_code!r} is not five digits"
-    if a.fips_code is not None and not FIPS_PATTERN.match(a.fips_code):
+    if a.fips_code is not None and not FIPS_PATTERN.fullmatch(a.fips_code):
         return f"address.fipsCode {a.fips_code!r} is not five digits"
-    if not TIMESTAMP_PATTERN.match(record.last_updated):
+    if not TIMESTAMP_PATTERN.fullmatch(record.last_updated):
         return "lastUpdated must be an ISO 8601 UTC timestamp ending in Z"
     for name in ("list_price", "bedrooms_total", "living_area", "lot_size", "days_on_market",
                  "original_list_price", "stories"):  # fmt: skip
@@ -238,7 +239,7 @@ def _out_of_range(record: PropertyDetail) -> str | None:
 
 
 def _is_date(text: str) -> bool:
-    if not DATE_PATTERN.match(text):
+    if not DATE_PATTERN.fullmatch(text):
         return False
     try:
         dt.date.fromisoformat(text)

@@ -24,6 +24,10 @@ US_STATES = frozenset(
     }
 )  # fmt: skip
 """Two-letter codes of the states, DC and the inhabited territories."""
+ZIP = r"^[0-9]{5}$"
+"""A ZIP code: five ASCII digits (a JSON Schema pattern too: no flags, no \\d)."""
+FIPS = ZIP
+"""A county FIPS code: state and county, five ASCII digits with leading zeros."""
 
 _COUNTY_WORDS = re.compile(
     r"\s+(city and borough|census area|municipality|municipio|county|parish|borough)$",
