@@ -18,9 +18,9 @@ from typing import Any
 
 import msgspec
 
+from propdata.kit import geography
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database
-from propdata.kit import geography
 from propdata.kit.geography import US_STATES
 from propdata.properties import lifecycle
 from propdata.properties.repository import (
