@@ -34,7 +34,12 @@ from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.markets import builder
 from propdata.markets.builder import Calendar, mean_int, median, most_common_places, rebuild
-from propdata.markets.repository import HISTORY_INSERT, MarketRepository, MarketStatsWriter
+from propdata.markets.repository import (
+    HISTORY_INSERT,
+    MarketRepository,
+    MarketStatsWriter,
+    PlaceCount,
+)
 from propdata.properties import lifecycle
 from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import Address, PriceEvent, PropertyDetail
@@ -329,7 +334,7 @@ def test_most_common_places_counts_by_city_key_and_breaks_ties_alphabetically() 
         ("99999", "Springfield", "IL", 1), ("99999", "SPRINGFIELD", "IL", 1),
         ("99999", "Shelbyville", "IL", 2), ("99998", "Ogdenville", "OR", 1),
     ]  # fmt: skip
-    assert most_common_places(rows) == {
+    assert most_common_places([PlaceCount._make(row) for row in rows]) == {
         "99999": ("Shelbyville", "IL"),  # 2 against 2: SHELBYVILLE sorts first
         "99998": ("Ogdenville", "OR"),
     }

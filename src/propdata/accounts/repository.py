@@ -5,13 +5,20 @@ from __future__ import annotations
 from propdata.accounts.schemas import ApiKey
 from propdata.kit.db import Database
 
+_IN_FORCE = {
+    # A key's own (custom) limit when it has one, else its plan's. `daily` cannot COALESCE:
+    # a plan's null daily means unlimited, and so does an Enterprise key's own null.
+    "per_minute": "COALESCE(k.per_minute, p.per_minute)",
+    "daily": "CASE WHEN k.daily IS NOT NULL THEN k.daily ELSE p.daily END",
+    "default_page_size": "COALESCE(k.default_page_size, p.default_page_size)",
+    "max_page_size": "COALESCE(k.max_page_size, p.max_page_size)",
+}
 _SELECT = (
-    "SELECT k.id, k.name, k.prefix, k.plan, k.status,"
-    " COALESCE(k.per_minute, p.per_minute), CASE WHEN k.daily IS NOT NULL THEN k.daily"
-    " ELSE p.daily END, COALESCE(k.default_page_size, p.default_page_size),"
-    " COALESCE(k.max_page_size, p.max_page_size), k.created_at"
-    " FROM api_keys k JOIN plans p ON p.name = k.plan"
+    "SELECT "
+    + ", ".join(_IN_FORCE.get(name, f"k.{name}") for name in ApiKey.__dataclass_fields__)
+    + " FROM api_keys k JOIN plans p ON p.name = k.plan"
 )
+"""ApiKey's fields, in its order, each the column of that name or the limit in force."""
 
 
 class KeyRepository:

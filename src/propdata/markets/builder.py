@@ -25,7 +25,7 @@ from propdata.kit import memory
 from propdata.kit.addresses import city_key
 from propdata.kit.db import Database, Row, optimistic
 from propdata.kit.geography import zip_places
-from propdata.markets.repository import MarketStatsWriter
+from propdata.markets.repository import MarketStatsWriter, PlaceCount
 from propdata.properties.repository import PropertyRepository
 
 WINDOW_DAYS = 30
@@ -322,16 +322,18 @@ async def _places(stats: MarketStatsWriter, zip_codes: Sequence[str]) -> dict[st
     return places
 
 
-def most_common_places(rows: Iterable[Row]) -> dict[str, tuple[str, str]]:
-    """Per ZIP, the most common (city, state) of its records, from (zip, city, state, count).
+def most_common_places(rows: Iterable[PlaceCount]) -> dict[str, tuple[str, str]]:
+    """Per ZIP, the most common (city, state) of its records.
 
     Cities are counted by `city_key`, so "Ames" and "AMES" are one city; the spelling shown
     is that city's most common one. Ties go to the alphabetically first key and spelling.
     """
     by_zip: dict[str, dict[tuple[str, str], dict[str, int]]] = {}
-    for zip_code, city, state, count in rows:
-        spellings = by_zip.setdefault(zip_code, {}).setdefault((city_key(city), state), {})
-        spellings[city] = spellings.get(city, 0) + int(count)
+    for row in rows:
+        spellings = by_zip.setdefault(row.zip_code, {}).setdefault(
+            (city_key(row.city), row.state), {}
+        )
+        spellings[row.city] = spellings.get(row.city, 0) + int(row.records)
     places: dict[str, tuple[str, str]] = {}
     for zip_code, cities in by_zip.items():
         key = min(cities, key=lambda k: (-sum(cities[k].values()), k))

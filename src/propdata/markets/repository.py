@@ -38,6 +38,13 @@ class HistoryRow(NamedTuple):
     average_price_per_sqft: int | None
 
 
+class PlaceCount(NamedTuple):
+    zip_code: str
+    city: str
+    state: str
+    records: int
+
+
 SNAPSHOT_COLUMNS = ", ".join(SnapshotRow._fields)
 HISTORY_COLUMNS = ", ".join(HistoryRow._fields)
 
@@ -156,19 +163,18 @@ class MarketStatsWriter:
             (low_id, high_id, until),
         )
 
-    async def place_counts(self, zip_codes: Sequence[str]) -> list[Row]:
-        """(zip_code, city, state, count) of the records of the given ZIP codes."""
-        rows: list[Row] = []
+    async def place_counts(self, zip_codes: Sequence[str]) -> list[PlaceCount]:
+        """How many records of the given ZIP codes name each (city, state)."""
+        rows: list[PlaceCount] = []
         for at in range(0, len(zip_codes), _IN_LIST):
             chunk = list(zip_codes[at : at + _IN_LIST])
-            rows.extend(
-                await self.db.fetch_all(
-                    "SELECT zip_code, city, state, count(*) FROM properties"
-                    f" WHERE zip_code IN ({', '.join('?' for _ in chunk)})"
-                    " GROUP BY zip_code, city, state",
-                    chunk,
-                )
+            found = await self.db.fetch_all(
+                "SELECT zip_code, city, state, count(*) FROM properties"
+                f" WHERE zip_code IN ({', '.join('?' for _ in chunk)})"
+                " GROUP BY zip_code, city, state",
+                chunk,
             )
+            rows.extend(PlaceCount._make(row) for row in found)
         return rows
 
     async def replace(
