@@ -24,7 +24,7 @@ from propdata.accounts.middleware import MeteringMiddleware, current_key
 from propdata.accounts.service import KeyService
 from propdata.api import paging
 from propdata.api.dependencies import Injected
-from propdata.api.guards import reject_unknown_parameters
+from propdata.api.guards import check_request
 from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
 from propdata.kit import memory
@@ -245,7 +245,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             *account_endpoints.HANDLERS,
         ],
         middleware=[MeteringMiddleware()],
-        before_request=reject_unknown_parameters,
+        before_request=check_request,
         security=[{"bearerAuth": []}],
     )
     return Litestar(

@@ -15,7 +15,7 @@ from litestar.exceptions import (
     ValidationException,
 )
 
-from propdata.kit.db import StoreBusy, StoreUnavailable
+from propdata.kit.db import StoreBusy, StoreRejected, StoreUnavailable
 from propdata.kit.requests import request_id
 
 log = logging.getLogger("propdata")
@@ -195,6 +195,17 @@ def unavailable_handler(request: Request[Any, Any, Any], exc: StoreUnavailable) 
     return render(request, 503, "service_unavailable", message, headers={"Retry-After": "5"})
 
 
+def rejected_handler(request: Request[Any, Any, Any], exc: StoreRejected) -> Response[Any]:
+    """A value the store cannot hold or compare: the client's input, so a 400, not a 500."""
+    log.warning("store refused a value (request %s): %s", request_id(request.scope), exc)
+    path_params = request.scope.get("path_params") or {}
+    parameter = next(iter(path_params), "query")
+    return render(
+        request, 400, "invalid_parameter",
+        "A value in this request cannot be searched for; check its characters.", parameter,
+    )  # fmt: skip
+
+
 def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     rid = request_id(request.scope)
     log.exception("unhandled error in request %s", rid, exc_info=exc)
@@ -208,5 +219,6 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
     ValidationException: validation_handler,
     HTTPException: http_error_handler,
     StoreUnavailable: unavailable_handler,
+    StoreRejected: rejected_handler,
     Exception: internal_error_handler,
 }

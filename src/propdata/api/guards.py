@@ -1,38 +1,106 @@
-"""Checks every /v1 request passes before its handler runs (Litestar `before_request`)."""
+"""Checks every /v1 request passes before its handler runs (Litestar `before_request`).
+
+contract.md, "Abuse and bad input": no unknown or repeated query parameter; no control
+character (NUL included) in any path or query value; integers written as plain ASCII
+digits with an optional leading minus (`1e3`, `10.0`, `+5`, `1_0`, ` 5` and other
+scripts' digits are refused, where Python's and msgspec's own parsing would take some).
+Each refusal is a 400 naming the parameter, before anything reaches a store.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+import types
+from dataclasses import dataclass
+from typing import Any, Union, get_args, get_origin
 
 from litestar import Request
 
+from propdata.api.params import DECIMAL, INTEGER
 from propdata.errors import InvalidParameter
 
 _RESERVED = {"request", "scope", "state", "headers", "cookies", "query", "body", "data", "socket"}
-_allowed_cache: dict[Any, frozenset[str]] = {}
-"""Query names each handler function takes (keyed by the function: handlers are copied per
-app, the function they wrap is not)."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""C0 and C1 control characters, DEL: never part of an address, a name or a number."""
+_NUMBERS = {
+    int: (
+        INTEGER,
+        "a whole number in plain digits 0-9 (a leading minus at most; no point,"
+        " no exponent, no spaces)",
+    ),
+    float: (DECIMAL, "a number in plain digits 0-9 with at most one point, such as 1.5"),
+}
 
 
-async def reject_unknown_parameters(request: Request[Any, Any, Any]) -> None:
-    """400 for a query parameter the operation does not take, or one given twice."""
-    handler = request.scope["route_handler"]
-    allowed = _allowed_cache.get(handler.fn)
-    if allowed is None:
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What one handler function takes in its query string."""
+
+    allowed: frozenset[str]
+    numbers: dict[str, type]
+    """Query names whose values are parsed as int or float."""
+
+
+_shapes: dict[Any, _Shape] = {}
+"""By handler function (handlers are copied per app, the function they wrap is not)."""
+
+
+def _number_type(annotation: Any) -> type | None:
+    """int or float when the annotation is one of them, alone or with None."""
+    options = (
+        set(get_args(annotation))
+        if get_origin(annotation) in (Union, types.UnionType)
+        else {annotation}
+    )
+    options.discard(type(None))
+    if len(options) == 1:
+        (only,) = options
+        if only in (int, float):
+            return only  # type: ignore[no-any-return]
+    return None
+
+
+def _shape(handler: Any) -> _Shape:
+    shape = _shapes.get(handler.fn)
+    if shape is None:
         injected = handler.resolve_dependencies()
-        names = set()
+        names: set[str] = set()
+        numbers: dict[str, type] = {}
         for name, field in handler.parsed_fn_signature.parameters.items():
-            if name not in _RESERVED and name not in injected:
-                names.add(getattr(field.kwarg_definition, "name", None) or name)
-        allowed = _allowed_cache[handler.fn] = frozenset(names)
+            if name in _RESERVED or name in injected:
+                continue
+            wire = getattr(field.kwarg_definition, "name", None) or name
+            names.add(wire)
+            kind = _number_type(field.annotation)
+            if kind is not None:
+                numbers[wire] = kind
+        shape = _shapes[handler.fn] = _Shape(frozenset(names), numbers)
+    return shape
+
+
+async def check_request(request: Request[Any, Any, Any]) -> None:
+    """400 for an unknown or repeated query parameter, a control character in any path or
+    query value, or a number not written plainly; the parameter is named."""
+    shape = _shape(request.scope["route_handler"])
+    path_params: dict[str, Any] = request.scope.get("path_params", {})
+    for name, value in path_params.items():
+        if isinstance(value, str) and _CONTROL.search(value):
+            raise InvalidParameter(name, f"'{name}' must not hold control characters.")
     seen: set[str] = set()
-    path_params = request.scope.get("path_params", {})
-    for name, _ in request.query_params.multi_items():
-        if name not in allowed or name in path_params:
-            known = ", ".join(sorted(allowed - set(path_params))) or "none"
+    for name, value in request.query_params.multi_items():
+        if name not in shape.allowed or name in path_params:
+            known = ", ".join(sorted(shape.allowed - set(path_params))) or "none"
             raise InvalidParameter(
-                name, f"Unknown query parameter '{name}'; this operation takes: {known}."
+                name if not _CONTROL.search(name) else "query",
+                f"Unknown query parameter '{_CONTROL.sub('?', name)}'; this operation takes: {known}.",
             )
         if name in seen:
             raise InvalidParameter(name, f"The query parameter '{name}' is given more than once.")
         seen.add(name)
+        if _CONTROL.search(value):
+            raise InvalidParameter(name, f"'{name}' must not hold control characters.")
+        kind = shape.numbers.get(name)
+        if kind is not None:
+            pattern, expected = _NUMBERS[kind]
+            if not pattern.fullmatch(value):
+                raise InvalidParameter(name, f"'{name}' must be {expected}.")

@@ -7,16 +7,13 @@ injection (`page_size`), so the two can never disagree.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from propdata.api.params import MAX_INT
+from propdata.api.params import INTEGER, MAX_INT
 from propdata.errors import InvalidParameter
 
 LIMIT = "limit"
 _STATE = "propdata.page_size"
-_INTEGER = re.compile(r"-?[0-9]+")
-"""contract.md: plain ASCII decimal digits with an optional leading minus, nothing else."""
 
 
 def page_size(raw: str | None, default: int, maximum: int) -> int:
@@ -24,7 +21,7 @@ def page_size(raw: str | None, default: int, maximum: int) -> int:
     `maximum`; a `limit` that is not a whole number from 1 to MAX_INT is a 400."""
     if raw is None:
         return default
-    if not _INTEGER.fullmatch(raw) or len(raw) > 20:
+    if not INTEGER.fullmatch(raw) or len(raw) > 20:
         raise InvalidParameter(LIMIT, f"'{LIMIT}' must be a whole number such as 25.")
     value = int(raw)
     if value < 1:

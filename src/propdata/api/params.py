@@ -19,6 +19,10 @@ MAX_INT = 2**53 - 1
 """Largest integer a query parameter takes: exact in JSON and in both stores."""
 
 ZIP_PATTERN = re.compile(ZIP)
+INTEGER = re.compile(r"-?[0-9]+")
+"""contract.md: an integer is plain ASCII digits with an optional leading minus (fullmatch)."""
+DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?")
+"""A number: the same, with at most one point and digits after it (no exponent, no nan)."""
 TEXT = r"[A-Za-z0-9]"
 """Names and streets hold at least one letter or digit; anything else cannot match."""
 # Every US state code in either case, spelled out: JSON Schema patterns take no flags.

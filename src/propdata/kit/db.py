@@ -36,6 +36,18 @@ class StoreBusy(StoreUnavailable):
     """The store answers, but no pooled connection came free in time (still a 503)."""
 
 
+class StoreRejected(ValueError):
+    """The store refused a value it was given (PostgreSQL: a NUL byte, text it cannot
+    encode, a number out of range); the API answers 400, never 500. The request guard
+    refuses such values first; this is the backstop."""
+
+
+_PG_REJECTED: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.DataError,
+    UnicodeEncodeError,
+)
+
+
 class Database(Protocol):
     dialect: str
 
@@ -256,7 +268,10 @@ class PostgresDatabase:
     async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
         bound = self._tx.get()
         if bound is not None:
-            yield bound
+            try:
+                yield bound
+            except _PG_REJECTED as exc:
+                raise StoreRejected(f"PostgreSQL refused a value: {exc}") from exc
             return
         if self._pool is None:
             await self.open()
@@ -278,6 +293,8 @@ class PostgresDatabase:
             yield conn
         except _PG_UNREACHABLE as exc:
             raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        except _PG_REJECTED as exc:
+            raise StoreRejected(f"PostgreSQL refused a value: {exc}") from exc
         finally:
             await pool.release(conn)
 

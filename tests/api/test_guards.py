@@ -1,0 +1,97 @@
+"""contract.md "Abuse and bad input": hostile parameters get a 400 naming them, on both stores.
+
+Before the guard: `minPrice=1e3` and `offset=1e1` were read leniently as numbers, and a NUL
+byte in a path or query value reached PostgreSQL, which answered with a 500 and a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+NOT_PLAIN_INTEGERS = ["1e3", "10.0", "+5", "1_0", " 5", "5 ", "\u0665", "0x10", "", "--5", "5-"]
+
+
+@pytest.mark.parametrize("value", NOT_PLAIN_INTEGERS)
+@pytest.mark.parametrize("name", ["minPrice", "offset", "maxDaysOnMarket", "limit"])
+async def test_integers_are_plain_digits(
+    client: Any, auth: dict[str, str], name: str, value: str
+) -> None:
+    response = await client.get("/v1/properties", params={name: value}, headers=auth)
+    assert response.status_code == 400, (name, value, response.text)
+    error = response.json()["error"]
+    assert error["code"] == "invalid_parameter" and error["parameter"] == name
+
+
+async def test_plain_integers_still_work(client: Any, auth: dict[str, str]) -> None:
+    for query in ("minPrice=0", "minPrice=250000", "offset=0", "limit=7", "minBeds=3"):
+        response = await client.get(f"/v1/properties?{query}", headers=auth)
+        assert response.status_code == 200, (query, response.text)
+    response = await client.get("/v1/markets/50010/history?months=6", headers=auth)
+    assert response.status_code == 200 and len(response.json()["data"]["history"]) <= 6
+    response = await client.get("/v1/markets/50010/history?months=1e1", headers=auth)
+    assert response.status_code == 400 and response.json()["error"]["parameter"] == "months"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e1", "1.", ".5", "1,5", "\u0661.5"])
+async def test_numbers_are_plain_decimals(client: Any, auth: dict[str, str], value: str) -> None:
+    response = await client.get("/v1/properties", params={"minBaths": value}, headers=auth)
+    assert response.status_code == 400, (value, response.text)
+    assert response.json()["error"]["parameter"] == "minBaths"
+    ok = await client.get("/v1/properties", params={"minBaths": "1.5"}, headers=auth)
+    assert ok.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "parameter"),
+    [
+        ("/v1/properties/x%00", "id"),
+        ("/v1/properties/t-000%0A", "id"),
+        ("/v1/properties/x%00/history", "id"),
+        ("/v1/properties/x%1B/valuation", "id"),
+        ("/v1/markets/5001%00", "zipCode"),
+        ("/v1/properties?city=Am%00es", "city"),
+        ("/v1/properties?zipCode=50010%0A", "zipCode"),
+        ("/v1/properties/lookup?streetAddress=1%00Main&city=Ames&state=IA", "streetAddress"),
+        ("/v1/properties/lookup?streetAddress=1+Main&city=Am%00es&state=IA", "city"),
+        ("/v1/markets/search?city=%C2%85Ames", "city"),
+    ],
+)
+async def test_control_characters_are_refused_on_every_store(
+    client: Any, auth: dict[str, str], path: str, parameter: str
+) -> None:
+    response = await client.get(path, headers=auth)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "invalid_parameter" and error["parameter"] == parameter
+    assert "Traceback" not in response.text
+
+
+async def test_a_control_character_in_a_parameter_name_is_refused(
+    client: Any, auth: dict[str, str]
+) -> None:
+    response = await client.get("/v1/properties?ci%00ty=Ames", headers=auth)
+    assert response.status_code == 400
+    assert "\x00" not in response.json()["error"]["message"]
+
+
+async def test_no_plan_is_served_a_page_above_its_maximum_from_the_cache(fresh: Any) -> None:
+    """Issue 11, hole 1: the cache key read `limit` with int(), the endpoint leniently."""
+    client, _, make_key = await fresh(cache_ttl=60)
+    big = {"Authorization": f"Bearer {await make_key('enterprise')}"}
+    free = {"Authorization": f"Bearer {await make_key('free')}"}
+    for spelling in ("1e3", "25.0", "1000.0", "+1000"):
+        url = f"/v1/properties?limit={spelling}"
+        assert (await client.get(url, headers=big)).status_code == 400, spelling
+        answer = await client.get(url, headers=free)
+        assert answer.status_code == 400 and answer.headers["x-cache"] == "MISS", spelling
+    # A page really cached for the Enterprise key at its size is never the Free key's.
+    first = await client.get("/v1/properties?limit=1000", headers=big)
+    assert first.status_code == 200 and first.json()["meta"]["limit"] == 1000
+    again = await client.get("/v1/properties?limit=1000", headers=free)
+    assert again.json()["meta"]["limit"] == 25 and len(again.json()["data"]) <= 25
+    # ... and unparsable limits never share an entry with it, or with anything.
+    for bad in ("AAA", "true", "0", "-1"):
+        answer = await client.get(f"/v1/properties?limit={bad}", headers=big)
+        assert answer.status_code == 400 and answer.headers["x-cache"] == "MISS", bad
