@@ -6,9 +6,14 @@ byte in a path or query value reached PostgreSQL, which answered with a 500 and 
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
+from litestar.testing import AsyncTestClient
+
+from propdata.app import HeadAsGet, create_app
+from tests.conftest import Store, settings_for
 
 NOT_PLAIN_INTEGERS = ["1e3", "10.0", "+5", "1_0", " 5", "5 ", "\u0665", "0x10", "", "--5", "5-"]
 
@@ -95,3 +100,24 @@ async def test_no_plan_is_served_a_page_above_its_maximum_from_the_cache(fresh: 
     for bad in ("AAA", "true", "0", "-1"):
         answer = await client.get(f"/v1/properties?limit={bad}", headers=big)
         assert answer.status_code == 400 and answer.headers["x-cache"] == "MISS", bad
+
+
+async def test_the_guard_never_takes_one_apps_handler_for_anothers(store: Store, key: str) -> None:
+    """Issue 11.11, the flaky answer without `meta`: the guard kept each handler's query
+    names under id(handler); a handler of a closed app freed its address, another app's
+    handler got it, and a search was refused as taking no parameters (reproduced on the
+    old tree at the 14th app of this loop)."""
+    auth = {"Authorization": f"Bearer {key}"}
+    wrong = []
+    for n in range(40):
+        app = HeadAsGet(create_app(settings_for(store, cache_ttl=0)))
+        async with AsyncTestClient(app=app) as client:  # type: ignore[arg-type]
+            for path in ("/v1/auth/status", "/v1/markets/50010/history?months=2",
+                         "/v1/properties?city=Ames&limit=2",
+                         "/v1/markets/search?state=IA&limit=2"):  # fmt: skip
+                answer = await client.get(path, headers=auth)
+                if answer.status_code != 200:
+                    wrong.append((n, path, answer.status_code, answer.text[:150]))
+        del app, client
+        gc.collect()
+    assert not wrong, wrong[:3]
