@@ -261,3 +261,69 @@ async def test_kept_search_totals_follow_a_load(fresh: Any) -> None:
         "total"
     ]
     assert after == before + 1
+
+
+# -- the failed-request guard (contract.md, "Abuse and bad input") ----------------------------
+
+
+async def test_failed_requests_are_limited_without_touching_the_metered_counts(
+    fresh: Any,
+) -> None:
+    """Issue 11.2: every 4xx was refunded and never limited (a Free key made 45 requests
+    ending 404 in a minute, all served). Now max(20, 2 x per minute) in any 60 s."""
+    client, clock, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key("free"))  # 10 a minute: 20 failures allowed
+    first = clock.now
+    for i in range(20):
+        answer = await client.get(f"/v1/properties/missing-{i}", headers=headers)
+        assert answer.status_code == 404, i
+        clock.advance(1.0)
+    refused = await client.get("/v1/properties/t-000", headers=headers)  # even a good one
+    assert refused.status_code == 429
+    error = refused.json()["error"]
+    assert error["code"] == "rate_limit_exceeded" and "failed requests" in error["message"]
+    assert int(refused.headers["retry-after"]) == math.ceil(first + 60 - clock.now)
+    # The metered windows never saw any of it.
+    status = (await client.get("/v1/auth/status", headers=headers)).json()["data"]
+    assert status["usage"]["minute"]["used"] == 0 and status["usage"]["day"]["used"] == 0
+    # Once the oldest failure leaves the window, one more request fits.
+    clock.now = first + 60.000001
+    assert (await client.get("/v1/properties/t-000", headers=headers)).status_code == 200
+
+
+async def test_bad_parameters_count_as_failures_too(fresh: Any) -> None:
+    client, _clock, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key("free"))
+    for i in range(20):
+        path = "/v1/properties?limit=0" if i % 2 else "/v1/properties?minPrice=1e3"
+        assert (await client.get(path, headers=headers)).status_code == 400
+    answer = await client.get("/v1/properties?limit=0", headers=headers)
+    assert answer.status_code == 429  # the guard answers before the parameter is read
+
+
+async def test_the_guard_scales_with_the_per_minute_limit(fresh: Any) -> None:
+    client, _clock, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key("enterprise", per_minute=40))  # 80 failures allowed
+    for i in range(80):
+        assert (await client.get(f"/v1/properties/no-{i}", headers=headers)).status_code == 404
+    assert (await client.get("/v1/properties/no-x", headers=headers)).status_code == 429
+
+
+async def test_a_closed_guard_refuses_cached_answers_too(fresh: Any) -> None:
+    client, _clock, make_key = await fresh(cache_ttl=600)
+    headers = bearer(await make_key("free"))
+    assert (await client.get("/v1/properties/t-000", headers=headers)).status_code == 200
+    assert (await client.get("/v1/properties/t-000", headers=headers)).headers["x-cache"] == "HIT"
+    for i in range(20):
+        await client.get(f"/v1/properties/missing-{i}", headers=headers)
+    answer = await client.get("/v1/properties/t-000", headers=headers)
+    assert answer.status_code == 429 and answer.headers["x-cache"] == "MISS"
+
+
+async def test_rate_limited_requests_are_not_failures(fresh: Any) -> None:
+    client, clock, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key("free"))
+    answers = await spend(client, headers, 40)  # 10 admitted, 30 refused with 429
+    assert [a.status_code for a in answers].count(429) == 30
+    clock.advance(60.001)
+    assert (await client.get("/v1/properties/t-000", headers=headers)).status_code == 200

@@ -21,7 +21,8 @@ from propdata.ingest import loader, synthetic
 from propdata.ingest.loader import Item, load
 from propdata.kit import db as kit_db
 from propdata.kit.db import Database
-from propdata.migrations.transfer import _columns, _digest
+from propdata.migrations.schema import table_columns
+from propdata.migrations.transfer import _digest
 from propdata.properties import lifecycle
 from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import EVENTS, STATUSES, PriceEvent, PropertyDetail
@@ -44,8 +45,10 @@ def synthetic_items(n: int, seed: int = 3, prefix: str = "") -> list[Item]:
 async def fingerprint(db: Database) -> dict[str, Any]:
     """Row counts and checksums of the property tables, their indexes and statistics."""
     out: dict[str, Any] = {}
-    for table, key in DATA_TABLES:
-        out[table] = await _digest(db, table, key, _columns(table, key, ()))
+    columns = table_columns()
+    for table, _ in DATA_TABLES:
+        key, rest = columns[table]
+        out[table] = await _digest(db, table, key, key + rest)
     if db.dialect == "sqlite":
         out["indexes"] = await db.fetch_all(
             "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index'"

@@ -231,7 +231,42 @@ async def test_entries_leave_their_windows(rig: Rig) -> None:
 def _same(decision: Decision) -> tuple[Any, ...]:
     """What must agree between limiters: everything but the stamp's internal form."""
     return (decision.allowed, decision.minute, decision.day, decision.retry_after,
-            decision.exceeded, decision.stamp is not None)  # fmt: skip
+            decision.exceeded, decision.stamp is not None, decision.failures)  # fmt: skip
+
+
+async def test_failed_request_guard_edges(rig: Rig) -> None:
+    """The guard refuses once `failures` failures are in (now - 60 s, now], admissions and
+    usage alike, until the oldest leaves; it never moves the metered windows."""
+    limiter, clock, key = rig.limiter, rig.clock, rig.key
+    first = clock.now
+    for _ in range(3):
+        await limiter.fail(key)
+        clock.advance(10.0)
+    open_ = await limiter.admit(key, 100, 1000, failures=4)
+    assert open_.allowed and open_.failures is not None and open_.failures.used == 3
+    assert open_.failures.reset == math.ceil(first + 60)
+    await limiter.fail(key)
+    shut = await limiter.admit(key, 100, 1000, failures=4)
+    assert not shut.allowed and shut.exceeded == "failures" and shut.stamp is None
+    assert shut.retry_after == math.ceil(first + 60 - clock.now)
+    assert shut.minute.used == 1 and shut.day is not None and shut.day.used == 1  # open_ only
+    seen = await limiter.usage(key, 100, 1000, failures=4)
+    assert not seen.allowed and seen.exceeded == "failures" and seen.retry_after == shut.retry_after
+    described = await limiter.usage(key, 100, 1000)  # without the guard: a plain description
+    assert described.allowed and described.failures is None
+    clock.now = first + 60.0  # the oldest failure is now exactly 60 s old: out of the window
+    assert (await limiter.admit(key, 100, 1000, failures=4)).allowed
+
+
+async def test_the_guard_and_a_full_minute_take_the_longer_wait(rig: Rig) -> None:
+    limiter, clock, key = rig.limiter, rig.clock, rig.key
+    assert (await limiter.admit(key, 1, None, failures=1)).allowed
+    clock.advance(30.0)
+    await limiter.fail(key)
+    refused = await limiter.admit(key, 1, None, failures=1)
+    assert refused.exceeded == "failures" and refused.retry_after == 60
+    clock.advance(31.0)  # the minute is free again, the failure is not
+    assert (await limiter.admit(key, 1, None, failures=1)).exceeded == "failures"
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -257,8 +292,13 @@ async def test_random_traffic_gets_identical_decisions(seed: int, tmp_path: Path
             if daily is not None and rng.random() < 0.05:
                 daily = keys[key] = rng.choice([15, 60, 12])
             action = rng.random()
-            if action < 0.7:
-                got = [await limiter.admit(key, per_minute, daily) for limiter in limiters]
+            guard = rng.choice([None, None, None, 2, 5])
+            if action < 0.08:
+                for limiter in limiters:
+                    await limiter.fail(key)
+                got = [await limiter.usage(key, per_minute, daily, guard) for limiter in limiters]
+            elif action < 0.7:
+                got = [await limiter.admit(key, per_minute, daily, guard) for limiter in limiters]
                 if got[0].allowed:
                     stamps[key].append([d.stamp for d in got if d.stamp is not None])
             elif action < 0.85 and stamps[key]:
@@ -268,13 +308,13 @@ async def test_random_traffic_gets_identical_decisions(seed: int, tmp_path: Path
                     for limiter, stamp in zip(limiters, entry, strict=True)
                 ]
             else:
-                got = [await limiter.usage(key, per_minute, daily) for limiter in limiters]
+                got = [await limiter.usage(key, per_minute, daily, guard) for limiter in limiters]
             assert _same(got[0]) == _same(got[1]) == _same(got[2]), (seed, clock.now, got)
             seen.add(got[0].exceeded or ("refund" if 0.7 <= action < 0.85 else "admit"))
             # Mostly small steps, some in the same microsecond, now and then a long gap.
             step = rng.choice([0.0, 1e-6, 0.3, 1.7, 4.0, 13.0, 59.999999, 60.0, 3_000.0])
             clock.advance(step)
-        assert seen == {"admit", "refund", "minute", "day"}  # every path was taken
+        assert seen == {"admit", "refund", "minute", "day", "failures"}  # every path was taken
     finally:
         for limiter in limiters:
             await limiter.close()
@@ -287,16 +327,19 @@ async def test_redis_keys_share_one_cluster_slot_and_expire() -> None:
     limiter = RedisLimiter(connect(REDIS_URL), clock=FakeClock())
     daily, unlimited = _new_key(), _new_key()
     try:
-        log, seq = limiter.keys(daily)
+        log, seq, fails = limiter.keys(daily)
         assert log == f"pd:{{{daily}}}:log" and key_slot(log.encode()) == key_slot(seq.encode())
+        assert key_slot(fails.encode()) == key_slot(log.encode())
         await limiter.admit(daily, 10, 100)
         await limiter.admit(unlimited, 10, None)
         client = limiter.client
         assert 86_400_000 < await client.pttl(log) <= 86_401_000
         assert 86_400_000 < await client.pttl(seq) <= 86_401_000
-        for name in limiter.keys(unlimited):
+        for name in limiter.keys(unlimited)[:2]:
             assert 60_000 < await client.pttl(name) <= 61_000
         assert await client.zcard(log) == 1
+        await limiter.fail(unlimited)  # the failures log keeps a minute, then goes
+        assert 60_000 < await client.pttl(limiter.keys(unlimited)[2]) <= 61_000
     finally:
         await limiter.close()
         _forget(daily)

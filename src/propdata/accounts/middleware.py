@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
 from litestar import Request
+from litestar.exceptions import HTTPException
 from litestar.middleware import ASGIMiddleware
 
 from propdata.accounts.schemas import ApiKey
 from propdata.accounts.service import KeyService
 from propdata.api import paging
-from propdata.errors import InvalidParameter, QuotaExceeded, RateLimitExceeded
+from propdata.errors import InvalidParameter, QuotaExceeded, RateLimitExceeded, ServiceError
 from propdata.kit.cache import Cached, ResponseCache
 from propdata.kit.limiter import Decision, Limiter
 from propdata.kit.requests import add_headers
@@ -81,6 +82,7 @@ class MeteringMiddleware(ASGIMiddleware):
             await next_app(scope, receive, send)
             return
 
+        guard = key.failures_per_minute
         pairs = sorted(
             parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         )
@@ -92,8 +94,10 @@ class MeteringMiddleware(ASGIMiddleware):
                     dict(pairs).get(paging.LIMIT), key.default_page_size, key.max_page_size
                 )
             except InvalidParameter:  # answered before admission: describe the windows
-                add_headers(scope, rate_headers(await limiter.usage(key.id, key.per_minute,
-                                                                    key.daily)))  # fmt: skip
+                usage = await limiter.usage(key.id, key.per_minute, key.daily, guard)
+                add_headers(scope, rate_headers(usage))
+                _refuse(key, usage)
+                await limiter.fail(key.id)
                 raise
             paging.remember(scope, size)
         cache_key = None
@@ -101,30 +105,28 @@ class MeteringMiddleware(ASGIMiddleware):
             cache_key = await self._cache_key(services, scope, pairs, size)
             hit = await services.cache.get(cache_key)
             if hit is not None:
-                usage = await limiter.usage(key.id, key.per_minute, key.daily)
-                add_headers(scope, {**rate_headers(usage), "X-Cache": "HIT"})
+                usage = await limiter.usage(key.id, key.per_minute, key.daily, guard)
+                add_headers(scope, rate_headers(usage))
+                _refuse(key, usage)  # a key past the failed-request guard gets no hit either
+                add_headers(scope, {"X-Cache": "HIT"})
                 await _replay(hit, send)
                 return
 
-        decision = await limiter.admit(key.id, key.per_minute, key.daily)
+        decision = await limiter.admit(key.id, key.per_minute, key.daily, guard)
         add_headers(scope, rate_headers(decision))
-        if not decision.allowed:
-            retry = {"Retry-After": str(decision.retry_after)}
-            if decision.exceeded == "day":
-                raise QuotaExceeded(
-                    f"Daily quota of {key.daily} requests used up; retry after"
-                    f" {decision.retry_after} seconds.",
-                    headers=retry,
-                )
-            raise RateLimitExceeded(
-                f"Rate limit of {key.per_minute} requests per minute exceeded; retry after"
-                f" {decision.retry_after} seconds.",
-                headers=retry,
-            )
+        _refuse(key, decision)
 
         status = 500
         body: list[bytes] = []
         content_type = b"application/json"
+
+        async def settle(answered: int) -> None:
+            """A 4xx or 5xx is refunded; a 4xx (but a 429) counts against the guard."""
+            if decision.stamp is not None:
+                after = await limiter.refund(key.id, decision.stamp, key.per_minute, key.daily)
+                add_headers(scope, rate_headers(after))
+            if 400 <= answered < 500 and answered != 429:
+                await limiter.fail(key.id)
 
         async def metered_send(message: Message) -> None:
             nonlocal status, content_type
@@ -133,19 +135,17 @@ class MeteringMiddleware(ASGIMiddleware):
                 for name, value in message.get("headers", ()):
                     if name.lower() == b"content-type":
                         content_type = bytes(value)
-                if status >= 400 and decision.stamp is not None:
-                    after = await limiter.refund(key.id, decision.stamp, key.per_minute, key.daily)
-                    add_headers(scope, rate_headers(after))
+                if status >= 400:
+                    await settle(status)
             elif message["type"] == "http.response.body" and status == 200 and cache_key:
                 body.append(message.get("body", b""))
             await send(message)
 
         try:
             await next_app(scope, receive, metered_send)
-        except BaseException:
-            if status < 400 and decision.stamp is not None:  # nothing answered yet
-                after = await limiter.refund(key.id, decision.stamp, key.per_minute, key.daily)
-                add_headers(scope, rate_headers(after))
+        except BaseException as exc:
+            if status < 400:  # nothing answered yet: the error is rendered outside
+                await settle(_status_of(exc))
             raise
         if status == 200 and cache_key is not None:
             await services.cache.set(
@@ -166,6 +166,39 @@ class MeteringMiddleware(ASGIMiddleware):
             pairs = [(name, value) for name, value in pairs if name != paging.LIMIT]
         namespace = await services.cache_namespace()
         return f"{namespace}|{scope['path']}?{urlencode(pairs)}|{size or 0}"
+
+
+def _refuse(key: ApiKey, decision: Decision) -> None:
+    """Raise the contract's 429 for a refused decision (with its Retry-After)."""
+    if decision.allowed:
+        return
+    retry = {"Retry-After": str(decision.retry_after)}
+    if decision.exceeded == "day":
+        raise QuotaExceeded(
+            f"Daily quota of {key.daily} requests used up; retry after"
+            f" {decision.retry_after} seconds.",
+            headers=retry,
+        )
+    if decision.exceeded == "failures":
+        raise RateLimitExceeded(
+            f"Too many failed requests: at most {key.failures_per_minute} answers of 400-499"
+            f" in 60 seconds; retry after {decision.retry_after} seconds.",
+            headers=retry,
+        )
+    raise RateLimitExceeded(
+        f"Rate limit of {key.per_minute} requests per minute exceeded; retry after"
+        f" {decision.retry_after} seconds.",
+        headers=retry,
+    )
+
+
+def _status_of(exc: BaseException) -> int:
+    """The status an exception will be answered with (errors.py renders it)."""
+    if isinstance(exc, ServiceError):
+        return exc.status
+    if isinstance(exc, HTTPException):
+        return exc.status_code
+    return 500
 
 
 async def _replay(hit: Cached, send: Send) -> None:

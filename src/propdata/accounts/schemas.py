@@ -25,6 +25,11 @@ class ApiKey:
     max_page_size: int
     created_at: str
 
+    @property
+    def failures_per_minute(self) -> int:
+        """Failed requests (4xx but 429) the key may make in any 60 s: contract.md."""
+        return max(20, 2 * self.per_minute)
+
 
 class Limits(Base):
     per_minute: int

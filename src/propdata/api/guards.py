@@ -28,7 +28,7 @@ _NUMBERS = {
         "a whole number in plain digits 0-9 (a leading minus at most; no point,"
         " no exponent, no spaces)",
     ),
-    float: (DECIMAL, "a number in plain digits 0-9 with at most one point, such as 1.5"),
+    float: (DECIMAL, "a number written as JSON writes one, such as 1.5"),
 }
 
 

@@ -21,8 +21,9 @@ MAX_INT = 2**53 - 1
 ZIP_PATTERN = re.compile(ZIP)
 INTEGER = re.compile(r"-?[0-9]+")
 """contract.md: an integer is plain ASCII digits with an optional leading minus (fullmatch)."""
-DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?")
-"""A number: the same, with at most one point and digits after it (no exponent, no nan)."""
+DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+"""A number as JSON writes one (what OpenAPI's `number` means): ASCII digits, an optional
+fraction and exponent; no nan, no infinity, no underscores, no spaces, no other scripts."""
 TEXT = r"[A-Za-z0-9]"
 """Names and streets hold at least one letter or digit; anything else cannot match."""
 # Every US state code in either case, spelled out: JSON Schema patterns take no flags.

@@ -30,10 +30,10 @@ from propdata.properties.repository import (
     event_rows,
     tax_rows,
 )
-from propdata.properties.schemas import PropertyDetail
+from propdata.properties.schemas import PROPERTY_ID, PropertyDetail
 
 BATCH = 2_000
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+ID_PATTERN = re.compile(PROPERTY_ID)
 RESERVED_IDS = frozenset({"lookup", "search"})
 ZIP_PATTERN = re.compile(geography.ZIP)
 FIPS_PATTERN = re.compile(geography.FIPS)

@@ -4,6 +4,11 @@ A request is admitted only when both windows (now - 60 s, now] and (now - 24 h, 
 room; the check and the record are one atomic step. An admitted request that ends 4xx/5xx
 is refunded; a refused one is never recorded.
 
+Beside them, each key has a third log, of failed requests (contract.md, "Abuse and bad
+input"): `fail` records one, and `admit` or `usage` given a `failures` limit refuse every
+request of the key while (now - 60 s, now] holds that many. It never touches the two
+metered windows.
+
 The embedded limiter keeps its log in its own SQLite file (so a long data load never blocks
 admission), one `BEGIN IMMEDIATE` transaction per decision, which makes it exact across the
 worker processes of one host and keeps the counts across restarts.
@@ -41,24 +46,41 @@ class Window:
 @dataclass(frozen=True, slots=True)
 class Decision:
     allowed: bool
+    """False when `admit` refused the request, or when `usage` finds the failed-request
+    guard closed (which refuses every request of the key, cached answers too)."""
     minute: Window
     day: Window | None
     """None: no daily quota."""
     retry_after: int | None = None
     exceeded: str | None = None
-    """'minute' or 'day' on a refusal: the window that needs the longer wait."""
+    """'minute', 'day' or 'failures' on a refusal: the window that needs the longest wait."""
     stamp: tuple[int, int] | None = None
     """The recorded entry (microseconds, same-microsecond sequence), to refund it."""
+    failures: Window | None = None
+    """The failed requests of the last 60 s, when a `failures` limit was given."""
 
 
 class Limiter(Protocol):
-    async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision: ...
+    async def admit(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
+        """Check both windows (and the failed-request guard when `failures` is given) and
+        record the request when they all have room: one atomic step."""
+        ...
 
     async def refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
     ) -> Decision: ...
 
-    async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision: ...
+    async def usage(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
+        """Describe the windows without recording anything."""
+        ...
+
+    async def fail(self, key_id: str) -> None:
+        """Record a failed request (a 4xx answer) in the key's failed-request log."""
+        ...
 
     def status(self) -> str:
         """ "ok", or "degraded" while answering from a fallback."""
@@ -75,6 +97,9 @@ CREATE TABLE IF NOT EXISTS limiter_keys (num INTEGER PRIMARY KEY, key_id TEXT UN
 CREATE TABLE IF NOT EXISTS limiter_log (num INTEGER NOT NULL, at INTEGER NOT NULL,
                                         dup INTEGER NOT NULL, PRIMARY KEY (num, at, dup))
                                         WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS limiter_failures (num INTEGER NOT NULL, at INTEGER NOT NULL,
+                                             dup INTEGER NOT NULL, PRIMARY KEY (num, at, dup))
+                                             WITHOUT ROWID;
 """
 
 
@@ -118,7 +143,14 @@ class SQLiteLimiter:
             "COMMIT;"
         )
 
-    def _decide(self, key_id: str, per_minute: int, daily: int | None, record: bool) -> Decision:
+    def _decide(
+        self,
+        key_id: str,
+        per_minute: int,
+        daily: int | None,
+        record: bool,
+        failures: int | None = None,
+    ) -> Decision:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -136,10 +168,17 @@ class SQLiteLimiter:
             day_used -= conn.execute(
                 "DELETE FROM limiter_log WHERE num = ? AND at <= ?", (num, now_us - int(DAY * 1e6))
             ).rowcount
+            failed = None
+            if failures is not None:
+                conn.execute(
+                    "DELETE FROM limiter_failures WHERE num = ? AND at <= ?", (num, minute_from)
+                )
+                failed = self._failed(num, minute_from)
             minute_full = minute_used >= per_minute
             day_full = daily is not None and day_used >= daily
+            guard_full = failures is not None and failed is not None and failed >= failures
             stamp: tuple[int, int] | None = None
-            if record and not (minute_full or day_full):
+            if record and not (minute_full or day_full or guard_full):
                 # Requests in the same microsecond keep that time; `dup` tells them apart.
                 dup = conn.execute(
                     "INSERT INTO limiter_log (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
@@ -156,7 +195,8 @@ class SQLiteLimiter:
             )
             decision = self._describe(
                 num, now_us, per_minute, daily, minute_used, day_used,
-                refused=record and (minute_full or day_full), stamp=stamp,
+                refused=record and (minute_full or day_full or guard_full), stamp=stamp,
+                failures=failures, failed=failed,
             )  # fmt: skip
             conn.execute("COMMIT")
         except BaseException:
@@ -175,12 +215,20 @@ class SQLiteLimiter:
         ).fetchone()
         return int(row[0])
 
-    def _nth_oldest(self, num: int, after_us: int, n: int) -> int | None:
+    def _nth_oldest(
+        self, num: int, after_us: int, n: int, table: str = "limiter_log"
+    ) -> int | None:
         row = self._conn.execute(
-            "SELECT at FROM limiter_log WHERE num = ? AND at > ? ORDER BY at LIMIT 1 OFFSET ?",
+            f"SELECT at FROM {table} WHERE num = ? AND at > ? ORDER BY at LIMIT 1 OFFSET ?",
             (num, after_us, n),
         ).fetchone()
         return int(row[0]) if row else None
+
+    def _failed(self, num: int, minute_from: int) -> int:
+        row = self._conn.execute(
+            "SELECT count(*) FROM limiter_failures WHERE num = ? AND at > ?", (num, minute_from)
+        ).fetchone()
+        return int(row[0])
 
     def _describe(
         self,
@@ -193,6 +241,8 @@ class SQLiteLimiter:
         *,
         refused: bool,
         stamp: tuple[int, int] | None,
+        failures: int | None = None,
+        failed: int | None = None,
     ) -> Decision:
         now = now_us / 1e6
         minute_from = now_us - int(MINUTE * 1e6)
@@ -203,33 +253,70 @@ class SQLiteLimiter:
         if daily is not None:
             oldest_day = self._nth_oldest(num, day_from, 0)
             day = Window(daily, day_used, reset_at(oldest_day, DAY, now))
-        if not refused:
-            return Decision(True, minute, day, stamp=stamp)
+        guard: Window | None = None
+        guard_full = False
+        if failures is not None and failed is not None:
+            oldest_failure = self._nth_oldest(num, minute_from, 0, "limiter_failures")
+            guard = Window(failures, failed, reset_at(oldest_failure, MINUTE, now))
+            guard_full = failed >= failures
+        if not (refused or guard_full):
+            return Decision(True, minute, day, stamp=stamp, failures=guard)
         waits: dict[str, float] = {}
-        if minute_used >= per_minute:
+        if refused and minute_used >= per_minute:
             # The (used - limit + 1)-th oldest entry must leave for one more to fit.
             at = self._nth_oldest(num, minute_from, minute_used - per_minute)
             waits["minute"] = (at / 1e6 + MINUTE - now) if at is not None else 0.0
-        if daily is not None and day_used >= daily:
+        if refused and daily is not None and day_used >= daily:
             at = self._nth_oldest(num, day_from, day_used - daily)
             waits["day"] = (at / 1e6 + DAY - now) if at is not None else 0.0
+        if guard_full and failures is not None and failed is not None:
+            at = self._nth_oldest(num, minute_from, failed - failures, "limiter_failures")
+            waits["failures"] = (at / 1e6 + MINUTE - now) if at is not None else 0.0
         exceeded = max(waits, key=lambda w: waits[w])
         retry = max(1, math.ceil(waits[exceeded] - 1e-9))
-        return Decision(False, minute, day, retry_after=retry, exceeded=exceeded)
+        return Decision(False, minute, day, retry_after=retry, exceeded=exceeded, failures=guard)
 
-    async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+    async def admit(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
         try:
-            return self._decide(key_id, per_minute, daily, record=True)
+            return self._decide(key_id, per_minute, daily, record=True, failures=failures)
         except sqlite3.OperationalError as exc:  # locked past the timeout, unreadable file
             raise StoreUnavailable(f"limiter store: {exc}") from exc
 
-    async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+    async def usage(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
         try:
-            return self._peek(key_id, per_minute, daily)
+            return self._peek(key_id, per_minute, daily, failures)
         except sqlite3.OperationalError as exc:
             raise StoreUnavailable(f"limiter store: {exc}") from exc
 
-    def _peek(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+    async def fail(self, key_id: str) -> None:
+        try:
+            self._fail(key_id)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"limiter store: {exc}") from exc
+
+    def _fail(self, key_id: str) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            num = self._num(key_id)
+            now_us = int(self.clock() * 1_000_000)
+            conn.execute(
+                "INSERT INTO limiter_failures (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
+                " FROM limiter_failures WHERE num = ? AND at = ?",
+                (num, now_us, num, now_us),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _peek(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
         """What `_decide` would report, from a read snapshot: no write lock, so cache hits
         and /v1/auth/status never wait for (or hold up) another worker's admission."""
         conn = self._conn
@@ -252,8 +339,12 @@ class SQLiteLimiter:
                 "SELECT count(*) FROM limiter_log WHERE num = ? AND at <= ?",
                 (num, now_us - int(DAY * 1e6)),
             ).fetchone()[0]
+            failed = None
+            if failures is not None:
+                failed = self._failed(num, now_us - int(MINUTE * 1e6))
             decision = self._describe(num, now_us, per_minute, daily, minute_used, day_used,
-                                      refused=False, stamp=None)  # fmt: skip
+                                      refused=False, stamp=None, failures=failures,
+                                      failed=failed)  # fmt: skip
         finally:
             conn.execute("COMMIT")
         return decision

@@ -34,10 +34,11 @@ from propdata.kit.redis_link import Client, Outage, connect
 _SCRIPT = """
 -- Redis before 5 replicates scripts verbatim and would refuse writes after TIME.
 if redis.replicate_commands then redis.replicate_commands() end
-local log, seq = KEYS[1], KEYS[2]
+local log, seq, fails = KEYS[1], KEYS[2], KEYS[3]
 local mode = ARGV[1]
 local per_minute = tonumber(ARGV[2])
 local daily = tonumber(ARGV[3])
+local fail_limit = tonumber(ARGV[6])
 local now_us
 if ARGV[5] ~= '' then
   now_us = tonumber(ARGV[5])
@@ -50,6 +51,15 @@ local function us(n) return string.format('%.0f', n) end
 local minute_from = now_us - MINUTE_US
 local day_from = now_us - DAY_US
 
+if mode == 'fail' then
+  -- A failed request: its own log, never the metered one. Kept a minute.
+  local n = redis.call('INCR', seq)
+  if redis.call('PTTL', seq) < 0 then redis.call('PEXPIRE', seq, MINUTE_US / 1000 + 1000) end
+  redis.call('ZADD', fails, us(now_us), us(now_us) .. '-' .. n)
+  redis.call('PEXPIRE', fails, MINUTE_US / 1000 + 1000)
+  return {1}
+end
+
 if mode == 'refund' then
   redis.call('ZREM', log, ARGV[4])
 end
@@ -60,7 +70,13 @@ else
 end
 local day_used = redis.call('ZCARD', log)
 local minute_used = redis.call('ZCOUNT', log, '(' .. us(minute_from), '+inf')
-local full = minute_used >= per_minute or (daily ~= nil and day_used >= daily)
+local failed = 0
+if fail_limit then
+  redis.call('ZREMRANGEBYSCORE', fails, '-inf', us(minute_from))
+  failed = redis.call('ZCARD', fails)
+end
+local guard_full = fail_limit ~= nil and failed >= fail_limit
+local full = minute_used >= per_minute or (daily ~= nil and day_used >= daily) or guard_full
 
 local stamp_us, stamp_n = 0, 0
 if mode == 'admit' and not full then
@@ -95,34 +111,47 @@ if daily then
   if day_used > 0 then day_reset = reset(nth(0), 86400) end
 end
 
+local fail_reset = 0
+if fail_limit then
+  fail_reset = math.ceil(now)
+  if failed > 0 then
+    local r = redis.call('ZRANGE', fails, 0, 0, 'WITHSCORES')
+    fail_reset = reset(tonumber(r[2]), 60)
+  end
+end
+
 local refused = mode == 'admit' and full
 local retry, exceeded = 0, 0
-if refused then
-  local minute_wait, day_wait
-  if minute_used >= per_minute then
+if refused or (mode == 'usage' and guard_full) then
+  -- The same waits as SQLiteLimiter._describe, taken in its order: minute, day, failures;
+  -- the longest wins, the earlier one on a tie.
+  local wait
+  if refused and minute_used >= per_minute then
     -- The (used - limit + 1)-th oldest entry must leave for one more to fit.
     local at = nth(before_minute + minute_used - per_minute)
-    minute_wait = 0
-    if at then minute_wait = at / 1000000 + 60 - now end
+    wait = 0
+    if at then wait = at / 1000000 + 60 - now end
+    exceeded = 1
   end
-  if daily and day_used >= daily then
+  if refused and daily and day_used >= daily then
     local at = nth(day_used - daily)
-    day_wait = 0
+    local day_wait = 0
     if at then day_wait = at / 1000000 + 86400 - now end
+    if wait == nil or day_wait > wait then exceeded, wait = 2, day_wait end
   end
-  local wait
-  if minute_wait and (not day_wait or minute_wait >= day_wait) then
-    exceeded, wait = 1, minute_wait
-  else
-    exceeded, wait = 2, day_wait
+  if guard_full then
+    local r = redis.call('ZRANGE', fails, failed - fail_limit, failed - fail_limit, 'WITHSCORES')
+    local fail_wait = 0
+    if r[2] then fail_wait = tonumber(r[2]) / 1000000 + 60 - now end
+    if wait == nil or fail_wait > wait then exceeded, wait = 3, fail_wait end
   end
   retry = math.max(1, math.ceil(wait - 1e-9))
 end
-return {refused and 0 or 1, minute_used, minute_reset, day_used, day_reset, retry, exceeded,
-        us(stamp_us), stamp_n}
+return {(refused or (mode == 'usage' and guard_full)) and 0 or 1, minute_used, minute_reset,
+        day_used, day_reset, retry, exceeded, us(stamp_us), stamp_n, failed, fail_reset}
 """
 
-_EXCEEDED = {1: "minute", 2: "day"}
+_EXCEEDED = {1: "minute", 2: "day", 3: "failures"}
 
 
 def _at(entry: tuple[int, int]) -> int:
@@ -151,34 +180,54 @@ class RedisLimiter:
         return cls(connect(url), clock)
 
     @staticmethod
-    def keys_of(key_id: str, prefix: str = "pd") -> tuple[str, str]:
-        """The log and counter keys of an API key; the hash tag keeps them in one slot."""
-        return f"{prefix}:{{{key_id}}}:log", f"{prefix}:{{{key_id}}}:seq"
+    def keys_of(key_id: str, prefix: str = "pd") -> tuple[str, str, str]:
+        """The log, counter and failures keys of an API key; the hash tag keeps them in one
+        slot."""
+        return (f"{prefix}:{{{key_id}}}:log", f"{prefix}:{{{key_id}}}:seq",
+                f"{prefix}:{{{key_id}}}:fail")  # fmt: skip
 
-    def keys(self, key_id: str) -> tuple[str, str]:
+    def keys(self, key_id: str) -> tuple[str, str, str]:
         return self.keys_of(key_id, self.prefix)
 
     async def _run(
-        self, mode: str, key_id: str, per_minute: int, daily: int | None, member: str = ""
+        self,
+        mode: str,
+        key_id: str,
+        per_minute: int,
+        daily: int | None,
+        member: str = "",
+        failures: int | None = None,
     ) -> Decision:
         now = "" if self.clock is None else str(int(self.clock() * 1_000_000))
-        args: list[str | int] = [mode, per_minute, "" if daily is None else daily, member, now]
+        args: list[str | int] = [mode, per_minute, "" if daily is None else daily, member, now,
+                                 "" if failures is None else failures]  # fmt: skip
         reply: list[Any] = await self._script(keys=self.keys(key_id), args=args)
         ok, minute_used, minute_reset, day_used, day_reset, retry, exceeded, at, n = (
-            int(v) for v in reply
+            int(v) for v in reply[:9]
         )
+        failed, fail_reset = int(reply[9]), int(reply[10])
         minute = Window(per_minute, minute_used, minute_reset)
         day = Window(daily, day_used, day_reset) if daily is not None else None
+        guard = Window(failures, failed, fail_reset) if failures is not None else None
         if ok:
             stamp = (at, n) if mode == "admit" else None
-            return Decision(True, minute, day, stamp=stamp)
-        return Decision(False, minute, day, retry_after=retry, exceeded=_EXCEEDED[exceeded])
+            return Decision(True, minute, day, stamp=stamp, failures=guard)
+        return Decision(False, minute, day, retry_after=retry, exceeded=_EXCEEDED[exceeded],
+                        failures=guard)  # fmt: skip
 
-    async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
-        return await self._run("admit", key_id, per_minute, daily)
+    async def admit(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
+        return await self._run("admit", key_id, per_minute, daily, failures=failures)
 
-    async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
-        return await self._run("usage", key_id, per_minute, daily)
+    async def usage(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
+        return await self._run("usage", key_id, per_minute, daily, failures=failures)
+
+    async def fail(self, key_id: str) -> None:
+        now = "" if self.clock is None else str(int(self.clock() * 1_000_000))
+        await self._script(keys=self.keys(key_id), args=["fail", 0, "", "", now, ""])
 
     async def refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
@@ -211,10 +260,18 @@ class MemoryLimiter:
     def __init__(self, clock: Clock = time.time) -> None:
         self.clock = clock
         self._logs: dict[str, list[tuple[int, int]]] = {}
+        self._fails: dict[str, list[tuple[int, int]]] = {}
         self._n = 0
         self._calls = 0
 
-    def _decide(self, key_id: str, per_minute: int, daily: int | None, record: bool) -> Decision:
+    def _decide(
+        self,
+        key_id: str,
+        per_minute: int,
+        daily: int | None,
+        record: bool,
+        failures: int | None = None,
+    ) -> Decision:
         now_us = int(self.clock() * 1_000_000)
         self._calls += 1
         if self._calls % self.SWEEP_EVERY == 0:
@@ -227,7 +284,12 @@ class MemoryLimiter:
         del log[: bisect.bisect_right(log, keep_from, key=_at)]
         before_minute = bisect.bisect_right(log, minute_from, key=_at)
         minute_used, day_used = len(log) - before_minute, len(log)
-        full = minute_used >= per_minute or (daily is not None and day_used >= daily)
+        fails: list[tuple[int, int]] = []
+        if failures is not None:
+            fails = self._fails.get(key_id, [])
+            del fails[: bisect.bisect_right(fails, minute_from, key=_at)]
+        guard_full = failures is not None and len(fails) >= failures
+        full = minute_used >= per_minute or (daily is not None and day_used >= daily) or guard_full
         stamp: tuple[int, int] | None = None
         if record and not full:
             self._n += 1
@@ -244,30 +306,50 @@ class MemoryLimiter:
         now = now_us / 1e6
         minute = Window(per_minute, minute_used, reset_at(nth(before_minute) if minute_used else None, MINUTE, now))  # fmt: skip
         day = Window(daily, day_used, reset_at(nth(0), DAY, now)) if daily is not None else None
-        if not (record and full):
-            return Decision(True, minute, day, stamp=stamp)
+        guard = None
+        if failures is not None:
+            guard = Window(
+                failures, len(fails), reset_at(fails[0][0] if fails else None, MINUTE, now)
+            )
+        refused = record and full
+        if not (refused or guard_full):
+            return Decision(True, minute, day, stamp=stamp, failures=guard)
         waits: dict[str, float] = {}
-        if minute_used >= per_minute:
+        if refused and minute_used >= per_minute:
             at = nth(before_minute + minute_used - per_minute)
             waits["minute"] = (at / 1e6 + MINUTE - now) if at is not None else 0.0
-        if daily is not None and day_used >= daily:
+        if refused and daily is not None and day_used >= daily:
             at = nth(day_used - daily)
             waits["day"] = (at / 1e6 + DAY - now) if at is not None else 0.0
+        if guard_full and failures is not None:
+            waits["failures"] = fails[len(fails) - failures][0] / 1e6 + MINUTE - now
         exceeded = max(waits, key=lambda w: waits[w])
         retry = max(1, math.ceil(waits[exceeded] - 1e-9))
-        return Decision(False, minute, day, retry_after=retry, exceeded=exceeded)
+        return Decision(False, minute, day, retry_after=retry, exceeded=exceeded, failures=guard)
 
     def _sweep(self, now_us: int) -> None:
         """Drop the logs of keys idle for a day, so a long outage cannot grow memory without end."""
         day_from = now_us - int(DAY * 1e6)
         for key_id in [k for k, log in self._logs.items() if not log or log[-1][0] <= day_from]:
             del self._logs[key_id]
+        minute_from = now_us - int(MINUTE * 1e6)
+        for key_id in [k for k, f in self._fails.items() if not f or f[-1][0] <= minute_from]:
+            del self._fails[key_id]
 
-    async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
-        return self._decide(key_id, per_minute, daily, record=True)
+    async def admit(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
+        return self._decide(key_id, per_minute, daily, record=True, failures=failures)
 
-    async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
-        return self._decide(key_id, per_minute, daily, record=False)
+    async def usage(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
+        return self._decide(key_id, per_minute, daily, record=False, failures=failures)
+
+    async def fail(self, key_id: str) -> None:
+        self._n += 1
+        now_us = int(self.clock() * 1_000_000)
+        bisect.insort(self._fails.setdefault(key_id, []), (now_us, self._n))
 
     async def refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
@@ -285,6 +367,7 @@ class MemoryLimiter:
 
     async def close(self) -> None:
         self._logs.clear()
+        self._fails.clear()
 
 
 class ResilientLimiter:
@@ -311,17 +394,24 @@ class ResilientLimiter:
     ) -> Decision:
         return await self.outage.call(redis, fallback)
 
-    async def admit(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+    async def admit(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
         return await self._call(
-            lambda: self.redis.admit(key_id, per_minute, daily),
-            lambda: self.fallback.admit(key_id, per_minute, daily),
+            lambda: self.redis.admit(key_id, per_minute, daily, failures),
+            lambda: self.fallback.admit(key_id, per_minute, daily, failures),
         )
 
-    async def usage(self, key_id: str, per_minute: int, daily: int | None) -> Decision:
+    async def usage(
+        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
+    ) -> Decision:
         return await self._call(
-            lambda: self.redis.usage(key_id, per_minute, daily),
-            lambda: self.fallback.usage(key_id, per_minute, daily),
+            lambda: self.redis.usage(key_id, per_minute, daily, failures),
+            lambda: self.fallback.usage(key_id, per_minute, daily, failures),
         )
+
+    async def fail(self, key_id: str) -> None:
+        await self.outage.call(lambda: self.redis.fail(key_id), lambda: self.fallback.fail(key_id))
 
     async def refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None

@@ -27,6 +27,7 @@ from propdata.api.params import (
 from propdata.errors import InvalidParameter
 from propdata.properties.repository import SearchFilters
 from propdata.properties.schemas import (
+    PROPERTY_ID,
     HistoryResponse,
     LookupResponse,
     PropertyResponse,
@@ -38,7 +39,14 @@ from propdata.properties.schemas import (
 )
 from propdata.properties.service import PropertyService
 
-PropertyId = Annotated[str, PathParameter(description="Property id")]
+PropertyId = Annotated[
+    str,
+    PathParameter(
+        pattern=PROPERTY_ID, max_length=64,
+        description="Property id: 1 to 64 letters, digits, '.', '_' or '-', starting with a"
+        " letter or digit",
+    ),
+]  # fmt: skip
 
 
 def _money(description: str) -> Any:

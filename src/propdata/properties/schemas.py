@@ -27,6 +27,10 @@ Source = Literal["mls", "publicRecord", "agent", "owner"]
 SortField = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated"]
 SortOrder = Literal["asc", "desc"]
 
+PROPERTY_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+"""What a property id is: 1 to 64 ASCII letters, digits, '.', '_' or '-', starting with a
+letter or digit (the loader refuses any other; the API answers 400 for any other)."""
+
 # The same vocabularies as tuples (readers and generators iterate them), made from the
 # Literals so each is declared once.
 STATUSES: tuple[str, ...] = get_args(Status)
