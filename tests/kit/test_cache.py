@@ -1,0 +1,54 @@
+"""The in-process response cache stays within its budget, counting what entries really cost."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+from propdata.kit.cache import Cached, MemoryCache
+from tests.conftest import FakeClock
+
+BODY = b'{"data":{"id":"t-000"}}' * 4
+
+
+def _key(i: int) -> str:
+    return f"0f3c9a1e5b7d4c2a9e8f6b1d3c5a7e9f.41|/v1/properties/syn-{i:07d}?|0"
+
+
+async def test_what_entries_cost_stays_within_the_budget() -> None:
+    """Issue 11.6: only bodies were counted, so 1.3 million small entries (460 MB) fitted
+    in a 64 MB cache. Keys and per-entry overhead count now."""
+    budget = 2 * 1024 * 1024
+    cache = MemoryCache(max_bytes=budget, clock=FakeClock())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(100_000):
+            await cache.set(_key(i), Cached(200, b"application/json", BODY), 60)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert cache.size <= budget
+    assert held <= 1.2 * budget, f"{held / 1e6:.1f} MB held for a {budget / 1e6:.1f} MB budget"
+    assert await cache.get(_key(99_999)) is not None  # the newest stay, the oldest went
+    assert await cache.get(_key(0)) is None
+
+
+async def test_expired_entries_leave_without_being_looked_up() -> None:
+    clock = FakeClock()
+    cache = MemoryCache(max_bytes=64 * 1024 * 1024, clock=clock)
+    for i in range(1_000):
+        await cache.set(_key(i), Cached(200, b"application/json", BODY), 60)
+    assert len(cache) == 1_000
+    clock.advance(60.0)
+    await cache.set(_key(-1), Cached(200, b"application/json", BODY), 60)
+    assert len(cache) == 1 and await cache.get(_key(5)) is None
+
+
+async def test_an_entry_lives_its_time_then_expires() -> None:
+    clock = FakeClock()
+    cache = MemoryCache(clock=clock)
+    await cache.set("k", Cached(200, b"application/json", b"{}"), 60)
+    clock.advance(59.9)
+    assert await cache.get("k") == Cached(200, b"application/json", b"{}")
+    clock.advance(0.1)
+    assert await cache.get("k") is None and cache.size == 0
