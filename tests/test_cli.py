@@ -45,6 +45,23 @@ def test_keys_plan_and_revoke_by_id_or_key(env: dict[str, str]) -> None:
     assert "revoked" in out
 
 
+def test_a_key_can_come_from_standard_input(env: dict[str, str]) -> None:
+    """Issue 11.10: a key given as an argument lands in `ps` and shell history; `-` reads it
+    from standard input instead, and a key on the command line gets a warning."""
+    _, out, _ = run(env, "keys", "create", "--plan", "free")
+    key = out.strip().splitlines()[-1]
+    result = CliRunner().invoke(app, ["keys", "plan", "-", "developer"], env=env, input=key + "\n")
+    assert result.exit_code == 0 and "developer" in result.stderr
+    assert key not in result.stderr + result.stdout and "warning" not in result.stderr
+    code, _, err = run(env, "keys", "plan", key, "pro")
+    assert code == 0 and "warning" in err and "shell history" in err
+    result = CliRunner().invoke(app, ["keys", "revoke", "-"], env=env, input=key + "\n")
+    assert result.exit_code == 0 and "revoked" in result.stderr
+    unknown = crypto.new_key()
+    result = CliRunner().invoke(app, ["keys", "revoke", "-"], env=env, input=unknown + "\n")
+    assert result.exit_code == 2 and unknown not in result.stderr  # never echoed whole
+
+
 @pytest.mark.parametrize(
     "args",
     [

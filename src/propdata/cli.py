@@ -15,6 +15,7 @@ from rich.table import Table
 
 from propdata.accounts.service import CustomLimits, KeyCommandError, KeyService
 from propdata.config import ConfigError, Settings, load_settings
+from propdata.kit import crypto
 from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate
 
@@ -133,9 +134,30 @@ def keys_list() -> None:
     Console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
+KeyArgument = Annotated[
+    str,
+    typer.Argument(
+        help="The key id (key_…), or - to read the key itself from standard input. The key"
+        " itself as an argument works too, but lands in shell history and `ps`."
+    ),
+]
+
+
+def _which_key(argument: str) -> str:
+    """The key id or key an operator named: `-` reads the key from standard input."""
+    if argument == "-":
+        return sys.stdin.readline().strip()
+    if argument.startswith(crypto.PREFIX):
+        err.print(
+            "[yellow]warning:[/yellow] a key on the command line is kept in shell history and"
+            " shown by `ps`; name the key by its id, or pass - and the key on standard input."
+        )
+    return argument
+
+
 @keys_app.command("plan")
 def keys_plan(
-    key: Annotated[str, typer.Argument(help="Key id or the key itself.")],
+    key: KeyArgument,
     plan: Annotated[str, typer.Argument(help="free, developer, pro or enterprise.")],
     per_minute: PerMinute = None,
     daily: Daily = None,
@@ -144,15 +166,17 @@ def keys_plan(
 ) -> None:
     """Move a key to another plan (custom limits are reset); effective on its next request."""
     limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
-    updated = _keys(lambda svc: svc.set_plan(key, plan.lower(), limits))
+    named = _which_key(key)
+    updated = _keys(lambda svc: svc.set_plan(named, plan.lower(), limits))
     err.print(f"{updated.id} is now on the {updated.plan} plan ({updated.per_minute}/min,"
               f" {'unlimited' if updated.daily is None else updated.daily}/day).")  # fmt: skip
 
 
 @keys_app.command("revoke")
-def keys_revoke(key: Annotated[str, typer.Argument(help="Key id or the key itself.")]) -> None:
+def keys_revoke(key: KeyArgument) -> None:
     """Revoke a key; its next request is refused."""
-    revoked = _keys(lambda svc: svc.revoke(key))
+    named = _which_key(key)
+    revoked = _keys(lambda svc: svc.revoke(named))
     err.print(f"{revoked.id} is revoked.")
 
 
