@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from propdata.accounts.service import CustomLimits, KeyService
+from propdata.accounts.service import CustomLimits, keys_of
 from propdata.ingest import pipeline
 from propdata.kit.db import connect
 from propdata.migrations.schema import migrate
@@ -257,14 +257,8 @@ def checkpoint(path: Path) -> None:
 
 async def create_key(url: str) -> str:
     """An enterprise key whose limits no benchmark reaches (and no daily quota)."""
-    db = await connect(url)
-    try:
-        await migrate(db)
-        _, secret = await KeyService(db).create(
-            "enterprise", "bench", CustomLimits(per_minute=1_000_000_000)
-        )
-    finally:
-        await db.close()
+    async with keys_of(url) as keys:
+        _, secret = await keys.create("enterprise", "bench", CustomLimits(per_minute=1_000_000_000))
     return secret
 
 

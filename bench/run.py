@@ -602,15 +602,11 @@ def forget_redis_key(key_id: str) -> None:
 
 
 def key_id_of(url: str, secret: str) -> str:
-    from propdata.accounts.service import KeyService
-    from propdata.kit.db import connect
+    from propdata.accounts.service import keys_of
 
     async def find() -> str:
-        db = await connect(url)
-        try:
-            return (await KeyService(db).find(secret)).id
-        finally:
-            await db.close()
+        async with keys_of(url) as keys:
+            return (await keys.find(secret)).id
 
     return asyncio.run(find())
 

@@ -21,7 +21,7 @@ import asyncpg
 import pytest
 from litestar.testing import AsyncTestClient
 
-from propdata.accounts.service import CustomLimits, KeyService
+from propdata.accounts.service import CustomLimits, keys_of
 from propdata.app import HeadAsGet, create_app
 from propdata.config import Settings
 from propdata.ingest.loader import load
@@ -131,11 +131,8 @@ async def build_store(store: Store, records: list[Any] | None = None) -> None:
 
 
 async def create_key(store: Store, plan: str = "enterprise", **limits: int) -> str:
-    db = await connect(store.url)
-    try:
-        _, secret = await KeyService(db).create(plan, None, CustomLimits(**limits))
-    finally:
-        await db.close()
+    async with keys_of(store.url) as keys:
+        _, secret = await keys.create(plan, None, CustomLimits(**limits))
     return secret
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from propdata.accounts.service import CustomLimits, KeyService
+from propdata.accounts.service import CustomLimits, keys_of
 from propdata.config import Settings
 from propdata.ingest.loader import load
 from propdata.kit.db import connect
@@ -106,9 +106,6 @@ async def sqlite_store(path: Path) -> Settings:
 
 async def new_key(path: Path, plan: str, **limits: int) -> tuple[str, str]:
     """Create a key in the store at `path`; return (key id, secret)."""
-    db = await connect(str(path))
-    try:
-        key, secret = await KeyService(db).create(plan, None, CustomLimits(**limits))
-    finally:
-        await db.close()
+    async with keys_of(str(path)) as keys:
+        key, secret = await keys.create(plan, None, CustomLimits(**limits))
     return key.id, secret

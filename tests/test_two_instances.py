@@ -15,8 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from propdata.accounts.service import CustomLimits, KeyService
-from propdata.kit.db import connect
+from propdata.accounts.service import CustomLimits, keys_of
 from tests.conftest import Store, build_store, create_key, drop_store, new_store
 from tests.redis_support import free_port
 
@@ -93,9 +92,8 @@ def test_plan_change_and_cache_are_shared(two: tuple[Store, list[str]]) -> None:
     assert second.headers["x-ratelimit-remaining"] == "9"  # the hit was not counted
 
     async def upgrade() -> None:
-        db = await connect(store.url)
-        await KeyService(db).set_plan(secret, "developer", CustomLimits())
-        await db.close()
+        async with keys_of(store.url) as keys:
+            await keys.set_plan(secret, "developer", CustomLimits())
 
     asyncio.run(upgrade())
     for base in (b, a):

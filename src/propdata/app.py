@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, cast
 
 import msgspec
@@ -35,7 +34,7 @@ from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
 from propdata.kit.requests import extra_headers, request_id
 from propdata.markets import endpoints as market_endpoints
 from propdata.markets.service import MarketService
-from propdata.migrations.schema import migrate
+from propdata.migrations.schema import migrate, migrate_accounts
 from propdata.properties import endpoints as property_endpoints
 from propdata.properties.service import PropertyService
 from propdata.valuation import endpoints as valuation_endpoints
@@ -50,6 +49,8 @@ class Services:
 
     settings: Settings
     db: Database
+    accounts_db: Database
+    """The accounts store: `db` itself at scale-out, a SQLite file of its own embedded."""
     keys: KeyService
     properties: PropertyService
     markets: MarketService
@@ -68,35 +69,48 @@ class Services:
         await self.properties.close()
         await self.cache.close()
         await self.limiter.close()
+        if self.accounts_db is not self.db:
+            await self.accounts_db.close()
         await self.db.close()
 
 
-def usage_path(database_url: str) -> str:
-    """The embedded limiter's file: beside the SQLite database, never inside it."""
-    if database_url.startswith(("postgresql://", "postgres://")):
-        # PostgreSQL without Redis: each host keeps its own counters (see docs/deploy.md).
-        return "var/propdata-usage.db"
-    path = Path(database_url.removeprefix("sqlite:///"))
-    return str(path.with_name(path.stem + "-usage.db"))
-
-
-async def open_database(url: str) -> Database:
-    """Open and migrate the store. PostgreSQL that is down at start is not fatal: the server
+async def open_database(
+    url: str, migrator: Callable[[Database], Awaitable[None]] = migrate
+) -> Database:
+    """Open and migrate a store. PostgreSQL that is down at start is not fatal: the server
     answers 503 and migrates when it first reaches the database."""
     db = await connect(url, lazy=True)
     try:
-        await migrate(db)
+        await migrator(db)
     except StoreUnavailable as exc:
         if not isinstance(db, PostgresDatabase):
             raise
         log.error("database unreachable at start (%s); answering 503 until it is back", exc)
-        db.on_open = migrate
+        db.on_open = migrator
     return db
+
+
+async def open_stores(settings: Settings) -> tuple[Database, Database]:
+    """The data store and the accounts store (one PostgreSQL database serves both)."""
+    if settings.accounts_url == settings.database_url:
+
+        async def both(db: Database) -> None:
+            await migrate(db)
+            await migrate_accounts(db)
+
+        db = await open_database(settings.database_url, both)
+        return db, db
+    db = await open_database(settings.database_url)
+
+    async def accounts_of(accounts: Database) -> None:
+        await migrate_accounts(accounts, legacy=db)
+
+    return db, await open_database(settings.accounts_url, accounts_of)
 
 
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
     memory.map_large_allocations()
-    db = await open_database(settings.database_url)
+    db, accounts = await open_stores(settings)
     limiter: Limiter
     cache: ResponseCache
     if settings.redis_url:
@@ -105,14 +119,13 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         limiter = ResilientLimiter(RedisLimiter.from_url(settings.redis_url, clock))
         cache = ResilientCache(RedisCache.from_url(settings.redis_url))
     else:
-        limiter = SQLiteLimiter(
-            usage_path(settings.database_url), **({"clock": clock} if clock else {})
-        )
+        limiter = SQLiteLimiter(settings.usage_path, **({"clock": clock} if clock else {}))
         cache = MemoryCache()
     return Services(
         settings=settings,
         db=db,
-        keys=KeyService(db),
+        accounts_db=accounts,
+        keys=KeyService(accounts),
         properties=PropertyService(db, search_index=settings.search_index),
         markets=MarketService(db),
         valuations=ValuationService(db),

@@ -79,11 +79,22 @@ def serve(
 
 
 def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
-    async def go(db: Database, _: Settings) -> T:
-        return await work(KeyService(db))
+    """Run a key command against the accounts store, which no data load ever locks."""
+    from propdata.app import open_stores
+
+    settings = _settings()
+
+    async def main() -> T:
+        db, accounts = await open_stores(settings)
+        try:
+            return await work(KeyService(accounts))
+        finally:
+            if accounts is not db:
+                await accounts.close()
+            await db.close()
 
     try:
-        return _run(go)
+        return asyncio.run(main())
     except KeyCommandError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -304,16 +315,17 @@ def data_copy(
     ] = None,
 ) -> None:
     """Copy the whole store (data, keys, plans, statistics) into an empty one and verify it."""
-    from propdata.migrations.transfer import TransferError, copy_store
+    from propdata.app import open_stores
+    from propdata.migrations.transfer import TransferError, copy_stores
 
     settings = _settings()
 
     async def work() -> list[Any]:
-        src = await connect(source or settings.database_url)
-        dst = await connect(to)
+        src, src_accounts = await open_stores(
+            load_settings(database_url=source or settings.database_url)
+        )
+        dst, dst_accounts = await open_stores(load_settings(database_url=to))
         try:
-            await migrate(src)
-            await migrate(dst)
             with _progress() as progress:
                 tasks: dict[str, Any] = {}
 
@@ -322,10 +334,12 @@ def data_copy(
                         tasks[table] = progress.add_task(f"copying {table}", total=None)
                     progress.advance(tasks[table], n)
 
-                return await copy_store(src, dst, progress=advance)
+                return await copy_stores(
+                    (src, src_accounts), (dst, dst_accounts), progress=advance
+                )
         finally:
-            await src.close()
-            await dst.close()
+            for db in {id(d): d for d in (src, src_accounts, dst, dst_accounts)}.values():
+                await db.close()
 
     try:
         reports = asyncio.run(work())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import msgspec
 
@@ -33,6 +34,39 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
     def today(self) -> dt.date:
         return self.as_of or dt.datetime.now(dt.UTC).date()
+
+    @property
+    def accounts_url(self) -> str:
+        return accounts_url(self.database_url)
+
+    @property
+    def usage_path(self) -> str:
+        return usage_path(self.database_url)
+
+
+def _is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+def _sibling(database_url: str, suffix: str) -> str:
+    path = Path(database_url.removeprefix("sqlite:///").removeprefix("sqlite://"))
+    return str(path.with_name(path.stem + suffix))
+
+
+def accounts_url(database_url: str) -> str:
+    """Where plans and keys live: embedded, a SQLite file beside the data (var/propdata.db ->
+    var/propdata-accounts.db), so a data load, which holds the data file's write lock for
+    minutes, never holds up a key being made, changed or revoked; at scale-out, the same
+    PostgreSQL database, whose row locks keep them apart."""
+    return database_url if _is_postgres(database_url) else _sibling(database_url, "-accounts.db")
+
+
+def usage_path(database_url: str) -> str:
+    """The embedded limiter's file: beside the SQLite database, never inside it."""
+    if _is_postgres(database_url):
+        # PostgreSQL without Redis: each host keeps its own counters (see docs/deploy.md).
+        return "var/propdata-usage.db"
+    return _sibling(database_url, "-usage.db")
 
 
 ENV = {

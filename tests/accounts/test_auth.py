@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from propdata.accounts.service import CustomLimits, KeyCommandError, KeyService
+from propdata.accounts.service import CustomLimits, KeyCommandError, KeyService, keys_of
 from propdata.kit import crypto
-from propdata.kit.db import SQLiteDatabase, connect
+from propdata.kit.db import SQLiteDatabase
 from tests.conftest import Store
 
 
@@ -52,9 +52,8 @@ async def test_revoked_key_is_refused_on_its_next_request(
     secret = await make_key("free")
     headers = {"Authorization": f"Bearer {secret}"}
     assert (await client.get("/v1/properties/t-000", headers=headers)).status_code == 200
-    db = await connect(store.url)
-    await KeyService(db).revoke(secret)
-    await db.close()
+    async with keys_of(store.url) as keys:
+        await keys.revoke(secret)
     response = await client.get("/v1/properties/t-000", headers=headers)
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "revoked_api_key"
@@ -90,9 +89,9 @@ async def test_auth_status_of_unlimited_quota_is_null(client: Any, make_key: Any
 
 async def test_keys_are_stored_hashed_and_well_formed(tmp_path: Path) -> None:
     db = SQLiteDatabase(str(tmp_path / "k.db"))
-    from propdata.migrations.schema import migrate
+    from propdata.migrations.schema import migrate_accounts
 
-    await migrate(db)
+    await migrate_accounts(db)
     key, secret = await KeyService(db).create("pro", "mine", CustomLimits())
     assert secret.startswith("pmd_live_") and len(secret) == 9 + 22 + 6
     assert crypto.well_formed(secret)

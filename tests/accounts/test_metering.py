@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from propdata.accounts.service import CustomLimits, KeyService
+from propdata.accounts.service import CustomLimits, keys_of
 from propdata.ingest.loader import load
 from tests.factories import AS_OF, record
 
@@ -111,9 +111,8 @@ async def test_downgrade_with_a_full_window(fresh: Any) -> None:
     for _ in range(20):
         assert (await client.get("/v1/properties/t-000", headers=headers)).status_code == 200
         clock.advance(1)
-    db = await fresh.db()
-    await KeyService(db).set_plan(secret, "free", CustomLimits())
-    await db.close()
+    async with keys_of(fresh.store.url) as keys:
+        await keys.set_plan(secret, "free", CustomLimits())
     refused = await client.get("/v1/properties/t-000", headers=headers)
     assert refused.status_code == 429 and refused.headers["x-ratelimit-limit"] == "10"
     # 20 in the window, limit 10: the 11th oldest (sent at start + 10) must leave.
@@ -226,13 +225,12 @@ async def test_custom_enterprise_limits_apply_on_the_next_request(fresh: Any) ->
     first = await client.get("/v1/properties", headers=headers)
     assert first.status_code == 200, first.text  # once seen flaky under load: say what came
     assert first.json()["meta"]["limit"] == 100
-    db = await fresh.db()
-    await KeyService(db).set_plan(
-        secret,
-        "enterprise",
-        CustomLimits(per_minute=3, daily=50, default_page_size=7, max_page_size=9),
-    )
-    await db.close()
+    async with keys_of(fresh.store.url) as keys:
+        await keys.set_plan(
+            secret,
+            "enterprise",
+            CustomLimits(per_minute=3, daily=50, default_page_size=7, max_page_size=9),
+        )
     response = await client.get("/v1/properties?limit=500", headers=headers)
     assert response.status_code == 200, response.text
     assert response.json()["meta"]["limit"] == 9

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from propdata.accounts.repository import KeyRepository
 from propdata.accounts.schemas import PLANS, ApiKey
+from propdata.config import accounts_url
 from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
 from propdata.kit import crypto
-from propdata.kit.db import Database
+from propdata.kit.db import Database, connect
+from propdata.migrations.schema import migrate_accounts
 
 
 class KeyCommandError(ValueError):
@@ -99,6 +103,21 @@ class KeyService:
 
     async def all(self) -> list[ApiKey]:
         return await self.repo.all()
+
+
+@contextlib.asynccontextmanager
+async def keys_of(database_url: str) -> AsyncIterator[KeyService]:
+    """The keys of the store at `database_url` (in its accounts store), for scripts and tests.
+
+    async with keys_of("var/propdata.db") as keys:
+        key, secret = await keys.create("free", "demo", CustomLimits())
+    """
+    db = await connect(accounts_url(database_url))
+    try:
+        await migrate_accounts(db)
+        yield KeyService(db)
+    finally:
+        await db.close()
 
 
 def _check_plan(plan: str) -> None:

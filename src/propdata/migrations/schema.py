@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
+from typing import Any
 
-from propdata.kit.db import Database
-
-SCHEMA_VERSION = 1
+from propdata.kit.db import Database, StoreUnavailable
 
 TABLES = [
     """
@@ -108,6 +108,21 @@ TABLES = [
         average_price_per_sqft INTEGER,
         PRIMARY KEY (zip_code, month)
     )""",
+    # The comparable sales behind each stored value estimate (valuation.service), as a JSON
+    # list: one row per property keeps a million-property rebuild to a million inserts.
+    """
+    CREATE TABLE IF NOT EXISTS valuation_comparables (
+        property_id TEXT PRIMARY KEY,
+        comparables TEXT NOT NULL
+    )""",
+]
+
+ACCOUNT_TABLES = [
+    """
+    CREATE TABLE IF NOT EXISTS meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
     """
     CREATE TABLE IF NOT EXISTS plans (
         name TEXT PRIMARY KEY,
@@ -132,14 +147,10 @@ TABLES = [
         created_at TEXT NOT NULL,
         revoked_at TEXT
     )""",
-    # The comparable sales behind each stored value estimate (valuation.service), as a JSON
-    # list: one row per property keeps a million-property rebuild to a million inserts.
-    """
-    CREATE TABLE IF NOT EXISTS valuation_comparables (
-        property_id TEXT PRIMARY KEY,
-        comparables TEXT NOT NULL
-    )""",
 ]
+"""The accounts store: plans, keys (and the portal's tables). Embedded, a SQLite file of its
+own beside the data (config.accounts_url), so a data load never holds it up; at scale-out,
+the same PostgreSQL database as the data."""
 
 INDEXES = [
     "CREATE INDEX IF NOT EXISTS ix_prop_updated ON properties (last_updated, id)",
@@ -184,14 +195,17 @@ _CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \((.*)\)", re.DOTALL)
 _PRIMARY = re.compile(r"PRIMARY KEY \(([^)]*)\)")
 
 
-def table_columns() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    """Every table of the schema: (primary key columns, the other columns), in TABLES order.
+def table_columns(
+    statements: list[str] | None = None,
+) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Every table of the data schema (or of `statements`, such as ACCOUNT_TABLES): (primary
+    key columns, the other columns), in their order.
 
     Read off the CREATE TABLE statements, so a table or column added there is known to
     everything that walks the whole store (`propdata data copy`) without a second list.
     """
     tables: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    for statement in TABLES:
+    for statement in TABLES if statements is None else statements:
         match = _CREATE.search(statement)
         assert match is not None, statement
         name, body = match[1], match[2]
@@ -222,7 +236,60 @@ def ddl(statement: str, dialect: str) -> str:
 
 
 async def migrate(db: Database) -> None:
-    """Create every table, index and plan that is missing; safe to run at every start."""
+    """Bring the data schema up to date: tables, indexes, the data version and store id.
+
+    Does nothing, and takes no lock, when the schema is already current: a server starting,
+    or a key command, never waits on a data load that holds the write lock.
+    """
+    extra = POSTGRES_INDEXES if db.dialect == "postgresql" else []
+    seeds = [
+        ("INSERT INTO meta (key, value) VALUES ('data_version', '0') ON CONFLICT (key) DO NOTHING", ()),
+        # Tells this store's cached answers from another's in a shared Redis.
+        ("INSERT INTO meta (key, value) VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
+         (uuid.uuid4().hex,)),
+    ]  # fmt: skip
+    await _apply(db, "data", TABLES + INDEXES + extra, seeds)
+
+
+async def migrate_accounts(db: Database, legacy: Database | None = None) -> None:
+    """Bring the accounts schema up to date (plans, keys); likewise a no-op when current.
+
+    `legacy`: the data store of an embedded install made before keys had their own file;
+    its keys are copied over once.
+    """
+    seeds: list[tuple[str, tuple[Any, ...]]] = [
+        ("INSERT INTO plans (name, per_minute, daily, default_page_size, max_page_size,"
+         " price_usd) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING", plan)
+        for plan in PLANS
+    ]  # fmt: skip
+    await _apply(db, "accounts", ACCOUNT_TABLES, seeds)
+    if legacy is not None and legacy is not db:
+        await _move_keys(legacy, db)
+
+
+def _fingerprint(statements: list[str], seeds: list[tuple[str, tuple[Any, ...]]]) -> str:
+    text = "\n".join(statements) + repr([sql for sql, _ in seeds])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+async def _current(db: Database, part: str, fingerprint: str) -> bool:
+    """Whether `part` of the schema was applied as it is now (a read: no lock taken)."""
+    try:
+        row = await db.fetch_one("SELECT value FROM meta WHERE key = ?", (f"schema:{part}",))
+    except StoreUnavailable:
+        raise
+    except Exception:  # no meta table yet: a new store
+        return False
+    return row is not None and row[0] == fingerprint
+
+
+async def _apply(
+    db: Database, part: str, statements: list[str], seeds: list[tuple[str, tuple[Any, ...]]]
+) -> None:
+    statements = [ddl(statement, db.dialect) for statement in statements]
+    fingerprint = _fingerprint(statements, seeds)
+    if await _current(db, part, fingerprint):
+        return
     if db.dialect == "postgresql":
         row = await db.fetch_one("SELECT pg_is_in_recovery()")
         if row and row[0]:
@@ -231,25 +298,40 @@ async def migrate(db: Database) -> None:
         if db.dialect == "postgresql":
             # Several workers may start at once; one migrates, the others wait for it.
             await db.execute("SELECT pg_advisory_xact_lock(7231001)")
-        extra = POSTGRES_INDEXES if db.dialect == "postgresql" else []
-        for statement in TABLES + INDEXES + extra:
-            await db.execute(ddl(statement, db.dialect))
-        for plan in PLANS:
-            await db.execute(
-                "INSERT INTO plans (name, per_minute, daily, default_page_size, max_page_size,"
-                " price_usd) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
-                plan,
-            )
+        for statement in statements:
+            await db.execute(statement)
+        for sql, params in seeds:
+            await db.execute(sql, params)
         await db.execute(
-            "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (str(SCHEMA_VERSION),),
+            (f"schema:{part}", fingerprint),
         )
-        await db.execute(
-            "INSERT INTO meta (key, value) VALUES ('data_version', '0') ON CONFLICT (key) DO NOTHING"
+
+
+async def _move_keys(data: Database, accounts: Database) -> None:
+    """Copy the keys an older embedded install kept in its data file, once."""
+    moved = await accounts.fetch_one("SELECT value FROM meta WHERE key = 'keys_moved'")
+    if moved is not None:
+        return
+    rows: list[Any] = []
+    try:
+        columns = ", ".join(_KEY_COLUMNS)
+        rows = await data.fetch_all(f"SELECT {columns} FROM api_keys")
+    except StoreUnavailable:
+        raise
+    except Exception:  # no api_keys table in the data store: nothing to move
+        rows = []
+    async with accounts.transaction():
+        marks = ", ".join("?" for _ in _KEY_COLUMNS)
+        await accounts.executemany(
+            f"INSERT INTO api_keys ({', '.join(_KEY_COLUMNS)}) VALUES ({marks})"
+            " ON CONFLICT (id) DO NOTHING",
+            rows,
         )
-        # Tells this store's cached answers from another's in a shared Redis.
-        await db.execute(
-            "INSERT INTO meta (key, value) VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
-            (uuid.uuid4().hex,),
+        await accounts.execute(
+            "INSERT INTO meta (key, value) VALUES ('keys_moved', ?)", (str(len(rows)),)
         )
+
+
+_KEY_COLUMNS = ("id",) + table_columns(ACCOUNT_TABLES)["api_keys"][1]

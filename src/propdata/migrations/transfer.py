@@ -12,9 +12,18 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from propdata.kit.db import Database, Row
-from propdata.migrations.schema import table_columns
+from propdata.migrations.schema import ACCOUNT_TABLES, table_columns
 
 PAGE = 5_000
+Tables = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+
+_ONLY = {"meta": "key NOT LIKE 'schema:%' AND key <> 'keys_moved'"}
+"""Rows a copy leaves where they are: each store's record of its own migrations."""
+
+
+def account_tables() -> Tables:
+    """The accounts store's tables a copy moves (its `meta` holds only bookkeeping)."""
+    return {k: v for k, v in table_columns(ACCOUNT_TABLES).items() if k != "meta"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,16 +52,18 @@ async def _pages(
     db: Database, table: str, key: tuple[str, ...], columns: tuple[str, ...]
 ) -> AsyncIterator[list[Row]]:
     select = f"SELECT {', '.join(columns)} FROM {table}"
+    only = _ONLY.get(table)
     order = f" ORDER BY {', '.join(key)} LIMIT {PAGE}"
     after: tuple[object, ...] | None = None
     positions = [columns.index(k) for k in key]
     while True:
         if after is None:
-            rows = await db.fetch_all(select + order)
+            rows = await db.fetch_all(select + (f" WHERE {only}" if only else "") + order)
         else:
             marks = ", ".join("?" for _ in key)
+            also = f" AND {only}" if only else ""
             rows = await db.fetch_all(
-                f"{select} WHERE ({', '.join(key)}) > ({marks}){order}", after
+                f"{select} WHERE ({', '.join(key)}) > ({marks}){also}{order}", after
             )
         if not rows:
             return
@@ -76,10 +87,12 @@ async def copy_store(
     source: Database,
     target: Database,
     *,
+    tables: Tables | None = None,
     progress: Callable[[str, int], None] | None = None,
 ) -> list[TableReport]:
-    """Copy every table of `source` into the empty `target` (migrated), then verify both."""
-    tables = table_columns()
+    """Copy every table (of the data schema, or `tables`) of `source` into the empty
+    `target` (migrated), then verify both."""
+    tables = table_columns() if tables is None else tables
     for table in tables:
         row = await target.fetch_one(f"SELECT count(*) FROM {table}")
         if table not in ("meta", "plans") and row and row[0]:
@@ -103,4 +116,18 @@ async def copy_store(
         source_rows, source_sha = await _digest(source, table, key, columns)
         target_rows, target_sha = await _digest(target, table, key, columns)
         reports.append(TableReport(table, source_rows, target_rows, source_sha, target_sha))
+    return reports
+
+
+async def copy_stores(
+    source: tuple[Database, Database],
+    target: tuple[Database, Database],
+    *,
+    progress: Callable[[str, int], None] | None = None,
+) -> list[TableReport]:
+    """Copy a whole install, its (data, accounts) stores, into an empty one (`data copy`).
+
+    Embedded the two are SQLite files; at scale-out one PostgreSQL database holds both."""
+    reports = await copy_store(source[0], target[0], progress=progress)
+    reports += await copy_store(source[1], target[1], tables=account_tables(), progress=progress)
     return reports
