@@ -7,10 +7,6 @@ generated cases, against a real server process.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.conftest import Store, build_store, create_key, drop_store, new_store
-from tests.redis_support import free_port
+from tests.live import running_server
 
 RANGE_PARAMETERS = {"minPrice", "minBeds", "minSqft"}
 
@@ -33,26 +29,8 @@ async def _prepare(store: Store) -> str:
 
 def _serve(store: Store) -> Iterator[tuple[str, str]]:
     secret = asyncio.run(_prepare(store))
-    port = free_port()
-    env = {**os.environ, **store.env(), "PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "propdata.app:asgi", "--port", str(port),
-         "--log-level", "warning"], env=env,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("server did not start")
+    with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base:
         yield base, secret
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 @pytest.fixture(scope="module")

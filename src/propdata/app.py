@@ -13,11 +13,10 @@ from litestar import Litestar, Request, Response, Router, get
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from propdata import __version__
+from propdata import __version__, web
 from propdata.accounts import endpoints as account_endpoints
 from propdata.accounts.middleware import MeteringMiddleware, current_key
 from propdata.accounts.service import KeyService
@@ -39,6 +38,7 @@ from propdata.properties import endpoints as property_endpoints
 from propdata.properties.service import PropertyService
 from propdata.valuation import endpoints as valuation_endpoints
 from propdata.valuation.service import ValuationService
+from propdata.web import DocsPage
 
 log = logging.getLogger("propdata")
 
@@ -179,8 +179,12 @@ async def _add_headers(message: Message, scope: Scope) -> None:
     if message["type"] != "http.response.start":
         return
     headers = list(message.get("headers", []))
-    extra = {"X-Cache": "MISS", **extra_headers(scope), "X-Request-Id": request_id(scope)}
+    extra = {"X-Cache": "MISS", **extra_headers(scope), "X-Request-Id": request_id(scope),
+             "X-Content-Type-Options": "nosniff"}  # fmt: skip
     present = {name.lower() for name, _ in headers}
+    content_type = next((v for n, v in headers if n.lower() == b"content-type"), b"")
+    if content_type.startswith(b"text/html"):
+        extra.update(web.PAGE_HEADERS)
     for name, value in extra.items():
         if name.lower().encode() not in present:
             headers.append((name.lower().encode(), value.encode()))
@@ -236,7 +240,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             " carries `Authorization: Bearer <API_KEY>`. See docs/api.md for the full reference."
         ),
         path="/docs",
-        render_plugins=[ScalarRenderPlugin(path="/")],
+        render_plugins=[DocsPage()],
         components=Components(
             security_schemes={"bearerAuth": SecurityScheme(type="http", scheme="bearer")}
         ),
@@ -262,7 +266,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         security=[{"bearerAuth": []}],
     )
     return Litestar(
-        route_handlers=[v1, health, openapi_json],
+        route_handlers=[v1, health, openapi_json, web.static_files()],
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,

@@ -334,9 +334,7 @@ def data_copy(
                         tasks[table] = progress.add_task(f"copying {table}", total=None)
                     progress.advance(tasks[table], n)
 
-                return await copy_stores(
-                    (src, src_accounts), (dst, dst_accounts), progress=advance
-                )
+                return await copy_stores((src, src_accounts), (dst, dst_accounts), progress=advance)
         finally:
             for db in {id(d): d for d in (src, src_accounts, dst, dst_accounts)}.values():
                 await db.close()

@@ -1,0 +1,71 @@
+"""What a browser gets from the service: the /docs page and the static assets of its pages.
+
+Every script, style and font is served from `static/` by the service itself (contract.md:
+no third-party origins), and every HTML page carries a Content-Security-Policy that allows
+only the service's own origin (`security_headers`).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from litestar import Request, Router
+from litestar.datastructures import CacheControlHeader
+from litestar.openapi.plugins import OpenAPIRenderPlugin
+from litestar.static_files import create_static_files_router
+
+STATIC = Path(str(resources.files("propdata.web").joinpath("static")))
+STATIC_PATH = "/static"
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline';"
+    " script-src 'self'; connect-src 'self'; font-src 'self'; object-src 'none';"
+    " base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
+"""Only the service's own origin. Inline style attributes are allowed (Swagger UI sets
+them); inline scripts are not."""
+
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+"""What every HTML page carries (portal.md)."""
+
+_DOCS_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>propdata API reference</title>
+<link rel="icon" type="image/png" href="{static}/docs/favicon-32x32.png">
+<link rel="stylesheet" href="{static}/docs/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="{static}/docs/swagger-ui-bundle.js"></script>
+<script src="{static}/docs/init.js"></script>
+</body>
+</html>
+"""
+
+
+class DocsPage(OpenAPIRenderPlugin):
+    """GET /docs: Swagger UI, from the service's own copy (swagger-ui-dist 5, Apache-2.0)."""
+
+    def __init__(self) -> None:
+        super().__init__(path="/", favicon="", style="")
+
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return _DOCS_PAGE.format(static=STATIC_PATH).encode()
+
+
+def static_files() -> Router:
+    """The assets under /static, cached by browsers for a day."""
+    return create_static_files_router(
+        path=STATIC_PATH, directories=[STATIC], include_in_schema=False, name="static",
+        cache_control=CacheControlHeader(max_age=86_400, public=True),
+    )  # fmt: skip
