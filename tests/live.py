@@ -21,12 +21,22 @@ T = TypeVar("T")
 
 @contextlib.contextmanager
 def running_server(env: dict[str, str], *, workers: int = 1) -> Iterator[str]:
-    """Serve the app (uvicorn, like `propdata serve`) on a free port; yield its base URL."""
+    """Serve the app with `propdata serve` on a free port; yield its base URL."""
+    with serving_process(env, workers=workers) as (base, _):
+        yield base
+
+
+@contextlib.contextmanager
+def serving_process(
+    env: dict[str, str], *, workers: int = 1
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The same, yielding the base URL and the server's process (one worker: the server
+    itself; more: their supervisor)."""
     port = free_port()
     full = {**os.environ, "PROPDATA_LOG_LEVEL": "ERROR", **env}
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "propdata.app:asgi", "--port", str(port),
-         "--log-level", "warning", "--workers", str(workers)], env=full,
+        [sys.executable, "-m", "propdata", "serve", "--port", str(port),
+         "--workers", str(workers)], env=full,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
@@ -38,7 +48,7 @@ def running_server(env: dict[str, str], *, workers: int = 1) -> Iterator[str]:
                 time.sleep(0.05)
         else:
             raise RuntimeError("server did not start")
-        yield base
+        yield base, server
     finally:
         server.terminate()
         server.wait(10)

@@ -71,7 +71,9 @@ def serve(
     _settings()
     uvicorn.run(
         "propdata.app:asgi", factory=True, host=host, port=port, workers=workers,
-        loop="uvloop", http="httptools", log_level="warning", access_log=False,
+        loop="uvloop", log_level="warning", access_log=False,
+        # httptools, with request headers bounded at 16 KB (contract.md): kit/serving.py
+        http="propdata.kit.serving:BoundedHttpToolsProtocol",
     )  # fmt: skip
 
 
