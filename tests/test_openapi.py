@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.conftest import Store, build_store, create_key, drop_store, new_store
-from tests.live import running_server
+from tests.live import run_apart, running_server
 
 RANGE_PARAMETERS = {"minPrice", "minBeds", "minSqft"}
 
@@ -28,7 +28,7 @@ async def _prepare(store: Store) -> str:
 
 
 def _serve(store: Store) -> Iterator[tuple[str, str]]:
-    secret = asyncio.run(_prepare(store))
+    secret = run_apart(_prepare(store))
     with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base:
         yield base, secret
 

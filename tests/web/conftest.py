@@ -32,8 +32,10 @@ def chromium_path() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """One Chromium per test module: Playwright's sync API keeps an event loop running on
+    this thread while it lives, which other modules' asyncio.run() calls would trip on."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
