@@ -169,6 +169,11 @@ async def health(services: Injected[Services]) -> Response[Health]:
     # answered by SQL, slower; that is not a degraded service.
     if checks["database"] == "ok":
         checks["searchIndex"] = await services.properties.index_status()
+        # A load that died between its commit and its rebuild: new records without
+        # estimates, stale market figures. `propdata serve` or any data command finishes it.
+        if await services.properties.rebuild_pending():
+            checks["rebuild"] = "degraded: pending"
+            status = "degraded"
     return Response(
         Health(status=status, checks=checks), status_code=503 if status == "down" else 200
     )

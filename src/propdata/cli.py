@@ -68,13 +68,27 @@ def serve(
     """Serve the API (uvicorn with uvloop and httptools)."""
     import uvicorn
 
-    _settings()
+    _finish_interrupted_load()
     uvicorn.run(
         "propdata.app:asgi", factory=True, host=host, port=port, workers=workers,
         loop="uvloop", log_level="warning", access_log=False,
         # httptools, with request headers bounded at 16 KB (contract.md): kit/serving.py
         http="propdata.kit.serving:BoundedHttpToolsProtocol",
     )  # fmt: skip
+
+
+def _finish_interrupted_load() -> None:
+    """Rebuild what a load that died after its commit left undone, before serving."""
+    from propdata.ingest import pipeline
+    from propdata.properties.repository import PropertyRepository
+
+    async def work(db: Database, settings: Settings, bars: _Bars) -> Any:
+        if not await PropertyRepository(db).rebuild_pending():
+            return pipeline.Outcome()
+        err.print("A data load was interrupted before its rebuild; finishing it first.")
+        return await pipeline.rebuild(db, settings.today(), bars)
+
+    _pipeline(work)
 
 
 # -- keys ---------------------------------------------------------------------------------
@@ -294,6 +308,25 @@ def data_import(
         target = rejects or file.with_name(file.name + ".rejects.csv")
         readers.write_rejects(target, report.rejects)
         err.print(f"{len(report.rejects)} rows rejected; see {target}")
+
+
+@data_app.command("status")
+def data_status() -> None:
+    """Show what the store holds and whether a load's rebuild is still to be done."""
+    from propdata.properties.repository import PropertyRepository
+
+    async def work(db: Database, _: Settings) -> tuple[int, int, str | None]:
+        repo = PropertyRepository(db)
+        return await repo.count(), await repo.data_version(), await repo.rebuild_pending()
+
+    count, version, pending = _run(work)
+    print(f"properties: {count}")
+    print(f"data version: {version}")
+    if pending:
+        print("rebuild: pending (a load's estimates and market statistics were not rebuilt;"
+              " run `propdata data rebuild`, or start `propdata serve`, to finish it)")  # fmt: skip
+        raise typer.Exit(1)
+    print("rebuild: done")
 
 
 @data_app.command("rebuild")

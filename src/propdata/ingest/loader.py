@@ -357,6 +357,7 @@ async def load(
             await repo.restore_indexes(deferred)
         if report.changed:  # a load that only deletes changes answers too
             await repo.bump_data_version()
+            await repo.mark_rebuild_pending()  # cleared by ingest.pipeline.rebuild
     if report.changed:
         await repo.optimize()
     return report

@@ -79,7 +79,9 @@ async def run(
         outcome.reports.append(report)
         outcome.names.append(source.description)
     outcome.seconds["load"] = time.perf_counter() - start
-    if any(report.changed for report in outcome.reports):
+    changed = any(report.changed for report in outcome.reports)
+    # ... or an earlier load died between its commit and its rebuild: finish that too.
+    if changed or await PropertyRepository(db).rebuild_pending():
         await rebuild(db, as_of, tracker, outcome)
     return outcome
 
@@ -87,13 +89,16 @@ async def run(
 async def rebuild(
     db: Database, as_of: dt.date, tracker: Tracker | None = None, outcome: Outcome | None = None
 ) -> Outcome:
-    """Recompute the value and rent estimates, then the market statistics, as of `as_of`."""
+    """Recompute the value and rent estimates, then the market statistics, as of `as_of`,
+    and clear the mark of a load whose rebuild had not run (unless a load came meanwhile)."""
     outcome = outcome or Outcome()
+    properties = PropertyRepository(db)
+    pending = await properties.rebuild_pending()
     start = time.perf_counter()
     advance: Advance | None = None
     if tracker is not None:
         # Every property is read once and written once.
-        total = 2 * await PropertyRepository(db).count()
+        total = 2 * await properties.count()
         advance = tracker.task("value and rent estimates", total or None)
     outcome.estimates = await rebuild_valuations(db, as_of, progress=advance)
     outcome.seconds["estimates"] = time.perf_counter() - start
@@ -101,6 +106,8 @@ async def rebuild(
     advance = tracker.task("market statistics", None) if tracker else None
     outcome.markets = await rebuild_markets(db, as_of, progress=advance)
     outcome.seconds["markets"] = time.perf_counter() - start
+    if pending is not None:
+        await properties.clear_rebuild_pending(pending)
     return outcome
 
 

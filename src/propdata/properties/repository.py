@@ -410,6 +410,30 @@ class PropertyRepository:
         row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
         return int(row[0]) if row else 0
 
+    async def rebuild_pending(self) -> str | None:
+        """The data version a load left without its estimates and market statistics
+        rebuilt, or None when they are up to date (see `mark_rebuild_pending`)."""
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'rebuild_pending'")
+        return str(row[0]) if row and row[0] else None
+
+    async def mark_rebuild_pending(self) -> None:
+        """Record, in a load's transaction, that its rebuild has not run yet: a load that
+        dies after its commit leaves this behind for the next start or command to finish."""
+        await self.db.execute(
+            "INSERT INTO meta (key, value) VALUES ('rebuild_pending',"
+            " (SELECT value FROM meta WHERE key = 'data_version'))"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        )
+
+    async def clear_rebuild_pending(self, seen: str) -> bool:
+        """Clear the mark a rebuild started from; a load that committed meanwhile left a
+        newer one, which stays. True when cleared."""
+        return bool(
+            await self.db.execute(
+                "UPDATE meta SET value = '' WHERE key = 'rebuild_pending' AND value = ?", (seen,)
+            )
+        )
+
     async def cache_namespace(self) -> str:
         """The store's identity and data version: what every cached answer depends on."""
         row = await self.db.fetch_one(

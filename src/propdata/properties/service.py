@@ -120,6 +120,10 @@ class PropertyService:
     async def data_version(self) -> int:
         return await self.repo.data_version()
 
+    async def rebuild_pending(self) -> bool:
+        """Whether a load's estimates and market statistics are still to be rebuilt."""
+        return await self.repo.rebuild_pending() is not None
+
     async def cache_namespace(self) -> str:
         return await self.repo.cache_namespace()
 
