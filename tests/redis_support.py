@@ -19,10 +19,6 @@ import redis
 
 from propdata.accounts.service import CustomLimits, keys_of
 from propdata.config import Settings
-from propdata.ingest.loader import load
-from propdata.kit.db import connect
-from propdata.migrations.schema import migrate
-from tests.factories import AS_OF, catalogue
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -96,11 +92,11 @@ class RedisServer:
 
 async def sqlite_store(path: Path) -> Settings:
     """A SQLite store with the test catalogue; the Settings of an app over it (no Redis yet)."""
-    db = await connect(str(path))
-    await migrate(db)
-    report = await load(db, enumerate(catalogue(), 1), origin="import", as_of=AS_OF)
-    assert not report.rejects, report.rejects
-    await db.close()
+    from tests.conftest import build_store, new_store
+
+    store = await new_store("embedded", path.parent)
+    assert store.url == str(path)
+    await build_store(store)
     return Settings(database_url=str(path), as_of=dt.date(2026, 11, 21))
 
 

@@ -102,6 +102,12 @@ class QuotaExceeded(ServiceError):
     status, code = 429, "quota_exceeded"
 
 
+class ServiceUnavailable(ServiceError):
+    """The service cannot answer this now (not a store outage: those are StoreUnavailable)."""
+
+    status, code = 503, "service_unavailable"
+
+
 STATUS_CODES = {
     400: "invalid_parameter",
     401: "invalid_api_key",

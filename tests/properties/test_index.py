@@ -245,3 +245,29 @@ async def test_a_failing_build_is_retried_later_and_searches_go_on(
         assert len(tries) == 2
     finally:
         await db.close()
+
+
+async def test_deep_pages_wait_for_the_index_while_it_builds(store: Store) -> None:
+    """Issue 11.7: while the index builds, SQL answers; an offset past SQL_OFFSET_CAP walks
+    that many rows (seconds at a million), so such pages get a 503 with Retry-After until
+    the index is ready. With the index turned off by the operator, SQL answers them all."""
+    from propdata.errors import ServiceUnavailable
+    from propdata.properties.service import SQL_OFFSET_CAP, PropertyService
+
+    deep = (SearchFilters(), "lastUpdated", "desc", 5, SQL_OFFSET_CAP + 1)
+    db = await open_db(store)
+    try:
+        building = PropertyService(db)
+        with pytest.raises(ServiceUnavailable) as refused:
+            await building.search(*deep)  # the first search starts the build
+        assert refused.value.headers["Retry-After"] == "5"
+        shallow = await building.search(SearchFilters(), "lastUpdated", "desc", 5, SQL_OFFSET_CAP)
+        assert shallow.meta.offset == SQL_OFFSET_CAP  # up to the cap, SQL answers
+        assert building._building is not None
+        await building._building
+        assert (await building.search(*deep)).data == []  # past the end: an empty page
+        await building.close()
+        off = PropertyService(db, search_index=False)
+        assert (await off.search(*deep)).meta.total == 42
+    finally:
+        await db.close()

@@ -27,11 +27,15 @@ class Capture:
         self.dialect = dialect
         self.statements: list[tuple[str, Sequence[Any]]] = []
 
-    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    async def fetch_all(
+        self, sql: str, params: Sequence[Any] = (), *, slow: bool = False
+    ) -> list[Row]:
         self.statements.append((sql, params))
         return []
 
-    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+    async def fetch_one(
+        self, sql: str, params: Sequence[Any] = (), *, slow: bool = False
+    ) -> Row | None:
         self.statements.append((sql, params))
         return None
 

@@ -13,10 +13,13 @@ Repositories write SQL with `?` placeholders and call `fetch_all` / `fetch_one` 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import itertools
 import sqlite3
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -51,9 +54,15 @@ _PG_REJECTED: tuple[type[BaseException], ...] = (
 class Database(Protocol):
     dialect: str
 
-    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+    async def fetch_all(
+        self, sql: str, params: Sequence[Any] = (), *, slow: bool = False
+    ) -> list[Row]:
+        """All rows. `slow`: the query may take long; SQLite runs it off the event loop."""
+        ...
 
-    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
+    async def fetch_one(
+        self, sql: str, params: Sequence[Any] = (), *, slow: bool = False
+    ) -> Row | None: ...
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int: ...
 
@@ -75,11 +84,79 @@ BULK_PARAMS = 6_000
 since 3.32); a thousand price events or 139 property rows a statement."""
 
 
-class SQLiteDatabase:
-    """SQLite on one connection per process: WAL so readers never wait for the writer.
+LOCK_WAIT = 30.0
+"""Seconds a SQLite write waits for another process's write lock before a 503."""
+BUSY_TIMEOUT_MS = 50
+"""SQLite's own (blocking) busy wait for a statement, once a connection is open: a backstop
+for the rare busy read; waits for a write lock happen on the event loop (`when_unlocked`)."""
+OFFLOAD_THREADS = 2
+"""Threads per SQLite store for the queries that may take long (`fetch_all(slow=True)`)."""
 
-    Queries run inline on the event loop: point reads take microseconds, and each server
-    worker is its own process with its own connection.
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return bool(code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED))
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+async def when_unlocked(attempt: Callable[[], T], what: str, wait: float = LOCK_WAIT) -> T:
+    """Call `attempt` (which begins a SQLite write transaction) until it gets the lock.
+
+    Between tries the event loop goes on serving other requests: a write lock another
+    process holds (a load, a backup, another worker's admission) stalls only the requests
+    that need it, never the whole worker, as SQLite's own busy wait would. After `wait`
+    seconds, StoreBusy (a 503).
+    """
+    delay = 0.0002
+    deadline: float | None = None
+    while True:
+        try:
+            return attempt()
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                raise
+            now = time.monotonic()
+            deadline = deadline or now + wait
+            if now >= deadline:
+                raise StoreBusy(f"{what}: the write lock stayed taken for {wait:g} s") from exc
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.01)
+
+
+def _connect_sqlite(path: str, *, readonly: bool) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
+                           cached_statements=256)  # fmt: skip
+    # A long busy wait first: workers opening one file together wait instead of failing.
+    conn.execute("PRAGMA busy_timeout=30000")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    # No memory map: mapped pages of a large file count as each worker's resident memory;
+    # SQLite's own page cache (16 MB a connection) and the OS cache serve reads instead.
+    # 16 MB, not 32: searches come from the in-memory index now, and the bench's by-id
+    # and search figures were the same with half the cache (docs/performance.md).
+    conn.execute("PRAGMA cache_size=-16384")
+    conn.execute("PRAGMA mmap_size=0")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    if readonly:
+        conn.execute("PRAGMA query_only=ON")
+        # The offload threads' connections read through a table once (the index build) or
+        # run the odd slow query: a small cache each keeps a worker's memory where it was.
+        conn.execute("PRAGMA cache_size=-2048")
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    return conn
+
+
+class SQLiteDatabase:
+    """SQLite: WAL, so readers never wait for the writer; one connection a process on the
+    event loop, and a few read-only ones on threads for the queries that may take long.
+
+    Point reads run inline: they take microseconds, and a hop to a thread costs about
+    120 µs here. A query that can take long (a search in SQL, a page of the search index's
+    build) passes `slow=True` and runs on a thread with its own connection, so the worker
+    keeps answering meanwhile (datasette's way). A write transaction waits for the lock on
+    the event loop (`when_unlocked`).
     """
 
     dialect = "sqlite"
@@ -88,32 +165,47 @@ class SQLiteDatabase:
         self.path = path
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(
-            path, isolation_level=None, check_same_thread=False, cached_statements=256
-        )
-        # busy_timeout first: workers opening one file together wait instead of failing.
-        self._conn.execute("PRAGMA busy_timeout=30000")
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        # No memory map: mapped pages of a large file count as each worker's resident memory;
-        # SQLite's own page cache (16 MB a connection) and the OS cache serve reads instead.
-        # 16 MB, not 32: searches come from the in-memory index now, and the bench's by-id
-        # and search figures were the same with half the cache (docs/performance.md).
-        self._conn.execute("PRAGMA cache_size=-16384")
-        self._conn.execute("PRAGMA mmap_size=0")
-        self._conn.execute("PRAGMA temp_store=MEMORY")
-        if readonly:
-            self._conn.execute("PRAGMA query_only=ON")
+        self._conn = _connect_sqlite(path, readonly=readonly)
         self._depth = 0
+        self._owner: asyncio.Task[Any] | None = None
+        self._turn: asyncio.Lock | None = None
+        """One transaction at a time on the connection (made in the running loop)."""
+        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
 
-    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's read-only connection."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = _connect_sqlite(self.path, readonly=True)
+            self._readers.append(conn)
+        return conn
+
+    def _read_apart(self, sql: str, params: Sequence[Any]) -> list[Row]:
+        return self._reader().execute(sql, params).fetchall()
+
+    async def fetch_all(
+        self, sql: str, params: Sequence[Any] = (), *, slow: bool = False
+    ) -> list[Row]:
         try:
+            if slow and not self._depth and self.path != ":memory:":
+                if self._threads is None:
+                    self._threads = concurrent.futures.ThreadPoolExecutor(
+                        OFFLOAD_THREADS, thread_name_prefix="sqlite"
+                    )
+                loop = asyncio.get_running_loop()
+                return await loop.run_in_executor(self._threads, self._read_apart, sql, params)
             return self._conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
             raise _unavailable(exc) from exc
 
-    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+    async def fetch_one(
+        self, sql: str, params: Sequence[Any] = (), *, slow: bool = False
+    ) -> Row | None:
+        if slow:
+            rows = await self.fetch_all(sql, params, slow=True)
+            return rows[0] if rows else None
         try:
             row: Row | None = self._conn.execute(sql, params).fetchone()
         except sqlite3.OperationalError as exc:
@@ -154,27 +246,38 @@ class SQLiteDatabase:
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
-        """BEGIN IMMEDIATE ... COMMIT; nested calls join the outer transaction."""
-        if self._depth:
+        """BEGIN IMMEDIATE ... COMMIT on this process's connection; a nested call from the
+        same task joins the outer transaction, another task's waits for it to end."""
+        task = asyncio.current_task()
+        if self._depth and self._owner is task:
             self._depth += 1
             try:
                 yield
             finally:
                 self._depth -= 1
             return
-        self._conn.execute("BEGIN IMMEDIATE")
-        self._depth = 1
-        try:
-            yield
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        else:
-            self._conn.execute("COMMIT")
-        finally:
-            self._depth = 0
+        if self._turn is None:
+            self._turn = asyncio.Lock()
+        async with self._turn:
+            await when_unlocked(lambda: self._conn.execute("BEGIN IMMEDIATE"), self.path)
+            self._owner, self._depth = task, 1
+            try:
+                yield
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+            finally:
+                self._owner, self._depth = None, 0
 
     async def close(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=True)
+            self._threads = None
+        for conn in self._readers:
+            conn.close()
+        self._readers.clear()
         self._conn.close()
 
 
@@ -298,7 +401,9 @@ class PostgresDatabase:
         finally:
             await pool.release(conn)
 
-    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    async def fetch_all(
+        self, sql: str, params: Sequence[Any] = (), *, slow: bool = False
+    ) -> list[Row]:
         async with self._connection() as conn:
             try:
                 rows = await conn.fetch(self._q(sql), *params)
@@ -306,7 +411,9 @@ class PostgresDatabase:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
         return [tuple(row) for row in rows]
 
-    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+    async def fetch_one(
+        self, sql: str, params: Sequence[Any] = (), *, slow: bool = False
+    ) -> Row | None:
         async with self._connection() as conn:
             try:
                 row = await conn.fetchrow(self._q(sql), *params)

@@ -22,13 +22,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from propdata.kit.db import StoreUnavailable
+from propdata.kit.db import BUSY_TIMEOUT_MS, StoreUnavailable, when_unlocked
 
 MINUTE = 60.0
 DAY = 86_400.0
 Clock = Callable[[], float]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +117,8 @@ class SQLiteLimiter:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.executescript(_SCHEMA)
         self._upgrade()
+        # From now on a write lock is waited for on the event loop (kit.db.when_unlocked).
+        self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self.clock = clock
         self._nums: dict[str, int] = {}
 
@@ -276,27 +279,27 @@ class SQLiteLimiter:
         retry = max(1, math.ceil(waits[exceeded] - 1e-9))
         return Decision(False, minute, day, retry_after=retry, exceeded=exceeded, failures=guard)
 
+    async def _locked(self, attempt: Callable[[], T]) -> T:
+        """One decision; waits for another worker's lock on the event loop, not in SQLite."""
+        try:
+            return await when_unlocked(attempt, "limiter store")
+        except sqlite3.OperationalError as exc:  # an unreadable file
+            raise StoreUnavailable(f"limiter store: {exc}") from exc
+
     async def admit(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
     ) -> Decision:
-        try:
-            return self._decide(key_id, per_minute, daily, record=True, failures=failures)
-        except sqlite3.OperationalError as exc:  # locked past the timeout, unreadable file
-            raise StoreUnavailable(f"limiter store: {exc}") from exc
+        return await self._locked(
+            lambda: self._decide(key_id, per_minute, daily, record=True, failures=failures)
+        )
 
     async def usage(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
     ) -> Decision:
-        try:
-            return self._peek(key_id, per_minute, daily, failures)
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailable(f"limiter store: {exc}") from exc
+        return await self._locked(lambda: self._peek(key_id, per_minute, daily, failures))
 
     async def fail(self, key_id: str) -> None:
-        try:
-            self._fail(key_id)
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailable(f"limiter store: {exc}") from exc
+        await self._locked(lambda: self._fail(key_id))
 
     def _fail(self, key_id: str) -> None:
         conn = self._conn
@@ -352,10 +355,7 @@ class SQLiteLimiter:
     async def refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
     ) -> Decision:
-        try:
-            return self._refund(key_id, stamp, per_minute, daily)
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailable(f"limiter store: {exc}") from exc
+        return await self._locked(lambda: self._refund(key_id, stamp, per_minute, daily))
 
     def _refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None

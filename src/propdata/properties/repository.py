@@ -248,6 +248,7 @@ class PropertyRepository:
         rows = await self.db.fetch_all(
             f"{_PAGE} FROM properties{where} ORDER BY {order_by} LIMIT ? OFFSET ?",
             [*params, limit, offset],
+            slow=True,  # a national sort or a deep offset takes seconds at a million rows
         )
         return [SearchRow._make(row) for row in rows]
 
@@ -265,8 +266,10 @@ class PropertyRepository:
         """One page of the search index's columns, in id order, after the id `after`."""
         select = f"SELECT {', '.join(columns)} FROM properties"
         if after is None:
-            return await self.db.fetch_all(f"{select} ORDER BY id LIMIT ?", (limit,))
-        return await self.db.fetch_all(f"{select} WHERE id > ? ORDER BY id LIMIT ?", (after, limit))
+            return await self.db.fetch_all(f"{select} ORDER BY id LIMIT ?", (limit,), slow=True)
+        return await self.db.fetch_all(
+            f"{select} WHERE id > ? ORDER BY id LIMIT ?", (after, limit), slow=True
+        )
 
     async def release_cache(self) -> None:
         """Free SQLite's page cache of this connection (after reading the whole table once)."""
@@ -276,7 +279,7 @@ class PropertyRepository:
     async def count_matches(self, filters: SearchFilters) -> int:
         """The exact number of matches."""
         where, params = _where(filters)
-        row = await self.db.fetch_one(f"SELECT count(*) FROM properties{where}", params)
+        row = await self.db.fetch_one(f"SELECT count(*) FROM properties{where}", params, slow=True)
         return int(row[0]) if row else 0
 
     # -- the write path ----------------------------------------------------------------

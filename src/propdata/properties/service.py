@@ -11,7 +11,7 @@ from collections import OrderedDict
 from typing import Any
 
 from propdata.api.schemas import PageMeta
-from propdata.errors import AmbiguousAddress, NotFound
+from propdata.errors import AmbiguousAddress, NotFound, ServiceUnavailable
 from propdata.kit import memory
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database
@@ -45,6 +45,9 @@ INDEX_PAGE = 10_000
 
 INDEX_RETRY = 60
 """Seconds before a failed build is tried again (each try reads the whole table)."""
+SQL_OFFSET_CAP = 10_000
+"""While the search index builds, SQL answers searches, and a deep offset there costs a
+walk over that many rows (seconds at a million): deeper pages wait for the index."""
 
 log = logging.getLogger("propdata")
 
@@ -184,6 +187,12 @@ class PropertyService:
             if len(rows) != len(ids) or await self.repo.cache_namespace() != namespace:
                 rows = None  # a load landed while we read: answer from the store itself
         if rows is None:
+            if self._use_index and offset > SQL_OFFSET_CAP:
+                raise ServiceUnavailable(
+                    f"Pages past offset {SQL_OFFSET_CAP:,} are served once the search index is"
+                    " ready (it is being built: seconds after a start or a data load).",
+                    headers={"Retry-After": "5"},
+                )
             rows = await self.repo.search_page(filters, sort, order, limit, offset)
             total = await self._total(filters)
         items = [
