@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -232,9 +233,14 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         services = await build_services(settings, clock)
         app.state.services = services
         services.properties.warm()
+        # Days on market grow and sales age out without a load (docs/api.md, decision 7).
+        ageing = asyncio.create_task(services.properties.keep_aged(settings.today))
         try:
             yield
         finally:
+            ageing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ageing
             await services.close()
 
     openapi = OpenAPIConfig(

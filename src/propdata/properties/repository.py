@@ -134,6 +134,16 @@ class LookupRow(NamedTuple):
     last_updated: str
 
 
+class AgingRow(NamedTuple):
+    """What the daily re-ageing reads of a listed or recently sold property."""
+
+    id: str
+    status: Status
+    listing_date: str | None
+    last_sale_date: str | None
+    days_on_market: int | None
+
+
 COLUMNS = PropertyRow._fields
 _INSERT = (
     f"INSERT INTO properties ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
@@ -412,6 +422,51 @@ class PropertyRepository:
     async def data_version(self) -> int:
         row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
         return int(row[0]) if row else 0
+
+    async def aged_as_of(self) -> str:
+        """The day the store was last aged to ('' before the first time)."""
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'aged_as_of'")
+        return str(row[0]) if row else ""
+
+    async def take_aging_turn(self, today: str) -> bool:
+        """Claim the re-ageing of the store as of `today` (inside a write transaction): True
+        for the one caller that moves `aged_as_of` forward, False when it is already there."""
+        moved = await self.db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'aged_as_of' AND value < ?", (today, today)
+        )
+        if moved:
+            return True
+        return bool(  # the first time: one process inserts, a concurrent one finds it there
+            await self.db.execute(
+                "INSERT INTO meta (key, value) VALUES ('aged_as_of', ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                (today,),
+            )
+        )
+
+    async def listed(self) -> list[AgingRow]:
+        """What ageing needs of every property whose status or days on market move with time."""
+        rows = await self.db.fetch_all(
+            f"SELECT {', '.join(AgingRow._fields)} FROM properties"
+            " WHERE status IN ('forSale', 'forRent', 'recentlySold')",
+            slow=True,
+        )
+        return [AgingRow._make(row) for row in rows]
+
+    async def set_days_on_market(self, rows: Sequence[tuple[int, str]]) -> None:
+        """(days, id) pairs; inside a transaction."""
+        await self.db.executemany("UPDATE properties SET days_on_market = ? WHERE id = ?", rows)
+
+    async def expire_sales(self, rows: Sequence[tuple[str, str]]) -> None:
+        """(last_updated, id) of recentlySold properties the 180-day rule makes offMarket:
+        they lose their listing's fields, as an offMarket record is loaded without them."""
+        await self.db.executemany(
+            "UPDATE properties SET status = 'offMarket', list_price = NULL,"
+            " original_list_price = NULL, listing_type = NULL, listing_date = NULL,"
+            " previous_list_price = NULL, last_price_change_date = NULL,"
+            " days_on_market = NULL, last_updated = ? WHERE id = ? AND status = 'recentlySold'",
+            rows,
+        )
 
     async def rebuild_pending(self) -> str | None:
         """The data version a load left without its estimates and market statistics

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import math
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from propdata.api.schemas import PageMeta
 from propdata.errors import AmbiguousAddress, NotFound, ServiceUnavailable
 from propdata.kit import memory
 from propdata.kit.addresses import city_key, street_key
-from propdata.kit.db import Database
+from propdata.kit.db import Database, StoreUnavailable, optimistic
+from propdata.properties import lifecycle
 from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, SearchIndex
 from propdata.properties.repository import (
+    AgingRow,
     EventRow,
     PropertyRepository,
     PropertyRow,
@@ -45,6 +50,8 @@ INDEX_PAGE = 10_000
 
 INDEX_RETRY = 60
 """Seconds before a failed build is tried again (each try reads the whole table)."""
+AGE_EVERY = 600.0
+"""Seconds between a server's checks whether the day has turned (see `keep_aged`)."""
 SQL_OFFSET_CAP = 10_000
 """While the search index builds, SQL answers searches, and a deep offset there costs a
 walk over that many rows (seconds at a million): deeper pages wait for the index."""
@@ -119,6 +126,47 @@ class PropertyService:
         except Exception:  # searches go on through SQL; a search tries again later
             self._failed_at = time.monotonic()
             log.exception("building the search index failed; trying again in %d s", INDEX_RETRY)
+
+    # -- time passing ----------------------------------------------------------------------
+
+    async def age(self, today: dt.date) -> Aged | None:
+        """Bring the store to `today`, once a day for every worker and host: the days on
+        market of every open listing, and the 180-day rule (recentlySold -> offMarket).
+
+        Computed off the event loop from a read of the listed properties, written in one
+        transaction that also claims the day (so only one process does it) and bumps the
+        data version (so cached answers and search indexes follow). None when the store
+        was already aged to `today`.
+        """
+
+        async def compute() -> Aged:
+            rows = await self.repo.listed()
+            return await asyncio.to_thread(_aged, rows, today)
+
+        async def write(aged: Aged) -> Aged | None:
+            if not await self.repo.take_aging_turn(today.isoformat()):
+                return None
+            if aged.days or aged.expired:
+                await self.repo.set_days_on_market(aged.days)
+                await self.repo.expire_sales(aged.expired)
+                await self.repo.bump_data_version()
+            return aged
+
+        if await self.repo.aged_as_of() >= today.isoformat():
+            return None
+        return await optimistic(self.repo.db, self.repo.data_version, compute, write)
+
+    async def keep_aged(self, today: Callable[[], dt.date], every: float = AGE_EVERY) -> None:
+        """Age the store now, then check again every `every` seconds (a server's task)."""
+        while True:
+            try:
+                aged = await self.age(today())
+                if aged is not None:
+                    log.info("aged the store to %s: %d listings' days on market, %d sales"
+                             " past 180 days", today(), len(aged.days), len(aged.expired))  # fmt: skip
+            except StoreUnavailable as exc:
+                log.warning("ageing the store waits for it: %s", exc)
+            await asyncio.sleep(every)
 
     async def data_version(self) -> int:
         return await self.repo.data_version()
@@ -228,6 +276,34 @@ class PropertyService:
         else:
             self._totals.move_to_end(key)
         return total
+
+
+@dataclass(frozen=True, slots=True)
+class Aged:
+    """What a day's ageing changes: (days, id) and (last_updated, id) rows."""
+
+    days: list[tuple[int, str]]
+    expired: list[tuple[str, str]]
+
+
+def _aged(rows: list[AgingRow], today: dt.date) -> Aged:
+    """The days on market of open listings as of `today`, and the sales past 180 days.
+
+    A listing whose history has no listing event keeps the days it was loaded with.
+    """
+    days: list[tuple[int, str]] = []
+    expired: list[tuple[str, str]] = []
+    for row in rows:
+        if row.status == "recentlySold":
+            if lifecycle.expire(row.status, row.last_sale_date, today) == "offMarket":
+                sale = dt.date.fromisoformat(str(row.last_sale_date))
+                gone = sale + dt.timedelta(days=lifecycle.SOLD_EXPIRY_DAYS + 1)
+                expired.append((f"{gone.isoformat()}T00:00:00Z", row.id))
+        elif row.listing_date is not None:
+            current = max(0, (today - dt.date.fromisoformat(row.listing_date)).days)
+            if current != row.days_on_market:
+                days.append((current, row.id))
+    return Aged(days, expired)
 
 
 def _events(rows: list[EventRow]) -> list[PriceEvent]:
