@@ -341,6 +341,48 @@ def data_rebuild() -> None:
     _pipeline(work)
 
 
+@data_app.command("backup")
+def data_backup(
+    file: Annotated[Path, typer.Argument(dir_okay=False, help="Where to write the backup.")],
+) -> None:
+    """Copy the live embedded store (data, and keys beside it) to FILE; servers and loads go
+    on meanwhile. FILE is itself a store: PROPDATA_DATABASE_URL=FILE serves it."""
+    _store_files(file, backing_up=True)
+
+
+@data_app.command("restore")
+def data_restore(
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="A backup made by data backup.")
+    ],
+) -> None:
+    """Write the backup FILE (and its siblings) over the embedded store; running servers
+    answer from the restored data from their next request."""
+    _store_files(file, backing_up=False)
+
+
+def _store_files(file: Path, *, backing_up: bool) -> None:
+    from propdata.migrations import backup
+
+    settings = _settings()
+    with _progress() as progress:
+        task = progress.add_task("backing up" if backing_up else "restoring", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        try:
+            if backing_up:
+                copied = backup.backup(settings.database_url, file, advance)
+            else:
+                copied = backup.restore(file, settings.database_url, advance)
+        except (ValueError, FileNotFoundError) as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
+    for c in copied:
+        err.print(f"{c.part}: {c.source} -> {c.target} ({c.pages:,} pages)")
+
+
 @data_app.command("copy")
 def data_copy(
     to: Annotated[str, typer.Option("--to", help="Target store URL, e.g. postgresql://host/db.")],
