@@ -8,15 +8,16 @@ export PROPDATA_DATABASE_URL ?= $(DB)
 
 BENCH_ARGS ?= --properties 1000000 --duration 20 --connections 16 --workers 2 --scaleout
 
-.PHONY: help run test check format fuzz bench bench-smoke clean clean-bench valuation-report
+.PHONY: help run test check format fuzz lock bench bench-smoke clean clean-bench valuation-report
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-8s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line, serve on :8000
@@ -41,6 +42,11 @@ check: $(STAMP) ## Formatting, lint, types and the import rules (docs/architectu
 	$(BIN)/ruff check src tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/pip-audit --progress-spinner off -r requirements.lock  # needs pypi.org or osv.dev
+
+lock: ## Pin every dependency, with hashes, in requirements.lock (after changing pyproject.toml)
+	$(BIN)/pip-compile --quiet --strip-extras --generate-hashes --allow-unsafe \
+		--no-emit-index-url --no-emit-find-links --extra dev -o requirements.lock pyproject.toml
 
 format: $(STAMP) ## Format the code
 	$(BIN)/ruff format src tests bench tools
