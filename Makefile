@@ -8,7 +8,7 @@ export PROPDATA_DATABASE_URL ?= $(DB)
 
 BENCH_ARGS ?= --properties 1000000 --duration 20 --connections 16 --workers 2 --scaleout
 
-.PHONY: help run test check format fuzz lock bench bench-smoke clean clean-bench valuation-report
+.PHONY: help run test check format fuzz lock soak bench bench-smoke clean clean-bench valuation-report
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-8s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line
 
 test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where present)
 	$(BIN)/pytest -q -n 2 --dist loadfile
+
+soak: $(STAMP) ## 5 minutes past every key's limit, with PostgreSQL and Redis faults; table into docs/reliability.md
+	$(BIN)/python bench/soak.py --seconds 300 --faults --write-docs
 
 fuzz: $(STAMP) ## Hypothesis on every import reader and schemathesis on the API at 10x make test's cases (minutes)
 	PROPDATA_FUZZ_EXAMPLES=3000 PROPDATA_SCHEMATHESIS_EXAMPLES=400 \

@@ -6,8 +6,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
@@ -59,3 +61,67 @@ def run_apart(coroutine: Coroutine[Any, Any, T]) -> T:
     runs an event loop (Playwright's sync API keeps one)."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
+
+
+class Proxy:
+    """Forwards 127.0.0.1:<port> to PostgreSQL; `cut()` drops every connection and stops
+    listening, `restore()` listens on the same port again."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = int(s.getsockname()[1])
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.server: asyncio.Server | None = None
+        self.writers: set[asyncio.StreamWriter] = set()
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+        except OSError:
+            writer.close()
+            return
+        self.writers |= {writer, up_writer}
+        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+
+    async def _start(self) -> None:
+        self.server = await asyncio.start_server(
+            self._client, "127.0.0.1", self.port, reuse_address=True
+        )
+
+    async def _stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+            self.server = None
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers.clear()
+
+    def restore(self) -> None:
+        self._call(self._start())
+
+    def cut(self) -> None:
+        self._call(self._stop())
+
+    def close(self) -> None:
+        self.cut()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
