@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from rich.table import Table
 from propdata.accounts.service import CustomLimits, KeyCommandError, KeyService
 from propdata.config import ConfigError, Settings, load_settings
 from propdata.kit import crypto
-from propdata.kit.db import Database, connect
+from propdata.kit.db import Database, StoreUnavailable, connect
 from propdata.migrations.schema import migrate
 
 app = typer.Typer(
@@ -49,7 +50,14 @@ def _run(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
         finally:
             await db.close()
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    except (sqlite3.DatabaseError, StoreUnavailable, OSError) as exc:
+        # A full disk, a store that cannot be reached or written: a sentence, not a
+        # traceback. Every write is one transaction, so nothing of the failed step stays.
+        err.print(f"[red]error:[/red] the store could not be used: {exc}. Nothing of this"
+                  " step was stored; the data is as it was before it.")  # fmt: skip
+        raise typer.Exit(1) from exc
 
 
 def _progress() -> Progress:

@@ -264,7 +264,10 @@ class SQLiteDatabase:
             try:
                 yield
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                # SQLite rolls back by itself after some errors (a full disk, for one): a
+                # second ROLLBACK would fail and hide the error that matters.
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
             else:
                 self._conn.execute("COMMIT")
