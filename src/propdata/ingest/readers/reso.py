@@ -1,0 +1,299 @@
+"""CSV with RESO Data Dictionary columns (a `.csv` whose header has `ListingKey`).
+
+A RESO row describes a listing as it stands; `reso_record` turns it into a record whose
+priceHistory holds only the events whose dates follow from the row (docs/import.md,
+"Status and history"). Nothing is invented: what the row does not give is null.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+from propdata.ingest.loader import Item, Reject
+from propdata.ingest.readers.cells import (
+    Row,
+    RowError,
+    data_rows,
+    date,
+    nonnegative,
+    real,
+    required,
+    rounded,
+    timestamp,
+    whole,
+)
+from propdata.kit.geography import US_STATES, bare_county, county_fips
+from propdata.properties import lifecycle
+from propdata.properties.schemas import (
+    Address,
+    Coordinates,
+    Event,
+    PriceEvent,
+    PropertyDetail,
+    PropertyType,
+    Status,
+)
+
+RESO_REQUIRED = ("ListingKey", "StandardStatus", "UnparsedAddress", "City", "StateOrProvince",
+                 "PostalCode")  # fmt: skip
+"""Columns a RESO file must have; any other column it has is ignored (feeds carry hundreds)."""
+
+LISTED_STATUSES = frozenset({"active", "activeundercontract", "pending", "comingsoon"})
+OFF_MARKET_STATUSES = frozenset({"canceled", "cancelled", "expired", "withdrawn", "hold"})
+NOT_LOADED_STATUSES = {
+    "delete": "StandardStatus Delete: the listing was deleted at the source",
+    "incomplete": "StandardStatus Incomplete: the listing is not complete at the source",
+}
+MAX_DAYS_ON_MARKET = 36_525
+LEASE_TYPES = frozenset({"residentiallease", "commerciallease"})
+
+RESO_PROPERTY_TYPES: dict[str, str | None] = {
+    # RESO PropertyType lookup values
+    "residential": None,  # single-family, condo and townhouse alike
+    "residentialincome": "multiFamily",  # 2-4 unit income property
+    "residentiallease": None,  # says it is for rent, not what it is
+    "land": "land",
+    "farm": None,  # land with or without dwellings
+    "commercialsale": None,
+    "commerciallease": None,
+    "businessopportunity": None,
+    "manufacturedinpark": None,
+    # PropertySubType values, also found in PropertyType columns of some feeds
+    "singlefamilyresidence": "singleFamily",
+    "singlefamily": "singleFamily",
+    "condominium": "condo",
+    "condo": "condo",
+    "townhouse": "townhouse",
+    "townhome": "townhouse",
+    "duplex": "multiFamily",
+    "triplex": "multiFamily",
+    "quadruplex": "multiFamily",
+    "fourplex": "multiFamily",
+    "multifamily": "multiFamily",
+    "unimprovedland": "land",
+    "stockcooperative": None,  # a co-op share is not a condominium
+    "apartment": None,
+    "manufacturedhome": None,
+    "manufacturedonland": None,
+    "mobilehome": None,
+    "cabin": None,
+    "ranch": None,
+    "timeshare": None,
+    "ownyourown": None,
+    "mixeduse": None,
+}
+"""Normalised RESO value (lower case, letters only) -> propertyType; None = not certain."""
+
+_ZIP = re.compile(r"^(\d{5})(?:[- ]?\d{4})?$")
+
+
+def _key(text: str | None) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower()) if text else ""
+
+
+def reso_property_type(property_type: str | None, sub_type: str | None = None) -> str | None:
+    """The propertyType of a RESO PropertySubType / PropertyType pair; None when not certain."""
+    for value in (sub_type, property_type):
+        mapped = RESO_PROPERTY_TYPES.get(_key(value))
+        if mapped is not None:
+            return mapped
+    return None
+
+
+def check_header(header: list[str]) -> None:
+    """ValueError when a required column is missing."""
+    missing = [c for c in RESO_REQUIRED if c not in header]
+    if missing:
+        raise ValueError(f"the RESO CSV header lacks the required column(s) {', '.join(missing)}")
+
+
+def read_reso(path: Path, header: list[str], as_of: dt.date) -> Iterator[Item]:
+    """Each data row as a record, or a reject naming the column that stops it."""
+    for line, row in data_rows(path, header):
+        if isinstance(row, str):
+            yield line, Reject(line, row)
+            continue
+        try:
+            yield line, reso_record(row, as_of)
+        except RowError as exc:
+            yield line, Reject(line, str(exc), row.get("ListingKey"))
+
+
+# -- one row ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    unparsed: str
+    city: str
+    state: str
+    zip_code: str
+    county: str | None
+    fips: str | None
+
+    def street(self) -> str | None:
+        """UnparsedAddress without the trailing ", City, ST 50010" that RESO allows in it."""
+        street = re.sub(r"\s+", " ", self.unparsed).strip()
+        tail = re.compile(
+            rf",\s*(?:{re.escape(self.city)}\s*,?\s*)?(?:{re.escape(self.state)}\s*)?"
+            rf"(?:{self.zip_code}(?:-?\d{{4}})?)?\s*(?:,\s*(?:USA?|United States))?\s*$",
+            re.IGNORECASE,
+        )
+        stripped = tail.sub("", street).strip(" ,")
+        if stripped.lower() == self.city.lower():  # "Ames, IA 50010": no street line at all
+            return None
+        return stripped or None
+
+
+@dataclass(frozen=True, slots=True)
+class _Terms:
+    """The row's prices, dates and place on the map."""
+
+    list_price: int | None
+    original: int | None
+    close_price: int | None
+    days: int | None
+    coordinates: Coordinates | None
+    close_date: dt.date | None
+    last_updated: str
+
+
+def _place(row: Row) -> _Place:
+    """Where the property is: the address columns, checked; county and FIPS when given."""
+    unparsed = required(row, "UnparsedAddress")
+    city = required(row, "City")
+    state = required(row, "StateOrProvince").upper()
+    postal = required(row, "PostalCode")
+    if state not in US_STATES:
+        raise RowError(f"StateOrProvince {state!r} is not a two-letter US state code")
+    zip_match = _ZIP.match(postal)
+    if zip_match is None:
+        raise RowError(f"PostalCode {postal!r} is not a five-digit ZIP code (or ZIP+4)")
+    county_text = row.get("CountyOrParish")
+    county = bare_county(county_text) if county_text else None
+    fips = county_fips(county_text, state) if county_text else None
+    return _Place(unparsed, city, state, zip_match[1], county, fips)
+
+
+def _terms(row: Row, as_of: dt.date) -> _Terms:
+    """The prices, days on market, coordinates and dates the row gives, each checked."""
+    list_price = whole("ListPrice", row.get("ListPrice"))
+    original = whole("OriginalListPrice", row.get("OriginalListPrice"))
+    close_price = whole("ClosePrice", row.get("ClosePrice"))
+    days = whole("DaysOnMarket", row.get("DaysOnMarket"))
+    latitude = real("Latitude", row.get("Latitude"))
+    longitude = real("Longitude", row.get("Longitude"))
+    if (latitude is None) != (longitude is None):
+        missing = "Longitude" if latitude is not None else "Latitude"
+        raise RowError(f"{missing} is empty while the other coordinate is given")
+    close_date = date(row, "CloseDate")
+    last_updated = timestamp(row, "ModificationTimestamp") or f"{as_of.isoformat()}T00:00:00Z"
+    if days is not None and days > MAX_DAYS_ON_MARKET:
+        raise RowError(f"DaysOnMarket {days} is more than {MAX_DAYS_ON_MARKET} days (100 years)")
+    coordinates = None
+    if latitude is not None and longitude is not None:
+        coordinates = Coordinates(latitude=latitude, longitude=longitude)
+    return _Terms(list_price, original, close_price, days, coordinates, close_date, last_updated)
+
+
+def _history(status_text: str, lease: bool, terms: _Terms, as_of: dt.date) -> list[PriceEvent]:
+    """The events the row dates (newest first, as on the wire): a listing from its days on
+    market, a sale or a lease's end from its close date; none for an off-market status."""
+    status = _key(status_text)
+    asking = terms.original if terms.original is not None else terms.list_price
+    opening: Event = "listedForRent" if lease else "listedForSale"
+    if status in LISTED_STATUSES:
+        if terms.days is None:
+            raise RowError(
+                f"StandardStatus {status_text} needs DaysOnMarket: without it the listing"
+                " cannot be dated"
+            )
+        listed = as_of - dt.timedelta(days=terms.days)
+        return [PriceEvent(date=listed.isoformat(), event=opening, price=asking, source="mls")]
+    if status == "closed":
+        return _closed(lease, terms, asking, opening, as_of)
+    if status in NOT_LOADED_STATUSES:
+        raise RowError(NOT_LOADED_STATUSES[status])
+    if status not in OFF_MARKET_STATUSES:
+        raise RowError(
+            f"StandardStatus {status_text!r} is not a RESO status (Active, ActiveUnderContract,"
+            " Pending, ComingSoon, Closed, Canceled, Expired, Withdrawn, Hold)"
+        )
+    return []
+
+
+def _closed(
+    lease: bool, terms: _Terms, asking: int | None, opening: Event, as_of: dt.date
+) -> list[PriceEvent]:
+    """A Closed row: the sale (or a lease's end) on CloseDate, and its listing before it."""
+    if terms.close_date is None:
+        raise RowError("StandardStatus Closed needs CloseDate: without it the sale cannot be dated")
+    if terms.close_date > as_of:
+        raise RowError(f"CloseDate {terms.close_date} is after the import date {as_of}")
+    closed = terms.close_date.isoformat()
+    history: list[PriceEvent] = []
+    if lease:
+        # A lease that closed took the rental off the market; without the listing date
+        # there is no listedForRent, and a rentalRemoved alone is not a transition.
+        if terms.days is not None:
+            history.append(PriceEvent(date=closed, event="rentalRemoved",
+                                      price=terms.close_price, source="mls"))  # fmt: skip
+    else:
+        history.append(PriceEvent(date=closed, event="sold", price=terms.close_price,
+                                  source="mls"))  # fmt: skip
+    if terms.days is not None:
+        opened = (terms.close_date - dt.timedelta(days=terms.days)).isoformat()
+        history.append(PriceEvent(date=opened, event=opening, price=asking, source="mls"))
+    return history
+
+
+def reso_record(row: Row, as_of: dt.date) -> PropertyDetail:
+    """Map one RESO row to a record; raise RowError naming the column that stops it."""
+    row = {k: (v.strip() or None) if v else None for k, v in row.items()}
+    listing_key = required(row, "ListingKey")
+    status_text = required(row, "StandardStatus")
+    place = _place(row)
+    terms = _terms(row, as_of)
+    lease = _key(row.get("PropertyType")) in LEASE_TYPES
+    history = _history(status_text, lease, terms, as_of)
+    reached, last_sale = lifecycle.replay(lifecycle.chronological(history))
+    status = cast(Status, lifecycle.expire(reached, last_sale, as_of))
+    listed_now = status != "offMarket"  # listed, or recently sold from a listing
+    property_type = cast(
+        PropertyType | None,
+        reso_property_type(row.get("PropertyType"), row.get("PropertySubType")),
+    )
+    return PropertyDetail(
+        id=listing_key,
+        status=status,
+        list_price=terms.list_price if listed_now else None,
+        address=Address(street_address=place.street(), city=place.city, state=place.state,
+                        zip_code=place.zip_code, county=place.county, fips_code=place.fips),
+        bedrooms_total=whole("BedroomsTotal", row.get("BedroomsTotal")),
+        bathrooms_total=nonnegative("BathroomsTotalDecimal", row.get("BathroomsTotalDecimal")),
+        living_area=rounded("LivingArea", row.get("LivingArea")),
+        lot_size=rounded("LotSizeSquareFeet", row.get("LotSizeSquareFeet")),
+        year_built=whole("YearBuilt", row.get("YearBuilt")),
+        property_type=property_type,
+        days_on_market=terms.days if listed_now else None,
+        price_history=history,
+        tax_history=[],
+        scores=None,
+        coordinates=terms.coordinates,
+        last_updated=terms.last_updated,
+        listing_type=None,
+        original_list_price=terms.original if listed_now else None,
+        previous_list_price=None,
+        last_price_change_date=None,
+        removed_date=None,
+        rent_estimate=None,
+        value_estimate=None,
+        gross_yield=None,
+        price_per_square_foot=None,
+        stories=whole("StoriesTotal", row.get("StoriesTotal")),
+    )  # fmt: skip
