@@ -4,6 +4,7 @@ restart. A TCP proxy between the app and PostgreSQL is cut and restored by the t
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 from pathlib import Path
 
@@ -72,5 +73,32 @@ async def test_unreachable_at_start_still_answers_503(tmp_path: Path, path: str)
             )
             assert response.status_code == 503
             assert response.json()["error"]["code"] == "service_unavailable"
+    finally:
+        await drop_store(store)
+
+
+async def test_an_outage_logs_a_line_a_second_not_one_a_request(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by the soak: a PostgreSQL outage at a few hundred requests a second wrote one
+    ERROR line per 503. Now one a second, saying how many it stands for."""
+    store = await new_store("scaleout", tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = int(s.getsockname()[1])
+    url = store.url.replace("127.0.0.1:5432", f"127.0.0.1:{dead}")
+    app = HeadAsGet(create_app(settings_for(store, database_url=url, cache_ttl=0)))
+    from propdata.kit import crypto
+
+    headers = {"Authorization": f"Bearer {crypto.new_key()}"}
+    try:
+        async with AsyncTestClient(app=app) as client:  # type: ignore[arg-type]
+            await asyncio.sleep(1.1)  # past any line another test just logged
+            caplog.clear()
+            with caplog.at_level(logging.ERROR, logger="propdata"):
+                answers = [await client.get("/v1/properties/x", headers=headers) for _ in range(40)]
+        assert all(a.status_code == 503 for a in answers)
+        lines = [r for r in caplog.records if "store unavailable" in r.getMessage()]
+        assert 1 <= len(lines) <= 2, [r.getMessage() for r in lines]
     finally:
         await drop_store(store)

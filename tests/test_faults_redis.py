@@ -176,3 +176,27 @@ async def test_a_refund_goes_to_the_limiter_that_recorded_it(server: RedisServer
         assert after.minute.used == 0
     finally:
         await limiter.close()
+
+
+async def test_connections_from_before_a_restart_do_not_look_like_an_outage(
+    server: RedisServer,
+) -> None:
+    """Found by the soak: after Redis restarted, each pooled connection from before failed
+    once when first used again, minutes later; each failure sent its process to the
+    per-process fallback for a second, and the fallback admitted beyond the limit (2 over a
+    Pro key's 500 in one minute). A dead pooled connection is now retried once on a new one."""
+    clock = FakeClock()
+    limiter = ResilientLimiter(RedisLimiter(connect(server.url), clock), MemoryLimiter(clock))
+    try:
+        # Several pooled connections, as a busy worker has.
+        await asyncio.gather(*(limiter.admit(f"key_{n}", 10, 100) for n in range(6)))
+        server.kill()
+        server.start()
+        fell_back = []
+        for _ in range(6):
+            decision = await asyncio.gather(*(limiter.admit(f"key_{m}", 10, 100)
+                                              for m in range(6)))  # fmt: skip
+            fell_back += [d for d in decision if d.stamp is not None and d.stamp[1] < 0]
+        assert not fell_back and limiter.status() == "ok"
+    finally:
+        await limiter.close()

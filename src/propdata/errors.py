@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
+import time
 from typing import Any
 
 import msgspec
@@ -189,10 +191,34 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
     return render(request, status, STATUS_CODES.get(status, "invalid_parameter"), str(exc.detail))
 
 
+class _Throttle:
+    """At most one log line a second for one kind of repeated error, with how many it
+    stands for: an outage at a thousand requests a second is one line a second, not 1,000."""
+
+    def __init__(self) -> None:
+        self._last = -math.inf
+        self._held = 0
+
+    def due(self) -> int | None:
+        """The count to log now (this one and those held back), or None to hold it back."""
+        now = time.monotonic()
+        if now - self._last < 1.0:
+            self._held += 1
+            return None
+        count, self._last, self._held = self._held + 1, now, 0
+        return count
+
+
+_outage_log = _Throttle()
+
+
 def unavailable_handler(request: Request[Any, Any, Any], exc: StoreUnavailable) -> Response[Any]:
     busy = isinstance(exc, StoreBusy)
-    log.error("store %s: %s (request %s)", "busy" if busy else "unavailable", exc,
-              request_id(request.scope))  # fmt: skip
+    count = _outage_log.due()
+    if count is not None:
+        log.error("store %s: %s (request %s%s)", "busy" if busy else "unavailable", exc,
+                  request_id(request.scope),
+                  f", and {count - 1} more 503s in the last second" if count > 1 else "")  # fmt: skip
     message = (
         "The service is busy; try again shortly."
         if busy

@@ -1,9 +1,12 @@
 """The Redis plumbing the scale-out limiter and cache share: the client and the outage tracker.
 
-The client fails fast (short socket timeouts, no retries) because every caller has a
-per-process answer to fall back on; waiting seconds for Redis would stall every request.
-Retries are off for a second reason: a retried admission after a read timeout could run the
-limiter's script twice and record one request twice.
+The client fails fast (short socket timeouts) because every caller has a per-process answer
+to fall back on; waiting seconds for Redis would stall every request. A timeout is never
+retried: the limiter's script may have run, and a second run would record one request twice.
+A broken connection is retried once, on a new one: after Redis restarts, every pooled
+connection from before is dead and fails when it is next used (minutes later for some), and
+treating each as an outage sent its process to the fallback, which admitted beyond the
+limit (seen in the soak). At worst the retry records a request twice: the safe side.
 
 `Outage` is a small circuit breaker: after a failure it sends callers to their fallback and
 lets one caller at a time try Redis again at most once per `retry_every` seconds. It logs
@@ -62,7 +65,7 @@ def connect(url: str) -> Client:
     options: dict[str, Any] = {
         "socket_timeout": SOCKET_TIMEOUT,
         "socket_connect_timeout": CONNECT_TIMEOUT,
-        "retry": Retry(NoBackoff(), 0),
+        "retry": Retry(NoBackoff(), 1, supported_errors=(rx.ConnectionError,)),
     }
     if cluster:
         rest = urlencode([(k, v) for k, v in query if k != "cluster"])
