@@ -269,10 +269,13 @@ def judge(target: Target) -> dict[str, Any]:
             for plan, limit in PLANS.items()}  # fmt: skip
     counted = {plan: sum(1 for c in target.calls if c.key == plan and 200 <= c.status < 400
                          and not c.cached) for plan in PLANS}  # fmt: skip
+    # A 503 belongs to the outage when the request was under way during it (sent before
+    # the cut and answered after it counts), or up to 5 s after it (pools reconnecting).
     pg = [(a, b + 5.0) for what, a, b in target.outages if what == "PostgreSQL"]
     unexpected_5xx = sum(
         1 for c in target.calls
-        if c.status >= 500 and not (c.status == 503 and any(a <= c.send <= b for a, b in pg))
+        if c.status >= 500
+        and not (c.status == 503 and any(c.send <= b and c.receive >= a for a, b in pg))
     )  # fmt: skip
     latencies = [c.receive - c.send for c in target.calls]
     return {
