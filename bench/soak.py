@@ -191,10 +191,11 @@ def _over_admitted(calls: list[Call], limit: int, skip: list[tuple[float, float]
 
     Answer j was decided somewhere in [sent_j, received_j]; all the answers sent at or after
     answer i was sent and received within 60 s of that were decided in [sent_i, sent_i + 60].
+    An answer that may have been decided in a `skip` stretch (under way during it) is left out.
     """
     counted = sorted(
         (c for c in calls if 200 <= c.status < 400 and not c.cached
-         and not any(a <= c.send <= b for a, b in skip)),
+         and not any(c.send <= b and c.receive >= a for a, b in skip)),
         key=lambda c: c.send,
     )  # fmt: skip
     worst = 0
