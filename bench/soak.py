@@ -108,8 +108,14 @@ async def _keys(url: str) -> dict[str, str]:
 
 
 def _workers(pid: int) -> list[int]:
+    """The supervisor's worker processes (not the multiprocessing helper it starts)."""
     found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
-    return [int(p) for p in found.stdout.split()] or [pid]
+    workers = []
+    for child in (int(p) for p in found.stdout.split()):
+        with contextlib.suppress(OSError):
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                workers.append(child)
+    return workers or [pid]
 
 
 def _rss_kb(pid: int) -> int:
