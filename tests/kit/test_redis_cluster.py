@@ -101,11 +101,30 @@ async def test_limiter_on_a_cluster(cluster_url: str) -> None:
             after = await limiter.refund(key, stamps[0], 3, 100)
             assert after.minute.used == 2 and after.day is not None and after.day.used == 2
             start = clock.now
+            # The hourly counts live in the key's slot too: one script on one node.
+            assert await limiter.hourly(key, clock.now - 3600) == {int(clock.now) // 3600 * 3600: 2}
         owners = [limiter.client.get_node_from_key(limiter.keys(k)[0]) for k in keys]
         assert len({node.name for node in owners if node is not None}) > 1  # spread over nodes
     finally:
         for key in keys:
             await limiter.client.delete(*limiter.keys(key))
+        await limiter.close()
+
+
+async def test_attempt_guards_on_a_cluster(cluster_url: str) -> None:
+    """Each name's log is its own hash tag (the digest): names spread over the nodes."""
+    limiter = RedisLimiter(connect(cluster_url))  # Redis's own clock, as in production
+    names = [f"guard:{uuid.uuid4().hex}@example.com" for _ in range(8)]
+    try:
+        for name in names:
+            got = [await limiter.attempt(name, 2, 900) for _ in range(3)]
+            assert [a.allowed for a in got] == [True, True, False]
+            assert got[2].retry_after is not None and 899 <= got[2].retry_after <= 900
+        owners = [limiter.client.get_node_from_key(limiter.attempt_key_of(n)) for n in names]
+        assert len({node.name for node in owners if node is not None}) > 1
+    finally:
+        for name in names:
+            await limiter.client.delete(limiter.attempt_key_of(name))
         await limiter.close()
 
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import uuid
-from collections.abc import AsyncIterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -22,47 +19,12 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from propdata.kit.limiter import Decision, Limiter, SQLiteLimiter
+from propdata.kit.limiter import HOURLY_KEEP, Decision, Limiter, SQLiteLimiter
 from propdata.kit.redis_limiter import MemoryLimiter, RedisLimiter
 from propdata.kit.redis_link import connect
 from tests.conftest import FakeClock
+from tests.kit.limiter_rig import Rig, forget, new_key
 from tests.redis_support import REDIS_URL, require_redis
-
-
-@dataclass
-class Rig:
-    limiter: Limiter
-    clock: FakeClock
-    key: str
-
-
-def _new_key() -> str:
-    return "key_test" + uuid.uuid4().hex[:12]
-
-
-def _forget(key: str) -> None:
-    with redis.Redis.from_url(REDIS_URL) as client:
-        client.delete(*RedisLimiter.keys_of(key))
-
-
-async def _limiter(kind: str, clock: FakeClock, folder: Path) -> Limiter:
-    if kind == "sqlite":
-        return SQLiteLimiter(str(folder / "usage.db"), clock=clock)
-    if kind == "redis":
-        require_redis()
-        return RedisLimiter(connect(REDIS_URL), clock=clock)
-    return MemoryLimiter(clock)
-
-
-@pytest.fixture(params=["sqlite", "redis", "memory"])
-async def rig(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Rig]:
-    clock = FakeClock()
-    limiter = await _limiter(request.param, clock, tmp_path)
-    key = _new_key()
-    yield Rig(limiter, clock, key)
-    await limiter.close()
-    if request.param == "redis":
-        _forget(key)
 
 
 async def test_retry_exactly_at_retry_after_succeeds_and_a_second_earlier_fails(rig: Rig) -> None:
@@ -273,6 +235,7 @@ async def test_the_guard_and_a_full_minute_take_the_longer_wait(rig: Rig) -> Non
 async def test_random_traffic_gets_identical_decisions(seed: int, tmp_path: Path) -> None:
     require_redis()
     rng = random.Random(seed)
+    checks = random.Random(-seed)  # its own, so the traffic stays what it was
     clock = FakeClock(1_800_000_000.0 + rng.random())
     limiters: list[Limiter] = [
         SQLiteLimiter(str(tmp_path / "usage.db"), clock=clock),
@@ -281,8 +244,9 @@ async def test_random_traffic_gets_identical_decisions(seed: int, tmp_path: Path
     ]
     # A key's daily quota is fixed (the Redis and memory logs keep only a minute without
     # one); its per-minute limit and quota size change as plan changes would.
-    keys: dict[str, int | None] = {_new_key(): daily for daily in (None, 15, 60)}
+    keys: dict[str, int | None] = {new_key(): daily for daily in (None, 15, 60)}
     stamps: dict[str, list[list[tuple[int, int]]]] = {key: [] for key in keys}
+    counted = dict.fromkeys(keys, 0)
     seen: set[str] = set()
     try:
         for _ in range(1500):
@@ -301,8 +265,12 @@ async def test_random_traffic_gets_identical_decisions(seed: int, tmp_path: Path
                 got = [await limiter.admit(key, per_minute, daily, guard) for limiter in limiters]
                 if got[0].allowed:
                     stamps[key].append([d.stamp for d in got if d.stamp is not None])
+                    counted[key] += 1
             elif action < 0.85 and stamps[key]:
                 entry = stamps[key].pop(rng.randrange(len(stamps[key])))
+                # Taken back only while inside the longest window the key keeps.
+                age_us = int(clock.now * 1_000_000) - entry[0][0]
+                counted[key] -= age_us < (60 if daily is None else 86_400) * 1_000_000
                 got = [
                     await limiter.refund(key, stamp, per_minute, daily)
                     for limiter, stamp in zip(limiters, entry, strict=True)
@@ -310,26 +278,36 @@ async def test_random_traffic_gets_identical_decisions(seed: int, tmp_path: Path
             else:
                 got = [await limiter.usage(key, per_minute, daily, guard) for limiter in limiters]
             assert _same(got[0]) == _same(got[1]) == _same(got[2]), (seed, clock.now, got)
+            if checks.random() < 0.1:  # the hourly counts agree as well, over a random range
+                since = clock.now - checks.choice([0.0, 1_800.0, 7_200.0, 86_400.0, 40 * 86_400.0])
+                hours = [await limiter.hourly(key, since) for limiter in limiters]
+                assert hours[0] == hours[1] == hours[2], (seed, clock.now, hours)
             seen.add(got[0].exceeded or ("refund" if 0.7 <= action < 0.85 else "admit"))
             # Mostly small steps, some in the same microsecond, now and then a long gap.
             step = rng.choice([0.0, 1e-6, 0.3, 1.7, 4.0, 13.0, 59.999999, 60.0, 3_000.0])
             clock.advance(step)
         assert seen == {"admit", "refund", "minute", "day", "failures"}  # every path was taken
+        for key in keys:
+            hours = [await limiter.hourly(key, clock.now - 40 * 86_400) for limiter in limiters]
+            assert hours[0] == hours[1] == hours[2] and len(hours[0]) > 10, (seed, hours)
+            # Every admission not refunded is counted, in its hour; refused ones never.
+            assert sum(hours[0].values()) == counted[key], (seed, key)
     finally:
         for limiter in limiters:
             await limiter.close()
         for key in keys:
-            _forget(key)
+            forget(key)
 
 
 async def test_redis_keys_share_one_cluster_slot_and_expire() -> None:
     require_redis()
     limiter = RedisLimiter(connect(REDIS_URL), clock=FakeClock())
-    daily, unlimited = _new_key(), _new_key()
+    daily, unlimited = new_key(), new_key()
     try:
-        log, seq, fails = limiter.keys(daily)
+        log, seq, fails, hours = limiter.keys(daily)
         assert log == f"pd:{{{daily}}}:log" and key_slot(log.encode()) == key_slot(seq.encode())
         assert key_slot(fails.encode()) == key_slot(log.encode())
+        assert key_slot(hours.encode()) == key_slot(log.encode())
         await limiter.admit(daily, 10, 100)
         await limiter.admit(unlimited, 10, None)
         client = limiter.client
@@ -338,19 +316,23 @@ async def test_redis_keys_share_one_cluster_slot_and_expire() -> None:
         for name in limiter.keys(unlimited)[:2]:
             assert 60_000 < await client.pttl(name) <= 61_000
         assert await client.zcard(log) == 1
+        # The hourly counts outlive the logs: the retention (32 days) and an hour.
+        keep_ms = (HOURLY_KEEP + 3600) * 1000
+        for key in (daily, unlimited):
+            assert keep_ms - 5_000 < await client.pttl(limiter.keys(key)[3]) <= keep_ms
         await limiter.fail(unlimited)  # the failures log keeps a minute, then goes
         assert 60_000 < await client.pttl(limiter.keys(unlimited)[2]) <= 61_000
     finally:
         await limiter.close()
-        _forget(daily)
-        _forget(unlimited)
+        forget(daily)
+        forget(unlimited)
 
 
 async def test_without_a_daily_quota_redis_keeps_only_the_minute() -> None:
     require_redis()
     clock = FakeClock()
     limiter = RedisLimiter(connect(REDIS_URL), clock=clock)
-    key = _new_key()
+    key = new_key()
     try:
         for _ in range(5):
             await limiter.admit(key, 100, None)
@@ -358,13 +340,13 @@ async def test_without_a_daily_quota_redis_keeps_only_the_minute() -> None:
         assert await limiter.client.zcard(limiter.keys(key)[0]) == 3  # 100 s: the last minute
     finally:
         await limiter.close()
-        _forget(key)
+        forget(key)
 
 
 async def test_redis_takes_the_time_from_redis() -> None:
     require_redis()
     limiter = RedisLimiter(connect(REDIS_URL))  # production: no clock
-    key = _new_key()
+    key = new_key()
     try:
         seconds, micros = await limiter.client.time()
         decision = await limiter.admit(key, 10, None)
@@ -375,7 +357,7 @@ async def test_redis_takes_the_time_from_redis() -> None:
         assert decision.minute.reset == math.ceil(at / 1e6 + 60)
     finally:
         await limiter.close()
-        _forget(key)
+        forget(key)
 
 
 def _admit_from_threads(key: str, threads: int, each: int) -> list[tuple[bool, int]]:
@@ -400,7 +382,7 @@ def _admit_from_threads(key: str, threads: int, each: int) -> list[tuple[bool, i
 @pytest.mark.slow
 def test_processes_and_threads_admit_exactly_the_limit() -> None:
     require_redis()
-    key = _new_key()
+    key = new_key()
     try:
         context = get_context("spawn")
         with ProcessPoolExecutor(4, mp_context=context) as pool:
@@ -412,7 +394,7 @@ def test_processes_and_threads_admit_exactly_the_limit() -> None:
         with redis.Redis.from_url(REDIS_URL) as client:
             assert client.zcard(RedisLimiter.keys_of(key)[0]) == 10
     finally:
-        _forget(key)
+        forget(key)
 
 
 async def test_memory_limiter_drops_idle_keys() -> None:

@@ -9,6 +9,17 @@ input"): `fail` records one, and `admit` or `usage` given a `failures` limit ref
 request of the key while (now - 60 s, now] holds that many. It never touches the two
 metered windows.
 
+Two more things every limiter keeps, for dashboards and guards built above `kit`:
+
+- Hourly counts (`hourly`): each admitted request adds one to its key's count for the hour
+  that holds it (bucket = unix seconds of the hour's start), in the same atomic step as the
+  admission; a refund that takes an entry back subtracts it from the hour of that entry. A
+  refund finds an entry only while it is inside the longest window the key keeps (the day
+  with a daily quota, else the minute): a later refund changes nothing, on every backend.
+  Buckets are kept `HOURLY_KEEP` seconds (32 days) before the current hour's, then dropped.
+- Attempt guards (`attempt`): a sliding log per arbitrary name ("at most 5 in 15 minutes"),
+  stored under the SHA-256 of the name, never the name itself.
+
 The embedded limiter keeps its log in its own SQLite file (so a long data load never blocks
 admission), one `BEGIN IMMEDIATE` transaction per decision, which makes it exact across the
 worker processes of one host and keeps the counts across restarts.
@@ -16,10 +27,11 @@ worker processes of one host and keeps the counts across restarts.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -28,6 +40,11 @@ from propdata.kit.db import BUSY_TIMEOUT_MS, StoreUnavailable, when_unlocked
 
 MINUTE = 60.0
 DAY = 86_400.0
+HOUR = 3600
+HOUR_US = 3_600_000_000
+HOURLY_KEEP = 32 * 24 * HOUR
+"""Seconds of hour buckets kept before the current hour's: `hourly` answers any `since` in
+the last 32 days in full; older buckets are dropped (and never reported)."""
 Clock = Callable[[], float]
 T = TypeVar("T")
 
@@ -61,6 +78,53 @@ class Decision:
     """The failed requests of the last 60 s, when a `failures` limit was given."""
 
 
+@dataclass(frozen=True, slots=True)
+class Attempts:
+    """What `Limiter.attempt` found: `used` attempts of `limit` in the window (counting the
+    one just recorded); `retry_after` seconds (at least 1) until one more fits, when refused."""
+
+    allowed: bool
+    used: int
+    limit: int
+    retry_after: int | None = None
+
+
+def hour_of(seconds: float) -> int:
+    """The hour bucket (unix seconds of the hour's start) that holds `seconds`."""
+    return int(seconds // HOUR) * HOUR
+
+
+def hour_of_us(at_us: int) -> int:
+    """The hour bucket of a time in unix microseconds (exact: integer arithmetic)."""
+    return at_us // HOUR_US * HOUR
+
+
+def hourly_range(since: float, now_us: int) -> tuple[int, int]:
+    """The buckets `hourly` reports: from the one holding `since` (no older than the
+    retention) to the current one, both included."""
+    now_hour = hour_of_us(now_us)
+    return max(hour_of(since), now_hour - HOURLY_KEEP), now_hour
+
+
+def attempt_digest(name: str) -> str:
+    """The stored form of an attempt guard's name: SHA-256, hex. Names may hold personal
+    data; only this digest is ever written."""
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def attempt_window_us(limit: int, window: float) -> int:
+    """The window in microseconds, after checking the arguments of `attempt`."""
+    if limit < 1 or not window > 0:
+        raise ValueError(f"attempt: limit must be >= 1 and window > 0 (got {limit}, {window})")
+    return round(window * 1_000_000)
+
+
+def retry_after_us(oldest_us: int, window_us: int, now_us: int) -> int:
+    """Whole seconds until an entry at `oldest_us` leaves a window of `window_us`, at least 1."""
+    wait_us = oldest_us + window_us - now_us
+    return max(1, -(-wait_us // 1_000_000))
+
+
 class Limiter(Protocol):
     async def admit(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
@@ -83,6 +147,25 @@ class Limiter(Protocol):
         """Record a failed request (a 4xx answer) in the key's failed-request log."""
         ...
 
+    async def hourly(self, key_id: str, since: float) -> dict[int, int]:
+        """Admitted (and not refunded) requests of the key per hour bucket, from the bucket
+        holding `since` (unix seconds; at most `HOURLY_KEEP` back) to the current one. Keys
+        are unix seconds of each hour's start; hours with no request are absent (never 0),
+        so callers fill the gaps. One read."""
+        ...
+
+    async def attempt(self, name: str, limit: int, window: float, record: bool = True) -> Attempts:
+        """A guard of at most `limit` attempts per `window` seconds under `name`, a sliding log
+        like the minute window's: (now - window, now].
+
+        `record=True` checks and records one attempt in one atomic step (recorded only when
+        allowed, i.e. fewer than `limit` were in the window); `record=False` only tells whether
+        one more would be allowed, writing nothing. `name` is any string (it may hold an
+        e-mail or IP address): only its SHA-256 is stored. Use one `window` per name (put the
+        purpose in the name): entries are dropped once past the window they were recorded
+        with."""
+        ...
+
     def status(self) -> str:
         """ "ok", or "degraded" while answering from a fallback."""
         ...
@@ -94,13 +177,22 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS limiter_keys (num INTEGER PRIMARY KEY, key_id TEXT UNIQUE NOT NULL,
                                          day_count INTEGER NOT NULL DEFAULT 0,
                                          minute_count INTEGER NOT NULL DEFAULT 0,
-                                         minute_floor INTEGER NOT NULL DEFAULT 0);
+                                         minute_floor INTEGER NOT NULL DEFAULT 0,
+                                         hour_at INTEGER NOT NULL DEFAULT 0,
+                                         hour_count INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS limiter_log (num INTEGER NOT NULL, at INTEGER NOT NULL,
                                         dup INTEGER NOT NULL, PRIMARY KEY (num, at, dup))
                                         WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS limiter_failures (num INTEGER NOT NULL, at INTEGER NOT NULL,
                                              dup INTEGER NOT NULL, PRIMARY KEY (num, at, dup))
                                              WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS limiter_hours (num INTEGER NOT NULL, hour INTEGER NOT NULL,
+                                          count INTEGER NOT NULL, PRIMARY KEY (num, hour))
+                                          WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS limiter_attempts (name TEXT NOT NULL, at INTEGER NOT NULL,
+                                             dup INTEGER NOT NULL, until INTEGER NOT NULL,
+                                             PRIMARY KEY (name, at, dup)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS limiter_attempts_until ON limiter_attempts (until);
 """
 
 
@@ -132,19 +224,42 @@ class SQLiteLimiter:
             num = self._nums[key_id] = int(row[0])
         return num
 
+    def _columns(self) -> set[str]:
+        return {row[1] for row in self._conn.execute("PRAGMA table_info(limiter_keys)")}
+
     def _upgrade(self) -> None:
-        """Add the running minute count to a counters file made before it existed."""
-        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(limiter_keys)")}
-        if "minute_count" in columns:
+        """Add the columns a counters file made before them lacks: the running minute count,
+        then the current hour's count. Checked again under the write lock, so workers opening
+        an old file together upgrade it once."""
+        if {"minute_count", "hour_count"} <= self._columns():
             return
-        self._conn.executescript(
-            "BEGIN IMMEDIATE;"
-            "ALTER TABLE limiter_keys ADD COLUMN minute_count INTEGER NOT NULL DEFAULT 0;"
-            "ALTER TABLE limiter_keys ADD COLUMN minute_floor INTEGER NOT NULL DEFAULT 0;"
-            "UPDATE limiter_keys SET minute_count ="
-            " (SELECT count(*) FROM limiter_log l WHERE l.num = limiter_keys.num);"
-            "COMMIT;"
-        )
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            columns = self._columns()
+            if "minute_count" not in columns:
+                conn.execute(
+                    "ALTER TABLE limiter_keys ADD COLUMN minute_count INTEGER NOT NULL DEFAULT 0"
+                )
+                conn.execute(
+                    "ALTER TABLE limiter_keys ADD COLUMN minute_floor INTEGER NOT NULL DEFAULT 0"
+                )
+                conn.execute(
+                    "UPDATE limiter_keys SET minute_count ="
+                    " (SELECT count(*) FROM limiter_log l WHERE l.num = limiter_keys.num)"
+                )
+            if "hour_count" not in columns:
+                # Requests admitted before this have no hour: counting starts now.
+                conn.execute(
+                    "ALTER TABLE limiter_keys ADD COLUMN hour_at INTEGER NOT NULL DEFAULT 0"
+                )
+                conn.execute(
+                    "ALTER TABLE limiter_keys ADD COLUMN hour_count INTEGER NOT NULL DEFAULT 0"
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def _decide(
         self,
@@ -153,16 +268,41 @@ class SQLiteLimiter:
         daily: int | None,
         record: bool,
         failures: int | None = None,
+        refund: tuple[int, int] | None = None,
     ) -> Decision:
+        """One decision in one transaction; with `refund`, that entry is taken back first."""
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             num = self._num(key_id)
             now_us = int(self.clock() * 1_000_000)
-            day_used, minute_used, floor = conn.execute(
-                "SELECT day_count, minute_count, minute_floor FROM limiter_keys WHERE num = ?",
+            day_used, minute_used, floor, hour_at, hour_count = conn.execute(
+                "SELECT day_count, minute_count, minute_floor, hour_at, hour_count"
+                " FROM limiter_keys WHERE num = ?",
                 (num,),
             ).fetchone()
+            # Like the Redis log, which keeps only the longest window of the key: an entry
+            # past it is no longer there to take back (nor its hour's count).
+            keep_from = now_us - int((MINUTE if daily is None else DAY) * 1e6)
+            if (
+                refund is not None
+                and conn.execute(
+                    "DELETE FROM limiter_log WHERE num = ? AND at = ? AND dup = ? AND at > ?",
+                    (num, *refund, keep_from),
+                ).rowcount
+            ):
+                day_used -= 1
+                if refund[0] > floor:  # still in the running minute count
+                    minute_used -= 1
+                hour = hour_of_us(refund[0])
+                if hour == hour_at and hour_count > 0:
+                    hour_count -= 1
+                else:  # an earlier hour (or one split by a clock step)
+                    conn.execute(
+                        "UPDATE limiter_hours SET count = count - 1"
+                        " WHERE num = ? AND hour = ? AND count > 0",
+                        (num, hour),
+                    )
             # Both counts run: only the entries that crossed a window's edge since the last
             # decision are read, so the cost does not grow with the key's traffic.
             minute_from = now_us - int(MINUTE * 1e6)
@@ -191,10 +331,11 @@ class SQLiteLimiter:
                 stamp = (now_us, int(dup))
                 minute_used += 1
                 day_used += 1
+                hour_at, hour_count = self._count_hour(num, now_us, hour_at, hour_count)
             conn.execute(
-                "UPDATE limiter_keys SET day_count = ?, minute_count = ?, minute_floor = ?"
-                " WHERE num = ?",
-                (day_used, minute_used, floor, num),
+                "UPDATE limiter_keys SET day_count = ?, minute_count = ?, minute_floor = ?,"
+                " hour_at = ?, hour_count = ? WHERE num = ?",
+                (day_used, minute_used, floor, hour_at, hour_count, num),
             )
             decision = self._describe(
                 num, now_us, per_minute, daily, minute_used, day_used,
@@ -217,6 +358,33 @@ class SQLiteLimiter:
             (num, floor, minute_from),
         ).fetchone()
         return int(row[0])
+
+    def _count_hour(self, num: int, now_us: int, hour_at: int, hour_count: int) -> tuple[int, int]:
+        """Count one admission in its hour; returns the key's new (hour_at, hour_count).
+
+        The current hour's count rides in the key's row, which every decision updates anyway,
+        so an admission costs no extra statement; `limiter_hours` gets a row once an hour per
+        key, when the hour turns (and the key's buckets past the retention go then). A
+        bucket's count is its `limiter_hours` row plus `hour_count` when it is `hour_at`."""
+        hour = hour_of_us(now_us)
+        if hour == hour_at:
+            return hour_at, hour_count + 1
+        if hour < hour_at:  # the clock stepped back: count it where it belongs
+            self._add_hour(num, hour, 1)
+            return hour_at, hour_count
+        if hour_count:
+            self._add_hour(num, hour_at, hour_count)
+        self._conn.execute(
+            "DELETE FROM limiter_hours WHERE num = ? AND hour < ?", (num, hour - HOURLY_KEEP)
+        )
+        return hour, 1
+
+    def _add_hour(self, num: int, hour: int, count: int) -> None:
+        self._conn.execute(
+            "INSERT INTO limiter_hours (num, hour, count) VALUES (?, ?, ?)"
+            " ON CONFLICT (num, hour) DO UPDATE SET count = count + excluded.count",
+            (num, hour, count),
+        )
 
     def _nth_oldest(
         self, num: int, after_us: int, n: int, table: str = "limiter_log"
@@ -360,23 +528,73 @@ class SQLiteLimiter:
     def _refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
     ) -> Decision:
+        """The entry goes and the windows are described in one transaction."""
+        return self._decide(key_id, per_minute, daily, record=False, refund=stamp)
+
+    async def hourly(self, key_id: str, since: float) -> dict[int, int]:
+        return await self._locked(lambda: self._hourly(key_id, since))
+
+    def _hourly(self, key_id: str, since: float) -> dict[int, int]:
+        """One statement, so one read snapshot: the stored buckets and the current one (summed
+        here: a GROUP BY in SQL cost half as much again over 30 days of buckets)."""
+        first, last = hourly_range(since, int(self.clock() * 1_000_000))
+        rows = self._conn.execute(
+            "SELECT h.hour, h.count FROM limiter_hours h JOIN limiter_keys k ON k.num = h.num"
+            " WHERE k.key_id = ? AND h.hour BETWEEN ? AND ?"
+            " UNION ALL SELECT hour_at, hour_count FROM limiter_keys"
+            " WHERE key_id = ? AND hour_at BETWEEN ? AND ?",
+            (key_id, first, last, key_id, first, last),
+        ).fetchall()
+        return sum_hours(rows)
+
+    async def attempt(self, name: str, limit: int, window: float, record: bool = True) -> Attempts:
+        window_us = attempt_window_us(limit, window)
+        digest = attempt_digest(name)
+        return await self._locked(lambda: self._attempt(digest, limit, window_us, record))
+
+    def _attempt(self, digest: str, limit: int, window_us: int, record: bool) -> Attempts:
+        """One `BEGIN IMMEDIATE` transaction to record; a read snapshot only to look."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("BEGIN IMMEDIATE" if record else "BEGIN")
         try:
-            num = self._num(key_id)
-            if conn.execute(
-                "DELETE FROM limiter_log WHERE num = ? AND at = ? AND dup = ?", (num, *stamp)
-            ).rowcount:
+            now_us = int(self.clock() * 1_000_000)
+            from_us = now_us - window_us
+            if record:
+                # Every name's entries past the window they were recorded with (the index on
+                # `until` finds them), so names never seen again do not stay.
+                conn.execute("DELETE FROM limiter_attempts WHERE until <= ?", (now_us,))
                 conn.execute(
-                    "UPDATE limiter_keys SET day_count = day_count - 1, minute_count ="
-                    " minute_count - (CASE WHEN ? > minute_floor THEN 1 ELSE 0 END) WHERE num = ?",
-                    (stamp[0], num),
+                    "DELETE FROM limiter_attempts WHERE name = ? AND at <= ?", (digest, from_us)
                 )
+            used = int(
+                conn.execute(
+                    "SELECT count(*) FROM limiter_attempts WHERE name = ? AND at > ?",
+                    (digest, from_us),
+                ).fetchone()[0]
+            )
+            if used < limit:
+                if record:
+                    conn.execute(
+                        "INSERT INTO limiter_attempts (name, at, dup, until)"
+                        " SELECT ?, ?, COALESCE(max(dup) + 1, 0), ? FROM limiter_attempts"
+                        " WHERE name = ? AND at = ?",
+                        (digest, now_us, now_us + window_us, digest, now_us),
+                    )
+                    used += 1
+                result = Attempts(True, used, limit)
+            else:
+                # The (used - limit + 1)-th oldest must leave for one more to fit.
+                oldest = conn.execute(
+                    "SELECT at FROM limiter_attempts WHERE name = ? AND at > ?"
+                    " ORDER BY at LIMIT 1 OFFSET ?",
+                    (digest, from_us, used - limit),
+                ).fetchone()[0]
+                result = Attempts(False, used, limit, retry_after_us(oldest, window_us, now_us))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        return self._decide(key_id, per_minute, daily, record=False)
+        return result
 
     def stored_bytes(self, key_id: str) -> int:
         """Bytes the log of one key takes in the file (dbstat), for the sizing report."""
@@ -398,6 +616,14 @@ class SQLiteLimiter:
 
     async def close(self) -> None:
         self._conn.close()
+
+
+def sum_hours(pairs: Iterable[tuple[int, int]]) -> dict[int, int]:
+    """(hour, count) pairs summed per hour, in hour order, the hours above zero only."""
+    hours: dict[int, int] = {}
+    for hour, n in sorted(pairs):
+        hours[hour] = hours.get(hour, 0) + n
+    return {hour: n for hour, n in hours.items() if n > 0}
 
 
 def reset_at(oldest_us: int | None, span: float, now: float) -> int:
