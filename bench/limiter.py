@@ -7,7 +7,8 @@ per call, over a local TCP connection) unless `--redis ''`. Run it from the repo
 it works in a temp folder and under `pd:{bench-...}` keys it deletes afterwards.
 
 Both use a fake clock so 20,000 requests stay under the limits; for Redis that replaces
-the script's TIME call, which costs the same.
+the script's TIME call, which costs the same. Besides the admission path: `hourly` over 30
+days of hour buckets (a dashboard's read), and `attempt` (an attempt guard that records).
 """
 
 from __future__ import annotations
@@ -51,6 +52,21 @@ async def per_request(limiter: Limiter, clock: Clock, requests: int, key: str) -
         start = time.perf_counter()
         await limiter.usage(key, 2_000, 1_000_000)
         timings["usage"].append(time.perf_counter() - start)
+    # A key with an admission in each of the last 30 days' hours, read as a dashboard would.
+    hourly_key = f"{key}-hours"
+    for _ in range(30 * 24):
+        clock.now += 3600
+        await limiter.admit(hourly_key, 2_000, 1_000_000)
+    timings["hourly 30 d"] = []
+    timings["attempt"] = []
+    for n in range(requests // 4):
+        start = time.perf_counter()
+        await limiter.hourly(hourly_key, clock.now - 30 * 86_400)
+        timings["hourly 30 d"].append(time.perf_counter() - start)
+        clock.now += 0.05
+        start = time.perf_counter()
+        await limiter.attempt(f"{key}-guard-{n % 100}", 1_000_000, 900)
+        timings["attempt"].append(time.perf_counter() - start)
     return {name: statistics.median(values) * 1e6 for name, values in timings.items()} | {
         f"{name} p99": sorted(values)[int(len(values) * 0.99)] * 1e6
         for name, values in timings.items()
@@ -93,7 +109,12 @@ async def redis_figures(url: str, requests: int) -> tuple[dict[str, float], int,
         admitted, elapsed = await saturated_pro(limiter, clock, keys[1])
         size = await limiter.stored_bytes(keys[1])
     finally:
-        await limiter.client.delete(*RedisLimiter.keys_of(keys[0]), *RedisLimiter.keys_of(keys[1]))
+        await limiter.client.delete(
+            *RedisLimiter.keys_of(keys[0]),
+            *RedisLimiter.keys_of(keys[1]),
+            *RedisLimiter.keys_of(f"{keys[0]}-hours"),
+            *(RedisLimiter.attempt_key_of(f"{keys[0]}-guard-{n}") for n in range(100)),
+        )
         await limiter.close()
     return costs, admitted, size, elapsed
 
@@ -126,7 +147,7 @@ async def main() -> None:
     print("| limiter | operation | median µs | p99 µs |")
     print("|---|---|---|---|")
     for name, _, (costs, *_rest) in runs:
-        for op in ("admit", "admit+refund", "usage"):
+        for op in ("admit", "admit+refund", "usage", "hourly 30 d", "attempt"):
             print(f"| {name} | {op} | {costs[op]:.1f} | {costs[op + ' p99']:.1f} |")
     for name, where, (_, admitted, size, elapsed) in runs:
         print(
