@@ -6,6 +6,7 @@ Every setting is listed in docs/configuration.md (a test holds the two together)
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,21 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """PROPDATA_SEARCH_INDEX: keep every property's search columns in memory (about 60 MB a
     worker at 1,000,000 properties) so searches take milliseconds; false searches in SQL."""
 
+    smtp_url: str | None = None
+    """PROPDATA_SMTP_URL: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...
+    for the portal's mail; unset, each message is written to var/outbox/*.eml beside the data
+    and its link logged at INFO."""
+    mail_from: str = "propdata <no-reply@localhost>"
+    """PROPDATA_MAIL_FROM: the From of the portal's mail."""
+    public_url: str | None = None
+    """PROPDATA_PUBLIC_URL: the service's address as people reach it (https://api.example.com),
+    used in mailed links; https:// also marks session cookies Secure. Unset: the address the
+    server listens on (never the request's Host header, which a client chooses)."""
+    trusted_proxies: str = ""
+    """PROPDATA_TRUSTED_PROXIES: comma-separated addresses or networks of the proxies in front
+    (10.0.0.0/8,127.0.0.1); from them X-Forwarded-For names the client for the portal's
+    attempt limits. Empty: the socket peer is the client."""
+
     def today(self) -> dt.date:
         return self.as_of or dt.datetime.now(dt.UTC).date()
 
@@ -42,6 +58,17 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def usage_path(self) -> str:
         return usage_path(self.database_url)
+
+    @property
+    def outbox_path(self) -> Path:
+        """Where mail goes without SMTP: var/outbox beside the SQLite data file."""
+        if _is_postgres(self.database_url):
+            return Path("var/outbox")
+        return Path(_sibling(self.database_url, "")).parent / "outbox"
+
+    @property
+    def proxies(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return _networks(self.trusted_proxies)
 
 
 def _is_postgres(url: str) -> bool:
@@ -76,6 +103,10 @@ ENV = {
     "as_of": "PROPDATA_AS_OF",
     "log_level": "PROPDATA_LOG_LEVEL",
     "search_index": "PROPDATA_SEARCH_INDEX",
+    "smtp_url": "PROPDATA_SMTP_URL",
+    "mail_from": "PROPDATA_MAIL_FROM",
+    "public_url": "PROPDATA_PUBLIC_URL",
+    "trusted_proxies": "PROPDATA_TRUSTED_PROXIES",
 }
 
 
@@ -100,7 +131,23 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         ("redis://", "rediss://", "unix://")
     ):
         raise ConfigError("PROPDATA_REDIS_URL must be a redis:// or rediss:// URL")
+    if settings.smtp_url is not None and not settings.smtp_url.startswith(("smtp://", "smtps://")):
+        raise ConfigError("PROPDATA_SMTP_URL must be an smtp:// or smtps:// URL")
+    if settings.public_url is not None and not settings.public_url.startswith(
+        ("http://", "https://")
+    ):
+        raise ConfigError("PROPDATA_PUBLIC_URL must be an http:// or https:// URL")
+    try:
+        _networks(settings.trusted_proxies)
+    except ValueError as exc:
+        raise ConfigError(f"PROPDATA_TRUSTED_PROXIES: {exc}") from exc
     return settings
+
+
+def _networks(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    return tuple(
+        ipaddress.ip_network(part.strip(), strict=False) for part in text.split(",") if part.strip()
+    )
 
 
 def _explain(message: str) -> str:

@@ -104,6 +104,34 @@ class QuotaExceeded(ServiceError):
     status, code = 429, "quota_exceeded"
 
 
+class InvalidField(ServiceError):
+    """A portal form field the service cannot take (the form is shown again, naming it)."""
+
+    status, code = 400, "invalid_field"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message, parameter=field)
+
+
+class InvalidCredentials(ServiceError):
+    status, code = 401, "invalid_credentials"
+
+
+class Forbidden(ServiceError):
+    status, code = 403, "forbidden"
+
+
+class EmailTaken(ServiceError):
+    status, code = 409, "email_taken"
+
+
+class TooManyAttempts(ServiceError):
+    status, code = 429, "too_many_attempts"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message, headers={"Retry-After": str(retry_after)})
+
+
 class ServiceUnavailable(ServiceError):
     """The service cannot answer this now (not a store outage: those are StoreUnavailable)."""
 

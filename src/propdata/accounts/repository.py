@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from propdata.accounts.schemas import ApiKey
+from typing import Any
+
+from propdata.accounts.schemas import Account, ApiKey, AuditEntry, Plan
 from propdata.kit.db import Database
 
 _IN_FORCE = {
@@ -12,11 +14,14 @@ _IN_FORCE = {
     "daily": "CASE WHEN k.daily IS NOT NULL THEN k.daily ELSE p.daily END",
     "default_page_size": "COALESCE(k.default_page_size, p.default_page_size)",
     "max_page_size": "COALESCE(k.max_page_size, p.max_page_size)",
+    # A disabled account's keys stop at once, as if revoked (portal.md).
+    "status": "CASE WHEN a.status = 'disabled' THEN 'revoked' ELSE k.status END",
 }
 _SELECT = (
     "SELECT "
     + ", ".join(_IN_FORCE.get(name, f"k.{name}") for name in ApiKey.__dataclass_fields__)
     + " FROM api_keys k JOIN plans p ON p.name = k.plan"
+    " LEFT JOIN accounts a ON a.id = k.account_id"
 )
 """ApiKey's fields, in its order, each the column of that name or the limit in force."""
 
@@ -32,6 +37,12 @@ class KeyRepository:
     async def by_id(self, key_id: str) -> ApiKey | None:
         row = await self.db.fetch_one(_SELECT + " WHERE k.id = ?", (key_id,))
         return ApiKey(*row) if row else None
+
+    async def of_account(self, account_id: str) -> list[ApiKey]:
+        rows = await self.db.fetch_all(
+            _SELECT + " WHERE k.account_id = ? ORDER BY k.created_at, k.id", (account_id,)
+        )
+        return [ApiKey(*row) for row in rows]
 
     async def all(self) -> list[ApiKey]:
         return [
@@ -51,13 +62,14 @@ class KeyRepository:
         daily: int | None,
         default_page_size: int | None,
         max_page_size: int | None,
+        account_id: str | None = None,
     ) -> None:
         await self.db.execute(
             "INSERT INTO api_keys (id, name, prefix, key_hash, plan, per_minute, daily,"
-            " default_page_size, max_page_size, status, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)",
+            " default_page_size, max_page_size, status, created_at, account_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)",
             (key_id, name, prefix, key_hash, plan, per_minute, daily, default_page_size,
-             max_page_size, created_at),
+             max_page_size, created_at, account_id),
         )  # fmt: skip
 
     async def set_plan(self, key_id: str, plan: str) -> None:
@@ -88,3 +100,192 @@ class KeyRepository:
             "UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE id = ? AND status <> 'revoked'",
             (at, key_id),
         )
+
+
+_ACCOUNT = "SELECT " + ", ".join(Account.__dataclass_fields__) + " FROM accounts"
+_AUDIT = "SELECT " + ", ".join(AuditEntry.__dataclass_fields__) + " FROM audit_log"
+
+
+def _account(row: Any) -> Account:
+    fields = list(row)
+    fields[4] = bool(fields[4])  # is_admin: an INTEGER on both stores
+    return Account(*fields)
+
+
+class AccountRepository:
+    """People, their sessions and one-time links, and the audit log (portal.md)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def secret(self) -> str:
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'portal_secret'")
+        assert row is not None, "migrate_accounts seeds the portal secret"
+        return str(row[0])
+
+    async def plans(self) -> list[Plan]:
+        rows = await self.db.fetch_all(
+            "SELECT " + ", ".join(Plan.__dataclass_fields__) + " FROM plans ORDER BY per_minute"
+        )
+        return [Plan(*row) for row in rows]
+
+    # -- accounts
+    async def by_email(self, email: str) -> Account | None:
+        row = await self.db.fetch_one(_ACCOUNT + " WHERE email = ?", (email,))
+        return _account(row) if row else None
+
+    async def by_id(self, account_id: str) -> Account | None:
+        row = await self.db.fetch_one(_ACCOUNT + " WHERE id = ?", (account_id,))
+        return _account(row) if row else None
+
+    async def all(self) -> list[Account]:
+        return [
+            _account(row) for row in await self.db.fetch_all(_ACCOUNT + " ORDER BY created_at, id")
+        ]
+
+    async def insert(self, account: Account) -> None:
+        """Raises the driver's integrity error when the email is taken (the UNIQUE index
+        decides between two sign-ups racing for one address)."""
+        await self.db.execute(
+            "INSERT INTO accounts (" + ", ".join(Account.__dataclass_fields__) + ")"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (account.id, account.email, account.password_hash, account.status,
+             int(account.is_admin), account.email_verified_at, account.created_at),
+        )  # fmt: skip
+
+    async def set_password(self, account_id: str, password_hash: str) -> None:
+        await self.db.execute(
+            "UPDATE accounts SET password_hash = ? WHERE id = ?", (password_hash, account_id)
+        )
+
+    async def set_verified(self, account_id: str, at: str) -> None:
+        await self.db.execute(
+            "UPDATE accounts SET email_verified_at = COALESCE(email_verified_at, ?) WHERE id = ?",
+            (at, account_id),
+        )
+
+    async def set_status(self, account_id: str, status: str) -> None:
+        await self.db.execute("UPDATE accounts SET status = ? WHERE id = ?", (status, account_id))
+
+    async def set_admin(self, account_id: str, is_admin: bool) -> None:
+        await self.db.execute(
+            "UPDATE accounts SET is_admin = ? WHERE id = ?", (int(is_admin), account_id)
+        )
+
+    async def attach_key(self, key_id: str, account_id: str) -> None:
+        await self.db.execute(
+            "UPDATE api_keys SET account_id = ? WHERE id = ?", (account_id, key_id)
+        )
+
+    async def rename_key(self, key_id: str, name: str) -> None:
+        await self.db.execute("UPDATE api_keys SET name = ? WHERE id = ?", (name, key_id))
+
+    # -- sessions
+    async def session(self, token_hash: str, idle_from: float) -> tuple[Account, float] | None:
+        """The account of a live session (seen after `idle_from`) and when it was last seen."""
+        row = await self.db.fetch_one(
+            "SELECT s.seen_at, " + ", ".join(f"a.{c}" for c in Account.__dataclass_fields__)
+            + " FROM sessions s JOIN accounts a ON a.id = s.account_id"
+            " WHERE s.token_hash = ? AND s.seen_at > ?",
+            (token_hash, idle_from),
+        )  # fmt: skip
+        if row is None:
+            return None
+        return _account(row[1:]), float(row[0])
+
+    async def insert_session(self, token_hash: str, account_id: str, at: str, seen: float) -> None:
+        await self.db.execute(
+            "INSERT INTO sessions (token_hash, account_id, created_at, seen_at) VALUES (?, ?, ?, ?)",
+            (token_hash, account_id, at, seen),
+        )
+
+    async def touch_session(self, token_hash: str, seen: float) -> None:
+        await self.db.execute(
+            "UPDATE sessions SET seen_at = ? WHERE token_hash = ?", (seen, token_hash)
+        )
+
+    async def set_flash(self, token_hash: str, sealed: str | None) -> None:
+        await self.db.execute(
+            "UPDATE sessions SET flash = ? WHERE token_hash = ?", (sealed, token_hash)
+        )
+
+    async def take_flash(self, token_hash: str) -> str | None:
+        """The session's sealed one-time value, removed as it is read."""
+        async with self.db.transaction():
+            row = await self.db.fetch_one(
+                "SELECT flash FROM sessions WHERE token_hash = ?", (token_hash,)
+            )
+            if row is None or row[0] is None:
+                return None
+            await self.db.execute(
+                "UPDATE sessions SET flash = NULL WHERE token_hash = ?", (token_hash,)
+            )
+            return str(row[0])
+
+    async def end_session(self, token_hash: str) -> None:
+        await self.db.execute("DELETE FROM sessions WHERE token_hash = ?", (token_hash,))
+
+    async def end_sessions(self, account_id: str, keep: str | None = None) -> None:
+        await self.db.execute(
+            "DELETE FROM sessions WHERE account_id = ? AND token_hash <> ?",
+            (account_id, keep or ""),
+        )
+
+    async def end_idle_sessions(self, idle_from: float) -> None:
+        await self.db.execute("DELETE FROM sessions WHERE seen_at <= ?", (idle_from,))
+
+    # -- one-time links (verify the address, reset the password)
+    async def insert_token(
+        self, token_hash: str, account_id: str, purpose: str, expires_at: float
+    ) -> None:
+        await self.db.execute(
+            "INSERT INTO account_tokens (token_hash, account_id, purpose, expires_at)"
+            " VALUES (?, ?, ?, ?)",
+            (token_hash, account_id, purpose, expires_at),
+        )
+
+    async def take_token(self, token_hash: str, purpose: str, now: float) -> str | None:
+        """The account of a live link, which is used up by this call (one use only)."""
+        async with self.db.transaction():
+            row = await self.db.fetch_one(
+                "SELECT account_id FROM account_tokens WHERE token_hash = ? AND purpose = ?"
+                " AND expires_at > ?",
+                (token_hash, purpose, now),
+            )
+            await self.db.execute(
+                "DELETE FROM account_tokens WHERE token_hash = ? OR expires_at <= ?",
+                (token_hash, now),
+            )
+        return str(row[0]) if row else None
+
+    async def token_live(self, token_hash: str, purpose: str, now: float) -> bool:
+        row = await self.db.fetch_one(
+            "SELECT 1 FROM account_tokens WHERE token_hash = ? AND purpose = ? AND expires_at > ?",
+            (token_hash, purpose, now),
+        )
+        return row is not None
+
+    async def drop_tokens(self, account_id: str, purpose: str) -> None:
+        await self.db.execute(
+            "DELETE FROM account_tokens WHERE account_id = ? AND purpose = ?", (account_id, purpose)
+        )
+
+    # -- the audit log
+    async def audit(self, entry: AuditEntry) -> None:
+        await self.db.execute(
+            "INSERT INTO audit_log (" + ", ".join(AuditEntry.__dataclass_fields__) + ")"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (entry.id, entry.at, entry.actor, entry.account_id, entry.key_id, entry.action,
+             entry.from_value, entry.to_value, entry.client),
+        )  # fmt: skip
+
+    async def audit_of(self, account_id: str | None, limit: int = 50) -> list[AuditEntry]:
+        """The newest entries, of one account or (None) of all."""
+        if account_id is None:
+            rows = await self.db.fetch_all(_AUDIT + " ORDER BY at DESC, id DESC LIMIT ?", (limit,))
+        else:
+            rows = await self.db.fetch_all(
+                _AUDIT + " WHERE account_id = ? ORDER BY at DESC, id DESC LIMIT ?",
+                (account_id, limit),
+            )
+        return [AuditEntry(*row) for row in rows]

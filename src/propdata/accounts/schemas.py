@@ -24,11 +24,57 @@ class ApiKey:
     default_page_size: int
     max_page_size: int
     created_at: str
+    account_id: str | None = None
+    """The portal account that holds the key; None for a key made by an operator alone."""
 
     @property
     def failures_per_minute(self) -> int:
         """Failed requests (4xx but 429) the key may make in any 60 s: contract.md."""
         return max(20, 2 * self.per_minute)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    name: str
+    per_minute: int
+    daily: int | None
+    default_page_size: int
+    max_page_size: int
+    price_usd: int | None
+    """None: priced by arrangement (Enterprise)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """A person of the portal: they sign in and manage the keys they hold."""
+
+    id: str
+    email: str
+    password_hash: str
+    status: str
+    """'active' or 'disabled' (an operator's decision: its keys and sessions stop)."""
+    is_admin: bool
+    email_verified_at: str | None
+    created_at: str
+
+    @property
+    def verified(self) -> bool:
+        return self.email_verified_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """Who changed what, when, from where: plan changes, key creation and revocation, ..."""
+
+    id: str
+    at: str
+    actor: str
+    account_id: str | None
+    key_id: str | None
+    action: str
+    from_value: str | None
+    to_value: str | None
+    client: str | None
 
 
 class Limits(Base):

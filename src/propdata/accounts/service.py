@@ -58,7 +58,9 @@ class KeyService:
             raise RevokedApiKey()
         return key
 
-    async def create(self, plan: str, name: str | None, limits: CustomLimits) -> tuple[ApiKey, str]:
+    async def create(
+        self, plan: str, name: str | None, limits: CustomLimits, *, account_id: str | None = None
+    ) -> tuple[ApiKey, str]:
         """Create a key; return it with the secret, which is shown this once and never stored."""
         _check_plan(plan)
         _check_limits(plan, limits)
@@ -68,7 +70,7 @@ class KeyService:
             await self.repo.insert(
                 key_id, name or key_id, crypto.display_prefix(secret), crypto.key_hash(secret),
                 plan, _now(), limits.per_minute, limits.daily, limits.default_page_size,
-                limits.max_page_size,
+                limits.max_page_size, account_id,
             )  # fmt: skip
         key = await self.repo.by_id(key_id)
         assert key is not None

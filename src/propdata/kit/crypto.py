@@ -1,4 +1,4 @@
-"""API key material: `pmd_live_` + 22 base62 characters (>= 128 random bits) + 6 of checksum.
+"""Key and token material. API keys: `pmd_live_` + 22 base62 characters (>= 128 random bits) + 6 of checksum.
 
 The checksum lets a malformed or mistyped key be refused without a store lookup; the key
 itself is kept only as its SHA-256 hash.
@@ -6,7 +6,9 @@ itself is kept only as its SHA-256 hash.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import re
 import secrets
 
@@ -55,3 +57,54 @@ def display_prefix(key: str) -> str:
 
 def new_key_id() -> str:
     return "key_" + secrets.token_hex(6)
+
+
+def new_token() -> str:
+    """A random secret for a cookie or a mailed link: 256 bits, URL-safe."""
+    return secrets.token_urlsafe(32)
+
+
+def token_hash(token: str) -> str:
+    """How a session or link token is stored: its SHA-256, never the token itself."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def sign(secret: str, *parts: str) -> str:
+    """HMAC-SHA256 of the parts under `secret` (a form token tied to a session)."""
+    message = "\x1f".join(parts).encode()
+    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
+def seal(token: str, text: str) -> str:
+    """Encrypt a short text under a token the store never holds (only its hash), so a value
+    kept server-side until the token's next request cannot be read from the store alone.
+
+    HMAC-SHA256 in counter mode as the key stream, a fresh nonce each time, and an HMAC tag.
+    """
+    nonce = secrets.token_bytes(16)
+    data = text.encode()
+    body = bytes(a ^ b for a, b in zip(data, _stream(token, nonce, len(data)), strict=True))
+    tag = hmac.new(token.encode(), b"tag" + nonce + body, hashlib.sha256).digest()[:16]
+    return base64.urlsafe_b64encode(nonce + tag + body).decode()
+
+
+def unseal(token: str, sealed: str) -> str | None:
+    """The text `seal` encrypted under this token, or None when it was not this token's."""
+    try:
+        raw = base64.urlsafe_b64decode(sealed.encode())
+    except ValueError:
+        return None
+    nonce, tag, body = raw[:16], raw[16:32], raw[32:]
+    expected = hmac.new(token.encode(), b"tag" + nonce + body, hashlib.sha256).digest()[:16]
+    if len(nonce) != 16 or not hmac.compare_digest(tag, expected):
+        return None
+    data = bytes(a ^ b for a, b in zip(body, _stream(token, nonce, len(body)), strict=True))
+    return data.decode(errors="replace")
+
+
+def _stream(token: str, nonce: bytes, size: int) -> bytes:
+    blocks = []
+    for counter in range((size + 31) // 32):
+        message = b"stream" + nonce + counter.to_bytes(4, "big")
+        blocks.append(hmac.new(token.encode(), message, hashlib.sha256).digest())
+    return b"".join(blocks)[:size]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import uuid
 from typing import Any
 
@@ -145,12 +146,59 @@ ACCOUNT_TABLES = [
         max_page_size INTEGER,
         status TEXT NOT NULL,
         created_at TEXT NOT NULL,
-        revoked_at TEXT
+        revoked_at TEXT,
+        account_id TEXT
+    )""",
+    # The portal (portal.md): people, their sessions, their one-time links, the audit log.
+    """
+    CREATE TABLE IF NOT EXISTS accounts (
+        id TEXT PRIMARY KEY,
+        email TEXT NOT NULL UNIQUE,
+        password_hash TEXT NOT NULL,
+        status TEXT NOT NULL,
+        is_admin INTEGER NOT NULL,
+        email_verified_at TEXT,
+        created_at TEXT NOT NULL
+    )""",
+    """
+    CREATE TABLE IF NOT EXISTS sessions (
+        token_hash TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        seen_at REAL NOT NULL,
+        flash TEXT
+    )""",
+    """
+    CREATE TABLE IF NOT EXISTS account_tokens (
+        token_hash TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        purpose TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    )""",
+    """
+    CREATE TABLE IF NOT EXISTS audit_log (
+        id TEXT PRIMARY KEY,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        account_id TEXT,
+        key_id TEXT,
+        action TEXT NOT NULL,
+        from_value TEXT,
+        to_value TEXT,
+        client TEXT
     )""",
 ]
 """The accounts store: plans, keys (and the portal's tables). Embedded, a SQLite file of its
 own beside the data (config.accounts_url), so a data load never holds it up; at scale-out,
 the same PostgreSQL database as the data."""
+
+ACCOUNT_INDEXES = [
+    "CREATE INDEX IF NOT EXISTS ix_keys_account ON api_keys (account_id, created_at)",
+    "CREATE INDEX IF NOT EXISTS ix_sessions_account ON sessions (account_id)",
+    "CREATE INDEX IF NOT EXISTS ix_tokens_account ON account_tokens (account_id, purpose)",
+    "CREATE INDEX IF NOT EXISTS ix_audit_account ON audit_log (account_id, at)",
+    "CREATE INDEX IF NOT EXISTS ix_audit_at ON audit_log (at)",
+]
 
 INDEXES = [
     "CREATE INDEX IF NOT EXISTS ix_prop_updated ON properties (last_updated, id)",
@@ -262,7 +310,12 @@ async def migrate_accounts(db: Database, legacy: Database | None = None) -> None
          " price_usd) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING", plan)
         for plan in PLANS
     ]  # fmt: skip
-    await _apply(db, "accounts", ACCOUNT_TABLES, seeds)
+    # The secret behind the portal's form tokens: one per store, so every instance agrees.
+    seeds.append(
+        ("INSERT INTO meta (key, value) VALUES ('portal_secret', ?) ON CONFLICT (key) DO NOTHING",
+         (secrets.token_hex(32),))
+    )  # fmt: skip
+    await _apply(db, "accounts", ACCOUNT_TABLES + ACCOUNT_INDEXES, seeds)
     if legacy is not None and legacy is not db:
         await _move_keys(legacy, db)
 
@@ -300,6 +353,7 @@ async def _apply(
             await db.execute("SELECT pg_advisory_xact_lock(7231001)")
         for statement in statements:
             await db.execute(statement)
+            await _add_new_columns(db, statement)
         for sql, params in seeds:
             await db.execute(sql, params)
         await db.execute(
@@ -307,6 +361,30 @@ async def _apply(
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (f"schema:{part}", fingerprint),
         )
+
+
+async def _add_new_columns(db: Database, statement: str) -> None:
+    """Add the columns a CREATE TABLE gained since the table was made (CREATE TABLE IF NOT
+    EXISTS leaves an existing table as it was): new columns are always nullable."""
+    if not statement.lstrip().startswith("CREATE TABLE"):
+        return
+    ((table, (key, others)),) = table_columns([statement]).items()
+    if db.dialect == "postgresql":
+        rows = await db.fetch_all(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = ?",
+            (table,),
+        )
+    else:
+        rows = [(row[1],) for row in await db.fetch_all(f"PRAGMA table_info({table})")]
+    present = {row[0] for row in rows}
+    for column in (*key, *others):
+        if column not in present:
+            line = next(
+                part.strip().rstrip(",") for part in statement.split("\n")
+                if part.strip().split(" ")[0] == column
+            )  # fmt: skip
+            await db.execute(f"ALTER TABLE {table} ADD COLUMN {line}")
 
 
 async def _move_keys(data: Database, accounts: Database) -> None:

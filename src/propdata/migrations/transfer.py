@@ -17,7 +17,7 @@ from propdata.migrations.schema import ACCOUNT_TABLES, table_columns
 PAGE = 5_000
 Tables = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
 
-_ONLY = {"meta": "key NOT LIKE 'schema:%' AND key <> 'keys_moved'"}
+_ONLY = {"meta": "key NOT LIKE 'schema:%' AND key NOT IN ('keys_moved', 'portal_secret')"}
 """Rows a copy leaves where they are: each store's record of its own migrations."""
 
 

@@ -1,0 +1,61 @@
+"""Passwords (portal.md): 12 to 128 characters, not one of the 10,000 most common, Argon2id.
+
+Hashing takes tens of milliseconds and 64 MiB by design, so callers run it off the event loop
+(`hash_password` and `verify_password` are coroutines that do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from importlib import resources
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+MIN_LENGTH = 12
+MAX_LENGTH = 128
+_HASHER = PasswordHasher()  # argon2-cffi's defaults: Argon2id, RFC 9106's low-memory profile
+_DUMMY = _HASHER.hash("a password nobody has: it evens out the time of an unknown email")
+
+
+@functools.cache
+def common_passwords() -> frozenset[str]:
+    """The shipped list (accounts/data/common-passwords.txt), lower-cased."""
+    text = resources.files("propdata.accounts").joinpath("data/common-passwords.txt").read_text()
+    return frozenset(
+        line.strip().lower() for line in text.splitlines() if line and not line.startswith("#")
+    )
+
+
+def problem(password: str, email: str = "") -> str | None:
+    """What is wrong with a new password, in words for the person, or None."""
+    if len(password) < MIN_LENGTH:
+        return f"Use at least {MIN_LENGTH} characters."
+    if len(password) > MAX_LENGTH:
+        return f"Use at most {MAX_LENGTH} characters."
+    lowered = password.lower()
+    if lowered in common_passwords():
+        return "That password is one of the most common ones; choose another."
+    if email and lowered in (email.lower(), email.lower().partition("@")[0]):
+        return "Do not use your email address as your password."
+    if len(set(password)) < 4:
+        return "That password repeats too few characters; choose another."
+    return None
+
+
+async def hash_password(password: str) -> str:
+    return await asyncio.to_thread(_HASHER.hash, password)
+
+
+async def verify_password(stored: str | None, password: str) -> bool:
+    """Whether `password` matches `stored`; with no stored hash (no such account) it takes
+    as long as a real check, so the answer's timing does not tell accounts apart."""
+
+    def check() -> bool:
+        try:
+            return _HASHER.verify(stored or _DUMMY, password) and stored is not None
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            return False
+
+    return await asyncio.to_thread(check)

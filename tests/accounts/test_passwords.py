@@ -1,0 +1,39 @@
+"""The password policy, Argon2id hashing, and the sealed one-time value of a session."""
+
+from __future__ import annotations
+
+from propdata.accounts import passwords
+from propdata.kit import crypto
+
+
+def test_policy() -> None:
+    assert passwords.problem("correct horse battery staple") is None
+    assert "12" in (passwords.problem("elevenchars") or "")
+    assert "128" in (passwords.problem("x" * 129) or "")
+    assert "common" in (passwords.problem("QWERTY123456") or "")  # case does not help
+    assert "email" in (
+        passwords.problem("ada.lovelace@example.com", "Ada.Lovelace@example.com") or ""
+    )
+    assert passwords.problem("aaaaaaaaaaaaaaaa") is not None
+    assert len(passwords.common_passwords()) == 10_000
+
+
+async def test_argon2id_hashes_and_verifies() -> None:
+    stored = await passwords.hash_password("correct horse battery staple")
+    assert stored.startswith("$argon2id$")
+    assert await passwords.verify_password(stored, "correct horse battery staple")
+    assert not await passwords.verify_password(stored, "correct horse battery stapler")
+    assert not await passwords.verify_password(None, "anything at all, no account")
+    assert not await passwords.verify_password("not a hash", "x")
+
+
+def test_seal_opens_only_with_its_token() -> None:
+    token = crypto.new_token()
+    sealed = crypto.seal(token, "pmd_live_secret")
+    assert "pmd_live" not in sealed
+    assert crypto.unseal(token, sealed) == "pmd_live_secret"
+    assert crypto.unseal(crypto.new_token(), sealed) is None
+    tampered = sealed[:-2] + ("A" if sealed[-2] != "A" else "B") + sealed[-1]
+    assert crypto.unseal(token, tampered) is None
+    assert crypto.unseal(token, "!!!") is None
+    assert crypto.seal(token, "x") != crypto.seal(token, "x")  # a fresh nonce each time
