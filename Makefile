@@ -27,6 +27,7 @@ run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line
 	echo "Demo key (Developer plan): $$key"; \
 	echo "Try:  curl -s -H 'Authorization: Bearer $$key' 'http://127.0.0.1:8000/v1/properties?city=Ames&state=IA&limit=3'"; \
 	echo "Docs: http://127.0.0.1:8000/docs"; \
+	echo "Portal (sign up, keys, usage): http://127.0.0.1:8000/"; \
 	echo ""
 	$(BIN)/propdata serve --host 127.0.0.1 --port 8000
 

@@ -194,10 +194,12 @@ class Fresh:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.clients: list[AsyncTestClient[Any]] = []
+        self.apps: list[HeadAsGet] = []
 
     async def __call__(self, **overrides: Any) -> tuple[AsyncTestClient[Any], FakeClock, KeyMaker]:
         clock = FakeClock()
         app = HeadAsGet(create_app(settings_for(self.store, **overrides), clock=clock))
+        self.apps.append(app)
         c = AsyncTestClient(app=app)  # type: ignore[arg-type]
         await c.__aenter__()
         self.clients.append(c)

@@ -20,6 +20,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from propdata import __version__, web
 from propdata.accounts import endpoints as account_endpoints
 from propdata.accounts.middleware import MeteringMiddleware, current_key
+from propdata.accounts.people import AccountService
 from propdata.accounts.service import KeyService
 from propdata.api import paging
 from propdata.api.dependencies import Injected
@@ -30,11 +31,13 @@ from propdata.kit import memory
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
 from propdata.kit.limiter import Clock, Limiter, SQLiteLimiter
+from propdata.kit.mail import mailer_for
 from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
 from propdata.kit.requests import extra_headers, request_id
 from propdata.markets import endpoints as market_endpoints
 from propdata.markets.service import MarketService
 from propdata.migrations.schema import migrate, migrate_accounts
+from propdata.portal import endpoints as portal
 from propdata.properties import endpoints as property_endpoints
 from propdata.properties.service import PropertyService
 from propdata.valuation import endpoints as valuation_endpoints
@@ -53,6 +56,8 @@ class Services:
     accounts_db: Database
     """The accounts store: `db` itself at scale-out, a SQLite file of its own embedded."""
     keys: KeyService
+    accounts: AccountService
+    """The portal's people, sessions and audit log (beside the keys, in the accounts store)."""
     properties: PropertyService
     markets: MarketService
     valuations: ValuationService
@@ -122,11 +127,16 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
     else:
         limiter = SQLiteLimiter(settings.usage_path, **({"clock": clock} if clock else {}))
         cache = MemoryCache()
+    keys = KeyService(accounts)
+    mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     return Services(
         settings=settings,
         db=db,
         accounts_db=accounts,
-        keys=KeyService(accounts),
+        keys=keys,
+        accounts=AccountService(
+            accounts, keys, limiter, mailer, **({"clock": clock} if clock else {})
+        ),
         properties=PropertyService(db, search_index=settings.search_index),
         markets=MarketService(db),
         valuations=ValuationService(db),
@@ -217,7 +227,10 @@ def _provide(name: str) -> Provide:
 
 DEPENDENCIES = {
     "services": Provide(_services, sync_to_thread=False),
-    **{name: _provide(name) for name in ("properties", "markets", "valuations", "limiter")},
+    **{
+        name: _provide(name)
+        for name in ("properties", "markets", "valuations", "limiter", "accounts", "settings")
+    },
     "key": Provide(current_key, sync_to_thread=False),
     "page_size": Provide(_page_size, sync_to_thread=False),
 }
@@ -277,7 +290,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         security=[{"bearerAuth": []}],
     )
     return Litestar(
-        route_handlers=[v1, health, openapi_json, web.static_files()],
+        route_handlers=[v1, health, openapi_json, web.static_files(), portal.router()],
+        template_config=portal.templates(),
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,

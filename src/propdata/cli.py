@@ -14,8 +14,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from propdata.accounts.people import AccountService
 from propdata.accounts.service import CustomLimits, KeyCommandError, KeyService
 from propdata.config import ConfigError, Settings, load_settings
+from propdata.errors import ServiceError
 from propdata.kit import crypto
 from propdata.kit.db import Database, StoreUnavailable, connect
 from propdata.migrations.schema import migrate
@@ -24,9 +26,13 @@ app = typer.Typer(
     help="US property records and ZIP-level market statistics over HTTP.", no_args_is_help=True
 )
 keys_app = typer.Typer(help="Create, list, change and revoke API keys.", no_args_is_help=True)
+accounts_app = typer.Typer(
+    help="The portal's accounts: create operators, list, disable.", no_args_is_help=True
+)
 data_app = typer.Typer(help="Build, load and generate the data set.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 app.add_typer(data_app, name="data")
+app.add_typer(accounts_app, name="accounts")
 err = Console(stderr=True)
 T = TypeVar("T")
 
@@ -144,10 +150,18 @@ def keys_create(
     daily: Daily = None,
     default_page_size: DefaultPage = None,
     max_page_size: MaxPage = None,
+    account: Annotated[
+        str | None, typer.Option(help="The email of the portal account that holds the key.")
+    ] = None,
 ) -> None:
     """Create a key; the key itself is printed once, alone on the last line."""
     limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
-    key, secret = _keys(lambda svc: svc.create(plan.lower(), name, limits))
+    if account is None:
+        key, secret = _keys(lambda svc: svc.create(plan.lower(), name, limits))
+    else:
+        key, secret = _accounts(
+            lambda svc: svc.create_key_for(account, plan.lower(), name, limits, actor="cli")
+        )
     err.print(
         f"Created {key.id} ({key.name}) on the {key.plan} plan. Keep the key: it is not shown again."
     )
@@ -213,6 +227,81 @@ def keys_revoke(key: KeyArgument) -> None:
     named = _which_key(key)
     revoked = _keys(lambda svc: svc.revoke(named))
     err.print(f"{revoked.id} is revoked.")
+
+
+# -- accounts -----------------------------------------------------------------------------
+
+
+def _accounts(work: Callable[[AccountService], Awaitable[T]]) -> T:
+    """Run an accounts command against the accounts store (never locked by a data load)."""
+    from propdata.app import open_stores
+    from propdata.kit.mail import mailer_for
+    from propdata.kit.redis_limiter import MemoryLimiter
+
+    settings = _settings()
+
+    async def main() -> T:
+        db, store = await open_stores(settings)
+        try:
+            # These commands send no mail and count no attempts; the service still needs both.
+            mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
+            return await work(AccountService(store, KeyService(store), MemoryLimiter(), mailer))
+        finally:
+            if store is not db:
+                await store.close()
+            await db.close()
+
+    try:
+        return asyncio.run(main())
+    except (KeyCommandError, ServiceError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+
+
+Email = Annotated[str, typer.Argument(help="The account's email address.")]
+
+
+@accounts_app.command("create")
+def accounts_create(
+    email: Email,
+    admin: Annotated[bool, typer.Option("--admin", help="An operator: may open /admin.")] = False,
+) -> None:
+    """Create an account (email counted as confirmed); the password is read from stdin."""
+    if sys.stdin.isatty():
+        import getpass
+
+        password = getpass.getpass("Password (12 to 128 characters): ")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    made = _accounts(lambda svc: svc.create_account(email, password, admin=admin, actor="cli"))
+    err.print(f"Created {made.email}{' (operator)' if made.is_admin else ''}.")
+
+
+@accounts_app.command("list")
+def accounts_list() -> None:
+    """List accounts with their status and number of keys."""
+    people = _accounts(lambda svc: svc.all_accounts())
+    table = Table("email", "status", "role", "confirmed", "active keys", "keys", "created")
+    for person, keys in people:
+        table.add_row(person.email, person.status, "operator" if person.is_admin else "developer",
+                      "yes" if person.verified else "no",
+                      str(sum(1 for k in keys if k.status == "active")), str(len(keys)),
+                      person.created_at)  # fmt: skip
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+@accounts_app.command("disable")
+def accounts_disable(email: Email) -> None:
+    """Disable an account: its keys answer 401 revoked_api_key at once, its sessions end."""
+    done = _accounts(lambda svc: svc.disable("cli", email, "cli"))
+    err.print(f"{done.email} is disabled.")
+
+
+@accounts_app.command("admin")
+def accounts_admin(email: Email) -> None:
+    """Make an account an operator (it may open /admin)."""
+    done = _accounts(lambda svc: svc.set_admin(email, actor="cli"))
+    err.print(f"{done.email} is an operator.")
 
 
 # -- data ---------------------------------------------------------------------------------

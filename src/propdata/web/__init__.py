@@ -17,6 +17,8 @@ from litestar.openapi.plugins import OpenAPIRenderPlugin
 from litestar.static_files import create_static_files_router
 
 STATIC = Path(str(resources.files("propdata.web").joinpath("static")))
+PORTAL_STATIC = Path(str(resources.files("propdata").joinpath("portal/static")))
+"""The portal's stylesheet and script (its own folder, served under the same /static)."""
 STATIC_PATH = "/static"
 
 CONTENT_SECURITY_POLICY = (
@@ -66,6 +68,6 @@ class DocsPage(OpenAPIRenderPlugin):
 def static_files() -> Router:
     """The assets under /static, cached by browsers for a day."""
     return create_static_files_router(
-        path=STATIC_PATH, directories=[STATIC], include_in_schema=False, name="static",
+        path=STATIC_PATH, directories=[STATIC, PORTAL_STATIC], include_in_schema=False, name="static",
         cache_control=CacheControlHeader(max_age=86_400, public=True),
     )  # fmt: skip

@@ -1,0 +1,1 @@
+"""The developer portal: sign-up, log-in, dashboard and admin pages (portal.md)."""

@@ -1,0 +1,184 @@
+"""The dashboard: keys, plans, revocation, usage and the audit log, against the live API."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.portal.conftest import Person, new_key_of, other
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def rows(page: str) -> list[str]:
+    return re.findall(r'<article class="key[^"]*" data-testid="key-row".*?</article>', page, re.S)
+
+
+def usage(row: str, which: str) -> str:
+    found = re.search(rf'data-testid="usage-{which}">([^<]+)<', row)
+    assert found, row[:500]
+    return found.group(1)
+
+
+def key_id(row: str) -> str:
+    found = re.search(r'data-key-id="([^"]+)"', row)
+    assert found
+    return found.group(1)
+
+
+def free_row(found: list[str]) -> str:
+    (free,) = [key_id(r) for r in found if 'badge plan">Free' in r and 'key revoked"' not in r]
+    return free
+
+
+async def signed_up(person: Person, address: str) -> str:
+    await person.sign_up(address)
+    key = new_key_of((await person.client.get("/dashboard")).text)
+    assert key
+    return key
+
+
+async def verify(person: Person) -> None:
+    page = await person.client.get(person.link("verify"))
+    assert page.status_code == 200 and "confirmed" in page.text
+
+
+async def test_plan_change_takes_effect_on_the_next_request(person: Person) -> None:
+    key = await signed_up(person, "hal@example.com")
+    kid = key_id(rows((await person.client.get("/dashboard")).text)[0])
+    first = await person.client.get("/v1/properties/t-000", headers=bearer(key))
+    assert first.headers["x-ratelimit-limit"] == "10"
+    # paid plans need a confirmed address
+    refused = await person.submit("/dashboard", f"/dashboard/keys/{kid}/plan", plan="pro")
+    assert refused.status_code == 400 and 'data-testid="form-error"' in refused.text
+    await verify(person)
+    changed = await person.submit("/dashboard", f"/dashboard/keys/{kid}/plan", plan="pro")
+    assert changed.status_code == 303
+    after = await person.client.get("/v1/properties/t-000", headers=bearer(key))
+    assert (
+        after.headers["x-ratelimit-limit"] == "500" and after.headers["x-quota-limit"] == "100000"
+    )
+    page = (await person.client.get("/dashboard")).text
+    assert usage(rows(page)[0], "minute") == "2 / 500"
+    assert usage(rows(page)[0], "day") == "2 / 100,000"
+    # Enterprise is not self-service
+    enterprise = await person.submit("/dashboard", f"/dashboard/keys/{kid}/plan", plan="enterprise")
+    assert enterprise.status_code == 400
+
+
+async def test_keys_create_name_revoke_and_limits(person: Person) -> None:
+    key = await signed_up(person, "ivy@example.com")
+    # a second Free key is refused while one is active
+    second = await person.submit("/dashboard", "/dashboard/keys", name="staging")
+    assert second.status_code == 400 and "Free" in second.text
+    await verify(person)
+    kid = key_id(rows((await person.client.get("/dashboard")).text)[0])
+    await person.submit("/dashboard", f"/dashboard/keys/{kid}/plan", plan="developer")
+    made = await person.submit("/dashboard", "/dashboard/keys", name="staging <b>server</b>")
+    assert made.status_code == 303
+    page = (await person.client.get("/dashboard")).text
+    new = new_key_of(page)
+    assert new and new != key
+    assert "staging &lt;b&gt;server&lt;/b&gt;" in page  # escaped, never markup
+    assert len(rows(page)) == 2
+    # revoke the first: its next request is 401 revoked_api_key
+    revoked = await person.submit("/dashboard", f"/dashboard/keys/{kid}/revoke")
+    assert revoked.status_code == 303
+    answer = await person.client.get("/v1/properties/t-000", headers=bearer(key))
+    assert answer.status_code == 401 and answer.json()["error"]["code"] == "revoked_api_key"
+    assert (await person.client.get("/v1/properties/t-000", headers=bearer(new))).status_code == 200
+    # ten active keys at most (each new one is Free: move it to Developer to make the next)
+    for i in range(9):
+        free = free_row(rows((await person.client.get("/dashboard")).text))
+        moved = await person.submit("/dashboard", f"/dashboard/keys/{free}/plan", plan="developer")
+        assert moved.status_code == 303
+        made = await person.submit("/dashboard", "/dashboard/keys", name=f"k{i}")
+        assert made.status_code == 303, i
+    eleventh = await person.submit("/dashboard", "/dashboard/keys", name="one too many")
+    assert eleventh.status_code == 400 and "10" in eleventh.text
+
+
+async def test_someone_elses_key_is_not_found(person: Person, fresh: Any) -> None:
+    await signed_up(person, "jay@example.com")
+    kid = key_id(rows((await person.client.get("/dashboard")).text)[0])
+    other_client, _, _ = await fresh(cache_ttl=0)
+    second = other(person, other_client)
+    await second.sign_up("kim@example.com")
+    attempt = await second.submit("/dashboard", f"/dashboard/keys/{kid}/revoke")
+    assert attempt.status_code == 404
+    page = (await person.client.get("/dashboard")).text
+    assert 'data-testid="key-status">active' in page
+
+
+async def test_usage_counts_what_the_metering_counts(person: Person, fresh: Any) -> None:
+    key = await signed_up(person, "lee@example.com")
+    headers = bearer(key)
+    for _ in range(3):
+        assert (await person.client.get("/v1/properties/t-000", headers=headers)).status_code == 200
+    assert (await person.client.get("/v1/properties/nope", headers=headers)).status_code == 404
+    assert (await person.client.get("/v1/auth/status", headers=headers)).status_code == 200
+    person.clock.advance(3 * 3600)
+    assert (await person.client.get("/v1/properties/t-000", headers=headers)).status_code == 200
+    page = (await person.client.get("/dashboard")).text
+    row = rows(page)[0]
+    assert usage(row, "minute") == "1 / 10"
+    assert usage(row, "day") == "4 / 100"
+    chart = re.search(r'data-testid="usage-chart".*?</figure>', row, re.S)
+    assert chart
+    counts = [int(n) for n in re.findall(r'data-count="(\d+)"', chart.group(0))]
+    assert len(counts) == 24 + 30
+    assert sorted(c for c in counts[:24] if c) == [1, 3]  # two hours with requests
+    assert sum(counts[24:]) == 4 and sum(counts[:24]) == 4
+    # a cache hit is not counted either
+    cached_client, clock, _ = await fresh(cache_ttl=60)
+    clock.now = person.clock.now
+    for _ in range(3):
+        assert (await cached_client.get("/v1/properties/t-001", headers=headers)).status_code == 200
+    row = rows((await person.client.get("/dashboard")).text)[0]
+    assert usage(row, "day") == "5 / 100"
+
+
+async def test_audit_log_shows_the_accounts_changes(person: Person) -> None:
+    await signed_up(person, "max@example.com")
+    await verify(person)
+    kid = key_id(rows((await person.client.get("/dashboard")).text)[0])
+    await person.submit("/dashboard", f"/dashboard/keys/{kid}/plan", plan="developer")
+    await person.submit("/dashboard", f"/dashboard/keys/{kid}/revoke")
+    entries = await person.accounts().audit_of(await person.accounts().by_email("max@example.com"))
+    actions = [(e.action, e.from_value, e.to_value) for e in reversed(entries)]
+    assert actions == [
+        ("account.created", None, "max@example.com"),
+        ("key.created", None, "free"),
+        ("key.plan", "free", "developer"),
+        ("key.revoked", "active", "revoked"),
+    ]
+    assert all(e.actor == "max@example.com" and e.client for e in entries)
+    page = (await person.client.get("/dashboard")).text
+    assert "key.plan" in page and "developer" in page
+
+
+async def test_pages_carry_the_security_headers_and_no_rate_headers(person: Person) -> None:
+    key = await signed_up(person, "ned@example.com")
+    for path in ("/", "/signup", "/login", "/forgot", "/dashboard"):
+        page = await person.client.get(path)
+        assert page.status_code == 200, path
+        assert page.headers["content-type"].startswith("text/html")
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        assert page.headers["x-content-type-options"] == "nosniff"
+        assert page.headers["referrer-policy"] == "same-origin"
+        assert page.headers["x-frame-options"] == "DENY"
+        assert page.headers["x-request-id"].startswith("req_")
+        assert not any(h.startswith("x-ratelimit") for h in page.headers), path
+        assert "https://" not in re.sub(r'https?://[^"\s]*/v1', "", page.text.split("<body")[0])
+    # the pages never count against a key
+    status = await person.client.get("/v1/auth/status", headers=bearer(key))
+    assert status.json()["data"]["usage"]["minute"]["used"] == 0
+
+
+async def test_home_lists_the_four_plans(person: Person) -> None:
+    page = (await person.client.get("/")).text
+    for text in ("Free", "Developer", "Pro", "Enterprise", "Custom", "49", "199",
+                 'href="/signup"', 'href="/login"', 'href="/docs"'):  # fmt: skip
+        assert text in page, text
