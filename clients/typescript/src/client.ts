@@ -1,0 +1,531 @@
+/**
+ * The propdata API client: one method per endpoint, paging iterators, the retry rule.
+ */
+
+import {
+  APIConnectionError,
+  AuthenticationError,
+  PropdataError,
+  RateLimitError,
+  ServiceUnavailableError,
+  errorFromResponse,
+} from "./errors.js";
+import type {
+  AuthStatus,
+  LookupParams,
+  Market,
+  MarketHistory,
+  MarketHistoryParams,
+  MarketSearchAllParams,
+  MarketSearchParams,
+  Page,
+  Property,
+  PropertyHistory,
+  PropertyMatch,
+  PropertySearchAllParams,
+  PropertySearchParams,
+  PropertySummary,
+  RateLimit,
+  Valuation,
+} from "./types.js";
+import { VERSION } from "./version.js";
+
+export const DEFAULT_BASE_URL = "http://127.0.0.1:8000";
+export const DEFAULT_TIMEOUT = 30;
+export const DEFAULT_MAX_RETRIES = 2;
+export const DEFAULT_MAX_RETRY_WAIT = 60;
+
+/** The part of a fetch `Response` the client reads. */
+export interface FetchResponse {
+  readonly status: number;
+  readonly headers: { get(name: string): string | null };
+  text(): Promise<string>;
+}
+
+/** The request the client makes; the global `fetch` takes it. */
+export interface FetchInit {
+  method: "GET";
+  headers: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** A `fetch` function: the global one by default. */
+export type FetchLike = (url: string, init: FetchInit) => Promise<FetchResponse>;
+
+export interface ClientOptions {
+  /** The API key; default `PROPDATA_API_KEY` from the environment (Node). */
+  apiKey?: string;
+  /** The service's address; default `PROPDATA_BASE_URL` (Node), then http://127.0.0.1:8000. */
+  baseUrl?: string;
+  /** Seconds to wait for an answer before giving up on an attempt; default 30. */
+  timeout?: number;
+  /** Retries after the first attempt of a request; default 2. 0 turns retrying off. */
+  maxRetries?: number;
+  /**
+   * Longest wait, in seconds, the client sleeps before a retry; default 60. A 429 or 503
+   * whose `Retry-After` announces more (a daily quota can announce hours) is thrown at once.
+   */
+  maxRetryWait?: number;
+  /** Replaces the global `fetch` (for a proxy agent, logging, or tests). */
+  fetch?: FetchLike;
+  /** Replaces the sleep between retries; called with the wait in seconds. */
+  sleep?: (seconds: number) => Promise<void> | void;
+}
+
+// The wire names of the query parameters each operation takes (checked at compile time
+// against the params interfaces, and by test/openapi.test.ts against the service).
+const LOOKUP_PARAMS = allKeys<LookupParams>()(["streetAddress", "city", "state", "zipCode"]);
+const PROPERTY_SEARCH_PARAMS = allKeys<PropertySearchParams>()([
+  "zipCode", "city", "state", "status", "propertyType", "minPrice", "maxPrice", "minBeds",
+  "maxBeds", "minBaths", "minSqft", "maxSqft", "minYearBuilt", "maxDaysOnMarket", "limit",
+  "offset", "sort", "order",
+]);
+const MARKET_SEARCH_PARAMS = allKeys<MarketSearchParams>()([
+  "city", "state", "zipCode", "limit", "offset",
+]);
+const MARKET_HISTORY_PARAMS = allKeys<MarketHistoryParams>()(["months"]);
+
+/** A list of every key of T: a missing or an unknown key fails to compile. */
+function allKeys<T>() {
+  type Missing<K extends readonly unknown[]> = Exclude<keyof T, K[number]>;
+  return <const K extends readonly (keyof T & string)[]>(
+    keys: K & ([Missing<K>] extends [never] ? unknown : { missing: Missing<K> }),
+  ): readonly string[] => keys;
+}
+
+/**
+ * A client of the propdata API.
+ *
+ * ```ts
+ * import { Client } from "@propdata/client";
+ *
+ * const client = new Client(); // PROPDATA_API_KEY, PROPDATA_BASE_URL
+ * const home = await client.properties.get("syn-0000062");
+ * console.log(home.listPrice, client.lastRateLimit?.remaining);
+ * ```
+ *
+ * Failed requests are retried up to `maxRetries` times: a 429 after its `Retry-After` plus
+ * a uniform 0-1 s jitter; a 503 (or a 502/504 from a proxy) after its `Retry-After` plus
+ * jitter, or without one after a capped exponential backoff with jitter (0.25-0.5 s,
+ * 0.5-1 s, 1-2 s, ... at most 8 s), as are connection errors and timeouts. Any other error
+ * (a 4xx other than 429) is thrown at once; so is a wait announced longer than
+ * `maxRetryWait` seconds.
+ */
+export class Client {
+  readonly baseUrl: string;
+  readonly timeout: number;
+  readonly maxRetries: number;
+  readonly maxRetryWait: number;
+  /** The rate-limit and quota headers of the last answer (null before one, or when it had none). */
+  lastRateLimit: RateLimit | null = null;
+  /** Property records, lookups, searches, history and valuations. */
+  readonly properties: Properties;
+  /** ZIP-code market snapshots, monthly history and market search. */
+  readonly markets: Markets;
+  /** The calling key. */
+  readonly auth: Auth;
+
+  readonly #headers: Record<string, string>;
+  readonly #fetch: FetchLike;
+  readonly #sleep: (seconds: number) => Promise<void> | void;
+
+  constructor(options: ClientOptions = {}) {
+    const env = environment();
+    const key = (options.apiKey ?? env.PROPDATA_API_KEY ?? "").trim();
+    if (!key) {
+      throw new AuthenticationError("No API key: pass apiKey or set PROPDATA_API_KEY.", {
+        code: "missing_api_key",
+      });
+    }
+    if (/[\s\x00-\x1f\x7f]/.test(key)) {
+      throw new AuthenticationError("The API key contains spaces or control characters.", {
+        code: "invalid_api_key",
+      });
+    }
+    const base = options.baseUrl || env.PROPDATA_BASE_URL || DEFAULT_BASE_URL;
+    if (!/^https?:\/\//i.test(base)) {
+      throw new TypeError(`baseUrl must start with http:// or https://, not ${JSON.stringify(base)}`);
+    }
+    this.baseUrl = base.replace(/\/+$/, "");
+    this.timeout = nonNegative("timeout", options.timeout ?? DEFAULT_TIMEOUT);
+    this.maxRetries = Math.floor(
+      nonNegative("maxRetries", options.maxRetries ?? DEFAULT_MAX_RETRIES),
+    );
+    this.maxRetryWait = nonNegative("maxRetryWait", options.maxRetryWait ?? DEFAULT_MAX_RETRY_WAIT);
+    if (options.fetch === undefined && typeof globalThis.fetch !== "function") {
+      throw new TypeError("No global fetch (Node 18 or later has one): pass options.fetch.");
+    }
+    this.#fetch = options.fetch ?? ((url, init) => globalThis.fetch(url, init));
+    this.#sleep = options.sleep ?? sleep;
+    this.#headers = { Authorization: `Bearer ${key}`, Accept: "application/json" };
+    if (env.isNode) this.#headers["User-Agent"] = `propdata-client-typescript/${VERSION}`;
+    this.properties = new Properties(this);
+    this.markets = new Markets(this);
+    this.auth = new Auth(this);
+  }
+
+  toString(): string {
+    return `Client(baseUrl=${this.baseUrl})`;
+  }
+
+  /**
+   * GET any API path (`/v1/...`) with `query`, retried by the rule above; the parsed JSON
+   * answer, whole. The methods below are built on it.
+   */
+  async request(path: string, query: [string, string][] = []): Promise<unknown> {
+    const url = this.baseUrl + path + (query.length ? `?${new URLSearchParams(query)}` : "");
+    for (let retries = 0; ; retries++) {
+      let error: PropdataError;
+      try {
+        const response = await this.#fetch(url, {
+          method: "GET",
+          headers: { ...this.#headers },
+          signal: timeoutSignal(this.timeout),
+        });
+        const text = await response.text();
+        const rateLimit = rateLimitOf(response.headers);
+        this.lastRateLimit = rateLimit;
+        const requestId = response.headers.get("X-Request-Id");
+        if (response.status < 300) return parseAnswer(text, response.status, requestId);
+        error = errorFromResponse(response.status, text, requestId, rateLimit);
+      } catch (cause) {
+        if (cause instanceof PropdataError) throw cause;
+        error = connectionError(cause);
+      }
+      const wait = retryWait(retries, error, this.maxRetries, this.maxRetryWait);
+      if (wait === null) throw error;
+      await this.#sleep(wait);
+    }
+  }
+
+  /** @internal One answer's `data`. */
+  async data<T>(path: string, query?: [string, string][]): Promise<T> {
+    const answer = await this.request(path, query);
+    if (answer === null || typeof answer !== "object" || !("data" in answer)) {
+      throw invalidAnswer("no data", this.lastRateLimit);
+    }
+    return (answer as { data: T }).data;
+  }
+
+  /** @internal One search page, `{meta, data}`. */
+  async page<T>(path: string, query?: [string, string][]): Promise<Page<T>> {
+    const answer = (await this.request(path, query)) as Partial<Page<T>> | null;
+    if (answer === null || typeof answer !== "object" || !Array.isArray(answer.data)) {
+      throw invalidAnswer("not a page", this.lastRateLimit);
+    }
+    if (answer.meta === null || typeof answer.meta !== "object") {
+      throw invalidAnswer("not a page", this.lastRateLimit);
+    }
+    return { meta: answer.meta, data: answer.data };
+  }
+
+  /** @internal Every item of every page of a search, from `offset` 0, one request per page. */
+  async *pages<T>(path: string, query: [string, string][]): AsyncGenerator<T, void, undefined> {
+    let offset: number | null = 0;
+    while (offset !== null) {
+      const page: Page<T> = await this.page<T>(path, [...query, ["offset", String(offset)]]);
+      yield* page.data;
+      const next = page.meta.offset + Math.max(page.meta.limit, page.data.length);
+      offset = page.data.length > 0 && next < page.meta.total ? next : null;
+    }
+  }
+}
+
+/** `client.properties`. */
+export class Properties {
+  readonly #client: Client;
+
+  constructor(client: Client) {
+    this.#client = client;
+  }
+
+  /** The full record: `GET /v1/properties/{id}`. */
+  async get(id: string): Promise<Property> {
+    return this.#client.data(`/v1/properties/${segment(id, "id")}`);
+  }
+
+  /**
+   * The one property at a street address, matched after USPS normalisation:
+   * `GET /v1/properties/lookup`. Throws NotFoundError when nothing matches exactly and
+   * AmbiguousAddressError (with `zipCodes`) when several properties do.
+   */
+  async lookup(params: LookupParams): Promise<PropertyMatch> {
+    return this.#client.data("/v1/properties/lookup", query(LOOKUP_PARAMS, params));
+  }
+
+  /**
+   * One page of a property search: `GET /v1/properties`. `limit` defaults to the plan's
+   * page size and is clamped to its maximum (`meta.limit` is the size applied).
+   */
+  async search(params: PropertySearchParams = {}): Promise<Page<PropertySummary>> {
+    return this.#client.page("/v1/properties", query(PROPERTY_SEARCH_PARAMS, params));
+  }
+
+  /**
+   * Every match of a property search, page after page (each page one metered request):
+   *
+   * ```ts
+   * for await (const home of client.properties.searchAll({ zipCode: "50010", pageSize: 100 })) {
+   *   console.log(home.id, home.listPrice);
+   * }
+   * ```
+   */
+  async *searchAll(
+    params: PropertySearchAllParams = {},
+  ): AsyncGenerator<PropertySummary, void, undefined> {
+    const q = allPagesQuery(PROPERTY_SEARCH_PARAMS, params);
+    yield* this.#client.pages<PropertySummary>("/v1/properties", q);
+  }
+
+  /** Price history (newest first) and tax history: `GET /v1/properties/{id}/history`. */
+  async history(id: string): Promise<PropertyHistory> {
+    return this.#client.data(`/v1/properties/${segment(id, "id")}/history`);
+  }
+
+  /** Value and rent estimates, gross yield, comparables: `GET /v1/properties/{id}/valuation`. */
+  async valuation(id: string): Promise<Valuation> {
+    return this.#client.data(`/v1/properties/${segment(id, "id")}/valuation`);
+  }
+}
+
+/** `client.markets`. */
+export class Markets {
+  readonly #client: Client;
+
+  constructor(client: Client) {
+    this.#client = client;
+  }
+
+  /** The current market snapshot of a ZIP code: `GET /v1/markets/{zipCode}`. */
+  async get(zipCode: string): Promise<Market> {
+    return this.#client.data(`/v1/markets/${segment(zipCode, "zipCode")}`);
+  }
+
+  /**
+   * Monthly history, newest first (`months` 1-60, default 12):
+   * `GET /v1/markets/{zipCode}/history`.
+   */
+  async history(zipCode: string, params: MarketHistoryParams = {}): Promise<MarketHistory> {
+    const path = `/v1/markets/${segment(zipCode, "zipCode")}/history`;
+    return this.#client.data(path, query(MARKET_HISTORY_PARAMS, params));
+  }
+
+  /** One page of markets by city, state or ZIP prefix (1-5 digits): `GET /v1/markets/search`. */
+  async search(params: MarketSearchParams = {}): Promise<Page<Market>> {
+    return this.#client.page("/v1/markets/search", query(MARKET_SEARCH_PARAMS, params));
+  }
+
+  /** Every market of a market search, page after page. */
+  async *searchAll(params: MarketSearchAllParams = {}): AsyncGenerator<Market, void, undefined> {
+    const q = allPagesQuery(MARKET_SEARCH_PARAMS, params);
+    yield* this.#client.pages<Market>("/v1/markets/search", q);
+  }
+}
+
+/** `client.auth`. */
+export class Auth {
+  readonly #client: Client;
+
+  constructor(client: Client) {
+    this.#client = client;
+  }
+
+  /** The key, its plan, limits and usage: `GET /v1/auth/status` (never metered, never limited). */
+  async status(): Promise<AuthStatus> {
+    return this.#client.data("/v1/auth/status");
+  }
+}
+
+// -- the retry rule ------------------------------------------------------------------------
+
+const RETRY_STATUSES = new Set([502, 503, 504]);
+const BACKOFF_BASE = 0.5;
+const BACKOFF_CAP = 8;
+
+/**
+ * Seconds to sleep before the next attempt, or null to throw `error`. The same rule as the
+ * Python SDK's RetryPolicy.wait.
+ */
+export function retryWait(
+  retriesDone: number,
+  error: PropdataError,
+  maxRetries: number,
+  maxRetryWait: number,
+  random: () => number = Math.random,
+): number | null {
+  if (retriesDone >= maxRetries) return null;
+  const retryable =
+    error instanceof RateLimitError ||
+    error instanceof ServiceUnavailableError ||
+    error instanceof APIConnectionError ||
+    (error.status !== null && RETRY_STATUSES.has(error.status));
+  if (!retryable) return null;
+  if (error.retryAfter !== null) {
+    const announced = Math.max(error.retryAfter, 0);
+    if (announced > maxRetryWait) return null;
+    return announced + random();
+  }
+  if (error instanceof RateLimitError) return 1 + random(); // a 429 without Retry-After
+  const step = Math.min(BACKOFF_CAP, BACKOFF_BASE * 2 ** retriesDone);
+  return Math.min(step / 2 + (random() * step) / 2, maxRetryWait);
+}
+
+// -- helpers -------------------------------------------------------------------------------
+
+function sleep(seconds: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+}
+
+function nonNegative(name: string, value: number): number {
+  if (typeof value !== "number" || !(value >= 0) || value === Infinity) {
+    throw new RangeError(`${name} must be a number of 0 or more, not ${String(value)}`);
+  }
+  return value;
+}
+
+interface Environment {
+  PROPDATA_API_KEY?: string | undefined;
+  PROPDATA_BASE_URL?: string | undefined;
+  isNode: boolean;
+}
+
+/** The two PROPDATA_* variables when running in Node (none in a browser). */
+interface NodeProcess {
+  env?: Record<string, string | undefined>;
+  versions?: { node?: string };
+}
+
+function environment(): Environment {
+  const proc = (globalThis as { process?: NodeProcess }).process;
+  const env = proc?.env ?? {};
+  return {
+    PROPDATA_API_KEY: env.PROPDATA_API_KEY,
+    PROPDATA_BASE_URL: env.PROPDATA_BASE_URL,
+    isNode: typeof proc?.versions?.node === "string",
+  };
+}
+
+/** A path parameter, percent-encoded (`.` and `..` too, so no URL normaliser moves up a level). */
+function segment(value: string, name: string): string {
+  if (typeof value !== "string" || value === "") {
+    throw new TypeError(`${name} must be a non-empty string`);
+  }
+  const encoded = encodeURIComponent(value);
+  return /^\.+$/.test(value) ? encoded.replace(/\./g, "%2E") : encoded;
+}
+
+/** The query string pairs of an operation; undefined and null values are left out. */
+function query(allowed: readonly string[], values: object): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const [name, value] of Object.entries(values ?? {}) as [string, unknown][]) {
+    if (value === undefined || value === null) continue;
+    if (!allowed.includes(name)) throw new TypeError(`unknown parameter ${JSON.stringify(name)}`);
+    if (typeof value === "number") {
+      if (!Number.isFinite(value)) throw new TypeError(`${name} must be a finite number`);
+      pairs.push([name, String(value)]);
+    } else if (typeof value === "string") {
+      pairs.push([name, value]);
+    } else {
+      throw new TypeError(`${name} must be a string or a number, not ${typeof value}`);
+    }
+  }
+  return pairs;
+}
+
+/** The query of a searchAll: its filters, and `pageSize` as the `limit` of every page. */
+function allPagesQuery(
+  allowed: readonly string[],
+  params: { pageSize?: number },
+): [string, string][] {
+  const { pageSize, ...filters } = params as { pageSize?: number } & Record<string, unknown>;
+  for (const name of ["limit", "offset"]) {
+    if (filters[name] !== undefined) {
+      throw new TypeError(`searchAll pages by itself: pass pageSize, not ${name}`);
+    }
+  }
+  return query(allowed, { ...filters, limit: pageSize });
+}
+
+function header(headers: FetchResponse["headers"], name: string): number | null {
+  const raw = headers.get(name);
+  if (raw === null || !/^\s*-?\d+\s*$/.test(raw)) return null;
+  return Number(raw.trim());
+}
+
+/** The rate-limit and quota headers of an answer; null when it carries none (a 401). */
+function rateLimitOf(headers: FetchResponse["headers"]): RateLimit | null {
+  const found: RateLimit = {
+    limit: header(headers, "X-RateLimit-Limit"),
+    remaining: header(headers, "X-RateLimit-Remaining"),
+    reset: header(headers, "X-RateLimit-Reset"),
+    quotaLimit: header(headers, "X-Quota-Limit"),
+    quotaRemaining: header(headers, "X-Quota-Remaining"),
+    quotaReset: header(headers, "X-Quota-Reset"),
+    retryAfter: retryAfterOf(headers.get("Retry-After")),
+  };
+  return Object.values(found).every((v) => v === null) ? null : found;
+}
+
+/** `Retry-After` in seconds: delta-seconds, or an HTTP date (rounded up from now). */
+function retryAfterOf(raw: string | null): number | null {
+  if (raw === null) return null;
+  if (/^\s*\d+\s*$/.test(raw)) return Number(raw.trim());
+  const when = Date.parse(raw);
+  return Number.isNaN(when) ? null : Math.max(0, Math.ceil((when - Date.now()) / 1000));
+}
+
+function parseAnswer(text: string, status: number, requestId: string | null): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw new PropdataError(`The answer is not JSON (HTTP ${status}).`, {
+      code: "invalid_response",
+      status,
+      requestId,
+      body: text,
+      cause,
+    });
+  }
+}
+
+function invalidAnswer(what: string, rateLimit: RateLimit | null): PropdataError {
+  return new PropdataError(`The answer does not have the expected shape: ${what}.`, {
+    code: "invalid_response",
+    rateLimit,
+  });
+}
+
+function timeoutSignal(seconds: number): AbortSignal | undefined {
+  if (seconds <= 0) return undefined;
+  if (typeof AbortSignal !== "undefined" && typeof AbortSignal.timeout === "function") {
+    return AbortSignal.timeout(Math.ceil(seconds * 1000));
+  }
+  if (typeof AbortController === "undefined") return undefined;
+  const controller = new AbortController();
+  const timer: unknown = setTimeout(() => controller.abort(), seconds * 1000);
+  (timer as { unref?: () => void }).unref?.();
+  return controller.signal;
+}
+
+function connectionError(cause: unknown): APIConnectionError {
+  const name = (cause as { name?: unknown } | null)?.name;
+  const timedOut = name === "TimeoutError" || name === "AbortError";
+  const detail = describe(cause);
+  return new APIConnectionError(`The request ${timedOut ? "timed out" : "failed"}: ${detail}`, {
+    code: "connection_error",
+    cause,
+  });
+}
+
+/** An error's message with its causes' (undici's "fetch failed" hides the reason in `cause`). */
+function describe(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 4; depth++) {
+    const message = (e as { message?: unknown }).message;
+    const code = (e as { code?: unknown }).code;
+    parts.push(typeof message === "string" && message ? message : String(e));
+    if (typeof code === "string") parts.push(code);
+    e = (e as { cause?: unknown }).cause;
+  }
+  return [...new Set(parts)].join(": ");
+}

@@ -1,0 +1,388 @@
+/**
+ * The request parameters and response models of the propdata API, v1.
+ *
+ * Each model interface has the field names of its schema in the service's `/openapi.json`
+ * (`components.schemas`; the names that differ are in test/openapi.test.ts: `Property` is
+ * `PropertyDetail`, `PropertyMatch` is `PropertyLookupItem`, `PropertySummary` is
+ * `PropertySearchItem`, `MarketSnapshot` is `Snapshot`, `MarketHistoryEntry` is
+ * `HistoryEntry`; the Python SDK uses the same names). A field the service may send as
+ * `null` is typed `| null`; every field listed is always present. Dates, months and
+ * timestamps stay the strings of the wire (`YYYY-MM-DD`, `YYYY-MM`, ISO 8601 UTC).
+ * test/openapi.test.ts compares these declarations with the live document (names, required,
+ * nullable, enumerations), so a drift between the two fails the tests.
+ */
+
+/** `status` of a property. */
+export type PropertyStatus = "forSale" | "recentlySold" | "forRent" | "offMarket";
+
+/** `propertyType` of a property. */
+export type PropertyType = "singleFamily" | "condo" | "townhouse" | "multiFamily" | "land";
+
+/** `listingType` of a property (null when it is not listed). */
+export type ListingType = "standard" | "newConstruction" | "foreclosure" | "shortSale" | "auction";
+
+/** `priceHistory[].event`. */
+export type PriceEventType =
+  | "listedForSale"
+  | "priceChange"
+  | "pendingSale"
+  | "sold"
+  | "delisted"
+  | "relisted"
+  | "listedForRent"
+  | "rentalRemoved";
+
+/** `priceHistory[].source`. */
+export type PriceEventSource = "mls" | "publicRecord" | "agent" | "owner";
+
+/** Sort fields of a property search. */
+export type PropertySort = "listPrice" | "daysOnMarket" | "livingArea" | "lastUpdated";
+
+/** Sort order of a property search. */
+export type SortOrder = "asc" | "desc";
+
+// -- request parameters ------------------------------------------------------------------
+
+/** Query of `GET /v1/properties/lookup` (`properties.lookup`). */
+export interface LookupParams {
+  /** Street line, with the unit if there is one (`1510 First Ave #112`). */
+  streetAddress: string;
+  /** City name, any case. */
+  city: string;
+  /** Two-letter state code, any case. */
+  state: string;
+  /** Five-digit ZIP code; restricts the match to it (and resolves a 409). */
+  zipCode?: string;
+}
+
+/** Query of `GET /v1/properties` (`properties.search`, `properties.searchAll`). */
+export interface PropertySearchParams {
+  /** Five-digit ZIP code. */
+  zipCode?: string;
+  city?: string;
+  /** Two-letter state code, any case. */
+  state?: string;
+  status?: PropertyStatus;
+  propertyType?: PropertyType;
+  /** Minimum `listPrice`, whole dollars. */
+  minPrice?: number;
+  /** Maximum `listPrice`, whole dollars. */
+  maxPrice?: number;
+  minBeds?: number;
+  maxBeds?: number;
+  minBaths?: number;
+  /** Minimum living area, square feet. */
+  minSqft?: number;
+  /** Maximum living area, square feet. */
+  maxSqft?: number;
+  minYearBuilt?: number;
+  maxDaysOnMarket?: number;
+  /** Page size: the plan's default when absent, clamped to the plan's maximum. */
+  limit?: number;
+  /** Results to skip. */
+  offset?: number;
+  /** Sort field, default `lastUpdated`. */
+  sort?: PropertySort;
+  /** Sort order, default `desc`. */
+  order?: SortOrder;
+}
+
+/** Query of `GET /v1/markets/search` (`markets.search`, `markets.searchAll`). */
+export interface MarketSearchParams {
+  city?: string;
+  /** Two-letter state code, any case. */
+  state?: string;
+  /** A ZIP code or its first 1 to 4 digits. */
+  zipCode?: string;
+  /** Page size: the plan's default when absent, clamped to the plan's maximum. */
+  limit?: number;
+  /** Results to skip. */
+  offset?: number;
+}
+
+/** Query of `GET /v1/markets/{zipCode}/history` (`markets.history`). */
+export interface MarketHistoryParams {
+  /** Months of history, 1 to 60; default 12. */
+  months?: number;
+}
+
+// -- response models ---------------------------------------------------------------------
+
+/** A full address (`Property.address`). */
+export interface Address {
+  streetAddress: string | null;
+  city: string;
+  /** Two-letter state code, upper case. */
+  state: string;
+  /** Five digits. */
+  zipCode: string;
+  /** County name without "County" ("Story"); optional in the OpenAPI document. */
+  county?: string | null;
+  /** Five-digit state+county FIPS code ("19169"); optional in the OpenAPI document. */
+  fipsCode?: string | null;
+}
+
+/** The address of a lookup or search item, or of a comparable sale. */
+export interface ShortAddress {
+  streetAddress: string | null;
+  city: string;
+  state: string;
+  zipCode: string;
+}
+
+export interface Coordinates {
+  latitude: number;
+  longitude: number;
+}
+
+export interface Scores {
+  walkability: number | null;
+  transit: number | null;
+  bike: number | null;
+}
+
+/** A value or rent estimate, whole US dollars; low/high an 85 % interval. */
+export interface Estimate {
+  value: number;
+  low: number;
+  high: number;
+  /** `YYYY-MM-DD`. */
+  asOfDate: string;
+}
+
+/** One event of `priceHistory`, newest first. */
+export interface PriceEvent {
+  /** `YYYY-MM-DD`. */
+  date: string;
+  event: PriceEventType;
+  price: number | null;
+  source: PriceEventSource;
+}
+
+/** One year of `taxHistory`, newest first. */
+export interface TaxRecord {
+  year: number;
+  taxPaid: number | null;
+  assessedValue: number | null;
+}
+
+/** The full property record: `GET /v1/properties/{id}` (`properties.get`). */
+export interface Property {
+  id: string;
+  status: PropertyStatus;
+  listPrice: number | null;
+  address: Address;
+  bedroomsTotal: number | null;
+  bathroomsTotal: number | null;
+  livingArea: number | null;
+  lotSize: number | null;
+  yearBuilt: number | null;
+  propertyType: PropertyType | null;
+  daysOnMarket: number | null;
+  priceHistory: PriceEvent[];
+  taxHistory: TaxRecord[];
+  scores: Scores | null;
+  coordinates: Coordinates | null;
+  /** ISO 8601 UTC timestamp. */
+  lastUpdated: string;
+  listingType: ListingType | null;
+  originalListPrice: number | null;
+  previousListPrice: number | null;
+  lastPriceChangeDate: string | null;
+  removedDate: string | null;
+  rentEstimate: Estimate | null;
+  valueEstimate: Estimate | null;
+  /** 12 × rent / value, a fraction. */
+  grossYield: number | null;
+  pricePerSquareFoot: number | null;
+  stories: number | null;
+}
+
+/** `GET /v1/properties/lookup` (`properties.lookup`). */
+export interface PropertyMatch {
+  id: string;
+  status: PropertyStatus;
+  listPrice: number | null;
+  address: ShortAddress;
+  bedroomsTotal: number | null;
+  bathroomsTotal: number | null;
+  livingArea: number | null;
+  lastUpdated: string;
+}
+
+/** One item of a property search page. */
+export interface PropertySummary {
+  id: string;
+  status: PropertyStatus;
+  listPrice: number | null;
+  address: ShortAddress;
+  bedroomsTotal: number | null;
+  bathroomsTotal: number | null;
+  livingArea: number | null;
+  daysOnMarket: number | null;
+  lastSalePrice: number | null;
+  lastSaleDate: string | null;
+  lastUpdated: string;
+}
+
+/** `GET /v1/properties/{id}/history` (`properties.history`). */
+export interface PropertyHistory {
+  id: string;
+  priceHistory: PriceEvent[];
+  taxHistory: TaxRecord[];
+}
+
+/** A comparable sale of a valuation. */
+export interface Comparable {
+  id: string;
+  address: ShortAddress;
+  distanceMiles: number | null;
+  saleDate: string;
+  salePrice: number;
+  /** 0 to 1; 1 is most similar. */
+  similarity: number;
+}
+
+/** `GET /v1/properties/{id}/valuation` (`properties.valuation`). */
+export interface Valuation {
+  id: string;
+  valueEstimate: Estimate | null;
+  rentEstimate: Estimate | null;
+  grossYield: number | null;
+  comparables: Comparable[];
+}
+
+/** The `meta` of a search page. */
+export interface PageMeta {
+  /** Exact number of matches. */
+  total: number;
+  /** The page size applied. */
+  limit: number;
+  /** Results skipped. */
+  offset: number;
+}
+
+/** A search page: `{meta, data}`. */
+export interface Page<T> {
+  meta: PageMeta;
+  data: T[];
+}
+
+/** The market statistics of a ZIP code as of `date`. */
+export interface MarketSnapshot {
+  /** `YYYY-MM-DD`. */
+  date: string;
+  medianListPrice: number | null;
+  medianSoldPrice: number | null;
+  activeListings: number;
+  newListings30d: number;
+  soldLast30d: number;
+  medianDaysOnMarket: number | null;
+  averagePricePerSqft: number | null;
+  inventoryMonths: number | null;
+  listToSoldRatio: number | null;
+}
+
+/** `GET /v1/markets/{zipCode}` (`markets.get`) and each item of a market search. */
+export interface Market {
+  zipCode: string;
+  city: string;
+  state: string;
+  snapshot: MarketSnapshot;
+}
+
+/** One month of market history, newest first. */
+export interface MarketHistoryEntry {
+  /** `YYYY-MM`. */
+  month: string;
+  medianListPrice: number | null;
+  medianSoldPrice: number | null;
+  activeListings: number;
+  soldCount: number;
+  medianDaysOnMarket: number | null;
+  averagePricePerSqft: number | null;
+}
+
+/** `GET /v1/markets/{zipCode}/history` (`markets.history`). */
+export interface MarketHistory {
+  zipCode: string;
+  city: string;
+  state: string;
+  history: MarketHistoryEntry[];
+}
+
+/** The limits in force for a key. */
+export interface Limits {
+  perMinute: number;
+  /** Null for an unlimited daily quota. */
+  daily: number | null;
+  defaultPageSize: number;
+  maxPageSize: number;
+}
+
+/** The use of one window. */
+export interface WindowUsage {
+  used: number;
+  remaining: number;
+  /** Unix seconds at which the oldest counted request leaves the window. */
+  reset: number;
+}
+
+export interface Usage {
+  minute: WindowUsage;
+  /** Null for an unlimited daily quota. */
+  day: WindowUsage | null;
+}
+
+/** `GET /v1/auth/status` (`auth.status`): the calling key, its limits and usage. */
+export interface AuthStatus {
+  keyId: string;
+  name: string;
+  plan: string;
+  status: string;
+  limits: Limits;
+  usage: Usage;
+}
+
+/** The body of every error answer, inside `{"error": ...}`. */
+export interface ErrorBody {
+  code: string;
+  message: string;
+  status: number;
+  requestId: string;
+  /** The offending parameter; on 400 answers only. */
+  parameter?: string | null;
+}
+
+/** Query of `properties.searchAll`: the search filters and sort, and the page size. */
+export interface PropertySearchAllParams
+  extends Omit<PropertySearchParams, "limit" | "offset"> {
+  /** The `limit` of each request: the plan's default page size when absent. */
+  pageSize?: number;
+}
+
+/** Query of `markets.searchAll`: the search filters and the page size. */
+export interface MarketSearchAllParams extends Omit<MarketSearchParams, "limit" | "offset"> {
+  /** The `limit` of each request: the plan's default page size when absent. */
+  pageSize?: number;
+}
+
+// -- headers -----------------------------------------------------------------------------
+
+/**
+ * The rate-limit and quota headers of one answer (`client.lastRateLimit`, `error.rateLimit`).
+ *
+ * `limit`/`remaining`/`reset` describe the sliding minute (`X-RateLimit-*`); `quota*` the
+ * rolling 24 hours (`X-Quota-*`, null for an unlimited quota); `retryAfter` is the
+ * `Retry-After` of a 429 or 503. Resets are unix seconds. A field is null when the answer
+ * did not carry its header.
+ */
+export interface RateLimit {
+  limit: number | null;
+  remaining: number | null;
+  reset: number | null;
+  quotaLimit: number | null;
+  quotaRemaining: number | null;
+  quotaReset: number | null;
+  retryAfter: number | null;
+}
