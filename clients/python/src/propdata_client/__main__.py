@@ -1,0 +1,3 @@
+from propdata_client.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,380 @@
+"""What the synchronous and the asynchronous client share: configuration, the requests of
+each endpoint, reading answers and errors, and the retry rule. No I/O happens here."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+import msgspec
+
+from propdata_client._version import __version__
+from propdata_client.errors import (
+    APIConnectionError,
+    AuthenticationError,
+    PropdataError,
+    RateLimitError,
+    ServiceUnavailableError,
+    error_for,
+)
+from propdata_client.models import (
+    AuthStatus,
+    Market,
+    MarketHistory,
+    Page,
+    Property,
+    PropertyHistory,
+    PropertyMatch,
+    PropertySummary,
+    RateLimit,
+    Valuation,
+)
+
+T = TypeVar("T")
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_MAX_RETRY_WAIT = 60.0
+USER_AGENT = f"propdata-client-python/{__version__}"
+
+# The wire name of every query parameter each operation takes, by the SDK's argument name.
+# tests/test_models_drift.py checks these against the server's OpenAPI document.
+PROPERTY_SEARCH_PARAMS = {
+    "zip_code": "zipCode",
+    "city": "city",
+    "state": "state",
+    "status": "status",
+    "property_type": "propertyType",
+    "min_price": "minPrice",
+    "max_price": "maxPrice",
+    "min_beds": "minBeds",
+    "max_beds": "maxBeds",
+    "min_baths": "minBaths",
+    "min_sqft": "minSqft",
+    "max_sqft": "maxSqft",
+    "min_year_built": "minYearBuilt",
+    "max_days_on_market": "maxDaysOnMarket",
+    "limit": "limit",
+    "offset": "offset",
+    "sort": "sort",
+    "order": "order",
+}
+LOOKUP_PARAMS = {
+    "street_address": "streetAddress",
+    "city": "city",
+    "state": "state",
+    "zip_code": "zipCode",
+}
+MARKET_SEARCH_PARAMS = {
+    "city": "city",
+    "state": "state",
+    "zip_code": "zipCode",
+    "limit": "limit",
+    "offset": "offset",
+}
+MARKET_HISTORY_PARAMS = {"months": "months"}
+
+
+class _Envelope(msgspec.Struct, Generic[T], frozen=True):
+    data: T
+
+
+class _ErrorBody(msgspec.Struct, frozen=True):
+    code: str
+    message: str
+    status: int | None = None
+    requestId: str | None = None
+    parameter: str | None = None
+
+
+class _ErrorEnvelope(msgspec.Struct, frozen=True):
+    error: _ErrorBody
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One GET: its path, its query and how to read a 2xx answer."""
+
+    path: str
+    params: dict[str, str]
+    decode: msgspec.json.Decoder[Any]
+
+    def result(self, content: bytes) -> T:
+        value: T = self.decode.decode(content).data
+        return value
+
+
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
+    if kind not in _DECODERS:
+        _DECODERS[kind] = msgspec.json.Decoder(_Envelope[kind])
+    return _DECODERS[kind]
+
+
+def _page_decoder(kind: Any) -> msgspec.json.Decoder[Any]:
+    key = ("page", kind)
+    if key not in _DECODERS:
+        _DECODERS[key] = msgspec.json.Decoder(Page[kind])
+    return _DECODERS[key]
+
+
+@dataclass(frozen=True)
+class PageCall(Generic[T]):
+    """A GET that answers one page ({meta, data}) of a search."""
+
+    path: str
+    params: dict[str, str]
+    decode: msgspec.json.Decoder[Any]
+
+    def result(self, content: bytes) -> Page[T]:
+        value: Page[T] = self.decode.decode(content)
+        return value
+
+    def at(self, offset: int) -> PageCall[T]:
+        return PageCall(self.path, {**self.params, "offset": str(offset)}, self.decode)
+
+
+# -- the requests of each endpoint -------------------------------------------------------
+
+
+def segment(value: str, what: str) -> str:
+    """A path parameter, percent-encoded; `.` and `..` encoded too so no URL normaliser
+    turns them into another path. A `/` is refused: servers decode `%2F` before routing, so
+    it could reach another endpoint (no id or ZIP code holds one)."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty string")
+    if "/" in value:
+        raise ValueError(f"{what} cannot contain '/'")
+    encoded = quote(value, safe="")
+    return encoded.replace(".", "%2E") if set(value) == {"."} else encoded
+
+
+def query(names: Mapping[str, str], values: Mapping[str, object]) -> dict[str, str]:
+    """The query string of an operation from the SDK's keyword arguments; None is left out."""
+    params: dict[str, str] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if name not in names:
+            raise TypeError(f"unknown parameter {name!r}")
+        if isinstance(value, bool):
+            raise TypeError(f"{name} must be a number or a string, not a bool")
+        params[names[name]] = str(value)
+    return params
+
+
+def get_property(property_id: str) -> Call[Property]:
+    return Call(f"/v1/properties/{segment(property_id, 'property_id')}", {}, _decoder(Property))
+
+
+def lookup_property(values: Mapping[str, object]) -> Call[PropertyMatch]:
+    return Call("/v1/properties/lookup", query(LOOKUP_PARAMS, values), _decoder(PropertyMatch))
+
+
+def search_properties(values: Mapping[str, object]) -> PageCall[PropertySummary]:
+    return PageCall(
+        "/v1/properties", query(PROPERTY_SEARCH_PARAMS, values), _page_decoder(PropertySummary)
+    )
+
+
+def property_history(property_id: str) -> Call[PropertyHistory]:
+    path = f"/v1/properties/{segment(property_id, 'property_id')}/history"
+    return Call(path, {}, _decoder(PropertyHistory))
+
+
+def property_valuation(property_id: str) -> Call[Valuation]:
+    path = f"/v1/properties/{segment(property_id, 'property_id')}/valuation"
+    return Call(path, {}, _decoder(Valuation))
+
+
+def get_market(zip_code: str) -> Call[Market]:
+    return Call(f"/v1/markets/{segment(zip_code, 'zip_code')}", {}, _decoder(Market))
+
+
+def market_history(zip_code: str, months: int | None) -> Call[MarketHistory]:
+    path = f"/v1/markets/{segment(zip_code, 'zip_code')}/history"
+    return Call(path, query(MARKET_HISTORY_PARAMS, {"months": months}), _decoder(MarketHistory))
+
+
+def search_markets(values: Mapping[str, object]) -> PageCall[Market]:
+    return PageCall(
+        "/v1/markets/search", query(MARKET_SEARCH_PARAMS, values), _page_decoder(Market)
+    )
+
+
+def auth_status() -> Call[AuthStatus]:
+    return Call("/v1/auth/status", {}, _decoder(AuthStatus))
+
+
+# -- configuration ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    base_url: str
+    headers: dict[str, str] = field(repr=False)  # the key: never in a repr or a log
+    timeout: float
+    retry: RetryPolicy
+
+
+def settings(
+    api_key: str | None,
+    base_url: str | None,
+    timeout: float,
+    max_retries: int,
+    max_retry_wait: float,
+) -> Settings:
+    """Resolve the key and base URL (arguments first, then PROPDATA_API_KEY and
+    PROPDATA_BASE_URL) and check them."""
+    key = api_key if api_key is not None else os.environ.get("PROPDATA_API_KEY", "")
+    key = key.strip()
+    if not key:
+        raise AuthenticationError(
+            "No API key: pass api_key= or set PROPDATA_API_KEY.", code="missing_api_key"
+        )
+    if any(ch.isspace() or not ch.isprintable() for ch in key):
+        raise AuthenticationError("The API key contains spaces or control characters.",
+                                  code="invalid_api_key")  # fmt: skip
+    url = (base_url or os.environ.get("PROPDATA_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"base_url must start with http:// or https://, not {url!r}")
+    if max_retries < 0:
+        raise ValueError("max_retries must be 0 or more")
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json",
+        "User-Agent": USER_AGENT,
+    }
+    return Settings(url, headers, timeout, RetryPolicy(max_retries, max_retry_wait))
+
+
+# -- answers ------------------------------------------------------------------------------
+
+
+def _int_header(headers: httpx.Headers, name: str) -> int | None:
+    raw = headers.get(name)
+    if raw is None:
+        return None
+    try:
+        return int(raw.strip())
+    except ValueError:
+        return None
+
+
+def rate_limit_of(response: httpx.Response) -> RateLimit | None:
+    """The rate-limit and quota headers of an answer; None when it carries none (a 401)."""
+    h = response.headers
+    found = RateLimit(
+        limit=_int_header(h, "X-RateLimit-Limit"),
+        remaining=_int_header(h, "X-RateLimit-Remaining"),
+        reset=_int_header(h, "X-RateLimit-Reset"),
+        quota_limit=_int_header(h, "X-Quota-Limit"),
+        quota_remaining=_int_header(h, "X-Quota-Remaining"),
+        quota_reset=_int_header(h, "X-Quota-Reset"),
+        retry_after=_int_header(h, "Retry-After"),
+    )
+    return None if found == RateLimit() else found
+
+
+_ERROR = msgspec.json.Decoder(_ErrorEnvelope)
+_FALLBACK_CODES = {
+    400: "invalid_parameter",
+    401: "invalid_api_key",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "ambiguous_address",
+    429: "rate_limit_exceeded",
+    500: "internal_error",
+    502: "bad_gateway",
+    503: "service_unavailable",
+    504: "gateway_timeout",
+}
+
+
+def error_of(response: httpx.Response, rate_limit: RateLimit | None) -> PropdataError:
+    """The error an answer of status >= 300 stands for."""
+    status = response.status_code
+    request_id = response.headers.get("X-Request-Id")
+    retry_after = _int_header(response.headers, "Retry-After")
+    try:
+        body = _ERROR.decode(response.content).error
+    except msgspec.DecodeError:
+        text = response.text.strip()[:200] or response.reason_phrase or "error"
+        code = _FALLBACK_CODES.get(status, f"http_{status}")
+        return error_for(status, code, f"HTTP {status}: {text}", request_id=request_id,
+                         retry_after=retry_after, rate_limit=rate_limit)  # fmt: skip
+    return error_for(
+        status,
+        body.code,
+        body.message,
+        request_id=body.requestId or request_id,
+        parameter=body.parameter,
+        retry_after=retry_after,
+        rate_limit=rate_limit,
+    )
+
+
+def invalid_answer(response: httpx.Response, exc: Exception) -> PropdataError:
+    return PropdataError(
+        f"The answer does not have the expected shape: {exc}",
+        code="invalid_response",
+        status=response.status_code,
+        request_id=response.headers.get("X-Request-Id"),
+    )
+
+
+def connection_error(exc: httpx.HTTPError) -> APIConnectionError:
+    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+    return APIConnectionError(f"The request {kind}: {exc}", code="connection_error")
+
+
+# -- retries ------------------------------------------------------------------------------
+
+RETRY_STATUSES = frozenset({502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When to retry and how long to wait first.
+
+    - 429: `Retry-After` + uniform 0-1 s of jitter (the API's advice).
+    - 503 (and 502/504 from a proxy), connection errors and timeouts: `Retry-After` + jitter
+      when the answer has one, else capped exponential backoff with jitter
+      (0.25-0.5 s, 0.5-1 s, 1-2 s, ... at most 8 s).
+    - Any other error: never (a 4xx other than 429 fails the same way again).
+    - At most `max_retries` retries; an announced wait above `max_retry_wait` seconds (a
+      daily quota can announce hours) raises the error at once instead of sleeping.
+    """
+
+    max_retries: int = DEFAULT_MAX_RETRIES
+    max_retry_wait: float = DEFAULT_MAX_RETRY_WAIT
+    backoff_base: float = 0.5
+    backoff_cap: float = 8.0
+
+    def wait(self, retries_done: int, error: PropdataError) -> float | None:
+        """Seconds to sleep before the next attempt, or None to raise `error`."""
+        if retries_done >= self.max_retries:
+            return None
+        retryable = (
+            isinstance(error, (RateLimitError, ServiceUnavailableError, APIConnectionError))
+            or error.status in RETRY_STATUSES
+        )
+        if not retryable:
+            return None
+        if error.retry_after is not None:
+            announced = float(max(error.retry_after, 0))
+            if announced > self.max_retry_wait:
+                return None
+            return announced + random.uniform(0.0, 1.0)
+        if isinstance(error, RateLimitError):  # a 429 without Retry-After: one second
+            return 1.0 + random.uniform(0.0, 1.0)
+        step = min(self.backoff_cap, self.backoff_base * 2.0**retries_done)
+        return min(step / 2 + random.uniform(0.0, step / 2), self.max_retry_wait)

@@ -1,0 +1,65 @@
+"""`propdata-client`: the command line of the Python SDK (today: the MCP server)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+from propdata_client._version import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="propdata-client", description="The propdata API's Python client."
+    )
+    parser.add_argument("--version", action="version", version=f"propdata-client {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    mcp = commands.add_parser(
+        "mcp",
+        help="Run the MCP server (stdio by default)",
+        description=(
+            "Serve the propdata API to AI agents over the Model Context Protocol. The key and "
+            "the API's address come from PROPDATA_API_KEY and PROPDATA_BASE_URL. Needs the "
+            "extra: pip install 'propdata-client[mcp]'."
+        ),
+    )
+    mcp.add_argument("--http", action="store_true",
+                     help="Serve streamable HTTP instead of stdio")  # fmt: skip
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8808, help="HTTP port (default 8808)")
+    mcp.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    mcp.add_argument(
+        "--max-retry-wait",
+        type=float,
+        default=10.0,
+        help="Longest Retry-After (seconds) a tool waits out before answering with an error "
+        "that names the wait (default 10)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command != "mcp":
+        _parser().print_help(sys.stderr)
+        return 2
+    try:
+        from propdata_client.mcp_server import serve
+    except ImportError as exc:
+        print(
+            f"propdata-client mcp needs the MCP SDK ({exc}): pip install 'propdata-client[mcp]'",
+            file=sys.stderr,
+        )
+        return 2
+    if not os.environ.get("PROPDATA_API_KEY", "").strip():
+        print("propdata-client mcp: set PROPDATA_API_KEY to your API key.", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(serve(http=args.http, host=args.host, port=args.port, path=args.path,
+                          max_retry_wait=args.max_retry_wait))  # fmt: skip
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,438 @@
+"""The propdata MCP server: the API as tools an AI agent can call (`propdata-client mcp`).
+
+Built on the official MCP Python SDK (`pip install 'propdata-client[mcp]'`). It reads the
+key and the API's address from PROPDATA_API_KEY and PROPDATA_BASE_URL, like the client.
+
+Answers are compact JSON: a model's context is precious, so lists are summarised (at most
+25 rows, with the total and the next offset), nulls are left out and addresses are one line.
+Every failure is a tool error in plain words; a 429 says how many seconds to wait.
+"""
+
+# No `from __future__ import annotations`: the MCP SDK reads the tools' annotations at runtime.
+
+import datetime as dt
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from propdata_client._async import AsyncClient
+from propdata_client._version import __version__
+from propdata_client.errors import (
+    AmbiguousAddressError,
+    APIConnectionError,
+    AuthenticationError,
+    InvalidParameterError,
+    NotFoundError,
+    PropdataError,
+    QuotaExceededError,
+    RateLimitError,
+    ServiceUnavailableError,
+)
+from propdata_client.models import (
+    Address,
+    Model,
+    PropertySort,
+    PropertyStatus,
+    PropertyType,
+    ShortAddress,
+    SortOrder,
+)
+
+MAX_ROWS = 25
+MAX_HISTORY_EVENTS = 10
+MAX_TAX_YEARS = 5
+MAX_MARKET_MONTHS = 24
+
+INSTRUCTIONS = """\
+US property records and ZIP-code market statistics from the propdata API.
+- lookup_address finds one property by street address; get_property gives its details,
+  price and tax history and valuation (value and rent estimates, comparable sales).
+- search_properties filters properties (location, status, type, price, size) a page at a
+  time: at most 25 rows per call, with the total and the offset of the next page.
+- get_market summarises a ZIP code's market with its monthly history.
+- check_usage shows the key's plan, limits and usage (free: it is never counted).
+Each other call counts against the key's per-minute limit and daily quota. When a tool says
+to retry after N seconds, wait that long before calling again.
+Money is whole US dollars; ratios are fractions (0.05 = 5 %)."""
+
+ZipCode = Annotated[
+    str, Field(pattern=r"^[0-9]{5}$", description="Five-digit US ZIP code, such as 50010.")
+]
+State = Annotated[
+    str,
+    Field(min_length=2, max_length=2, description="Two-letter US state code, such as IA."),
+]
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
+
+
+# -- formatting ---------------------------------------------------------------------------
+
+
+def _compact(value: Any) -> Any:
+    """JSON-ready, without nulls or empty lists (the model reads less)."""
+    if isinstance(value, Model):
+        value = value.to_dict()
+    if isinstance(value, Mapping):
+        pairs = ((str(k), _compact(v)) for k, v in value.items())
+        return {k: v for k, v in pairs if v is not None and v != [] and v != {}}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_compact(v) for v in value]
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat().replace("+00:00", "Z")
+    return value
+
+
+def _json(value: Any) -> str:
+    return json.dumps(_compact(value), separators=(",", ":"), ensure_ascii=False)
+
+
+def _address(address: Address | ShortAddress) -> str:
+    street = address.street_address or "(no street address)"
+    return f"{street}, {address.city}, {address.state} {address.zip_code}"
+
+
+def _wait(seconds: int | None) -> str:
+    if seconds is None:
+        return "a little while"
+    if seconds < 120:
+        return f"{seconds} seconds"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    spoken = f"{hours} h {minutes} min" if hours else f"{minutes} min"
+    return f"{seconds} seconds (about {spoken})"
+
+
+_RETRY_CLAUSE = re.compile(r";?\s*retry after \d+ seconds?", re.IGNORECASE)
+
+
+def tool_error(exc: PropdataError) -> ToolError:
+    """A failure of the API in words an agent can act on."""
+    ref = f" (request id {exc.request_id})" if exc.request_id else ""
+    if isinstance(exc, RateLimitError):
+        said = _RETRY_CLAUSE.sub("", exc.message).strip()
+        what = (
+            "Daily quota used up" if isinstance(exc, QuotaExceededError) else "Rate limit exceeded"
+        )
+        text = f"{what}: retry after {_wait(exc.retry_after)}. The API says: {said}"
+        if isinstance(exc, QuotaExceededError):
+            text += " check_usage shows the key's usage (it is never counted)."
+    elif isinstance(exc, AmbiguousAddressError):
+        if len(exc.zip_codes) > 1:
+            text = (
+                f"The address is ambiguous: it matches properties in ZIP codes "
+                f"{', '.join(exc.zip_codes)}. Call lookup_address again with zip_code set "
+                "to one of them."
+            )
+        else:
+            text = f"The address is ambiguous: {exc.message}"
+    elif isinstance(exc, NotFoundError):
+        text = f"Not found: {exc.message}"
+    elif isinstance(exc, InvalidParameterError):
+        text = f"Invalid parameter '{exc.parameter}': {exc.message}"
+    elif isinstance(exc, AuthenticationError):
+        text = (
+            f"The API key was refused ({exc.code}): {exc.message} "
+            "Set PROPDATA_API_KEY to a valid key and restart the MCP server."
+        )
+    elif isinstance(exc, ServiceUnavailableError):
+        text = (
+            f"The propdata service is unavailable: {exc.message} "
+            f"Retry after {_wait(exc.retry_after)}."
+        )
+    elif isinstance(exc, APIConnectionError):
+        text = f"Cannot reach the propdata API: {exc.message}"
+    else:
+        text = f"The propdata API failed ({exc.code}, status {exc.status}): {exc.message}"
+    return ToolError(text + ref)
+
+
+# -- the server ---------------------------------------------------------------------------
+
+
+def build_server(client: AsyncClient) -> MCPServer:
+    """An MCP server whose tools call the API through `client`."""
+    server: MCPServer = MCPServer(
+        "propdata",
+        title="propdata: US property and market data",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+
+    @server.tool(name="lookup_address", title="Look up a property by address",
+                 annotations=READ_ONLY)  # fmt: skip
+    async def lookup_address(
+        street_address: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="Street line, such as '101 Oak Street' or '5 Broadway Apt 2'.",
+            ),
+        ],
+        city: Annotated[str, Field(min_length=1, max_length=100, description="City name.")],
+        state: State,
+        zip_code: Annotated[
+            str | None,
+            Field(
+                pattern=r"^[0-9]{5}$",
+                description="Five-digit ZIP code; needed when the address exists in several.",
+            ),
+        ] = None,
+    ) -> str:
+        """Find the one property at a US street address (matched after USPS normalisation:
+        case, punctuation, Street/St, unit designators). Returns its id, status, list price,
+        address, bedrooms, bathrooms and living area; pass the id to get_property for the
+        full record. Fails with the candidate ZIP codes when the address is ambiguous."""
+        try:
+            found = await client.properties.lookup(street_address, city, state, zip_code)
+        except PropdataError as exc:
+            raise tool_error(exc) from exc
+        return _json(
+            {
+                "id": found.id,
+                "status": found.status,
+                "listPrice": found.list_price,
+                "address": _address(found.address),
+                "bedrooms": found.bedrooms_total,
+                "bathrooms": found.bathrooms_total,
+                "livingAreaSqft": found.living_area,
+                "lastUpdated": found.last_updated,
+            }
+        )
+
+    @server.tool(name="search_properties", title="Search properties", annotations=READ_ONLY)
+    async def search_properties(
+        zip_code: Annotated[
+            str | None, Field(pattern=r"^[0-9]{5}$", description="Five-digit ZIP code.")
+        ] = None,
+        city: Annotated[str | None, Field(min_length=1, max_length=100)] = None,
+        state: Annotated[
+            str | None, Field(min_length=2, max_length=2, description="Two-letter state code.")
+        ] = None,
+        status: Annotated[PropertyStatus | None, Field(description="Listing status.")] = None,
+        property_type: PropertyType | None = None,
+        min_price: Annotated[
+            int | None, Field(ge=0, description="Minimum list price, USD.")
+        ] = None,
+        max_price: Annotated[
+            int | None, Field(ge=0, description="Maximum list price, USD.")
+        ] = None,
+        min_beds: Annotated[int | None, Field(ge=0)] = None,
+        max_beds: Annotated[int | None, Field(ge=0)] = None,
+        min_baths: Annotated[float | None, Field(ge=0)] = None,
+        min_sqft: Annotated[int | None, Field(ge=0, description="Minimum living area.")] = None,
+        max_sqft: Annotated[int | None, Field(ge=0, description="Maximum living area.")] = None,
+        min_year_built: Annotated[int | None, Field(ge=0)] = None,
+        max_days_on_market: Annotated[int | None, Field(ge=0)] = None,
+        sort: Annotated[
+            PropertySort | None, Field(description="Sort field (default lastUpdated).")
+        ] = None,
+        order: Annotated[SortOrder | None, Field(description="asc or desc (default desc).")] = None,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_ROWS, description="Rows to return, 1 to 25.")
+        ] = 10,
+        offset: Annotated[
+            int, Field(ge=0, description="Rows to skip: the nextOffset of the previous call.")
+        ] = 0,
+    ) -> str:
+        """Search US properties by location, status, type, price, bedrooms, bathrooms,
+        size, age and days on market. Returns the total number of matches and one page of
+        at most 25 summary rows (id, status, list price, address, beds, baths, square feet,
+        days on market, last sale); nextOffset, when present, fetches the next page. Price
+        filters apply to the list price (monthly rent for forRent). At least one filter is
+        advisable: a page is a metered request."""
+        try:
+            page = await client.properties.search(
+                zip_code=zip_code, city=city, state=state, status=status,
+                property_type=property_type, min_price=min_price, max_price=max_price,
+                min_beds=min_beds, max_beds=max_beds, min_baths=min_baths, min_sqft=min_sqft,
+                max_sqft=max_sqft, min_year_built=min_year_built,
+                max_days_on_market=max_days_on_market, limit=min(limit, MAX_ROWS),
+                offset=offset, sort=sort, order=order,
+            )  # fmt: skip
+        except PropdataError as exc:
+            raise tool_error(exc) from exc
+        rows = [
+            {
+                "id": item.id,
+                "status": item.status,
+                "listPrice": item.list_price,
+                "address": _address(item.address),
+                "beds": item.bedrooms_total,
+                "baths": item.bathrooms_total,
+                "sqft": item.living_area,
+                "daysOnMarket": item.days_on_market,
+                "lastSalePrice": item.last_sale_price,
+                "lastSaleDate": item.last_sale_date,
+            }
+            for item in page.data[:MAX_ROWS]
+        ]
+        return _json(
+            {
+                "total": page.meta.total,
+                "offset": page.meta.offset,
+                "returned": len(rows),
+                "nextOffset": page.next_offset,
+                "properties": rows,
+            }
+        )
+
+    @server.tool(name="get_property", title="Get a property with history and valuation",
+                 annotations=READ_ONLY)  # fmt: skip
+    async def get_property(
+        property_id: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=64,
+                description="The property id, as lookup_address or search_properties return it.",
+            ),
+        ],
+    ) -> str:
+        """The details of one property: status, prices, address with county, size, year
+        built, type, scores, its latest price events and tax years, and its valuation (value
+        and monthly rent estimates with 85 % intervals, gross yield, up to 5 comparable
+        sales). Two metered requests."""
+        try:
+            record = await client.properties.get(property_id)
+            valuation = await client.properties.valuation(property_id)
+        except PropdataError as exc:
+            raise tool_error(exc) from exc
+        events = record.price_history
+        taxes = record.tax_history
+        return _json(
+            {
+                "id": record.id,
+                "status": record.status,
+                "listPrice": record.list_price,
+                "originalListPrice": record.original_list_price,
+                "previousListPrice": record.previous_list_price,
+                "lastPriceChangeDate": record.last_price_change_date,
+                "removedDate": record.removed_date,
+                "listingType": record.listing_type,
+                "daysOnMarket": record.days_on_market,
+                "address": _address(record.address),
+                "county": record.address.county,
+                "propertyType": record.property_type,
+                "bedrooms": record.bedrooms_total,
+                "bathrooms": record.bathrooms_total,
+                "livingAreaSqft": record.living_area,
+                "lotSize": record.lot_size,
+                "yearBuilt": record.year_built,
+                "stories": record.stories,
+                "pricePerSquareFoot": record.price_per_square_foot,
+                "scores": record.scores,
+                "coordinates": record.coordinates,
+                "lastUpdated": record.last_updated,
+                "priceHistory": events[:MAX_HISTORY_EVENTS],
+                "olderPriceEvents": max(0, len(events) - MAX_HISTORY_EVENTS) or None,
+                "taxHistory": taxes[:MAX_TAX_YEARS],
+                "valuation": {
+                    "valueEstimate": valuation.value_estimate,
+                    "rentEstimate": valuation.rent_estimate,
+                    "grossYield": valuation.gross_yield,
+                    "comparables": [
+                        {
+                            "id": c.id,
+                            "address": _address(c.address),
+                            "salePrice": c.sale_price,
+                            "saleDate": c.sale_date,
+                            "distanceMiles": c.distance_miles,
+                            "similarity": c.similarity,
+                        }
+                        for c in valuation.comparables[:5]
+                    ],
+                },
+            }
+        )
+
+    @server.tool(name="get_market", title="Get a ZIP code's market and its history",
+                 annotations=READ_ONLY)  # fmt: skip
+    async def get_market(
+        zip_code: ZipCode,
+        months: Annotated[
+            int,
+            Field(
+                ge=1,
+                le=MAX_MARKET_MONTHS,
+                description="Months of history, newest first, 1 to 24 (default 12).",
+            ),
+        ] = 12,
+    ) -> str:
+        """The housing market of a US ZIP code: today's snapshot (median list and sold
+        prices, active and new listings, sales in 30 days, median days on market, price per
+        square foot, months of inventory, sold-to-list ratio) and its monthly history (median
+        prices, active listings, sales, days on market). Two metered requests."""
+        try:
+            market = await client.markets.get(zip_code)
+            history = await client.markets.history(zip_code, months=min(months, MAX_MARKET_MONTHS))
+        except PropdataError as exc:
+            raise tool_error(exc) from exc
+        return _json(
+            {
+                "zipCode": market.zip_code,
+                "city": market.city,
+                "state": market.state,
+                "snapshot": market.snapshot,
+                "history": history.history[:MAX_MARKET_MONTHS],
+            }
+        )
+
+    @server.tool(name="check_usage", title="Check the API key's usage", annotations=READ_ONLY)
+    async def check_usage() -> str:
+        """The API key's plan, its limits (requests per minute, daily quota, page sizes) and
+        how much of the current minute and 24 hours it has used; resets are UTC times. Free:
+        never counted, and it answers even when the key is out of requests."""
+        try:
+            status = await client.auth.status()
+        except PropdataError as exc:
+            raise tool_error(exc) from exc
+
+        def window(used: int, remaining: int, reset: int) -> dict[str, Any]:
+            at = dt.datetime.fromtimestamp(reset, dt.timezone.utc)
+            return {"used": used, "remaining": remaining, "resetsAt": at}
+
+        minute, day = status.usage.minute, status.usage.day
+        return _json(
+            {
+                "keyId": status.key_id,
+                "name": status.name,
+                "plan": status.plan,
+                "status": status.status,
+                "limits": {
+                    "perMinute": status.limits.per_minute,
+                    "daily": status.limits.daily
+                    if status.limits.daily is not None
+                    else "unlimited",
+                    "defaultPageSize": status.limits.default_page_size,
+                    "maxPageSize": status.limits.max_page_size,
+                },
+                "minute": window(minute.used, minute.remaining, minute.reset),
+                "day": window(day.used, day.remaining, day.reset) if day else "unlimited",
+            }
+        )
+
+    return server
+
+
+async def serve(
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8808,
+    path: str = "/mcp",
+    max_retry_wait: float = 10.0,
+) -> None:
+    """Run the MCP server until its transport closes: stdio, or streamable HTTP."""
+    async with AsyncClient(max_retry_wait=max_retry_wait) as client:
+        server = build_server(client)
+        if http:
+            await server.run_streamable_http_async(host=host, port=port, streamable_http_path=path)
+        else:
+            await server.run_stdio_async()

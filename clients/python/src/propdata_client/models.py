@@ -1,0 +1,340 @@
+"""Typed models of every answer of the propdata API (v1).
+
+Attributes are snake_case; on the wire they are camelCase (`list_price` is `listPrice`).
+Every field the API lists for an endpoint is always present, `None` when unknown. Dates are
+`datetime.date`, timestamps timezone-aware `datetime.datetime` (UTC), months `"YYYY-MM"`
+strings, money whole US dollars (`int`), ratios fractions (`0.0497`).
+
+`tests/test_models_drift.py` checks these against the server's `/openapi.json`: names,
+types, required and nullable, enumerations.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Generic, Literal, TypeVar
+
+import msgspec
+
+__all__ = [
+    "Address",
+    "AuthStatus",
+    "Comparable",
+    "Coordinates",
+    "Estimate",
+    "Limits",
+    "ListingType",
+    "Market",
+    "MarketHistory",
+    "MarketHistoryEntry",
+    "MarketSnapshot",
+    "Page",
+    "PageMeta",
+    "PriceEvent",
+    "PriceEventSource",
+    "PriceEventType",
+    "Property",
+    "PropertyHistory",
+    "PropertyMatch",
+    "PropertySort",
+    "PropertyStatus",
+    "PropertySummary",
+    "PropertyType",
+    "RateLimit",
+    "Scores",
+    "ShortAddress",
+    "SortOrder",
+    "TaxRecord",
+    "Usage",
+    "Valuation",
+    "WindowUsage",
+]
+
+PropertyStatus = Literal["forSale", "recentlySold", "forRent", "offMarket"]
+PropertyType = Literal["singleFamily", "condo", "townhouse", "multiFamily", "land"]
+ListingType = Literal["standard", "newConstruction", "foreclosure", "shortSale", "auction"]
+PriceEventType = Literal[
+    "listedForSale",
+    "priceChange",
+    "pendingSale",
+    "sold",
+    "delisted",
+    "relisted",
+    "listedForRent",
+    "rentalRemoved",
+]
+PriceEventSource = Literal["mls", "publicRecord", "agent", "owner"]
+PropertySort = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated"]
+SortOrder = Literal["asc", "desc"]
+
+T = TypeVar("T")
+
+
+class Model(msgspec.Struct, rename="camel", kw_only=True):
+    """Base of every model: camelCase on the wire, unknown wire fields ignored."""
+
+    def to_dict(self) -> dict[str, object]:
+        """The model as JSON-ready builtins, with the API's camelCase names."""
+        result: dict[str, object] = msgspec.to_builtins(self)
+        return result
+
+
+# -- properties ---------------------------------------------------------------------------
+
+
+class Address(Model):
+    street_address: str | None
+    city: str
+    state: str
+    zip_code: str
+    county: str | None = None  # optional in the OpenAPI document, null when unknown
+    fips_code: str | None = None
+
+
+class ShortAddress(Model):
+    street_address: str | None
+    city: str
+    state: str
+    zip_code: str
+
+
+class PriceEvent(Model):
+    date: dt.date
+    event: PriceEventType
+    price: int | None
+    source: PriceEventSource
+
+
+class TaxRecord(Model):
+    year: int
+    tax_paid: int | None
+    assessed_value: int | None
+
+
+class Scores(Model):
+    walkability: int | None
+    transit: int | None
+    bike: int | None
+
+
+class Coordinates(Model):
+    latitude: float
+    longitude: float
+
+
+class Estimate(Model):
+    """A value or monthly rent estimate in USD; `low`-`high` is an 85 % interval."""
+
+    value: int
+    low: int
+    high: int
+    as_of_date: dt.date
+
+
+class Property(Model):
+    """The full record: `GET /v1/properties/{id}`."""
+
+    id: str
+    status: PropertyStatus
+    list_price: int | None
+    address: Address
+    bedrooms_total: int | None
+    bathrooms_total: float | None
+    living_area: int | None
+    lot_size: int | None
+    year_built: int | None
+    property_type: PropertyType | None
+    days_on_market: int | None
+    price_history: list[PriceEvent]
+    tax_history: list[TaxRecord]
+    scores: Scores | None
+    coordinates: Coordinates | None
+    last_updated: dt.datetime
+    listing_type: ListingType | None
+    original_list_price: int | None
+    previous_list_price: int | None
+    last_price_change_date: dt.date | None
+    removed_date: dt.date | None
+    rent_estimate: Estimate | None
+    value_estimate: Estimate | None
+    gross_yield: float | None
+    price_per_square_foot: int | None
+    stories: int | None
+
+
+class PropertyMatch(Model):
+    """The property an address lookup found: `GET /v1/properties/lookup`."""
+
+    id: str
+    status: PropertyStatus
+    list_price: int | None
+    address: ShortAddress
+    bedrooms_total: int | None
+    bathrooms_total: float | None
+    living_area: int | None
+    last_updated: dt.datetime
+
+
+class PropertySummary(Model):
+    """One item of a property search: `GET /v1/properties`."""
+
+    id: str
+    status: PropertyStatus
+    list_price: int | None
+    address: ShortAddress
+    bedrooms_total: int | None
+    bathrooms_total: float | None
+    living_area: int | None
+    days_on_market: int | None
+    last_sale_price: int | None
+    last_sale_date: dt.date | None
+    last_updated: dt.datetime
+
+
+class PropertyHistory(Model):
+    """`GET /v1/properties/{id}/history`: price events newest first, tax records."""
+
+    id: str
+    price_history: list[PriceEvent]
+    tax_history: list[TaxRecord]
+
+
+class Comparable(Model):
+    id: str
+    address: ShortAddress
+    distance_miles: float | None
+    sale_date: dt.date
+    sale_price: int
+    similarity: float
+
+
+class Valuation(Model):
+    """`GET /v1/properties/{id}/valuation`: estimates and the sales that weigh most in them."""
+
+    id: str
+    value_estimate: Estimate | None
+    rent_estimate: Estimate | None
+    gross_yield: float | None
+    comparables: list[Comparable]
+
+
+# -- pages --------------------------------------------------------------------------------
+
+
+class PageMeta(Model):
+    total: int
+    limit: int
+    offset: int
+
+
+class Page(Model, Generic[T]):
+    """One page of a search; `meta.limit` is the page size the server applied."""
+
+    meta: PageMeta
+    data: list[T]
+
+    @property
+    def next_offset(self) -> int | None:
+        """The offset of the next page, or None when this page is the last."""
+        following = self.meta.offset + self.meta.limit
+        return following if self.data and following < self.meta.total else None
+
+    @property
+    def has_more(self) -> bool:
+        return self.next_offset is not None
+
+
+# -- markets ------------------------------------------------------------------------------
+
+
+class MarketSnapshot(Model):
+    date: dt.date
+    median_list_price: int | None
+    median_sold_price: int | None
+    active_listings: int
+    new_listings_30d: int = msgspec.field(name="newListings30d")
+    sold_last_30d: int = msgspec.field(name="soldLast30d")
+    median_days_on_market: int | None
+    average_price_per_sqft: int | None
+    inventory_months: float | None
+    list_to_sold_ratio: float | None
+
+
+class Market(Model):
+    """`GET /v1/markets/{zipCode}` and the items of `GET /v1/markets/search`."""
+
+    zip_code: str
+    city: str
+    state: str
+    snapshot: MarketSnapshot
+
+
+class MarketHistoryEntry(Model):
+    month: str
+    median_list_price: int | None
+    median_sold_price: int | None
+    active_listings: int
+    sold_count: int
+    median_days_on_market: int | None
+    average_price_per_sqft: int | None
+
+
+class MarketHistory(Model):
+    """`GET /v1/markets/{zipCode}/history`: entries newest month first."""
+
+    zip_code: str
+    city: str
+    state: str
+    history: list[MarketHistoryEntry]
+
+
+# -- the key ------------------------------------------------------------------------------
+
+
+class Limits(Model):
+    per_minute: int
+    daily: int | None
+    default_page_size: int
+    max_page_size: int
+
+
+class WindowUsage(Model):
+    used: int
+    remaining: int
+    reset: int
+
+
+class Usage(Model):
+    minute: WindowUsage
+    day: WindowUsage | None
+
+
+class AuthStatus(Model):
+    """`GET /v1/auth/status` (never metered): the key, its limits and its usage."""
+
+    key_id: str
+    name: str
+    plan: str
+    status: str
+    limits: Limits
+    usage: Usage
+
+
+# -- headers ------------------------------------------------------------------------------
+
+
+class RateLimit(msgspec.Struct, frozen=True, kw_only=True):
+    """The rate-limit and quota headers of one response.
+
+    `limit`/`remaining`/`reset` describe the sliding minute (`X-RateLimit-*`);
+    `quota_*` the rolling 24 hours (`X-Quota-*`, None for an unlimited quota);
+    `retry_after` is the `Retry-After` of a 429 or 503. Resets are unix seconds.
+    """
+
+    limit: int | None = None
+    remaining: int | None = None
+    reset: int | None = None
+    quota_limit: int | None = None
+    quota_remaining: int | None = None
+    quota_reset: int | None = None
+    retry_after: int | None = None

@@ -1,0 +1,111 @@
+"""A real `propdata serve` for the SDK's and the MCP server's tests.
+
+The store is the server's own test catalogue (tests/factories.py: 42 records in four ZIP
+codes, one address in two ZIP codes for the 409), built with the server's test helpers;
+keys are made with the operator's command line, as a user of the API gets them. The
+server runs with its response cache off so that every request of a limit test is counted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+if str(REPO) not in sys.path:  # the server's test helpers (tests.conftest, tests.live)
+    sys.path.insert(0, str(REPO))
+
+from tests.conftest import Store, build_store, new_store  # noqa: E402
+from tests.live import run_apart, running_server  # noqa: E402
+
+
+def propdata_command() -> list[str]:
+    script = Path(sys.executable).with_name("propdata")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "propdata"]
+
+
+def _int(value: str | None) -> int | None:
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class Live:
+    """A running server over a test store, and the operator's command line on its store."""
+
+    base_url: str
+    store: Store
+
+    def _cli(self, *args: str, stdin: str | None = None) -> str:
+        env = {**os.environ, **self.store.env(), "PROPDATA_LOG_LEVEL": "ERROR"}
+        done = subprocess.run([*propdata_command(), *args], env=env, input=stdin,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def key(self, plan: str = "enterprise", *, per_minute: int | None = None,
+            daily: int | None = None) -> str:  # fmt: skip
+        """A new key from `propdata keys create` (printed alone on stdout's last line)."""
+        args = ["keys", "create", "--plan", plan]
+        if per_minute is not None:
+            args += ["--per-minute", str(per_minute)]
+        if daily is not None:
+            args += ["--daily", str(daily)]
+        key = self._cli(*args).strip().splitlines()[-1]
+        assert key.startswith("pmd_live_"), key
+        return key
+
+    def keys(self, *specs: str) -> list[str]:
+        """Several keys at once (each command takes a second or so): "free",
+        "enterprise:daily=1", "enterprise:per_minute=2,daily=5"."""
+
+        def make(spec: str) -> str:
+            plan, _, limits = spec.partition(":")
+            values = dict(item.split("=") for item in limits.split(",") if item)
+            return self.key(plan, per_minute=_int(values.get("per_minute")),
+                            daily=_int(values.get("daily")))  # fmt: skip
+
+        with ThreadPoolExecutor(len(specs)) as pool:
+            return list(pool.map(make, specs))
+
+    def set_plan(self, key: str, plan: str) -> None:
+        """`propdata keys plan - PLAN`, the key on standard input: effective on its next
+        request."""
+        self._cli("keys", "plan", "-", plan, stdin=key + "\n")
+
+    def revoke(self, key: str) -> None:
+        self._cli("keys", "revoke", "-", stdin=key + "\n")
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    folder = tmp_path_factory.mktemp("sdk-store")
+    store = run_apart(new_store("embedded", folder))
+    run_apart(build_store(store))
+    with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base_url:
+        yield Live(base_url, store)
+
+
+@pytest.fixture(scope="session")
+def operator() -> type[Live]:
+    """`Live` itself, for a test that starts a server of its own."""
+    return Live
+
+
+@pytest.fixture(scope="session")
+def key(live: Live) -> str:
+    """An Enterprise key with room for every read test."""
+    return live.key("enterprise", per_minute=1_000_000)
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests pass their key and URL explicitly unless they test the environment."""
+    monkeypatch.delenv("PROPDATA_API_KEY", raising=False)
+    monkeypatch.delenv("PROPDATA_BASE_URL", raising=False)

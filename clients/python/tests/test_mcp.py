@@ -1,0 +1,164 @@
+"""The MCP server (`propdata-client mcp`) driven by the MCP SDK's own client session over
+stdio, against the live server."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.types import CallToolResult, TextContent
+
+from propdata_client import Client
+
+if TYPE_CHECKING:
+    from conftest import Live
+
+TOOLS = {"lookup_address", "search_properties", "get_property", "get_market", "check_usage"}
+
+
+def command() -> tuple[str, list[str]]:
+    script = Path(sys.executable).with_name("propdata-client")
+    if script.exists():
+        return str(script), ["mcp"]
+    return sys.executable, ["-m", "propdata_client", "mcp"]
+
+
+@asynccontextmanager
+async def session(live: Live, key: str) -> AsyncIterator[ClientSession]:
+    program, args = command()
+    env = {"PROPDATA_API_KEY": key, "PROPDATA_BASE_URL": live.base_url}
+    params = StdioServerParameters(command=program, args=args, env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        yield s
+
+
+def text(result: CallToolResult) -> str:
+    (block,) = result.content
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def answer(result: CallToolResult) -> Any:
+    assert not result.is_error, text(result)
+    return json.loads(text(result))
+
+
+async def test_tools_are_listed_with_descriptions_and_schemas(live: Live, key: str) -> None:
+    async with session(live, key) as s:
+        listed = (await s.list_tools()).tools
+        assert {tool.name for tool in listed} == TOOLS
+        for tool in listed:
+            assert tool.description and len(tool.description) > 80, tool.name
+            assert tool.input_schema["type"] == "object"
+            assert tool.annotations is not None and tool.annotations.read_only_hint
+        schemas = {tool.name: tool.input_schema for tool in listed}
+        lookup = schemas["lookup_address"]
+        assert set(lookup["required"]) == {"street_address", "city", "state"}
+        assert "description" in lookup["properties"]["zip_code"]
+        search = schemas["search_properties"]["properties"]
+        assert search["limit"]["maximum"] == 25
+        assert "forSale" in json.dumps(search["status"])
+        assert schemas["get_market"]["properties"]["months"]["maximum"] == 24
+
+
+async def test_each_tool_against_the_live_server(live: Live, key: str) -> None:
+    async with session(live, key) as s:
+        found = answer(
+            await s.call_tool(
+                "lookup_address",
+                {"street_address": "101 oak st", "city": "Grinnell", "state": "IA"},
+            )
+        )
+        assert found["id"] == "t-001"
+        assert found["address"] == "101 Oak Street, Grinnell, IA 50112"
+
+        page = answer(await s.call_tool("search_properties", {"state": "IA", "limit": 5}))
+        assert page["total"] == 27 and page["returned"] == 5 and page["nextOffset"] == 5
+        assert len(page["properties"]) == 5 and {"id", "status", "address"} <= set(page["properties"][0])  # fmt: skip
+        rest = answer(await s.call_tool("search_properties", {"state": "IA", "offset": 25}))
+        assert rest["returned"] == 2 and "nextOffset" not in rest
+        capped = await s.call_tool("search_properties", {"limit": 1000})
+        assert capped.is_error  # never a 1,000-row dump: the schema allows 25 rows at most
+        widest = answer(await s.call_tool("search_properties", {"limit": 25}))
+        assert widest["returned"] == 25 and widest["total"] == 42
+        assert len(text(await s.call_tool("search_properties", {"limit": 25}))) < 8_000
+
+        record = answer(await s.call_tool("get_property", {"property_id": "t-001"}))
+        assert record["id"] == "t-001" and record["county"] == "Poweshiek"
+        assert [e["event"] for e in record["priceHistory"]] == ["sold", "pendingSale", "listedForSale"]  # fmt: skip
+        assert record["taxHistory"][0]["year"] == 2025
+        assert record["valuation"]["valueEstimate"]["value"] == 245_000
+        assert record["valuation"]["grossYield"] == 0.0833
+
+        market = answer(await s.call_tool("get_market", {"zip_code": "10001", "months": 3}))
+        assert market["city"] == "New York" and market["snapshot"]["activeListings"] >= 1
+        assert 1 <= len(market["history"]) <= 3 and market["history"][0]["month"] == "2026-11"
+
+        usage = answer(await s.call_tool("check_usage", {}))
+        assert usage["plan"] == "enterprise" and usage["limits"]["perMinute"] == 1_000_000
+        assert usage["limits"]["daily"] == "unlimited" and usage["day"] == "unlimited"
+        assert usage["minute"]["used"] >= 1 and usage["minute"]["resetsAt"].endswith("Z")
+
+
+async def test_api_errors_are_tool_errors_in_words(live: Live, key: str) -> None:
+    async with session(live, key) as s:
+        ambiguous = await s.call_tool(
+            "lookup_address", {"street_address": "5 Broadway", "city": "New York", "state": "NY"}
+        )
+        assert ambiguous.is_error
+        assert "10001, 10002" in text(ambiguous) and "zip_code" in text(ambiguous)
+        missing = await s.call_tool("get_property", {"property_id": "no-such-id"})
+        assert missing.is_error and "Not found: No property with id 'no-such-id'" in text(missing)
+        assert "request id req_" in text(missing)
+        bad = await s.call_tool("get_market", {"zip_code": "123"})
+        assert bad.is_error  # refused by the input schema before any request
+        nothing = await s.call_tool("get_market", {"zip_code": "99999"})
+        assert nothing.is_error and "Not found" in text(nothing)
+
+
+@pytest.fixture(scope="module")
+def limited_keys(live: Live) -> list[str]:
+    return live.keys("free", "enterprise:daily=1")
+
+
+async def test_a_429_is_a_tool_error_that_names_the_wait(
+    live: Live, limited_keys: list[str]
+) -> None:
+    key = limited_keys[0]
+    with Client(api_key=key, base_url=live.base_url) as client:
+        for n in range(10):
+            client.properties.get(f"t-{n:03d}")
+    async with session(live, key) as s:
+        refused = await s.call_tool("get_market", {"zip_code": "50010"})
+        assert refused.is_error
+        message = text(refused)
+        assert "Rate limit exceeded: retry after " in message, message
+        seconds = int(message.split("retry after ", 1)[1].split(" ", 1)[0])
+        assert 1 <= seconds <= 60 and f"{seconds} seconds" in message
+        assert "10 requests per minute" in message and "request id req_" in message
+        usage = answer(await s.call_tool("check_usage", {}))  # free: still answers
+        assert usage["plan"] == "free" and usage["minute"]["remaining"] == 0
+        assert usage["day"]["used"] == 10
+
+
+async def test_a_bad_key_is_a_tool_error(live: Live) -> None:
+    async with session(live, "pmd_live_notavalidkey") as s:
+        refused = await s.call_tool("check_usage", {})
+        assert refused.is_error and "PROPDATA_API_KEY" in text(refused)
+
+
+async def test_a_used_up_daily_quota_names_the_hours(live: Live, limited_keys: list[str]) -> None:
+    key = limited_keys[1]
+    async with session(live, key) as s:
+        refused = await s.call_tool("get_market", {"zip_code": "50112"})  # 2 requests
+        assert refused.is_error
+        message = text(refused)
+        assert "Daily quota used up: retry after " in message, message
+        assert "(about 2" in message and " h " in message  # about 24 hours, said in hours
