@@ -3,7 +3,10 @@ stdio, against the live server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
+from tests.redis_support import free_port
 
 from propdata_client import Client
 
@@ -162,3 +167,32 @@ async def test_a_used_up_daily_quota_names_the_hours(live: Live, limited_keys: l
         message = text(refused)
         assert "Daily quota used up: retry after " in message, message
         assert "(about 2" in message and " h " in message  # about 24 hours, said in hours
+
+
+async def test_streamable_http_with_the_http_flag(live: Live, key: str) -> None:
+    """`--http` serves the same tools over streamable HTTP, bound to 127.0.0.1."""
+    port = free_port()
+    program, args = command()
+    env = {**os.environ, "PROPDATA_API_KEY": key, "PROPDATA_BASE_URL": live.base_url}
+    server = await asyncio.create_subprocess_exec(
+        program, *args, "--http", "--port", str(port), env=env,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for _ in range(200):
+            try:
+                probe = await asyncio.to_thread(socket.create_connection, ("127.0.0.1", port), 0.2)
+                probe.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            assert {tool.name for tool in (await s.list_tools()).tools} == TOOLS
+            market = answer(await s.call_tool("get_market", {"zip_code": "50010", "months": 1}))
+            assert market["city"] == "Ames" and len(market["history"]) == 1
+    finally:
+        server.terminate()
+        _, errors = await asyncio.wait_for(server.communicate(), 10)
+        assert server.returncode in (0, -15), errors.decode()
