@@ -13,11 +13,12 @@ BENCH_ARGS ?= --properties 1000000 --duration 20 --connections 16 --workers 2 --
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-8s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps -e .
+	$(BIN)/pip install --quiet --no-deps -e clients/python
 	touch $(STAMP)
 
 run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line, serve on :8000
@@ -31,8 +32,9 @@ run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line
 	echo ""
 	$(BIN)/propdata serve --host 127.0.0.1 --port 8000
 
-test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where present)
+test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where present; the TypeScript SDK where node is)
 	$(BIN)/pytest -q -n 2 --dist loadfile
+	PROPDATA_PYTHON=$(abspath $(BIN))/python clients/typescript/run-tests.sh
 
 soak: $(STAMP) ## 5 minutes past every key's limit, with PostgreSQL and Redis faults; table into docs/reliability.md
 	$(BIN)/python bench/soak.py --seconds 300 --faults --write-docs
@@ -42,8 +44,8 @@ fuzz: $(STAMP) ## Hypothesis on every import reader and schemathesis on the API 
 		$(BIN)/pytest -q -p no:randomly tests/ingest/test_fuzz.py tests/test_openapi.py
 
 check: $(STAMP) ## Formatting, lint, types and the import rules (docs/architecture.md)
-	$(BIN)/ruff format --check src tests bench tools
-	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools clients/python
+	$(BIN)/ruff check src tests bench tools clients/python
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pip-audit --progress-spinner off -r requirements.lock  # needs pypi.org or osv.dev
@@ -53,8 +55,8 @@ lock: ## Pin every dependency, with hashes, in requirements.lock (after changing
 		--no-emit-index-url --no-emit-find-links --extra dev -o requirements.lock pyproject.toml
 
 format: $(STAMP) ## Format the code
-	$(BIN)/ruff format src tests bench tools
-	$(BIN)/ruff check --fix src tests bench tools
+	$(BIN)/ruff format src tests bench tools clients/python
+	$(BIN)/ruff check --fix src tests bench tools clients/python
 
 valuation-report: $(STAMP) ## Write docs/valuation.md: the valuation model's accuracy on held-out real sales
 	$(BIN)/python tools/valuation_report.py
