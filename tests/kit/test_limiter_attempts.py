@@ -280,3 +280,21 @@ async def test_resilient_attempts_fall_back_per_process(tmp_path: Path) -> None:
     finally:
         await limiter.close()
         server.kill()
+
+
+async def test_forget_takes_back_the_newest_attempt_only(rig: Rig, name: str) -> None:
+    limiter, clock = rig.limiter, rig.clock
+    first = clock.now
+    for _ in range(3):
+        assert (await limiter.attempt(name, 3, 900)).allowed
+        clock.advance(10)
+    assert not (await limiter.attempt(name, 3, 900)).allowed
+    await limiter.forget(name)  # the newest (at first + 20) goes; the oldest still binds
+    got = await limiter.attempt(name, 3, 900)
+    assert got == Attempts(True, 3, 3)
+    refused = await limiter.attempt(name, 3, 900)
+    assert refused.retry_after == math.ceil(first + 900 - clock.now)
+    await limiter.forget(_name())  # a name never seen: nothing happens
+    for _ in range(5):
+        await limiter.forget(name)  # more than there are: the log is just empty
+    assert (await limiter.attempt(name, 3, 900, record=False)).used == 0

@@ -156,3 +156,17 @@ async def test_sessions_expire_after_fourteen_idle_days(person: Person) -> None:
     assert (await person.client.get("/dashboard", follow_redirects=False)).status_code == 200
     person.clock.advance(14 * 86_400 + 1)
     assert (await person.client.get("/dashboard", follow_redirects=False)).status_code == 303
+
+
+async def test_parallel_wrong_passwords_never_pass_the_limit(person: Person) -> None:
+    import asyncio
+
+    await person.sign_up("hugo@example.com")
+    await person.submit("/dashboard", "/logout")
+    token = await person.token("/login")
+    data = {"csrf_token": token, "email": "hugo@example.com", "password": "wrong password 123"}
+    answers = await asyncio.gather(
+        *(person.client.post("/login", data=data, follow_redirects=False) for _ in range(12))
+    )
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses == [401] * 5 + [429] * 7, statuses

@@ -129,13 +129,16 @@ class AccountService:
         return False
 
     # -- attempts (the limiter's sliding logs, under hashed names)
-    async def _attempt(self, name: str, limit: int, window: float, record: bool) -> Attempts:
-        """The limiter's guard, under a name of this store's own: two services sharing one
-        Redis keep their attempts apart."""
+    async def _scoped(self, name: str) -> str:
+        """A guard's name of this store's own: two services sharing one Redis keep their
+        attempts apart, and the secret makes the stored digest unguessable from an email."""
         if self._secret is None:
             self._secret = await self.repo.secret()
-        scope = crypto.token_hash(self._secret)[:16]
-        return await self.limiter.attempt(f"{scope}:{name}", limit, window, record=record)
+        return f"{crypto.token_hash(self._secret)[:16]}:{name}"
+
+    async def _attempt(self, name: str, limit: int, window: float, record: bool) -> Attempts:
+        scoped = await self._scoped(name)
+        return await self.limiter.attempt(scoped, limit, window, record=record)
 
     async def _allow(self, name: str, limit: int, window: float, what: str) -> None:
         attempt = await self._attempt(name, limit, window, record=True)
@@ -205,38 +208,37 @@ class AccountService:
         return signed, secret
 
     async def log_in(self, raw_email: str, password: str, client: str) -> SignedIn:
+        """Sign in. Each try takes one of the email's and one of the client's failed-log-in
+        allowances before the password is checked, and a success gives them back: so tries
+        sent in parallel can never check more passwords than the limits allow."""
         email = raw_email.strip().lower()
         if not email or not password:
             field = "email" if not email else "password"
             raise InvalidField(field, "Enter your email address and your password.")
-        await self._check(
-            f"login:email:{email}", LOGIN_PER_EMAIL, LOGIN_WINDOW, "failed log-ins for this account"
-        )
-        await self._check(
-            f"login:client:{client}",
-            LOGIN_PER_CLIENT,
-            LOGIN_WINDOW,
-            "failed log-ins from your network",
-        )
+        guards = [
+            (f"login:email:{email}", LOGIN_PER_EMAIL, "failed log-ins for this account"),
+            (f"login:client:{client}", LOGIN_PER_CLIENT, "failed log-ins from your network"),
+        ]
+        taken: list[str] = []
+        try:
+            for name, limit, what in guards:
+                await self._allow(name, limit, LOGIN_WINDOW, what)
+                taken.append(name)
+        except TooManyAttempts:
+            await self._forget(taken)
+            raise
         account = await self.repo.by_email(email)
         ok = await verify_password(account.password_hash if account else None, password[:1024])
         if account is None or not ok or account.status != "active":
-            await self._allow(
-                f"login:email:{email}",
-                LOGIN_PER_EMAIL,
-                LOGIN_WINDOW,
-                "failed log-ins for this account",
-            )
-            await self._allow(
-                f"login:client:{client}",
-                LOGIN_PER_CLIENT,
-                LOGIN_WINDOW,
-                "failed log-ins from your network",
-            )
             raise InvalidCredentials(
                 "That email address and password do not match an account.", parameter="email"
             )
+        await self._forget(taken)
         return await self._start_session(account)
+
+    async def _forget(self, names: list[str]) -> None:
+        for name in names:
+            await self.limiter.forget(await self._scoped(name))
 
     async def _start_session(self, account: Account) -> SignedIn:
         token = crypto.new_token()

@@ -166,6 +166,12 @@ class Limiter(Protocol):
         with."""
         ...
 
+    async def forget(self, name: str) -> None:
+        """Take back the newest attempt recorded under `name` (a reservation that turned out
+        not to count, such as a log-in that succeeded): reserve first with `attempt`, then
+        forget, and concurrent attempts can never slip past the limit."""
+        ...
+
     def status(self) -> str:
         """ "ok", or "degraded" while answering from a fallback."""
         ...
@@ -595,6 +601,24 @@ class SQLiteLimiter:
             conn.execute("ROLLBACK")
             raise
         return result
+
+    async def forget(self, name: str) -> None:
+        digest = attempt_digest(name)
+        await self._locked(lambda: self._forget(digest))
+
+    def _forget(self, digest: str) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "DELETE FROM limiter_attempts WHERE name = ? AND (at, dup) = (SELECT at, dup"
+                " FROM limiter_attempts WHERE name = ? ORDER BY at DESC, dup DESC LIMIT 1)",
+                (digest, digest),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def stored_bytes(self, key_id: str) -> int:
         """Bytes the log of one key takes in the file (dbstat), for the sizing report."""

@@ -361,6 +361,9 @@ class RedisLimiter:
         oldest, now_us = int(reply[2]), int(reply[3])
         return Attempts(False, int(reply[1]), limit, retry_after_us(oldest, window_us, now_us))
 
+    async def forget(self, name: str) -> None:
+        await self.client.zpopmax(self.attempt_key_of(name, self.prefix))
+
     async def stored_bytes(self, key_id: str) -> int:
         """MEMORY USAGE of one key's log, for the sizing report."""
         size = await self.client.memory_usage(self.keys(key_id)[0], samples=0)
@@ -547,6 +550,11 @@ class MemoryLimiter:
         oldest = log[first + used - limit][0]
         return Attempts(False, used, limit, retry_after_us(oldest, window_us, now_us))
 
+    async def forget(self, name: str) -> None:
+        log = self._attempts.get(attempt_digest(name))
+        if log:
+            log.pop()
+
     def status(self) -> str:
         """ "ok"; ResilientLimiter says "degraded" while it falls back to a MemoryLimiter."""
         return "ok"
@@ -630,6 +638,9 @@ class ResilientLimiter:
             lambda: self.redis.attempt(name, limit, window, record),
             lambda: self.fallback.attempt(name, limit, window, record),
         )
+
+    async def forget(self, name: str) -> None:
+        await self.outage.call(lambda: self.redis.forget(name), lambda: self.fallback.forget(name))
 
     async def close(self) -> None:
         await self.redis.close()
