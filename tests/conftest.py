@@ -65,7 +65,17 @@ class Store:
         env = {"PROPDATA_DATABASE_URL": self.url}
         if self.redis_url:
             env["PROPDATA_REDIS_URL"] = self.redis_url
+        if self.schema is not None:
+            env["PROPDATA_INDEX_DIR"] = str(self.index_dir)
         return env
+
+    @property
+    def index_dir(self) -> Path:
+        """Where servers of this store keep search index snapshots: embedded, the default
+        beside the data file; scale-out, the store's folder (not var/ of the checkout)."""
+        if self.schema is None:
+            return self.folder / "propdata-index"
+        return self.folder / "index"
 
 
 def unreachable(what: str, exc: BaseException) -> None:
@@ -143,6 +153,8 @@ async def create_key(store: Store, plan: str = "enterprise", **limits: int) -> s
 def settings_for(store: Store, **overrides: Any) -> Settings:
     values: dict[str, Any] = {"database_url": store.url, "redis_url": store.redis_url,
                               "as_of": dt.date(2026, 11, 21)}  # fmt: skip
+    if store.schema is not None:
+        values["index_dir"] = str(store.index_dir)
     values.update(overrides)
     return Settings(**values)
 

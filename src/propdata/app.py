@@ -137,7 +137,9 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         accounts=AccountService(
             accounts, keys, limiter, mailer, **({"clock": clock} if clock else {})
         ),
-        properties=PropertyService(db, search_index=settings.search_index),
+        properties=PropertyService(
+            db, search_index=settings.search_index, snapshots=settings.index_path
+        ),
         markets=MarketService(db),
         valuations=ValuationService(db),
         limiter=limiter,

@@ -30,8 +30,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     log_level: str = "INFO"
     """PROPDATA_LOG_LEVEL: DEBUG, INFO, WARNING or ERROR."""
     search_index: bool = True
-    """PROPDATA_SEARCH_INDEX: keep every property's search columns in memory (about 60 MB a
-    worker at 1,000,000 properties) so searches take milliseconds; false searches in SQL."""
+    """PROPDATA_SEARCH_INDEX: keep every property's search columns in memory (about 60 MB at
+    1,000,000 properties, mapped once for all of a host's workers) so searches take
+    milliseconds; false searches in SQL."""
+    index_dir: str | None = None
+    """PROPDATA_INDEX_DIR: a local folder for the search index's snapshots, one per data
+    version, which every worker of the host maps (default: `<name>-index` beside the SQLite
+    file; var/propdata-index at scale-out)."""
 
     smtp_url: str | None = None
     """PROPDATA_SMTP_URL: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...
@@ -58,6 +63,17 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def usage_path(self) -> str:
         return usage_path(self.database_url)
+
+    @property
+    def index_path(self) -> Path | None:
+        """Where this host keeps search index snapshots (None: an in-memory database)."""
+        if self.index_dir:
+            return Path(self.index_dir)
+        if _is_postgres(self.database_url):
+            return Path("var/propdata-index")
+        if self.database_url.removeprefix("sqlite://").removeprefix("/") in (":memory:", ""):
+            return None
+        return Path(_sibling(self.database_url, "-index"))
 
     @property
     def outbox_path(self) -> Path:
@@ -103,6 +119,7 @@ ENV = {
     "as_of": "PROPDATA_AS_OF",
     "log_level": "PROPDATA_LOG_LEVEL",
     "search_index": "PROPDATA_SEARCH_INDEX",
+    "index_dir": "PROPDATA_INDEX_DIR",
     "smtp_url": "PROPDATA_SMTP_URL",
     "mail_from": "PROPDATA_MAIL_FROM",
     "public_url": "PROPDATA_PUBLIC_URL",

@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from propdata.api.schemas import PageMeta
@@ -43,6 +44,7 @@ from propdata.properties.schemas import (
     ShortAddress,
     TaxRecord,
 )
+from propdata.properties.snapshot import Snapshots
 
 TOTALS_KEPT = 20_000
 INDEX_PAGE = 10_000
@@ -50,6 +52,8 @@ INDEX_PAGE = 10_000
 
 INDEX_RETRY = 60
 """Seconds before a failed build is tried again (each try reads the whole table)."""
+SNAPSHOT_WAIT = 0.2
+"""Seconds between looks for the snapshot another worker is building (SQL answers meanwhile)."""
 AGE_EVERY = 600.0
 """Seconds between a server's checks whether the day has turned (see `keep_aged`)."""
 SQL_OFFSET_CAP = 10_000
@@ -60,7 +64,11 @@ log = logging.getLogger("propdata")
 
 
 class PropertyService:
-    def __init__(self, db: Database, *, search_index: bool = True) -> None:
+    def __init__(
+        self, db: Database, *, search_index: bool = True, snapshots: Path | None = None
+    ) -> None:
+        """`snapshots`: the host's folder of search index snapshots, shared by its workers
+        (see `properties.snapshot`); None keeps a private index built from the table."""
         self.repo = PropertyRepository(db)
         # Exact totals by (store id, data version, filters): only a load changes the data and
         # every load bumps the version, so a kept total is never stale. Paging through one
@@ -70,6 +78,9 @@ class PropertyService:
         self._index: SearchIndex | None = None
         self._building: asyncio.Task[None] | None = None
         self._failed_at = -math.inf
+        self._snapshots = Snapshots(snapshots) if snapshots is not None else None
+        self.index_source = ""
+        """Where the current index came from: "snapshot", "table" or "" (none yet)."""
 
     # -- the search index ----------------------------------------------------------------
 
@@ -107,25 +118,105 @@ class PropertyService:
     async def _build(self) -> None:
         try:
             namespace = await self.repo.cache_namespace()
-            builder = IndexBuilder(namespace)
-            while True:
-                rows = await self.repo.index_page(INDEX_COLUMNS, builder.last_id, INDEX_PAGE)
-                builder.add(rows)
-                if len(rows) < INDEX_PAGE:
-                    break
-                await asyncio.sleep(0)  # let requests in between pages
-            if await self.repo.cache_namespace() != namespace:
+            found = await self._obtain(namespace)
+            if found is None:
                 return  # a load landed meanwhile: the next search starts again
-            index = await asyncio.to_thread(builder.finish)  # numpy's sorts release the GIL
-            self._index = index
-            await self.repo.release_cache()  # the build read every row through it
-            memory.trim()
-            log.info("search index ready: %d properties, %.0f MB", index.size, index.nbytes / 1e6)
+            self._index, self.index_source = found
+            index = found[0]
+            log.info("search index ready from the %s: %d properties, %.0f MB", found[1],
+                     index.size, index.nbytes / 1e6)  # fmt: skip
         except asyncio.CancelledError:
             raise
         except Exception:  # searches go on through SQL; a search tries again later
             self._failed_at = time.monotonic()
             log.exception("building the search index failed; trying again in %d s", INDEX_RETRY)
+
+    async def _obtain(self, namespace: str) -> tuple[SearchIndex, str] | None:
+        """The index of this data version and where it came from: the host's snapshot when
+        there is one; else built from the table by one worker of the host (the one that gets
+        the version's lock), which writes the snapshot for the others, who wait for it and
+        answer from SQL meanwhile. None when the data version moves before it is ready."""
+        snapshots = self._snapshots
+        if snapshots is None:
+            built = await self._read_table(namespace)
+            return None if built is None else (built, "table")
+        unusable: tuple[int, int] | None = None  # a damaged folder, not read again
+        while True:
+            found = await self._load_snapshot(snapshots, namespace, unusable)
+            if isinstance(found, SearchIndex):
+                return found, "snapshot"
+            unusable = found
+            try:
+                lock = snapshots.lock(namespace)
+                mine = lock.acquire()
+            except OSError as exc:  # a folder we cannot write: a private index, as before
+                log.warning("search index snapshots unavailable in %s (%s); building this"
+                            " worker's own index", snapshots.folder, exc)  # fmt: skip
+                built = await self._read_table(namespace)
+                return None if built is None else (built, "table")
+            if mine:
+                try:
+                    return await self._build_snapshot(snapshots, namespace, unusable)
+                finally:
+                    lock.release()
+            await asyncio.sleep(SNAPSHOT_WAIT)  # another worker of this host builds it
+            if await self.repo.cache_namespace() != namespace:
+                return None
+
+    async def _load_snapshot(
+        self, snapshots: Snapshots, namespace: str, unusable: tuple[int, int] | None
+    ) -> SearchIndex | tuple[int, int] | None:
+        """The version's snapshot, mapped (older ones pruned); else the identity of a folder
+        that is there but damaged (`unusable` is one already found so, not read again)."""
+        identity = snapshots.identity(namespace)
+        if identity is None or identity == unusable:
+            return identity
+        index = await asyncio.to_thread(snapshots.load, namespace)
+        if index is None:
+            return identity
+        await asyncio.to_thread(snapshots.prune, namespace)
+        return index
+
+    async def _build_snapshot(
+        self, snapshots: Snapshots, namespace: str, unusable: tuple[int, int] | None
+    ) -> tuple[SearchIndex, str] | None:
+        """Under the version's lock: the snapshot another worker finished meanwhile, or one
+        built from the table now, written, and mapped like every other worker maps it."""
+        found = await self._load_snapshot(snapshots, namespace, unusable)
+        if isinstance(found, SearchIndex):
+            return found, "snapshot"
+        built = await self._read_table(namespace)
+        if built is None:
+            return None
+        try:
+            await asyncio.to_thread(snapshots.write, built)
+        except OSError as exc:  # a full disk, say: this worker keeps its own copy
+            log.warning("could not write the search index snapshot (%s); this worker keeps"
+                        " its own copy", exc)  # fmt: skip
+            return built, "table"
+        del built  # the private arrays go; the mapped files take their place
+        memory.trim()
+        index = await asyncio.to_thread(snapshots.load, namespace)
+        if index is None:
+            raise RuntimeError(f"the snapshot just written to {snapshots.folder} does not load")
+        await asyncio.to_thread(snapshots.prune, namespace)
+        return index, "table"
+
+    async def _read_table(self, namespace: str) -> SearchIndex | None:
+        """Build the index from every row of the table (None when a load lands meanwhile)."""
+        builder = IndexBuilder(namespace)
+        while True:
+            rows = await self.repo.index_page(INDEX_COLUMNS, builder.last_id, INDEX_PAGE)
+            builder.add(rows)
+            if len(rows) < INDEX_PAGE:
+                break
+            await asyncio.sleep(0)  # let requests in between pages
+        if await self.repo.cache_namespace() != namespace:
+            return None
+        index = await asyncio.to_thread(builder.finish)  # numpy's sorts release the GIL
+        await self.repo.release_cache()  # the build read every row through it
+        memory.trim()
+        return index
 
     # -- time passing ----------------------------------------------------------------------
 

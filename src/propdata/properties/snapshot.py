@@ -1,0 +1,276 @@
+"""Search index snapshots: written once per data version, memory-mapped by every worker.
+
+Why: each worker used to build its own copy of the search index by reading the whole
+`properties` table (5-10 s and about 58 MB a worker at 1,000,000 properties). A snapshot is
+the index's arrays in files; every worker of a host maps the same files read-only, so the
+kernel keeps one copy of their pages in its page cache for all of them, and a worker that
+starts finds its index in milliseconds.
+
+Layout, in one folder per host (`Settings.index_path`):
+
+    <store_id>-<data_version>/index.json     the manifest, written last
+    <store_id>-<data_version>/<array>.npy    one numpy file per array
+    <store_id>-<data_version>.lock           held (flock) by the worker that builds it
+
+A snapshot is written into a temporary folder, each file fsynced, then renamed into place
+and the parent folder fsynced: a crash mid-write never leaves a folder that looks complete.
+The manifest names every file with its dtype, shape, length and CRC-32, and a snapshot that
+disagrees with it in any way (a file missing, truncated or changed) is never served: the
+service builds it again from the table. Old versions go once a newer one is in use; at most
+the newest two of a store stay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from propdata.properties.index import CATEGORICAL, NUMERIC, SearchIndex
+from propdata.properties.repository import SORT_COLUMNS
+
+FORMAT = 1
+"""Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
+MANIFEST = "index.json"
+_CHUNK = 1 << 20
+_SAFE = re.compile(r"[^A-Za-z0-9_]")
+
+log = logging.getLogger("propdata")
+
+
+def _name(namespace: str) -> tuple[str, int]:
+    """(store part, data version) of a `store_id.data_version` namespace."""
+    store, _, version = namespace.rpartition(".")
+    return _SAFE.sub("_", store), int(version)
+
+
+def _arrays(index: SearchIndex) -> dict[str, npt.NDArray[Any]]:
+    arrays: dict[str, npt.NDArray[Any]] = {
+        "id_bytes": index.id_bytes,
+        "id_offsets": index.id_offsets,
+        "updated_rank": index.updated_rank,
+    }
+    arrays.update({f"cat.{name}": index.cats[name] for name in CATEGORICAL})
+    arrays.update({f"num.{name}": index.nums[name] for name in NUMERIC})
+    arrays.update({f"order.{column}": index.orders[column] for column in SORT_COLUMNS.values()})
+    return arrays
+
+
+def _crc(path: Path) -> int:
+    """CRC-32 of a file, read in chunks through one buffer (not mapped: no resident pages)."""
+    crc = 0
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    with path.open("rb", buffering=0) as f:
+        while n := f.readinto(buffer):
+            crc = zlib.crc32(view[:n], crc)
+    return crc
+
+
+def _fsync_folder(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Damaged(ValueError):
+    """A snapshot folder that does not match its manifest."""
+
+
+class BuildLock:
+    """An exclusive, non-blocking flock on one version's lock file. The kernel drops it when
+    its holder exits, so a worker that dies while building never blocks the others."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """True when this holder has it now; False while another process (or another holder
+        in this one) does. OSError when the folder cannot be written."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+class Snapshots:
+    """The snapshots of one host's folder (every store's, each in its own subfolder)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path(self, namespace: str) -> Path:
+        store, version = _name(namespace)
+        return self.folder / f"{store}-{version}"
+
+    def identity(self, namespace: str) -> tuple[int, int] | None:
+        """(inode, change time) of the version's folder, None when there is none: a folder
+        found damaged is not read again until a new one replaces it."""
+        try:
+            found = self.path(namespace).stat()
+        except OSError:
+            return None
+        return found.st_ino, found.st_ctime_ns
+
+    def lock(self, namespace: str) -> BuildLock:
+        """The lock of one version (the folder is made when missing)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return BuildLock(self.path(namespace).with_suffix(".lock"))
+
+    # -- reading -------------------------------------------------------------------------
+
+    def load(self, namespace: str) -> SearchIndex | None:
+        """The snapshot of this data version, its arrays mapped read-only; None when there is
+        none, or when it is damaged (logged: it is built again, never served)."""
+        path = self.path(namespace)
+        if not path.exists():
+            return None
+        try:
+            return self._load(path, namespace)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("search index snapshot %s is unusable (%s); building it again", path, exc)
+            return None
+
+    def _load(self, path: Path, namespace: str) -> SearchIndex:
+        manifest = json.loads((path / MANIFEST).read_bytes())
+        if manifest.get("format") != FORMAT:
+            raise Damaged(f"format {manifest.get('format')}, this version reads {FORMAT}")
+        if manifest["namespace"] != namespace:
+            raise Damaged(f"made for {manifest['namespace']}")
+        size = int(manifest["size"])
+        arrays: dict[str, npt.NDArray[Any]] = {}
+        for key, spec in manifest["arrays"].items():
+            file = path / spec["file"]
+            length = file.stat().st_size
+            if length != spec["bytes"]:
+                raise Damaged(f"{spec['file']} holds {length} bytes, not {spec['bytes']}")
+            if _crc(file) != spec["crc32"]:
+                raise Damaged(f"{spec['file']} does not match its checksum")
+            mapped = np.load(file, mmap_mode="r", allow_pickle=False)
+            if mapped.dtype.str != spec["dtype"] or list(mapped.shape) != spec["shape"]:
+                raise Damaged(f"{spec['file']} is {mapped.dtype.str} {mapped.shape}")
+            arrays[key] = mapped.view(np.ndarray)  # the plain array type over the same map
+        for key, array in arrays.items():
+            expected = {"id_bytes": len(arrays["id_bytes"]), "id_offsets": size + 1}.get(key, size)
+            if len(array) != expected:
+                raise Damaged(f"{key} has {len(array)} entries, not {expected}")
+        codes = {name: {value: code for code, value in enumerate(values)}
+                 for name, values in manifest["codes"].items()}  # fmt: skip
+        return SearchIndex(
+            namespace=namespace, size=size, id_bytes=arrays["id_bytes"],
+            id_offsets=arrays["id_offsets"], codes=codes,
+            cats={name: arrays[f"cat.{name}"] for name in CATEGORICAL},
+            nums={name: arrays[f"num.{name}"] for name in NUMERIC},
+            orders={c: arrays[f"order.{c}"] for c in SORT_COLUMNS.values()},
+            known={c: int(manifest["known"][c]) for c in SORT_COLUMNS.values()},
+            updated_rank=arrays["updated_rank"],
+        )  # fmt: skip
+
+    # -- writing (under the version's BuildLock) ----------------------------------------
+
+    def write(self, index: SearchIndex) -> Path:
+        """Write the snapshot of `index` atomically; replace a damaged one in its place.
+        Call while holding the version's lock: leftovers of a builder that died are removed."""
+        final = self.path(index.namespace)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._remove_leftovers(final.name)
+        temporary = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=self.folder))
+        try:
+            specs: dict[str, dict[str, Any]] = {}
+            for key, array in _arrays(index).items():
+                file = temporary / f"{key}.npy"
+                with file.open("wb") as f:
+                    np.lib.format.write_array(f, np.ascontiguousarray(array), allow_pickle=False)
+                    f.flush()
+                    os.fsync(f.fileno())
+                specs[key] = {"file": file.name, "dtype": array.dtype.str,
+                              "shape": list(array.shape), "bytes": file.stat().st_size,
+                              "crc32": _crc(file)}  # fmt: skip
+            manifest = {
+                "format": FORMAT, "namespace": index.namespace, "size": index.size,
+                "known": index.known, "arrays": specs,
+                "codes": {name: list(codes) for name, codes in index.codes.items()},
+            }  # fmt: skip
+            with (temporary / MANIFEST).open("w") as f:
+                json.dump(manifest, f)
+                f.flush()
+                os.fsync(f.fileno())
+            _fsync_folder(temporary)
+            if final.exists():  # damaged (a sound one is loaded, not written): set it aside
+                final.rename(self.folder / f".old-{final.name}-{os.getpid()}")
+            temporary.rename(final)
+            _fsync_folder(self.folder)
+        except BaseException:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise
+        self._remove_leftovers(final.name)
+        return final
+
+    def _remove_leftovers(self, name: str) -> None:
+        """Temporary and set-aside folders of this version (its lock is held)."""
+        for prefix in (".tmp-", ".old-"):
+            for stale in self.folder.glob(f"{prefix}{name}-*"):
+                shutil.rmtree(stale, ignore_errors=True)
+
+    # -- pruning -------------------------------------------------------------------------
+
+    def prune(self, namespace: str) -> list[Path]:
+        """Once `namespace` is in use, remove this store's older snapshots but the newest
+        of them (at most two remain), with their locks and leftovers. A version being built
+        (its lock held) is left alone; workers still mapping a removed one keep their map
+        (the files go when the last map does). Returns what was removed."""
+        store, version = _name(namespace)
+        pattern = re.compile(rf"{re.escape(store)}-(\d+)(\.lock)?")
+        older: set[int] = set()
+        for entry in self.folder.glob(f"{store}-*"):
+            found = pattern.fullmatch(entry.name)
+            if found and int(found[1]) < version:
+                older.add(int(found[1]))
+        removed: list[Path] = []
+        kept = sorted(v for v in older if self.path(f"{store}.{v}").is_dir())[-1:]
+        for old in sorted(older - set(kept)):
+            path = self.path(f"{store}.{old}")
+            lock = BuildLock(path.with_suffix(".lock"))
+            try:
+                if not lock.acquire():
+                    continue
+            except OSError:
+                continue
+            try:
+                self._remove_leftovers(path.name)
+                if path.exists():
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed.append(path)
+                with contextlib.suppress(OSError):
+                    lock.path.unlink()
+            finally:
+                lock.release()
+        return removed
