@@ -7,20 +7,23 @@ import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from propdata.accounts.people import AccountService
-from propdata.accounts.service import CustomLimits, KeyCommandError, KeyService
 from propdata.config import ConfigError, Settings, load_settings
-from propdata.errors import ServiceError
 from propdata.kit import crypto
 from propdata.kit.db import Database, StoreUnavailable, connect
 from propdata.migrations.schema import migrate
+
+if TYPE_CHECKING:
+    # Imported where used: `propdata serve` needs neither, and they cost its start-up
+    # (Litestar, Argon2) about 0.35 s before the workers are even started.
+    from propdata.accounts.people import AccountService
+    from propdata.accounts.service import KeyService
 
 app = typer.Typer(
     help="US property records and ZIP-level market statistics over HTTP.", no_args_is_help=True
@@ -93,8 +96,14 @@ def serve(
 
 def _finish_interrupted_load() -> None:
     """Rebuild what a load that died after its commit left undone, before serving."""
-    from propdata.ingest import pipeline
     from propdata.properties.repository import PropertyRepository
+
+    async def pending(db: Database, settings: Settings) -> bool:
+        return await PropertyRepository(db).rebuild_pending() is not None
+
+    if not _run(pending):
+        return  # the usual case: the pipeline (it imports pandas, 0.3 s) is not needed
+    from propdata.ingest import pipeline
 
     async def work(db: Database, settings: Settings, bars: _Bars) -> Any:
         if not await PropertyRepository(db).rebuild_pending():
@@ -110,6 +119,7 @@ def _finish_interrupted_load() -> None:
 
 def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
     """Run a key command against the accounts store, which no data load ever locks."""
+    from propdata.accounts.service import KeyCommandError, KeyService
     from propdata.app import open_stores
 
     settings = _settings()
@@ -155,6 +165,8 @@ def keys_create(
     ] = None,
 ) -> None:
     """Create a key; the key itself is printed once, alone on the last line."""
+    from propdata.accounts.service import CustomLimits
+
     limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
     if account is None:
         key, secret = _keys(lambda svc: svc.create(plan.lower(), name, limits))
@@ -214,6 +226,8 @@ def keys_plan(
     max_page_size: MaxPage = None,
 ) -> None:
     """Move a key to another plan (custom limits are reset); effective on its next request."""
+    from propdata.accounts.service import CustomLimits
+
     limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
     named = _which_key(key)
     updated = _keys(lambda svc: svc.set_plan(named, plan.lower(), limits))
@@ -234,7 +248,10 @@ def keys_revoke(key: KeyArgument) -> None:
 
 def _accounts(work: Callable[[AccountService], Awaitable[T]]) -> T:
     """Run an accounts command against the accounts store (never locked by a data load)."""
+    from propdata.accounts.people import AccountService
+    from propdata.accounts.service import KeyCommandError, KeyService
     from propdata.app import open_stores
+    from propdata.errors import ServiceError
     from propdata.kit.mail import mailer_for
     from propdata.kit.redis_limiter import MemoryLimiter
 
