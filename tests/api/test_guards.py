@@ -124,3 +124,14 @@ async def test_the_guard_never_takes_one_apps_handler_for_anothers(store: Store,
         del app, client
         gc.collect()
     assert not wrong, wrong[:3]
+
+
+async def test_an_encoded_slash_is_no_path_to_another_resource(
+    client: Any, auth: dict[str, str]
+) -> None:
+    """The server decodes %2F before routing: t-001%2Fhistory must not reach t-001's history."""
+    for path in ("/v1/properties/t-001%2Fhistory", "/v1/properties/t-001%2fvaluation"):
+        response = await client.get(path, headers=auth)
+        assert response.status_code == 404, path
+        assert response.json()["error"]["code"] == "not_found"
+    assert (await client.get("/v1/properties/t-001/history", headers=auth)).status_code == 200

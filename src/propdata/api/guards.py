@@ -17,7 +17,7 @@ from typing import Any, Union, get_args, get_origin
 from litestar import Request
 
 from propdata.api.params import DECIMAL, INTEGER
-from propdata.errors import InvalidParameter
+from propdata.errors import InvalidParameter, NotFound
 
 _RESERVED = {"request", "scope", "state", "headers", "cookies", "query", "body", "data", "socket"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -81,6 +81,11 @@ def _shape(handler: Any) -> _Shape:
 async def check_request(request: Request[Any, Any, Any]) -> None:
     """400 for an unknown or repeated query parameter, a control character in any path or
     query value, or a number not written plainly; the parameter is named."""
+    raw_path = request.scope.get("raw_path") or b""
+    if b"%2f" in raw_path.lower():
+        # The server decodes %2F before routing, so "t-001%2Fhistory" would reach the history
+        # of t-001. No id holds a slash: there is no such resource.
+        raise NotFound(f"No resource at {request.url.path}.")
     shape = _shape(request.scope["route_handler"])
     path_params: dict[str, Any] = request.scope.get("path_params", {})
     for name, value in path_params.items():
