@@ -6,7 +6,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -69,9 +68,7 @@ class Proxy:
 
     def __init__(self, upstream: tuple[str, int]) -> None:
         self.upstream = upstream
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
+        self.port = free_port()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()

@@ -7,10 +7,12 @@ skips it otherwise, so CI can never pass by skipping the scale-out tests.
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,10 +40,38 @@ def require_redis(url: str = REDIS_URL) -> None:
         unavailable(f"Redis at {url} is unreachable ({exc}); these tests need it")
 
 
+_PORTS = range(20_000, 32_000)
+"""Below Linux's ephemeral range (32768-60999), so no outgoing connection holds one."""
+_PORT_FILE = Path(tempfile.gettempdir()) / "propdata-test-ports"
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port no other test process on this host is about to use.
+
+    Asking the kernel for a free port (bind to 0) and closing it leaves a window in which a
+    test in another xdist worker gets the same port: two servers then race for it, the loser
+    exits, and its test talks to the winner, which vanishes when its own test ends. So every
+    test process takes ports in turn from one counter in a locked file, and skips any port
+    that is in use.
+    """
+    with open(_PORT_FILE, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        text = handle.read().strip()
+        last = int(text) if text.isdigit() else _PORTS.start + os.getpid() % len(_PORTS)
+        for step in range(1, len(_PORTS) + 1):
+            port = _PORTS.start + (last - _PORTS.start + step) % len(_PORTS)
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(port))
+            handle.flush()
+            return port
+    raise RuntimeError("no free port between 20000 and 32000")
 
 
 class RedisServer:

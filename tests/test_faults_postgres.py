@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from litestar.testing import AsyncTestClient
 from propdata.app import HeadAsGet, create_app
 from tests.conftest import PG_URL, build_store, create_key, drop_store, new_store, settings_for
 from tests.live import Proxy
+from tests.redis_support import free_port
 
 
 async def test_postgresql_outage_is_503_and_heals_without_restart(tmp_path: Path) -> None:
@@ -57,9 +57,7 @@ async def test_postgresql_outage_is_503_and_heals_without_restart(tmp_path: Path
 async def test_unreachable_at_start_still_answers_503(tmp_path: Path, path: str) -> None:
     """A server started while PostgreSQL is down answers 503 until it comes up."""
     store = await new_store("scaleout", tmp_path)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = int(s.getsockname()[1])
+    dead = free_port()  # nobody listens there
     url = store.url.replace("127.0.0.1:5432", f"127.0.0.1:{dead}")
     app = HeadAsGet(create_app(settings_for(store, database_url=url, cache_ttl=0)))
     try:
@@ -83,9 +81,7 @@ async def test_an_outage_logs_a_line_a_second_not_one_a_request(
     """Found by the soak: a PostgreSQL outage at a few hundred requests a second wrote one
     ERROR line per 503. Now one a second, saying how many it stands for."""
     store = await new_store("scaleout", tmp_path)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = int(s.getsockname()[1])
+    dead = free_port()  # nobody listens there
     url = store.url.replace("127.0.0.1:5432", f"127.0.0.1:{dead}")
     app = HeadAsGet(create_app(settings_for(store, database_url=url, cache_ttl=0)))
     from propdata.kit import crypto
