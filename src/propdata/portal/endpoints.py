@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -396,65 +396,72 @@ async def _signed_in(
     return v, form, None
 
 
+Action = Callable[[Visit, dict[str, str]], Awaitable[None]]
+
+
+async def _on_dashboard(
+    request: Request[Any, Any, Any], settings: Settings, accounts: AccountService,
+    limiter: Limiter, action: Action,
+) -> Response[Any]:  # fmt: skip
+    """A dashboard form: signed in with the form's token, then `action`; back to the
+    dashboard (303), or the dashboard again with the error when the action is refused."""
+    v, form, away = await _signed_in(request, settings, accounts)
+    if away is not None:
+        return away
+    try:
+        await action(v, form)
+    except ServiceError as exc:
+        return await _dashboard(request, accounts, limiter, v, exc.status, exc, exc.headers)
+    return _see_other(v, "/dashboard")
+
+
 @post("/dashboard/keys", status_code=303)
 async def create_key(request: Request[Any, Any, Any], settings: Injected[Settings],
                      accounts: Injected[AccountService], limiter: Injected[Limiter]) -> Response[Any]:  # fmt: skip
     """A new Free key, shown once."""
-    v, form, away = await _signed_in(request, settings, accounts)
-    if away is not None:
-        return away
-    assert v.account is not None and v.session is not None
-    try:
+
+    async def create(v: Visit, form: dict[str, str]) -> None:
+        assert v.account is not None and v.session is not None
         _, secret = await accounts.create_key(v.account, form.get("name", ""), v.client)
-    except ServiceError as exc:
-        return await _dashboard(request, accounts, limiter, v, exc.status, exc, exc.headers)
-    await accounts.set_flash(v.session, secret)
-    return _see_other(v, "/dashboard")
+        await accounts.set_flash(v.session, secret)
+
+    return await _on_dashboard(request, settings, accounts, limiter, create)
 
 
 @post("/dashboard/keys/{key_id:str}/plan", status_code=303)
 async def change_plan(request: Request[Any, Any, Any], key_id: FromPath[str], settings: Injected[Settings],
                       accounts: Injected[AccountService], limiter: Injected[Limiter]) -> Response[Any]:  # fmt: skip
     """Move a key to Free, Developer or Pro: its next API request runs under the new limits."""
-    v, form, away = await _signed_in(request, settings, accounts)
-    if away is not None:
-        return away
-    assert v.account is not None
-    try:
+
+    async def change(v: Visit, form: dict[str, str]) -> None:
+        assert v.account is not None
         await accounts.change_plan(v.account, key_id, form.get("plan", ""), v.client)
-    except ServiceError as exc:
-        return await _dashboard(request, accounts, limiter, v, exc.status, exc, exc.headers)
-    return _see_other(v, "/dashboard")
+
+    return await _on_dashboard(request, settings, accounts, limiter, change)
 
 
 @post("/dashboard/keys/{key_id:str}/revoke", status_code=303)
 async def revoke_key(request: Request[Any, Any, Any], key_id: FromPath[str], settings: Injected[Settings],
                      accounts: Injected[AccountService], limiter: Injected[Limiter]) -> Response[Any]:  # fmt: skip
     """Revoke a key at once."""
-    v, _, away = await _signed_in(request, settings, accounts)
-    if away is not None:
-        return away
-    assert v.account is not None
-    try:
+
+    async def revoke(v: Visit, form: dict[str, str]) -> None:
+        assert v.account is not None
         await accounts.revoke(v.account, key_id, v.client)
-    except ServiceError as exc:
-        return await _dashboard(request, accounts, limiter, v, exc.status, exc, exc.headers)
-    return _see_other(v, "/dashboard")
+
+    return await _on_dashboard(request, settings, accounts, limiter, revoke)
 
 
 @post("/dashboard/verify", status_code=303)
 async def resend_verification(request: Request[Any, Any, Any], settings: Injected[Settings],
                               accounts: Injected[AccountService], limiter: Injected[Limiter]) -> Response[Any]:  # fmt: skip
     """Mail the confirmation link again."""
-    v, _, away = await _signed_in(request, settings, accounts)
-    if away is not None:
-        return away
-    assert v.account is not None
-    try:
+
+    async def resend(v: Visit, form: dict[str, str]) -> None:
+        assert v.account is not None
         await accounts.send_verification(v.account, link_base(request, settings))
-    except ServiceError as exc:
-        return await _dashboard(request, accounts, limiter, v, exc.status, exc, exc.headers)
-    return _see_other(v, "/dashboard")
+
+    return await _on_dashboard(request, settings, accounts, limiter, resend)
 
 
 # --------------------------------------------------------------------------- operators
