@@ -151,23 +151,23 @@ def _bound(kind: Any, value: float) -> Any:
     return kind(value)
 
 
-def _at_least(column: npt.NDArray[Any], value: float) -> BoolArray:
+def _at_least(column: npt.NDArray[Any], value: float, out: BoolArray | None = None) -> BoolArray:
     """`column >= value` exactly, also when the column is float16/32 and the value is not
     representable in it: the bound becomes the smallest value of the type not below it."""
     kind = column.dtype.type
     bound = _bound(kind, value)
     if float(bound) < value:
         bound = np.nextafter(bound, kind(np.inf))
-    result: BoolArray = column >= bound
+    result: BoolArray = np.greater_equal(column, bound, out=out)
     return result
 
 
-def _at_most(column: npt.NDArray[Any], value: float) -> BoolArray:
+def _at_most(column: npt.NDArray[Any], value: float, out: BoolArray | None = None) -> BoolArray:
     kind = column.dtype.type
     bound = _bound(kind, value)
     if float(bound) > value:
         bound = np.nextafter(bound, kind(-np.inf))
-    result: BoolArray = column <= bound
+    result: BoolArray = np.less_equal(column, bound, out=out)
     return result
 
 
@@ -186,6 +186,16 @@ class SearchIndex:
     known: dict[str, int]
     """Per sort column: how many rows have a value (the non-null head of its order)."""
     updated_rank: npt.NDArray[np.int32]
+    _scratch: list[BoolArray] = field(default_factory=list, repr=False)
+    """Two masks of `size` rows that every search reuses. A new one per filter would be a
+    fresh mapping each time (kit.memory maps every allocation of 256 KB or more), 245 page
+    faults per million rows: a third of a worker's CPU under the search mix. So a search
+    must run to its end before the next starts: one thread, no await inside (the service)."""
+
+    def _masks(self) -> tuple[BoolArray, BoolArray]:
+        if not self._scratch:
+            self._scratch.extend((np.empty(self.size, np.bool_), np.empty(self.size, np.bool_)))
+        return self._scratch[0], self._scratch[1]
 
     @property
     def nbytes(self) -> int:
@@ -217,7 +227,8 @@ class SearchIndex:
             page = self._sorted(positions, column, descending)[offset : offset + limit]
         else:
             if positions is not None:
-                mask = np.zeros(self.size, np.bool_)
+                mask = self._masks()[0]
+                mask.fill(False)
                 mask[positions] = True
             page = _walk(self._sequences(column, descending), mask, offset, limit)
         return total, self._ids(page)
@@ -247,12 +258,15 @@ class SearchIndex:
                 tests.append((self.nums[name], op, bound))
         mask: BoolArray | None = None
         positions: npt.NDArray[np.int64] | None = None
+        first, spare = self._masks() if tests else (None, None)
         for column, op, value in tests:
             if positions is not None:
                 positions = positions[_test(column[positions], op, value)]
                 continue
-            hit = _test(column, op, value)
-            mask = hit if mask is None else np.logical_and(mask, hit, out=mask)
+            if mask is None:
+                mask = _test(column, op, value, out=first)
+            else:
+                np.logical_and(mask, _test(column, op, value, out=spare), out=mask)
             if np.count_nonzero(mask) * _SELECTIVE < self.size:
                 positions, mask = np.flatnonzero(mask), None
         return mask, positions
@@ -286,11 +300,12 @@ class SearchIndex:
         ]
 
 
-def _test(column: npt.NDArray[Any], op: str, value: Any) -> BoolArray:
+def _test(column: npt.NDArray[Any], op: str, value: Any, out: BoolArray | None = None) -> BoolArray:
+    """The rows that pass one filter, into `out` when given (a mask of the column's length)."""
     if op == "eq":
-        result: BoolArray = column == value
+        result: BoolArray = np.equal(column, value, out=out)
         return result
-    return _at_least(column, value) if op == "ge" else _at_most(column, value)
+    return _at_least(column, value, out) if op == "ge" else _at_most(column, value, out)
 
 
 def _chunks(sequence: npt.NDArray[np.int32]) -> Iterator[npt.NDArray[np.int32]]:
