@@ -30,7 +30,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     log_level: str = "INFO"
     """PROPDATA_LOG_LEVEL: DEBUG, INFO, WARNING or ERROR."""
     search_index: bool = True
-    """PROPDATA_SEARCH_INDEX: keep every property's search columns in memory (about 60 MB at
+    """PROPDATA_SEARCH_INDEX: keep every property's search columns in memory (about 66 MB at
     1,000,000 properties, mapped once for all of a host's workers) so searches take
     milliseconds; false searches in SQL."""
     index_dir: str | None = None
