@@ -314,6 +314,10 @@ def propdata_server(name: str, store_env: dict[str, str], cache_ttl: float, args
     port = free_port()
     env = {**os.environ, **store_env, "PROPDATA_CACHE_TTL": str(cache_ttl),
            "PROPDATA_LOG_LEVEL": "WARNING", "PROPDATA_AS_OF": args.as_of.isoformat()}  # fmt: skip
+    if env["PROPDATA_DATABASE_URL"].startswith("postgres"):
+        # The search index's snapshots: with the run's stores, not in var/ of the checkout
+        # (the default at scale-out); embedded, they sit beside the SQLite file.
+        env.setdefault("PROPDATA_INDEX_DIR", str(args.folder / "index"))
     argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--host", "127.0.0.1",
             "--port", str(port), "--workers", str(args.workers)]  # fmt: skip
     return Server(name, argv, env, port, args.workers, "/health", logs)
