@@ -408,7 +408,9 @@ async def _move_keys(data: Database, accounts: Database) -> None:
             rows,
         )
         await accounts.execute(
-            "INSERT INTO meta (key, value) VALUES ('keys_moved', ?)", (str(len(rows)),)
+            # Workers starting together may both get here: the first one's mark stands.
+            "INSERT INTO meta (key, value) VALUES ('keys_moved', ?) ON CONFLICT (key) DO NOTHING",
+            (str(len(rows)),),
         )
 
 
