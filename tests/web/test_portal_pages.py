@@ -117,3 +117,29 @@ def test_every_form_works_without_javascript(browser: Any, server: str) -> None:
     page.wait_for_url(server + "/dashboard")
     assert page.get_by_test_id("key-row").count() == 1
     context.close()
+
+
+def test_pages_fit_a_phone(browser: Any, server: str) -> None:
+    """At a phone's width (390 px) nothing runs off the side; errors read in place."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+
+    def fits(name: str) -> None:
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{name} is {width} px wide"
+        page.screenshot(path=str(IMAGES / f"portal-phone-{name}.png"), full_page=True)
+
+    page.goto(server + "/")
+    fits("home")
+    page.goto(server + "/signup")
+    page.fill("#email", "not an address")
+    page.fill("#password", PASSWORD)
+    page.get_by_role("button", name="Create account").click()
+    assert page.get_by_test_id("form-error").is_visible()
+    fits("signup-error")
+    page.fill("#email", "phone@example.com")
+    page.fill("#password", PASSWORD)
+    page.get_by_role("button", name="Create account").click()
+    page.wait_for_url(server + "/dashboard")
+    fits("dashboard")
+    context.close()
