@@ -170,3 +170,13 @@ async def test_parallel_wrong_passwords_never_pass_the_limit(person: Person) -> 
     )
     statuses = sorted(a.status_code for a in answers)
     assert statuses == [401] * 5 + [429] * 7, statuses
+
+
+async def test_idle_sessions_leave_the_store(person: Person) -> None:
+    await person.sign_up("ida@example.com")
+    db = person.db
+    assert db is not None
+    assert len(await db.fetch_all("SELECT token_hash FROM sessions")) == 1
+    person.clock.advance(14 * 86_400 + 1)
+    await person.log_in("ida@example.com")  # a new session sweeps the idle one out
+    assert len(await db.fetch_all("SELECT token_hash FROM sessions")) == 1

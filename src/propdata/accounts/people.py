@@ -243,6 +243,9 @@ class AccountService:
     async def _start_session(self, account: Account) -> SignedIn:
         token = crypto.new_token()
         now = self.clock()
+        # Sessions idle past their 14 days are refused on sight; each new one sweeps them
+        # out, so the table holds live sessions only (ix_sessions_seen finds them).
+        await self.repo.end_idle_sessions(now - SESSION_IDLE)
         await self.repo.insert_session(crypto.token_hash(token), account.id, _iso(now), now)
         return SignedIn(account, token)
 

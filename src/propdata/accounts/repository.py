@@ -172,14 +172,6 @@ class AccountRepository:
             "UPDATE accounts SET is_admin = ? WHERE id = ?", (int(is_admin), account_id)
         )
 
-    async def attach_key(self, key_id: str, account_id: str) -> None:
-        await self.db.execute(
-            "UPDATE api_keys SET account_id = ? WHERE id = ?", (account_id, key_id)
-        )
-
-    async def rename_key(self, key_id: str, name: str) -> None:
-        await self.db.execute("UPDATE api_keys SET name = ? WHERE id = ?", (name, key_id))
-
     # -- sessions
     async def session(self, token_hash: str, idle_from: float) -> tuple[Account, float] | None:
         """The account of a live session (seen after `idle_from`) and when it was last seen."""

@@ -195,6 +195,7 @@ the same PostgreSQL database as the data."""
 ACCOUNT_INDEXES = [
     "CREATE INDEX IF NOT EXISTS ix_keys_account ON api_keys (account_id, created_at)",
     "CREATE INDEX IF NOT EXISTS ix_sessions_account ON sessions (account_id)",
+    "CREATE INDEX IF NOT EXISTS ix_sessions_seen ON sessions (seen_at)",
     "CREATE INDEX IF NOT EXISTS ix_tokens_account ON account_tokens (account_id, purpose)",
     "CREATE INDEX IF NOT EXISTS ix_audit_account ON audit_log (account_id, at)",
     "CREATE INDEX IF NOT EXISTS ix_audit_at ON audit_log (at)",
