@@ -4,10 +4,15 @@ Order: verify the key (401s) -> a cached 200 is answered at once (X-Cache: HIT, 
 counted, served even over quota) -> the limiter admits and records in one step (429
 otherwise) -> the handler runs -> a 4xx/5xx answer is refunded -> a 200 is cached.
 Routes with opt {"metered": False} (auth status) are verified but never counted.
+
+Every metered 200 carries an ETag (a hash of its bytes); a request whose If-None-Match
+names it gets 304 with no body instead, counted like the 200 it replaces (not counted when
+the 200 would have come from the cache).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
@@ -20,6 +25,7 @@ from propdata.accounts.service import KeyService
 from propdata.api import paging
 from propdata.errors import InvalidParameter, QuotaExceeded, RateLimitExceeded, ServiceError
 from propdata.kit.cache import Cached, ResponseCache
+from propdata.kit.conditional import entity_tag, none_match
 from propdata.kit.limiter import Decision, Limiter
 from propdata.kit.requests import add_headers
 
@@ -109,7 +115,7 @@ class MeteringMiddleware(ASGIMiddleware):
                 add_headers(scope, rate_headers(usage))
                 _refuse(key, usage)  # a key past the failed-request guard gets no hit either
                 add_headers(scope, {"X-Cache": "HIT"})
-                await _replay(hit, send)
+                await _replay(hit, headers.get(b"if-none-match"), send)
                 return
 
         decision = await limiter.admit(key.id, key.per_minute, key.daily, guard)
@@ -119,6 +125,7 @@ class MeteringMiddleware(ASGIMiddleware):
         status = 500
         body: list[bytes] = []
         content_type = b"application/json"
+        held: list[tuple[bytes, bytes]] | None = None  # a 200's headers, sent with its ETag
 
         async def settle(answered: int) -> None:
             """A 4xx or 5xx is refunded; a 4xx (but a 429) counts against the guard."""
@@ -129,7 +136,7 @@ class MeteringMiddleware(ASGIMiddleware):
                 await limiter.fail(key.id)
 
         async def metered_send(message: Message) -> None:
-            nonlocal status, content_type
+            nonlocal status, content_type, held
             if message["type"] == "http.response.start":
                 status = message["status"]
                 for name, value in message.get("headers", ()):
@@ -137,8 +144,16 @@ class MeteringMiddleware(ASGIMiddleware):
                         content_type = bytes(value)
                 if status >= 400:
                     await settle(status)
-            elif message["type"] == "http.response.body" and status == 200 and cache_key:
+                if status == 200:
+                    held = list(message.get("headers", ()))
+                    return
+            elif message["type"] == "http.response.body" and held is not None:
                 body.append(message.get("body", b""))
+                if message.get("more_body", False):
+                    return
+                start, held = held, None
+                await _answer(200, start, b"".join(body), headers.get(b"if-none-match"), send)
+                return
             await send(message)
 
         try:
@@ -201,18 +216,31 @@ def _status_of(exc: BaseException) -> int:
     return 500
 
 
-async def _replay(hit: Cached, send: Send) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": hit.status,
-            "headers": [
-                (b"content-type", hit.content_type),
-                (b"content-length", str(len(hit.body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": hit.body, "more_body": False})
+async def _replay(hit: Cached, if_none_match: bytes | None, send: Send) -> None:
+    headers = [
+        (b"content-type", hit.content_type),
+        (b"content-length", str(len(hit.body)).encode()),
+    ]
+    await _answer(hit.status, headers, hit.body, if_none_match, send)
+
+
+async def _answer(
+    status: int,
+    headers: Iterable[tuple[bytes, bytes]],
+    body: bytes,
+    if_none_match: bytes | None,
+    send: Send,
+) -> None:
+    """Send an answer with its ETag, or 304 with no body when If-None-Match names that tag."""
+    tag = entity_tag(body)
+    sent = [*headers, (b"etag", tag.encode())]
+    if none_match(if_none_match, tag):
+        kept = [(n, v) for n, v in sent if n.lower() not in (b"content-type", b"content-length")]
+        await send({"type": "http.response.start", "status": 304, "headers": kept})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return
+    await send({"type": "http.response.start", "status": status, "headers": sent})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _text(value: bytes | None) -> str | None:
