@@ -28,7 +28,7 @@ CONTRACT_CODES = {
 HEADERS = {
     "Authorization", "WWW-Authenticate", "X-Request-Id", "X-RateLimit-Limit",
     "X-RateLimit-Remaining", "X-RateLimit-Reset", "X-Quota-Limit", "X-Quota-Remaining",
-    "X-Quota-Reset", "X-Cache", "Retry-After", "Allow",
+    "X-Quota-Reset", "X-Cache", "Retry-After", "Allow", "ETag",
 }  # fmt: skip
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")

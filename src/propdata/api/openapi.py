@@ -21,10 +21,17 @@ def errors(*statuses: int, metered: bool = True) -> dict[int, ResponseSpec]:
     """OpenAPI responses for the error statuses an operation can answer (401, 503, and 429
     when the operation is metered)."""
     wanted = sorted({*statuses, 401, 503, *((429,) if metered else ())})
-    return {
+    specs = {
         status: ResponseSpec(data_container=ErrorResponse, description=_DESCRIPTIONS[status])
         for status in wanted
     }
+    if metered:
+        specs[304] = ResponseSpec(
+            data_container=None,
+            description="Not Modified: If-None-Match named this answer's ETag. No body;"
+            " counted like the 200 it replaces (free when that 200 is a cache hit).",
+        )
+    return dict(sorted(specs.items()))
 
 
 RATE_HEADERS = [
@@ -45,3 +52,11 @@ RATE_HEADERS = [
     ResponseHeader(name="X-Cache", documentation_only=True, value="MISS",
                    description="HIT when served from the response cache (not counted), else MISS."),
 ]  # fmt: skip
+ANSWER_HEADERS = [
+    *RATE_HEADERS,
+    ResponseHeader(name="ETag", documentation_only=True,
+                   value='"0f343b0931126a20f133d67c2b018a3b"',
+                   description="The answer's entity tag (a hash of its bytes): send it back in"
+                   " If-None-Match to get 304 Not Modified while the answer is unchanged."),
+]  # fmt: skip
+"""The headers of a data answer: the rate headers and its ETag."""

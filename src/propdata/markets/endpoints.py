@@ -8,7 +8,7 @@ from litestar import get
 from litestar.params import QueryParameter
 
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import RATE_HEADERS, errors
+from propdata.api.openapi import ANSWER_HEADERS, errors
 from propdata.api.params import (
     CityQuery,
     PageLimit,
@@ -27,7 +27,7 @@ from propdata.markets.service import MarketService
     "/markets/search",
     opt={"paged": True},
     responses=errors(400),
-    response_headers=RATE_HEADERS,
+    response_headers=ANSWER_HEADERS,
     tags=["markets"],
     summary="Search markets",
     operation_id="searchMarkets",
@@ -51,7 +51,7 @@ async def search_markets(
 @get(
     "/markets/{zipCode:str}",
     responses=errors(400, 404),
-    response_headers=RATE_HEADERS,
+    response_headers=ANSWER_HEADERS,
     tags=["markets"],
     summary="Market snapshot for a ZIP code",
     operation_id="getMarket",
@@ -64,7 +64,7 @@ async def get_market(markets: Injected[MarketService], zipCode: ZipPath) -> Mark
 @get(
     "/markets/{zipCode:str}/history",
     responses=errors(400, 404),
-    response_headers=RATE_HEADERS,
+    response_headers=ANSWER_HEADERS,
     tags=["markets"],
     summary="Monthly market history for a ZIP code",
     operation_id="getMarketHistory",

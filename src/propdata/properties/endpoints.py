@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import get
+from litestar import Response, get
 from litestar.params import PathParameter, QueryParameter
 
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import RATE_HEADERS, errors
+from propdata.api.fields import answer, parameter, select
+from propdata.api.openapi import ANSWER_HEADERS, errors
 from propdata.api.params import (
     CITY,
     MAX_INT,
@@ -30,7 +31,11 @@ from propdata.properties.schemas import (
     PROPERTY_ID,
     HistoryResponse,
     LookupResponse,
+    PropertyDetail,
+    PropertyHistory,
+    PropertyLookupItem,
     PropertyResponse,
+    PropertySearchItem,
     PropertyType,
     SearchResponse,
     SortField,
@@ -47,6 +52,12 @@ PropertyId = Annotated[
         " letter or digit",
     ),
 ]  # fmt: skip
+
+
+SearchFields = Annotated[str | None, parameter(PropertySearchItem)]
+LookupFields = Annotated[str | None, parameter(PropertyLookupItem)]
+DetailFields = Annotated[str | None, parameter(PropertyDetail)]
+HistoryFields = Annotated[str | None, parameter(PropertyHistory)]
 
 
 def _money(description: str) -> Any:
@@ -88,11 +99,13 @@ async def search_properties(
     offset: PageOffset = 0,
     sort: Annotated[SortField, QueryParameter(description="Sort field")] = "lastUpdated",
     order: Annotated[SortOrder, QueryParameter(description="Sort order")] = "desc",
-) -> SearchResponse:
+    fields: SearchFields = None,
+) -> Response[SearchResponse]:
     """Search properties with filters, sort and pagination; meta.total is exact.
 
     Served at /v1/properties and, with the same parameters, at /v1/properties/search.
     """
+    selection = select(fields, PropertySearchItem)
     check_range(minPrice, maxPrice, "minPrice", "maxPrice")
     check_range(minBeds, maxBeds, "minBeds", "maxBeds")
     check_range(minSqft, maxSqft, "minSqft", "maxSqft")
@@ -102,13 +115,13 @@ async def search_properties(
         max_beds=maxBeds, min_baths=minBaths, min_sqft=minSqft, max_sqft=maxSqft,
         min_year_built=minYearBuilt, max_days_on_market=maxDaysOnMarket,
     )  # fmt: skip
-    return await properties.search(filters, sort, order, page_size, offset)
+    return answer(await properties.search(filters, sort, order, page_size, offset), selection)
 
 
 @get(
     "/properties/lookup",
     responses=errors(400, 404, 409),
-    response_headers=RATE_HEADERS,
+    response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Look up a property by street address",
     operation_id="lookupProperty",
@@ -127,8 +140,10 @@ async def lookup_property(
     city: Annotated[str, CITY],
     state_: Annotated[str, STATE_CODE],
     zipCode: ZipQuery = None,
-) -> LookupResponse:
+    fields: LookupFields = None,
+) -> Response[LookupResponse]:
     """Find the one property at an address, matched after USPS normalisation."""
+    selection = select(fields, PropertyLookupItem)
     if not streetAddress.strip():
         raise InvalidParameter("streetAddress", "'streetAddress' must not be blank.")
     key = city_filter(city)
@@ -136,45 +151,49 @@ async def lookup_property(
     code = state_code(state_)
     assert code is not None
     item = await properties.lookup(streetAddress, key, code, zipCode)
-    return LookupResponse(data=item)
+    return answer(LookupResponse(data=item), selection)
 
 
 @get(
     "/properties/{id:str}",
     responses=errors(404),
-    response_headers=RATE_HEADERS,
+    response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Get a property",
     operation_id="getProperty",
 )
-async def get_property(properties: Injected[PropertyService], id: PropertyId) -> PropertyResponse:
-    """Return one property record with every field of the contract."""
-    return PropertyResponse(data=await properties.detail(id))
+async def get_property(
+    properties: Injected[PropertyService], id: PropertyId, fields: DetailFields = None
+) -> Response[PropertyResponse]:
+    """Return one property record with every field of the contract (or those of `fields`)."""
+    selection = select(fields, PropertyDetail)
+    return answer(PropertyResponse(data=await properties.detail(id)), selection)
 
 
 @get(
     "/properties/{id:str}/history",
     responses=errors(404),
-    response_headers=RATE_HEADERS,
+    response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Price and tax history of a property",
     operation_id="getPropertyHistory",
 )
 async def get_property_history(
-    properties: Injected[PropertyService], id: PropertyId
-) -> HistoryResponse:
+    properties: Injected[PropertyService], id: PropertyId, fields: HistoryFields = None
+) -> Response[HistoryResponse]:
     """Return a property's price history (newest first) and tax history."""
-    return HistoryResponse(data=await properties.history(id))
+    selection = select(fields, PropertyHistory)
+    return answer(HistoryResponse(data=await properties.history(id)), selection)
 
 
 list_properties = get(
     "/properties", summary="Search properties", operation_id="searchProperties",
-    opt={"paged": True}, responses=errors(400), response_headers=RATE_HEADERS, tags=["properties"],
+    opt={"paged": True}, responses=errors(400), response_headers=ANSWER_HEADERS, tags=["properties"],
 )(search_properties)  # fmt: skip
 search_properties_alias = get(
     "/properties/search", summary="Search properties (same as /v1/properties)",
     operation_id="searchPropertiesAlias",
-    opt={"paged": True}, responses=errors(400), response_headers=RATE_HEADERS, tags=["properties"],
+    opt={"paged": True}, responses=errors(400), response_headers=ANSWER_HEADERS, tags=["properties"],
 )(search_properties)  # fmt: skip
 
 HANDLERS = [

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from litestar import get
+from typing import Annotated
+
+from litestar import Response, get
 
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import RATE_HEADERS, errors
+from propdata.api.fields import answer, parameter, select
+from propdata.api.openapi import ANSWER_HEADERS, errors
 from propdata.properties.endpoints import PropertyId
-from propdata.valuation.schemas import ValuationResponse
+from propdata.valuation.schemas import Valuation, ValuationResponse
 from propdata.valuation.service import ValuationService
 
 
 @get(
     "/properties/{id:str}/valuation",
     responses=errors(404),
-    response_headers=RATE_HEADERS,
+    response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Value and rent estimates with comparable sales",
     operation_id="getPropertyValuation",
@@ -22,9 +25,11 @@ from propdata.valuation.service import ValuationService
 async def get_property_valuation(
     valuations: Injected[ValuationService],
     id: PropertyId,
-) -> ValuationResponse:
+    fields: Annotated[str | None, parameter(Valuation)] = None,
+) -> Response[ValuationResponse]:
     """Return the value and rent estimates, gross yield and the closest comparable sales."""
-    return ValuationResponse(data=await valuations.valuation(id))
+    selection = select(fields, Valuation)
+    return answer(ValuationResponse(data=await valuations.valuation(id)), selection)
 
 
 HANDLERS = [get_property_valuation]
