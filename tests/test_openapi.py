@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,11 +16,13 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from schemathesis.specs.openapi.checks import positive_data_acceptance
+from schemathesis.specs.openapi.checks import positive_data_acceptance, response_schema_conformance
 
 from tests.conftest import Store, build_store, create_key, drop_store, new_store
 from tests.live import run_apart, running_server
 
+OPAQUE = {"since", "cursor"}
+"""Cursors, which only the service can tell apart from any other string."""
 RANGE_PARAMETERS = {"minPrice", "minBeds", "minSqft"}
 EXAMPLES = int(os.environ.get("PROPDATA_SCHEMATHESIS_EXAMPLES", "40"))
 """Generated cases per operation: 40 in `make test` (the same ones every run), ten times as
@@ -34,6 +37,12 @@ async def _prepare(store: Store) -> str:
 def _serve(store: Store) -> Iterator[tuple[str, str]]:
     secret = run_apart(_prepare(store))
     with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base:
+        # Deep offsets are a 503 while the search index builds (after the start's ageing,
+        # say): documented, but not what this test is about, so it waits for the index.
+        deadline = time.monotonic() + 60
+        while httpx.get(base + "/health").json()["checks"].get("searchIndex") != "ok":
+            assert time.monotonic() < deadline, "the search index was not ready in 60 s"
+            time.sleep(0.1)
         yield base, secret
 
 
@@ -68,10 +77,17 @@ def test_every_operation_conforms(server: tuple[str, str]) -> None:
                 # Schema-valid input is refused only by the contract's cross-parameter rule
                 # (minX > maxX), which OpenAPI cannot state; any other 400 fails here.
                 error = response.json()["error"]
+                if error["parameter"] in OPAQUE:
+                    return  # a cursor is an opaque token: no schema tells a valid one
                 assert error["parameter"] in RANGE_PARAMETERS, (case.query, error)
                 low, high = error["parameter"], "max" + error["parameter"][3:]
                 assert case.query[low] > case.query[high], (case.query, error)
-            case.validate_response(response, excluded_checks=[positive_data_acceptance])
+            excluded = [positive_data_acceptance]
+            if case.query and "fields" in case.query:
+                # The schema describes the whole answer; `fields` leaves out what it does not
+                # name (docs/api.md, Field selection), which OpenAPI cannot make conditional.
+                excluded.append(response_schema_conformance)
+            case.validate_response(response, excluded_checks=excluded)
 
         run()
     assert calls >= 5 * EXAMPLES

@@ -27,6 +27,8 @@ from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
+from propdata.feed import endpoints as feed_endpoints
+from propdata.feed.service import FeedService
 from propdata.kit import memory
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
@@ -59,6 +61,7 @@ class Services:
     accounts: AccountService
     """The portal's people, sessions and audit log (beside the keys, in the accounts store)."""
     properties: PropertyService
+    feed: FeedService
     markets: MarketService
     valuations: ValuationService
     limiter: Limiter
@@ -140,6 +143,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         properties=PropertyService(
             db, search_index=settings.search_index, snapshots=settings.index_path
         ),
+        feed=FeedService(db),
         markets=MarketService(db),
         valuations=ValuationService(db),
         limiter=limiter,
@@ -231,7 +235,15 @@ DEPENDENCIES = {
     "services": Provide(_services, sync_to_thread=False),
     **{
         name: _provide(name)
-        for name in ("properties", "markets", "valuations", "limiter", "accounts", "settings")
+        for name in (
+            "properties",
+            "feed",
+            "markets",
+            "valuations",
+            "limiter",
+            "accounts",
+            "settings",
+        )
     },
     "key": Provide(current_key, sync_to_thread=False),
     "page_size": Provide(_page_size, sync_to_thread=False),
@@ -249,13 +261,17 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         app.state.services = services
         services.properties.warm()
         # Days on market grow and sales age out without a load (docs/api.md, decision 7).
-        ageing = asyncio.create_task(services.properties.keep_aged(settings.today))
+        tasks = [
+            asyncio.create_task(services.properties.keep_aged(settings.today)),
+            asyncio.create_task(services.feed.keep_pruned(settings.today)),
+        ]
         try:
             yield
         finally:
-            ageing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ageing
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await services.close()
 
     openapi = OpenAPIConfig(
@@ -282,6 +298,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     v1 = Router(
         path="/v1",
         route_handlers=[
+            *feed_endpoints.HANDLERS,
             *property_endpoints.HANDLERS,
             *valuation_endpoints.HANDLERS,
             *market_endpoints.HANDLERS,

@@ -1,0 +1,49 @@
+"""HTTP endpoint of the change feed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import get
+from litestar.params import QueryParameter
+
+from propdata.api.dependencies import Injected
+from propdata.api.openapi import ANSWER_HEADERS, errors
+from propdata.api.params import PageLimit
+from propdata.feed.schemas import ChangesResponse
+from propdata.feed.service import FeedService
+
+
+@get(
+    "/properties/changes",
+    opt={"paged": True},
+    responses=errors(400),
+    response_headers=ANSWER_HEADERS,
+    tags=["properties"],
+    summary="Changes to property records, in the order the store made them",
+    operation_id="listPropertyChanges",
+)
+async def list_changes(
+    feed: Injected[FeedService],
+    page_size: Injected[int],
+    since: Annotated[
+        str | None,
+        QueryParameter(
+            min_length=1,
+            max_length=100,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="meta.nextCursor of the previous page; without it the feed starts at"
+            " the oldest change kept",
+        ),
+    ] = None,
+    limit: PageLimit = None,  # declared for the reference; the size applied is page_size
+) -> ChangesResponse:
+    """Every property created or updated by a load or a rebuild, oldest change first.
+
+    Follow meta.nextCursor; an empty page means you are up to date: ask again later with
+    the same cursor. Apply a change by fetching the record (a 404 means it was removed).
+    """
+    return await feed.changes(since, page_size)
+
+
+HANDLERS = [list_changes]

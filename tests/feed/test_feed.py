@@ -1,0 +1,188 @@
+"""The change feed on both stores: every change once, in store order, enough to sync a copy."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from propdata.feed.service import FeedService
+from propdata.ingest.loader import load
+from propdata.migrations.schema import migrate
+from tests.factories import AS_OF, catalogue, record
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+async def follow(client: Any, headers: dict[str, str], since: str | None = None,
+                 limit: int = 7) -> tuple[list[dict[str, Any]], str]:  # fmt: skip
+    """Every change after `since`, page by page; the cursor to continue from."""
+    seen: list[dict[str, Any]] = []
+    while True:
+        query = f"limit={limit}" + (f"&since={since}" if since else "")
+        answer = await client.get(f"/v1/properties/changes?{query}", headers=headers)
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["meta"]["limit"] == limit and body["meta"]["nextCursor"]
+        since = body["meta"]["nextCursor"]
+        seen += body["data"]
+        if not body["data"]:
+            return seen, since
+
+
+async def sync(client: Any, headers: dict[str, str], copy: dict[str, Any],
+               changes: list[dict[str, Any]]) -> None:  # fmt: skip
+    """Apply changes as the docs say: fetch each record; a 404 means it is gone."""
+    for change in changes:
+        answer = await client.get(f"/v1/properties/{change['id']}", headers=headers)
+        if answer.status_code == 404:
+            copy.pop(change["id"], None)
+        else:
+            copy[change["id"]] = answer.json()["data"]
+
+
+async def export(client: Any, headers: dict[str, str]) -> dict[str, Any]:
+    ids: list[str] = []
+    offset = 0
+    while True:
+        page = (await client.get(f"/v1/properties?limit=100&offset={offset}&sort=lastUpdated",
+                                 headers=headers)).json()  # fmt: skip
+        ids += [item["id"] for item in page["data"]]
+        offset += 100
+        if offset >= page["meta"]["total"]:
+            break
+    return {
+        i: (await client.get(f"/v1/properties/{i}", headers=headers)).json()["data"] for i in ids
+    }
+
+
+async def test_the_feed_starts_with_every_property_created(fresh: Any) -> None:
+    client, _, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key())
+    changes, _ = await follow(client, headers)
+    assert {c["changeType"] for c in changes} == {"created"}
+    assert sorted(c["id"] for c in changes) == sorted(r.id for r in catalogue())
+    assert all(set(c) == {"id", "changeType", "lastUpdated"} for c in changes)
+
+
+async def test_following_through_two_loads_equals_the_final_store(fresh: Any) -> None:
+    client, _, make_key = await fresh(cache_ttl=60)
+    headers = bearer(await make_key())
+    first, cursor = await follow(client, headers)
+    copy: dict[str, Any] = {}
+    await sync(client, headers, copy, first)
+    db = await fresh.db()
+    await load(db, [(1, record("t-000", list_price=199_000)), (2, record("t-new-1"))],
+               origin="import", as_of=AS_OF)  # fmt: skip
+    same = [(1, record("t-000", list_price=199_000)), (2, record("t-new-2"))]
+    await load(db, same, origin="import", as_of=AS_OF)  # t-000 unchanged this time
+    await db.close()
+    changes, cursor = await follow(client, headers, cursor, limit=1)
+    # in store order: a load writes its new records, then its changed ones
+    assert [(c["id"], c["changeType"]) for c in changes] == [
+        ("t-new-1", "created"),
+        ("t-000", "updated"),
+        ("t-new-2", "created"),
+    ]
+    await sync(client, headers, copy, changes)
+    assert copy == await export(client, headers)
+    # caught up: the same cursor again is an empty page with the same cursor
+    again = (await client.get(f"/v1/properties/changes?since={cursor}", headers=headers)).json()
+    assert again["data"] == [] and again["meta"]["nextCursor"] == cursor
+    # and a client that starts now from the oldest change gets the same copy
+    everything, _ = await follow(client, headers, limit=50)
+    fresh_copy: dict[str, Any] = {}
+    await sync(client, headers, fresh_copy, everything)
+    assert fresh_copy == copy
+
+
+async def test_a_removed_property_is_an_update_whose_record_is_gone(fresh: Any) -> None:
+    client, _, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key())
+    _, cursor = await follow(client, headers)
+    db = await fresh.db()
+    await load(db, [(1, record("d-1"))], origin="demo", as_of=AS_OF)
+    await load(db, [(1, record("d-2"))], origin="demo", as_of=AS_OF, replace_origin=True)
+    await db.close()
+    changes, _ = await follow(client, headers, cursor)
+    assert [(c["id"], c["changeType"]) for c in changes] == [
+        ("d-1", "created"),
+        ("d-1", "updated"),
+        ("d-2", "created"),
+    ]
+    assert (await client.get("/v1/properties/d-1", headers=headers)).status_code == 404
+
+
+async def test_a_load_that_fails_leaves_no_change(fresh: Any) -> None:
+    client, _, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key())
+    _, cursor = await follow(client, headers)
+
+    def items() -> Any:
+        yield 1, record("t-fail-1")
+        raise RuntimeError("the source broke")
+
+    db = await fresh.db()
+    with pytest.raises(RuntimeError):
+        await load(db, items(), origin="import", as_of=AS_OF)
+    await db.close()
+    changes, after = await follow(client, headers, cursor)
+    assert changes == [] and after == cursor
+
+
+@pytest.mark.parametrize(
+    "since",
+    ["x", "Zjk6MTox", "ZjE6LTE6YWJj", "ZjE6MTpub3RoaXNzdG9yZQ", "ZjE6MTIzNDU2Nzg5MDEyMzQ1Njc4OTA6",
+     "%00", "a" * 101, "ZjE6MTo"],
+)  # fmt: skip
+async def test_a_bad_cursor_is_a_400_naming_since(fresh: Any, since: str) -> None:
+    client, _, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key())
+    answer = await client.get(f"/v1/properties/changes?since={since}", headers=headers)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "invalid_parameter" and error["parameter"] == "since"
+
+
+async def test_the_feed_takes_the_plan_page_sizes(fresh: Any) -> None:
+    client, _, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key("free"))  # default 10, maximum 25
+    page = (await client.get("/v1/properties/changes", headers=headers)).json()
+    assert page["meta"]["limit"] == 10 and len(page["data"]) == 10
+    page = (await client.get("/v1/properties/changes?limit=1000", headers=headers)).json()
+    assert page["meta"]["limit"] == 25
+    answer = await client.get("/v1/properties/changes?offset=5", headers=headers)
+    assert answer.status_code == 400 and answer.json()["error"]["parameter"] == "offset"
+
+
+async def test_pruning_keeps_30_days_and_every_property_s_newest_change(fresh: Any) -> None:
+    db = await fresh.db()
+    await db.execute("UPDATE property_changes SET changed_at = '2026-09-01T00:00:00.000Z'")
+    await load(db, [(1, record("t-000", list_price=188_000))], origin="import", as_of=AS_OF)
+    before = await db.fetch_all("SELECT property_id, seq FROM property_changes ORDER BY seq")
+    feed = FeedService(db)
+    today = dt.date(2026, 11, 21)
+    assert await feed.prune(today) == 1  # t-000's creation, superseded and 81 days old
+    assert await feed.prune(today) is None  # once a day, by one process
+    after = await db.fetch_all("SELECT property_id, seq FROM property_changes ORDER BY seq")
+    assert len(after) == len(before) - 1
+    assert sorted({row[0] for row in after}) == sorted({row[0] for row in before})
+    # a change under 30 days old stays even when superseded
+    await load(db, [(1, record("t-000", list_price=177_000))], origin="import", as_of=AS_OF)
+    assert await feed.prune(today + dt.timedelta(days=1)) == 0
+    await db.close()
+
+
+async def test_a_store_made_before_the_feed_gets_its_properties_as_created(fresh: Any) -> None:
+    db = await fresh.db()
+    await db.execute("DELETE FROM property_changes")
+    await db.execute("DELETE FROM meta WHERE key = 'schema:data'")
+    await migrate(db)
+    rows = await db.fetch_all("SELECT property_id, change_type FROM property_changes")
+    held = await db.fetch_all("SELECT id FROM properties")
+    await db.close()
+    assert sorted(r[0] for r in rows) == sorted(r[0] for r in held)
+    assert {r[1] for r in rows} == {"created"}
