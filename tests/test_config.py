@@ -32,7 +32,9 @@ def test_values_are_read_and_converted() -> None:
 @pytest.mark.parametrize(
     ("variable", "value"),
     [("PROPDATA_CACHE_TTL", "soon"), ("PROPDATA_CACHE_TTL", "-1"), ("PROPDATA_AS_OF", "31/01/2026"),
-     ("PROPDATA_LOG_LEVEL", "LOUD"), ("PROPDATA_REDIS_URL", "http://x")],
+     ("PROPDATA_LOG_LEVEL", "LOUD"), ("PROPDATA_REDIS_URL", "http://x"),
+     ("PROPDATA_CACHE_MB", "0"), ("PROPDATA_CACHE_MB", "lots"), ("PROPDATA_WORKERS", "0"),
+     ("PROPDATA_WORKERS", "1.5")],
 )  # fmt: skip
 def test_bad_values_name_the_variable(variable: str, value: str) -> None:
     with pytest.raises(ConfigError, match=variable):
@@ -43,3 +45,9 @@ def test_docs_list_every_setting() -> None:
     text = DOCS.read_text()
     documented = set(re.findall(r"`(PROPDATA_[A-Z_]+)`", text))
     assert documented == set(ENV.values())
+
+
+def test_the_cache_budget_is_the_host_s_shared_by_its_workers() -> None:
+    assert Settings().cache_bytes == 64 * 1024 * 1024
+    settings = load_settings({"PROPDATA_CACHE_MB": "48", "PROPDATA_WORKERS": "3"})
+    assert settings.cache_bytes == 16 * 1024 * 1024

@@ -129,7 +129,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         cache = ResilientCache(RedisCache.from_url(settings.redis_url))
     else:
         limiter = SQLiteLimiter(settings.usage_path, **({"clock": clock} if clock else {}))
-        cache = MemoryCache()
+        cache = MemoryCache(settings.cache_bytes)
     keys = KeyService(accounts)
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     return Services(

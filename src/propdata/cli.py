@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
@@ -86,6 +87,8 @@ def serve(
     import uvicorn
 
     _finish_interrupted_load()
+    # The workers share the host's memory budgets (the embedded cache's: config.cache_mb).
+    os.environ["PROPDATA_WORKERS"] = str(workers)
     uvicorn.run(
         "propdata.app:asgi", factory=True, host=host, port=port, workers=workers,
         loop="uvloop", log_level="warning", access_log=False,

@@ -25,6 +25,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """PROPDATA_REDIS_URL: unset for the embedded limiter and cache, or a redis:// URL."""
     cache_ttl: float = 60.0
     """PROPDATA_CACHE_TTL: seconds a 200 answer stays in the response cache; 0 turns it off."""
+    cache_mb: float = 64.0
+    """PROPDATA_CACHE_MB: the embedded response cache's memory budget for the whole host, in
+    MB, shared out evenly among the workers of `propdata serve --workers N` (a full budget
+    costs about 1.25 times as much heap, Python's overheads included)."""
+    workers: int = 1
+    """PROPDATA_WORKERS: the worker processes this one shares the host's budgets with; set by
+    `propdata serve --workers N` for its workers (set it yourself when a process manager
+    starts the workers instead)."""
     as_of: dt.date | None = None
     """PROPDATA_AS_OF: the date loads and statistics are computed as of (default: today, UTC)."""
     log_level: str = "INFO"
@@ -55,6 +63,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
     def today(self) -> dt.date:
         return self.as_of or dt.datetime.now(dt.UTC).date()
+
+    @property
+    def cache_bytes(self) -> int:
+        """This worker's share of the host's embedded cache budget, in bytes."""
+        return int(self.cache_mb * 1024 * 1024 / self.workers)
 
     @property
     def accounts_url(self) -> str:
@@ -116,6 +129,8 @@ ENV = {
     "database_url": "PROPDATA_DATABASE_URL",
     "redis_url": "PROPDATA_REDIS_URL",
     "cache_ttl": "PROPDATA_CACHE_TTL",
+    "cache_mb": "PROPDATA_CACHE_MB",
+    "workers": "PROPDATA_WORKERS",
     "as_of": "PROPDATA_AS_OF",
     "log_level": "PROPDATA_LOG_LEVEL",
     "search_index": "PROPDATA_SEARCH_INDEX",
@@ -142,6 +157,10 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         raise ConfigError(_explain(str(exc))) from exc
     if settings.cache_ttl < 0:
         raise ConfigError("PROPDATA_CACHE_TTL must be 0 or more seconds")
+    if not 0 < settings.cache_mb <= 1_000_000:
+        raise ConfigError("PROPDATA_CACHE_MB must be more than 0 and at most 1000000")
+    if not 1 <= settings.workers <= 1024:
+        raise ConfigError("PROPDATA_WORKERS must be a whole number from 1 to 1024")
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("PROPDATA_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR")
     if settings.redis_url is not None and not settings.redis_url.startswith(

@@ -37,6 +37,9 @@ class ResponseCache(Protocol):
     async def close(self) -> None: ...
 
 
+MAX_ENTRY = 4 * 1024 * 1024
+"""The largest answer kept (and at most a quarter of a worker's budget)."""
+
 ENTRY_OVERHEAD = 240
 """Bytes an entry costs beyond its key, body and content type: the dict slot, the tuple,
 the Cached object and the str and bytes headers (tracemalloc: 341 bytes for an entry with a
@@ -84,7 +87,7 @@ class MemoryCache:
         now = self._now()
         self._expire(now)
         cost = len(key) + len(value.body) + len(value.content_type) + ENTRY_OVERHEAD
-        if ttl <= 0 or cost > self.max_bytes // 16:
+        if ttl <= 0 or cost > min(MAX_ENTRY, self.max_bytes // 4):
             return
         if key in self._items:
             self._drop(key)
