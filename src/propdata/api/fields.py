@@ -18,6 +18,7 @@ from typing import Any, Union
 
 import msgspec
 from litestar import Response
+from litestar.openapi.spec import Example
 from litestar.params import QueryParameter
 
 from propdata.errors import InvalidParameter
@@ -70,7 +71,17 @@ def parameter(shape: type[msgspec.Struct]) -> Any:
         description="Comma-separated wire names to keep (dotted for nested ones, such as"
         " address.zipCode); id is always kept. An unknown name is a 400.",
         schema_extra={"pattern": f"^(?:{one})(?:,(?:{one})){{0,{MAX_NAMES - 1}}}$"},
+        examples=[Example(summary="Two fields, one nested", value=_example(shape))],
     )
+
+
+def _example(shape: type[msgspec.Struct]) -> str:
+    """A nested field of `shape` and a field outside it (a plain one when none is nested)."""
+    offered = names(shape)
+    nested = next((n for n in offered if "." in n), None)
+    parent = nested.split(".")[0] if nested else None
+    plain = next(n for n in offered if n not in ("id", parent) and "." not in n)
+    return plain if nested is None else f"{plain},{nested}"
 
 
 def select(raw: str | None, shape: type[msgspec.Struct]) -> Tree | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import get
+from litestar.openapi.spec import Example
 from litestar.params import QueryParameter
 
 from propdata.api.dependencies import Injected
@@ -34,6 +35,9 @@ async def list_changes(
             pattern=r"^[A-Za-z0-9_-]+$",
             description="meta.nextCursor of the previous page; without it the feed starts at"
             " the oldest change kept",
+            examples=[
+                Example(summary="A cursor from meta.nextCursor", value="ZjE6MTIwOmExYjJjM2Q0ZTVmNg")
+            ],
         ),
     ] = None,
     limit: PageLimit = None,  # declared for the reference; the size applied is page_size
