@@ -15,10 +15,11 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from propdata.kit.db import connect  # noqa: E402
-from propdata.ingest.loader import load  # noqa: E402
-from propdata.migrations.schema import migrate  # noqa: E402
 from tests.factories import AS_OF, catalogue  # noqa: E402
+
+from propdata.ingest.loader import load  # noqa: E402
+from propdata.kit.db import connect  # noqa: E402
+from propdata.migrations.schema import migrate  # noqa: E402
 
 
 async def main(pid: str, changes: dict[str, int]) -> None:
