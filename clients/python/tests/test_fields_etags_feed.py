@@ -17,6 +17,7 @@ from propdata_client import (
     InvalidParameterError,
     NotFoundError,
     Page,
+    PropdataError,
     PropertyChange,
 )
 
@@ -242,3 +243,21 @@ async def test_async_follow_changes(live: Live, key: str) -> None:
         rest = [p async for p in aclient.properties.follow_changes(first.next_cursor)]
         ids = {c.id for page in [first, *rest] for c in page.data}
         assert len(ids) == ALL and rest[-1].data
+
+
+def test_an_answer_that_does_not_decode_is_not_remembered() -> None:
+    """A 200 whose body is not the documented shape (a proxy cut it, say) is never served
+    again from memory for a 304: the next request goes without If-None-Match."""
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, headers={"ETag": '"cut"'}, content=b'{"data": {"id": 1')
+
+    http = httpx.Client(transport=httpx.MockTransport(answer))
+    with http, Client(api_key="pmd_live_x", base_url="http://sdk.test", http_client=http) as c:
+        for _ in range(2):
+            with pytest.raises(PropdataError) as caught:
+                c.properties.get("t-001")
+            assert caught.value.code == "invalid_response"
+    assert len(sent) == 2 and all("If-None-Match" not in r.headers for r in sent)

@@ -225,8 +225,10 @@ export class Client {
         if (response.status < 300) {
           this.lastNotModified = false;
           this.lastEtag = response.headers.get("ETag");
+          this.#etags.delete(key);
+          const answer = parseAnswer(text, response.status, requestId); // only JSON is kept
           this.#remember(key, this.lastEtag, text);
-          return parseAnswer(text, response.status, requestId);
+          return answer;
         }
         error = errorFromResponse(response.status, text, requestId, rateLimit);
       } catch (cause) {

@@ -123,6 +123,23 @@ describe("conditional requests", () => {
   });
 });
 
+describe("the ETag memory", () => {
+  it("never keeps an answer that is not JSON", async () => {
+    const sent: (string | null)[] = [];
+    const c = client({
+      maxRetries: 0,
+      fetch: async (_url, init) => {
+        sent.push(init.headers["If-None-Match"] ?? null);
+        return new Response('{"data": {"id": 1', { status: 200, headers: { ETag: '"cut"' } });
+      },
+    });
+    for (let i = 0; i < 2; i++) {
+      await assert.rejects(c.properties.get("t-001"), /not JSON/);
+    }
+    assert.deepEqual(sent, [null, null]);
+  });
+});
+
 describe("the change feed", () => {
   it("pages from the oldest change to caught up", async () => {
     const c = client();

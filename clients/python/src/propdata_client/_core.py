@@ -305,6 +305,10 @@ class EtagCache:
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
 
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

@@ -148,6 +148,7 @@ class Client:
         try:
             return call.result(content)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            self._etags.forget(_core.EtagCache.key(call.path, call.params))  # never again
             raise _core.invalid_answer(response, exc) from exc
 
     def _page(self, call: _core.PageCall[T]) -> Page[T]:
@@ -155,6 +156,7 @@ class Client:
         try:
             return call.result(content)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            self._etags.forget(_core.EtagCache.key(call.path, call.params))  # never again
             raise _core.invalid_answer(response, exc) from exc
 
     def _follow(self, since: str | None, page_size: int | None) -> Iterator[ChangesPage]:
