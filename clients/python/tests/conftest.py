@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,9 @@ REPO = Path(__file__).resolve().parents[3]
 if str(REPO) not in sys.path:  # the server's test helpers (tests.conftest, tests.live)
     sys.path.insert(0, str(REPO))
 
-from tests.conftest import Store, build_store, new_store  # noqa: E402
+from propdata.ingest.loader import load  # noqa: E402
+from tests.conftest import Store, build_store, new_store, open_db  # noqa: E402
+from tests.factories import AS_OF  # noqa: E402
 from tests.live import run_apart, running_server  # noqa: E402
 
 
@@ -82,10 +85,38 @@ class Live:
     def revoke(self, key: str) -> None:
         self._cli("keys", "revoke", "-", stdin=key + "\n")
 
+    def load(self, records: Iterable[Any], *, origin: str = "import",
+             replace_origin: bool = False) -> None:  # fmt: skip
+        """A data load into the server's store (the loader of `propdata data import`, without
+        the estimates' rebuild, as the store was built): the server answers from it on its
+        next request."""
+
+        async def go() -> None:
+            db = await open_db(self.store)
+            try:
+                report = await load(db, enumerate(records, 1), origin=origin,  # type: ignore[arg-type]
+                                    as_of=AS_OF, replace_origin=replace_origin)  # fmt: skip
+                assert not report.rejects, report.rejects
+            finally:
+                await db.close()
+
+        run_apart(go())
+
 
 @pytest.fixture(scope="session")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     folder = tmp_path_factory.mktemp("sdk-store")
+    store = run_apart(new_store("embedded", folder))
+    run_apart(build_store(store))
+    with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base_url:
+        yield Live(base_url, store)
+
+
+@pytest.fixture(scope="module")
+def own_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """A server of the module's own over a fresh test store, for tests that load data (the
+    session's `live` keeps the catalogue as it is)."""
+    folder = tmp_path_factory.mktemp("sdk-own-store")
     store = run_apart(new_store("embedded", folder))
     run_apart(build_store(store))
     with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base_url:

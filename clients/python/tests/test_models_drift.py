@@ -19,6 +19,7 @@ from propdata_client import _core
 from propdata_client._sync import Markets, Properties
 from propdata_client.models import (
     AuthStatus,
+    ChangesPage,
     Market,
     MarketHistory,
     Page,
@@ -44,6 +45,7 @@ OPERATIONS: dict[str, tuple[Any, bool]] = {
     "getMarketHistory": (MarketHistory, True),
     "searchMarkets": (Page[Market], False),
     "getAuthStatus": (AuthStatus, True),
+    "listPropertyChanges": (ChangesPage, False),
 }
 NOT_IN_SDK = {"getHealth"}  # the operators' health check, outside /v1
 
@@ -53,6 +55,10 @@ QUERY_TABLES: dict[str, dict[str, str]] = {
     "lookupProperty": _core.LOOKUP_PARAMS,
     "searchMarkets": _core.MARKET_SEARCH_PARAMS,
     "getMarketHistory": _core.MARKET_HISTORY_PARAMS,
+    "getProperty": _core.RECORD_PARAMS,
+    "getPropertyHistory": _core.RECORD_PARAMS,
+    "getPropertyValuation": _core.RECORD_PARAMS,
+    "listPropertyChanges": _core.CHANGES_PARAMS,
 }
 PATHS = {  # the request each SDK method makes, with "X" in the path parameter
     "getProperty": _core.get_property("X").path,
@@ -64,6 +70,7 @@ PATHS = {  # the request each SDK method makes, with "X" in the path parameter
     "getMarketHistory": _core.market_history("X", None).path,
     "searchMarkets": _core.search_markets({}).path,
     "getAuthStatus": _core.auth_status().path,
+    "listPropertyChanges": _core.list_changes({}).path,
 }
 
 

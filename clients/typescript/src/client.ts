@@ -12,6 +12,9 @@ import {
 } from "./errors.js";
 import type {
   AuthStatus,
+  ChangesPage,
+  ChangesParams,
+  IterChangesParams,
   LookupParams,
   Market,
   MarketHistory,
@@ -26,6 +29,8 @@ import type {
   PropertySearchParams,
   PropertySummary,
   RateLimit,
+  RecordParams,
+  Shaped,
   Valuation,
 } from "./types.js";
 import { VERSION } from "./version.js";
@@ -34,6 +39,9 @@ export const DEFAULT_BASE_URL = "http://127.0.0.1:8000";
 export const DEFAULT_TIMEOUT = 30;
 export const DEFAULT_MAX_RETRIES = 2;
 export const DEFAULT_MAX_RETRY_WAIT = 60;
+export const DEFAULT_ETAG_CACHE = 128;
+/** An answer longer than this (in characters) is not kept for conditional requests. */
+const ETAG_CACHE_MAX_CHARS = 1 << 20;
 
 /** The part of a fetch `Response` the client reads. */
 export interface FetchResponse {
@@ -70,15 +78,24 @@ export interface ClientOptions {
   fetch?: FetchLike;
   /** Replaces the sleep between retries; called with the wait in seconds. */
   sleep?: (seconds: number) => Promise<void> | void;
+  /**
+   * How many answers the client remembers with their ETag, to ask for them again with
+   * `If-None-Match` and answer a 304 from memory; default 128, 0 turns it off.
+   */
+  etagCache?: number;
 }
 
 // The wire names of the query parameters each operation takes (checked at compile time
 // against the params interfaces, and by test/openapi.test.ts against the service).
-const LOOKUP_PARAMS = allKeys<LookupParams>()(["streetAddress", "city", "state", "zipCode"]);
+const LOOKUP_PARAMS = allKeys<LookupParams>()([
+  "streetAddress", "city", "state", "zipCode", "fields",
+]);
+const RECORD_PARAMS = allKeys<RecordParams>()(["fields"]);
+const CHANGES_PARAMS = allKeys<ChangesParams>()(["since", "limit"]);
 const PROPERTY_SEARCH_PARAMS = allKeys<PropertySearchParams>()([
   "zipCode", "city", "state", "status", "propertyType", "minPrice", "maxPrice", "minBeds",
   "maxBeds", "minBaths", "minSqft", "maxSqft", "minYearBuilt", "maxDaysOnMarket", "limit",
-  "offset", "sort", "order",
+  "offset", "sort", "order", "fields",
 ]);
 const MARKET_SEARCH_PARAMS = allKeys<MarketSearchParams>()([
   "city", "state", "zipCode", "limit", "offset",
@@ -118,6 +135,10 @@ export class Client {
   readonly maxRetryWait: number;
   /** The rate-limit and quota headers of the last answer (null before one, or when it had none). */
   lastRateLimit: RateLimit | null = null;
+  /** The ETag of the last successful answer (null when it had none). */
+  lastEtag: string | null = null;
+  /** Whether the last successful answer was a 304, answered from the client's memory. */
+  lastNotModified = false;
   /** Property records, lookups, searches, history and valuations. */
   readonly properties: Properties;
   /** ZIP-code market snapshots, monthly history and market search. */
@@ -128,6 +149,8 @@ export class Client {
   readonly #headers: Record<string, string>;
   readonly #fetch: FetchLike;
   readonly #sleep: (seconds: number) => Promise<void> | void;
+  readonly #etagCacheSize: number;
+  readonly #etags = new Map<string, { etag: string; text: string }>();
 
   constructor(options: ClientOptions = {}) {
     const env = environment();
@@ -157,6 +180,9 @@ export class Client {
     }
     this.#fetch = options.fetch ?? ((url, init) => globalThis.fetch(url, init));
     this.#sleep = options.sleep ?? sleep;
+    this.#etagCacheSize = Math.floor(
+      nonNegative("etagCache", options.etagCache ?? DEFAULT_ETAG_CACHE),
+    );
     this.#headers = { Authorization: `Bearer ${key}`, Accept: "application/json" };
     if (env.isNode) this.#headers["User-Agent"] = `propdata-client-typescript/${VERSION}`;
     this.properties = new Properties(this);
@@ -174,19 +200,36 @@ export class Client {
    */
   async request(path: string, query: [string, string][] = []): Promise<unknown> {
     const url = this.baseUrl + path + (query.length ? `?${new URLSearchParams(query)}` : "");
+    const key = path + "?" + new URLSearchParams([...query].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     for (let retries = 0; ; retries++) {
       let error: PropdataError;
       try {
+        const known = this.#etags.get(key);
+        const headers = { ...this.#headers };
+        if (known) headers["If-None-Match"] = known.etag;
         const response = await this.#fetch(url, {
           method: "GET",
-          headers: { ...this.#headers },
+          headers,
           signal: timeoutSignal(this.timeout),
         });
         const text = await response.text();
         const rateLimit = rateLimitOf(response.headers);
         this.lastRateLimit = rateLimit;
         const requestId = response.headers.get("X-Request-Id");
-        if (response.status < 300) return parseAnswer(text, response.status, requestId);
+        if (response.status === 304 && known) {
+          this.lastNotModified = true;
+          this.lastEtag = response.headers.get("ETag") ?? known.etag;
+          this.#remember(key, known.etag, known.text);
+          return parseAnswer(known.text, 200, requestId);
+        }
+        if (response.status < 300) {
+          this.lastNotModified = false;
+          this.lastEtag = response.headers.get("ETag");
+          this.#etags.delete(key);
+          const answer = parseAnswer(text, response.status, requestId); // only JSON is kept
+          this.#remember(key, this.lastEtag, text);
+          return answer;
+        }
         error = errorFromResponse(response.status, text, requestId, rateLimit);
       } catch (cause) {
         if (cause instanceof PropdataError) throw cause;
@@ -196,6 +239,22 @@ export class Client {
       if (wait === null) throw error;
       await this.#sleep(wait);
     }
+  }
+
+  /** The ETag memory: the newest answer last; the oldest goes first when it is full. */
+  #remember(key: string, etag: string | null, text: string): void {
+    this.#etags.delete(key);
+    if (this.#etagCacheSize === 0 || etag === null || text.length > ETAG_CACHE_MAX_CHARS) return;
+    this.#etags.set(key, { etag, text });
+    while (this.#etags.size > this.#etagCacheSize) {
+      const oldest = this.#etags.keys().next().value as string;
+      this.#etags.delete(oldest);
+    }
+  }
+
+  /** How many answers the ETag memory holds. */
+  get etagCacheLength(): number {
+    return this.#etags.size;
   }
 
   /** @internal One answer's `data`. */
@@ -208,8 +267,11 @@ export class Client {
   }
 
   /** @internal One search page, `{meta, data}`. */
-  async page<T>(path: string, query?: [string, string][]): Promise<Page<T>> {
-    const answer = (await this.request(path, query)) as Partial<Page<T>> | null;
+  async page<T, M = Page<T>["meta"]>(
+    path: string,
+    query?: [string, string][],
+  ): Promise<{ meta: M; data: T[] }> {
+    const answer = (await this.request(path, query)) as { meta?: M; data?: T[] } | null;
     if (answer === null || typeof answer !== "object" || !Array.isArray(answer.data)) {
       throw invalidAnswer("not a page", this.lastRateLimit);
     }
@@ -231,7 +293,11 @@ export class Client {
   }
 }
 
-/** `client.properties`. */
+/**
+ * `client.properties`. The reads take `fields` (wire names, dotted for nested ones, as a list
+ * or one comma-separated string): the answer then holds only those fields and `id`, typed
+ * `Selected<T>` (every field optional, at every depth) instead of `T`.
+ */
 export class Properties {
   readonly #client: Client;
 
@@ -240,8 +306,9 @@ export class Properties {
   }
 
   /** The full record: `GET /v1/properties/{id}`. */
-  async get(id: string): Promise<Property> {
-    return this.#client.data(`/v1/properties/${segment(id, "id")}`);
+  async get<P extends RecordParams = {}>(id: string, params?: P): Promise<Shaped<Property, P>> {
+    const path = `/v1/properties/${segment(id, "id")}`;
+    return this.#client.data(path, query(RECORD_PARAMS, params ?? {}));
   }
 
   /**
@@ -249,7 +316,7 @@ export class Properties {
    * `GET /v1/properties/lookup`. Throws NotFoundError when nothing matches exactly and
    * AmbiguousAddressError (with `zipCodes`) when several properties do.
    */
-  async lookup(params: LookupParams): Promise<PropertyMatch> {
+  async lookup<P extends LookupParams>(params: P): Promise<Shaped<PropertyMatch, P>> {
     return this.#client.data("/v1/properties/lookup", query(LOOKUP_PARAMS, params));
   }
 
@@ -257,8 +324,10 @@ export class Properties {
    * One page of a property search: `GET /v1/properties`. `limit` defaults to the plan's
    * page size and is clamped to its maximum (`meta.limit` is the size applied).
    */
-  async search(params: PropertySearchParams = {}): Promise<Page<PropertySummary>> {
-    return this.#client.page("/v1/properties", query(PROPERTY_SEARCH_PARAMS, params));
+  async search<P extends PropertySearchParams = {}>(
+    params?: P,
+  ): Promise<Page<Shaped<PropertySummary, P>>> {
+    return this.#client.page("/v1/properties", query(PROPERTY_SEARCH_PARAMS, params ?? {}));
   }
 
   /**
@@ -270,21 +339,68 @@ export class Properties {
    * }
    * ```
    */
-  async *searchAll(
-    params: PropertySearchAllParams = {},
-  ): AsyncGenerator<PropertySummary, void, undefined> {
-    const q = allPagesQuery(PROPERTY_SEARCH_PARAMS, params);
-    yield* this.#client.pages<PropertySummary>("/v1/properties", q);
+  async *searchAll<P extends PropertySearchAllParams = {}>(
+    params?: P,
+  ): AsyncGenerator<Shaped<PropertySummary, P>, void, undefined> {
+    const q = allPagesQuery(PROPERTY_SEARCH_PARAMS, params ?? {});
+    yield* this.#client.pages<Shaped<PropertySummary, P>>("/v1/properties", q);
   }
 
   /** Price history (newest first) and tax history: `GET /v1/properties/{id}/history`. */
-  async history(id: string): Promise<PropertyHistory> {
-    return this.#client.data(`/v1/properties/${segment(id, "id")}/history`);
+  async history<P extends RecordParams = {}>(
+    id: string,
+    params?: P,
+  ): Promise<Shaped<PropertyHistory, P>> {
+    const path = `/v1/properties/${segment(id, "id")}/history`;
+    return this.#client.data(path, query(RECORD_PARAMS, params ?? {}));
   }
 
   /** Value and rent estimates, gross yield, comparables: `GET /v1/properties/{id}/valuation`. */
-  async valuation(id: string): Promise<Valuation> {
-    return this.#client.data(`/v1/properties/${segment(id, "id")}/valuation`);
+  async valuation<P extends RecordParams = {}>(
+    id: string,
+    params?: P,
+  ): Promise<Shaped<Valuation, P>> {
+    const path = `/v1/properties/${segment(id, "id")}/valuation`;
+    return this.#client.data(path, query(RECORD_PARAMS, params ?? {}));
+  }
+
+  /**
+   * One page of the change feed: `GET /v1/properties/changes`. `since` is an earlier page's
+   * `meta.nextCursor` (absent: from the oldest change kept); `meta.nextCursor` is never null,
+   * and an empty `data` means caught up: ask again later with the same cursor.
+   */
+  async changes(params: ChangesParams = {}): Promise<ChangesPage> {
+    const q = query(CHANGES_PARAMS, params);
+    return this.#client.page<ChangesPage["data"][number], ChangesPage["meta"]>(
+      "/v1/properties/changes",
+      q,
+    );
+  }
+
+  /**
+   * Every page of the change feed after `since`, until caught up (the first empty page ends
+   * it and is not yielded). Pages, not single changes: save each page's `meta.nextCursor`
+   * once you have applied it, and pass the last one as `since` next time.
+   *
+   * ```ts
+   * for await (const page of client.properties.iterChanges({ since: cursor })) {
+   *   for (const change of page.data) await apply(change);
+   *   cursor = page.meta.nextCursor;
+   * }
+   * ```
+   */
+  async *iterChanges(params: IterChangesParams = {}): AsyncGenerator<ChangesPage, void, undefined> {
+    const { since, pageSize, ...rest } = params;
+    if (Object.keys(rest).length) {
+      throw new TypeError(`unknown parameter ${JSON.stringify(Object.keys(rest)[0])}`);
+    }
+    let cursor = since ?? undefined;
+    for (;;) {
+      const page = await this.changes({ since: cursor, limit: pageSize });
+      if (page.data.length === 0) return;
+      yield page;
+      cursor = page.meta.nextCursor;
+    }
   }
 }
 
@@ -425,6 +541,11 @@ function query(allowed: readonly string[], values: object): [string, string][] {
       pairs.push([name, String(value)]);
     } else if (typeof value === "string") {
       pairs.push([name, value]);
+    } else if (name === "fields" && Array.isArray(value)) {
+      if (!value.every((v) => typeof v === "string")) {
+        throw new TypeError("fields must be wire names (strings)");
+      }
+      pairs.push([name, value.join(",")]);
     } else {
       throw new TypeError(`${name} must be a string or a number, not ${typeof value}`);
     }

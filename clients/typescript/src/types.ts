@@ -41,6 +41,28 @@ export type PropertySort = "listPrice" | "daysOnMarket" | "livingArea" | "lastUp
 /** Sort order of a property search. */
 export type SortOrder = "asc" | "desc";
 
+/** `changeType` of a change of the feed. */
+export type ChangeType = "created" | "updated";
+
+/**
+ * `fields` of a property read: wire names, dotted for nested ones (`address.zipCode`), as a
+ * list or one comma-separated string. The answer then holds only those fields and `id`.
+ */
+export type Fields = string | readonly string[];
+
+/** A record in part: every field optional, at every depth. */
+export type DeepPartial<T> = T extends readonly (infer E)[]
+  ? DeepPartial<E>[]
+  : T extends object
+    ? { [K in keyof T]?: DeepPartial<T[K]> }
+    : T;
+
+/** What a read with `fields` answers: the fields asked for (any may be absent) and `id`. */
+export type Selected<T> = DeepPartial<T> & { id: string };
+
+/** `T`, or `Selected<T>` when the params `P` name `fields`. */
+export type Shaped<T, P> = P extends { fields: Fields } ? Selected<T> : T;
+
 // -- request parameters ------------------------------------------------------------------
 
 /** Query of `GET /v1/properties/lookup` (`properties.lookup`). */
@@ -53,6 +75,22 @@ export interface LookupParams {
   state: string;
   /** Five-digit ZIP code; restricts the match to it (and resolves a 409). */
   zipCode?: string;
+  /** Only these fields (and `id`): the answer is then a `Selected<PropertyMatch>`. */
+  fields?: Fields;
+}
+
+/** Query of a read by id (`properties.get`, `history`, `valuation`). */
+export interface RecordParams {
+  /** Only these fields (and `id`): the answer is then a `Selected<...>`. */
+  fields?: Fields;
+}
+
+/** Query of `GET /v1/properties/changes` (`properties.changes`). */
+export interface ChangesParams {
+  /** `meta.nextCursor` of an earlier page; absent: from the oldest change kept. */
+  since?: string;
+  /** Changes per page: the plan's default when absent, clamped to the plan's maximum. */
+  limit?: number;
 }
 
 /** Query of `GET /v1/properties` (`properties.search`, `properties.searchAll`). */
@@ -85,6 +123,8 @@ export interface PropertySearchParams {
   sort?: PropertySort;
   /** Sort order, default `desc`. */
   order?: SortOrder;
+  /** Only these fields (and `id`) of each item: items are then `Selected<PropertySummary>`. */
+  fields?: Fields;
 }
 
 /** Query of `GET /v1/markets/search` (`markets.search`, `markets.searchAll`). */
@@ -268,6 +308,28 @@ export interface Page<T> {
   data: T[];
 }
 
+/** One change of the feed: fetch the record to apply it (a 404 means it was removed). */
+export interface PropertyChange {
+  id: string;
+  changeType: ChangeType;
+  /** The record's `lastUpdated` after the change, ISO 8601 UTC. */
+  lastUpdated: string;
+}
+
+/** The `meta` of a page of the change feed. */
+export interface ChangesMeta {
+  /** The page size applied. */
+  limit: number;
+  /** Pass it as `since` for the next page; never null. */
+  nextCursor: string;
+}
+
+/** A page of the change feed: `{meta, data}`; an empty `data` means caught up. */
+export interface ChangesPage {
+  meta: ChangesMeta;
+  data: PropertyChange[];
+}
+
 /** The market statistics of a ZIP code as of `date`. */
 export interface MarketSnapshot {
   /** `YYYY-MM-DD`. */
@@ -357,6 +419,14 @@ export interface ErrorBody {
 /** Query of `properties.searchAll`: the search filters and sort, and the page size. */
 export interface PropertySearchAllParams
   extends Omit<PropertySearchParams, "limit" | "offset"> {
+  /** The `limit` of each request: the plan's default page size when absent. */
+  pageSize?: number;
+}
+
+/** Query of `properties.iterChanges`: where to start, and the page size. */
+export interface IterChangesParams {
+  /** `meta.nextCursor` of an earlier page; absent or null: from the oldest change kept. */
+  since?: string | null;
   /** The `limit` of each request: the plan's default page size when absent. */
   pageSize?: number;
 }

@@ -83,6 +83,23 @@ export function operator(args: string[], input?: string): string {
   return result.stdout;
 }
 
+/**
+ * A data load into the test server's store (test/load.py): the catalogue's record `id` with
+ * `changes` (snake_case fields, numbers). The server answers from it on its next request.
+ */
+export function loadRecord(id: string, changes: Record<string, number>): void {
+  if (!server) throw new Error("no test server");
+  const python = server.cli[0] as string;
+  const script = new URL("../test/load.py", import.meta.url).pathname;
+  const args = [script, id, ...Object.entries(changes).map(([k, v]) => `${k}=${v}`)];
+  const result = spawnSync(python, args, {
+    env: { ...withoutPropdata(process.env), ...server.env, PROPDATA_LOG_LEVEL: "ERROR" },
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+  if (result.status !== 0) throw new Error(`test/load.py failed: ${result.stderr || result.error}`);
+}
+
 function withoutPropdata(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith("PROPDATA_")));
 }

@@ -18,6 +18,7 @@ import { baseUrl } from "./harness.js";
 const MODELS: Record<string, string> = {
   Address: "Address",
   AuthStatus: "AuthStatus",
+  ChangesMeta: "ChangesMeta",
   Comparable: "Comparable",
   Coordinates: "Coordinates",
   ErrorBody: "ErrorBody",
@@ -30,6 +31,7 @@ const MODELS: Record<string, string> = {
   PageMeta: "PageMeta",
   PriceEvent: "PriceEvent",
   Property: "PropertyDetail",
+  PropertyChange: "PropertyChange",
   PropertyHistory: "PropertyHistory",
   PropertyMatch: "PropertyLookupItem",
   PropertySummary: "PropertySearchItem",
@@ -44,13 +46,19 @@ const SCHEMA_TO_MODEL = Object.fromEntries(Object.entries(MODELS).map(([m, s]) =
 /** Envelopes the client unwraps (`{data}`, `{meta, data}`, `{error}`), and /health. */
 const UNMODELLED = new Set(["ErrorResponse", "Health"]);
 
-/** SDK params interface → the operation whose query it is. */
-const PARAMS: Record<string, string> = {
-  LookupParams: "lookupProperty",
-  PropertySearchParams: "searchProperties",
-  MarketSearchParams: "searchMarkets",
-  MarketHistoryParams: "getMarketHistory",
-};
+/** SDK params interface → the operations whose query it is. */
+const PARAMS: [string, string][] = [
+  ["LookupParams", "lookupProperty"],
+  ["PropertySearchParams", "searchProperties"],
+  ["MarketSearchParams", "searchMarkets"],
+  ["MarketHistoryParams", "getMarketHistory"],
+  ["RecordParams", "getProperty"],
+  ["RecordParams", "getPropertyHistory"],
+  ["RecordParams", "getPropertyValuation"],
+  ["ChangesParams", "listPropertyChanges"],
+];
+/** Page envelopes (`{meta, data}`) → the SDK's page interface and its meta, when not `Page`. */
+const PAGES: Record<string, [string, string]> = { ChangesResponse: ["ChangesPage", "ChangesMeta"] };
 
 /** Each operation → the SDK method that calls it (the alias path shares searchProperties). */
 const OPERATIONS: Record<string, (c: Client) => unknown> = {
@@ -63,6 +71,7 @@ const OPERATIONS: Record<string, (c: Client) => unknown> = {
   getMarketHistory: (c) => c.markets.history,
   searchMarkets: (c) => c.markets.search,
   getAuthStatus: (c) => c.auth.status,
+  listPropertyChanges: (c) => c.properties.changes,
 };
 const NOT_IN_SDK = new Set(["getHealth", "searchPropertiesAlias"]);
 
@@ -163,11 +172,15 @@ function typeShape(node: ts.TypeNode, required: boolean): Shape {
       kinds.add(member.typeName.getText());
     } else if (ts.isArrayTypeNode(member)) {
       kinds.add(`array:${typeShape(member.elementType, true).kind}`);
+    } else if (ts.isTypeOperatorNode(member) && ts.isArrayTypeNode(member.type)) {
+      kinds.add(`array:${typeShape(member.type.elementType, true).kind}`); // readonly T[]
     } else if (member.kind === ts.SyntaxKind.StringKeyword) kinds.add("string");
     else if (member.kind === ts.SyntaxKind.NumberKeyword) kinds.add("number");
     else if (member.kind === ts.SyntaxKind.BooleanKeyword) kinds.add("boolean");
     else kinds.add(member.getText());
   }
+  // `string | readonly string[]` (Fields): a list is sent comma-joined, one string on the wire
+  if (kinds.size === 2 && kinds.has("string") && kinds.has("array:string")) kinds.delete("array:string");
   assert.equal(kinds.size, 1, `one non-null type in ${node.getText()}`);
   return { kind: [...kinds][0] as string, nullable, required, values: literals.length ? literals.sort() : null };
 }
@@ -252,8 +265,12 @@ describe("the SDK's types match the live /openapi.json", () => {
         `${name} is {data} or {meta, data}: ${props}`,
       );
       if (props.includes("meta")) {
-        assert.deepEqual(Object.keys(declaredFields("Page")).sort(), props);
-        assert.equal(schemaShape(schema.properties?.meta as Schema, true).kind, "PageMeta");
+        const [page, meta] = PAGES[name] ?? ["Page", "PageMeta"];
+        assert.deepEqual(Object.keys(declaredFields(page)).sort(), props);
+        assert.equal(schemaShape(schema.properties?.meta as Schema, true).kind, meta);
+        if (page !== "Page") {
+          compare(page, declaredFields(page), schemaFields(schema));
+        }
       }
     }
   });
@@ -263,7 +280,7 @@ describe("the SDK's types match the live /openapi.json", () => {
     for (const methods of Object.values(doc.paths)) {
       for (const op of Object.values(methods)) operations.set(op.operationId, op.parameters ?? []);
     }
-    for (const [name, operationId] of Object.entries(PARAMS)) {
+    for (const [name, operationId] of PARAMS) {
       const parameters = operations.get(operationId);
       assert.ok(parameters, `operation ${operationId}`);
       const served = Object.fromEntries(

@@ -9,6 +9,7 @@ print(client.properties.get("syn-0000062"))
 """
 
 from propdata_client._async import AsyncClient
+from propdata_client._core import Record
 from propdata_client._sync import Client
 from propdata_client._version import __version__
 from propdata_client.errors import (
@@ -24,10 +25,13 @@ from propdata_client.errors import (
 )
 from propdata_client.models import (
     AuthStatus,
+    ChangesMeta,
+    ChangesPage,
     Market,
     MarketHistory,
     Page,
     Property,
+    PropertyChange,
     PropertyHistory,
     PropertyMatch,
     PropertySummary,
@@ -41,6 +45,8 @@ __all__ = [
     "AsyncClient",
     "AuthStatus",
     "AuthenticationError",
+    "ChangesMeta",
+    "ChangesPage",
     "Client",
     "InvalidParameterError",
     "Market",
@@ -49,12 +55,14 @@ __all__ = [
     "Page",
     "PropdataError",
     "Property",
+    "PropertyChange",
     "PropertyHistory",
     "PropertyMatch",
     "PropertySummary",
     "QuotaExceededError",
     "RateLimit",
     "RateLimitError",
+    "Record",
     "ServiceUnavailableError",
     "Valuation",
     "__version__",

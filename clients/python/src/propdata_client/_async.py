@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import httpx
 import msgspec
 
 from propdata_client import _core
+from propdata_client._core import Record
 from propdata_client.errors import PropdataError
 from propdata_client.models import (
     AuthStatus,
+    ChangesPage,
     Market,
     MarketHistory,
     Page,
@@ -68,13 +70,19 @@ class AsyncClient:
         max_retry_wait: float = _core.DEFAULT_MAX_RETRY_WAIT,
         sleep: Callable[[float], Awaitable[None]] | None = None,
         http_client: httpx.AsyncClient | None = None,
+        etag_cache: int = _core.DEFAULT_ETAG_CACHE,
     ) -> None:
         self._settings = _core.settings(api_key, base_url, timeout, max_retries, max_retry_wait)
+        self._etags = _core.EtagCache(etag_cache)
         self._http = http_client if http_client is not None else httpx.AsyncClient(timeout=timeout)
         self._owns_http = http_client is None
         self._sleep = sleep if sleep is not None else asyncio.sleep
         self.last_rate_limit: RateLimit | None = None
         """The rate-limit and quota headers of the last answer (None when it had none)."""
+        self.last_etag: str | None = None
+        """The ETag of the last successful answer (None when it had none)."""
+        self.last_not_modified = False
+        """Whether the last successful answer was a 304, served from the client's memory."""
         self.properties = AsyncProperties(self)
         self.markets = AsyncMarkets(self)
         self.auth = AsyncAuth(self)
@@ -96,21 +104,27 @@ class AsyncClient:
 
     # -- transport --------------------------------------------------------------------
 
-    async def _send(self, path: str, params: dict[str, str]) -> httpx.Response:
+    async def _send(self, path: str, params: dict[str, str]) -> tuple[httpx.Response, bytes]:
+        """The answer and its body (a 304's from memory), after the retry rule."""
         settings = self._settings
+        key = _core.EtagCache.key(path, params)
         retries = 0
         while True:
             cause: Exception | None = None
+            known = self._etags.get(key)
+            headers = settings.headers
+            if known is not None:
+                headers = {**headers, "If-None-Match": known.etag}
             try:
                 response = await self._http.get(settings.base_url + path, params=params,
-                                          headers=settings.headers, timeout=settings.timeout)  # fmt: skip
+                                                headers=headers, timeout=settings.timeout)  # fmt: skip
             except httpx.TransportError as exc:
                 error: PropdataError = _core.connection_error(exc)
                 cause = exc
             else:
                 self.last_rate_limit = _core.rate_limit_of(response)
-                if response.status_code < 300:
-                    return response
+                if response.status_code < 300 or (response.status_code == 304 and known):
+                    return self._answered(key, response, known)
                 error = _core.error_of(response, self.last_rate_limit)
             wait = settings.retry.wait(retries, error)
             if wait is None:
@@ -118,19 +132,40 @@ class AsyncClient:
             await self._sleep(wait)
             retries += 1
 
+    def _answered(
+        self, key: str, response: httpx.Response, known: _core.Remembered | None
+    ) -> tuple[httpx.Response, bytes]:
+        self.last_not_modified = response.status_code == 304
+        if known is not None and self.last_not_modified:
+            self.last_etag = response.headers.get("ETag", known.etag)
+            return response, known.content
+        self.last_etag = response.headers.get("ETag")
+        self._etags.put(key, self.last_etag, response.content)
+        return response, response.content
+
     async def _call(self, call: _core.Call[T]) -> T:
-        response = await self._send(call.path, call.params)
+        response, content = await self._send(call.path, call.params)
         try:
-            return call.result(response.content)
+            return call.result(content)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            self._etags.forget(_core.EtagCache.key(call.path, call.params))  # never again
             raise _core.invalid_answer(response, exc) from exc
 
     async def _page(self, call: _core.PageCall[T]) -> Page[T]:
-        response = await self._send(call.path, call.params)
+        response, content = await self._send(call.path, call.params)
         try:
-            return call.result(response.content)
+            return call.result(content)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            self._etags.forget(_core.EtagCache.key(call.path, call.params))  # never again
             raise _core.invalid_answer(response, exc) from exc
+
+    async def _follow(self, since: str | None, page_size: int | None) -> AsyncIterator[ChangesPage]:
+        while True:
+            page = await self._call(_core.list_changes({"since": since, "limit": page_size}))
+            if not page.data:
+                return
+            yield page
+            since = page.meta.next_cursor
 
     async def _iterate(self, call: _core.PageCall[T]) -> AsyncIterator[T]:
         offset: int | None = int(call.params.get("offset", "0"))
@@ -160,25 +195,56 @@ class AsyncClient:
 
 
 class AsyncProperties:
-    """`client.properties` of an AsyncClient: property records, lookups, searches, history, valuations."""
+    """`client.properties` of an AsyncClient: property records, lookups, searches, history, valuations and
+    the change feed.
+
+    Each method that reads records takes `fields` (wire names, dotted for nested ones, such
+    as `["listPrice", "address.zipCode"]`, or one comma-separated string): the answer then
+    holds only those fields and `id`, and the method returns it as the wire's JSON, a `dict`
+    with camelCase names and dates as strings (`Record`), instead of the model.
+    """
 
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
 
-    async def get(self, property_id: str) -> Property:
+    @overload
+    async def get(self, property_id: str, *, fields: None = None) -> Property: ...
+    @overload
+    async def get(self, property_id: str, *, fields: Sequence[str]) -> Record: ...
+    async def get(
+        self, property_id: str, *, fields: Sequence[str] | None = None
+    ) -> Property | Record:
         """The full record of a property: `GET /v1/properties/{id}`."""
-        return await self._client._call(_core.get_property(property_id))
+        result: Property | Record = await self._client._call(
+            _core.get_property(property_id, fields)
+        )
+        return result
 
+    @overload
     async def lookup(
-        self, street_address: str, city: str, state: str, zip_code: str | None = None
-    ) -> PropertyMatch:
+        self, street_address: str, city: str, state: str, zip_code: str | None = None,
+        *, fields: None = None,
+    ) -> PropertyMatch: ...  # fmt: skip
+    @overload
+    async def lookup(
+        self, street_address: str, city: str, state: str, zip_code: str | None = None,
+        *, fields: Sequence[str],
+    ) -> Record: ...  # fmt: skip
+    async def lookup(
+        self, street_address: str, city: str, state: str, zip_code: str | None = None,
+        *, fields: Sequence[str] | None = None,
+    ) -> PropertyMatch | Record:  # fmt: skip
         """The one property at a street address: `GET /v1/properties/lookup`.
 
         Raises NotFoundError when nothing matches exactly and AmbiguousAddressError (with
         the candidate `zip_codes`) when several properties match.
         """
-        return await self._client._call(_core.lookup_property(_args(locals())))
+        result: PropertyMatch | Record = await self._client._call(
+            _core.lookup_property(_args(locals()))
+        )
+        return result
 
+    @overload
     async def search(
         self,
         *,
@@ -200,14 +266,64 @@ class AsyncProperties:
         offset: int | None = None,
         sort: PropertySort | None = None,
         order: SortOrder | None = None,
-    ) -> Page[PropertySummary]:
+        fields: None = None,
+    ) -> Page[PropertySummary]: ...
+    @overload
+    async def search(
+        self,
+        *,
+        zip_code: str | None = None,
+        city: str | None = None,
+        state: str | None = None,
+        status: PropertyStatus | None = None,
+        property_type: PropertyType | None = None,
+        min_price: int | None = None,
+        max_price: int | None = None,
+        min_beds: int | None = None,
+        max_beds: int | None = None,
+        min_baths: float | None = None,
+        min_sqft: int | None = None,
+        max_sqft: int | None = None,
+        min_year_built: int | None = None,
+        max_days_on_market: int | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        sort: PropertySort | None = None,
+        order: SortOrder | None = None,
+        fields: Sequence[str],
+    ) -> Page[Record]: ...
+    async def search(
+        self,
+        *,
+        zip_code: str | None = None,
+        city: str | None = None,
+        state: str | None = None,
+        status: PropertyStatus | None = None,
+        property_type: PropertyType | None = None,
+        min_price: int | None = None,
+        max_price: int | None = None,
+        min_beds: int | None = None,
+        max_beds: int | None = None,
+        min_baths: float | None = None,
+        min_sqft: int | None = None,
+        max_sqft: int | None = None,
+        min_year_built: int | None = None,
+        max_days_on_market: int | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        sort: PropertySort | None = None,
+        order: SortOrder | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> Page[PropertySummary] | Page[Record]:
         """One page of a property search: `GET /v1/properties`.
 
         `limit` defaults to the plan's page size and is clamped to its maximum
         (`page.meta.limit` is the size applied); `page.next_offset` is the next page's.
         """
-        return await self._client._page(_core.search_properties(_args(locals())))
+        result: Page[Any] = await self._client._page(_core.search_properties(_args(locals())))
+        return result
 
+    @overload
     def search_all(
         self,
         *,
@@ -228,23 +344,106 @@ class AsyncProperties:
         page_size: int | None = None,
         sort: PropertySort | None = None,
         order: SortOrder | None = None,
-    ) -> AsyncIterator[PropertySummary]:
-        """Every match of a property search, page after page (one request per page): `async for`.
+        fields: None = None,
+    ) -> AsyncIterator[PropertySummary]: ...
+    @overload
+    def search_all(
+        self,
+        *,
+        zip_code: str | None = None,
+        city: str | None = None,
+        state: str | None = None,
+        status: PropertyStatus | None = None,
+        property_type: PropertyType | None = None,
+        min_price: int | None = None,
+        max_price: int | None = None,
+        min_beds: int | None = None,
+        max_beds: int | None = None,
+        min_baths: float | None = None,
+        min_sqft: int | None = None,
+        max_sqft: int | None = None,
+        min_year_built: int | None = None,
+        max_days_on_market: int | None = None,
+        page_size: int | None = None,
+        sort: PropertySort | None = None,
+        order: SortOrder | None = None,
+        fields: Sequence[str],
+    ) -> AsyncIterator[Record]: ...
+    def search_all(
+        self,
+        *,
+        zip_code: str | None = None,
+        city: str | None = None,
+        state: str | None = None,
+        status: PropertyStatus | None = None,
+        property_type: PropertyType | None = None,
+        min_price: int | None = None,
+        max_price: int | None = None,
+        min_beds: int | None = None,
+        max_beds: int | None = None,
+        min_baths: float | None = None,
+        min_sqft: int | None = None,
+        max_sqft: int | None = None,
+        min_year_built: int | None = None,
+        max_days_on_market: int | None = None,
+        page_size: int | None = None,
+        sort: PropertySort | None = None,
+        order: SortOrder | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> AsyncIterator[PropertySummary] | AsyncIterator[Record]:
+        """Every match of a property search, page after page (one request per page).
 
         Takes the filters of `search`; `page_size` is the `limit` of each request (default:
         the plan's). Each page is a metered request.
         """
         values = _args(locals())
         values["limit"] = values.pop("page_size")
-        return self._client._iterate(_core.search_properties(values))
+        result: AsyncIterator[Any] = self._client._iterate(_core.search_properties(values))
+        return result
 
-    async def history(self, property_id: str) -> PropertyHistory:
+    @overload
+    async def history(self, property_id: str, *, fields: None = None) -> PropertyHistory: ...
+    @overload
+    async def history(self, property_id: str, *, fields: Sequence[str]) -> Record: ...
+    async def history(
+        self, property_id: str, *, fields: Sequence[str] | None = None
+    ) -> PropertyHistory | Record:
         """Price and tax history: `GET /v1/properties/{id}/history`."""
-        return await self._client._call(_core.property_history(property_id))
+        result: PropertyHistory | Record = await self._client._call(
+            _core.property_history(property_id, fields)
+        )
+        return result
 
-    async def valuation(self, property_id: str) -> Valuation:
+    @overload
+    async def valuation(self, property_id: str, *, fields: None = None) -> Valuation: ...
+    @overload
+    async def valuation(self, property_id: str, *, fields: Sequence[str]) -> Record: ...
+    async def valuation(
+        self, property_id: str, *, fields: Sequence[str] | None = None
+    ) -> Valuation | Record:
         """Value and rent estimates and comparable sales: `GET /v1/properties/{id}/valuation`."""
-        return await self._client._call(_core.property_valuation(property_id))
+        result: Valuation | Record = await self._client._call(
+            _core.property_valuation(property_id, fields)
+        )
+        return result
+
+    async def changes(self, since: str | None = None, limit: int | None = None) -> ChangesPage:
+        """One page of the change feed: `GET /v1/properties/changes`.
+
+        `since` is the `meta.next_cursor` of an earlier page (None: from the oldest change
+        kept). `page.meta.next_cursor` is never None; an empty `data` means caught up: ask
+        again later with the same cursor.
+        """
+        return await self._client._call(_core.list_changes(_args(locals())))
+
+    def follow_changes(
+        self, since: str | None = None, *, page_size: int | None = None
+    ) -> AsyncIterator[ChangesPage]:
+        """Every page of the change feed after `since`, until caught up (the first empty
+        page, which is not yielded). Save each page's `meta.next_cursor` once you have
+        applied it, and pass the last one as `since` next time. One request per page.
+        """
+        return self._client._follow(since, page_size)
 
 
 class AsyncMarkets:

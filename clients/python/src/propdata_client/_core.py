@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 import msgspec
@@ -24,6 +26,7 @@ from propdata_client.errors import (
 )
 from propdata_client.models import (
     AuthStatus,
+    ChangesPage,
     Market,
     MarketHistory,
     Page,
@@ -41,6 +44,8 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_MAX_RETRY_WAIT = 60.0
+DEFAULT_ETAG_CACHE = 128
+ETAG_CACHE_MAX_BYTES = 1 << 20  # a larger answer is not kept for conditional requests
 USER_AGENT = f"propdata-client-python/{__version__}"
 
 # The wire name of every query parameter each operation takes, by the SDK's argument name.
@@ -64,13 +69,17 @@ PROPERTY_SEARCH_PARAMS = {
     "offset": "offset",
     "sort": "sort",
     "order": "order",
+    "fields": "fields",
 }
 LOOKUP_PARAMS = {
     "street_address": "streetAddress",
     "city": "city",
     "state": "state",
     "zip_code": "zipCode",
+    "fields": "fields",
 }
+RECORD_PARAMS = {"fields": "fields"}  # by id: the record, its history, its valuation
+CHANGES_PARAMS = {"since": "since", "limit": "limit"}
 MARKET_SEARCH_PARAMS = {
     "city": "city",
     "state": "state",
@@ -99,14 +108,17 @@ class _ErrorEnvelope(msgspec.Struct, frozen=True):
 
 @dataclass(frozen=True)
 class Call(Generic[T]):
-    """One GET: its path, its query and how to read a 2xx answer."""
+    """One GET: its path, its query and how to read a 2xx answer (its `data`, or the whole
+    body when `enveloped` is False)."""
 
     path: str
     params: dict[str, str]
     decode: msgspec.json.Decoder[Any]
+    enveloped: bool = True
 
     def result(self, content: bytes) -> T:
-        value: T = self.decode.decode(content).data
+        decoded = self.decode.decode(content)
+        value: T = decoded.data if self.enveloped else decoded
         return value
 
 
@@ -157,6 +169,16 @@ def segment(value: str, what: str) -> str:
     return encoded.replace(".", "%2E") if set(value) == {"."} else encoded
 
 
+def field_list(fields: str | Sequence[str]) -> str:
+    """The `fields` parameter: wire names joined by commas (a string is sent as it is)."""
+    if isinstance(fields, str):
+        return fields
+    names = list(fields)
+    if not all(isinstance(name, str) for name in names):
+        raise TypeError("fields must be wire names (strings)")
+    return ",".join(names)
+
+
 def query(names: Mapping[str, str], values: Mapping[str, object]) -> dict[str, str]:
     """The query string of an operation from the SDK's keyword arguments; None is left out."""
     params: dict[str, str] = {}
@@ -165,34 +187,57 @@ def query(names: Mapping[str, str], values: Mapping[str, object]) -> dict[str, s
             continue
         if name not in names:
             raise TypeError(f"unknown parameter {name!r}")
+        if name == "fields":
+            params[names[name]] = field_list(value)  # type: ignore[arg-type]
+            continue
         if isinstance(value, bool):
             raise TypeError(f"{name} must be a number or a string, not a bool")
         params[names[name]] = str(value)
     return params
 
 
-def get_property(property_id: str) -> Call[Property]:
-    return Call(f"/v1/properties/{segment(property_id, 'property_id')}", {}, _decoder(Property))
+Record = dict[str, Any]
+"""A record cut down by `fields`: the wire's JSON as it came (camelCase names, dates as
+strings), holding only the fields asked for and `id`."""
 
 
-def lookup_property(values: Mapping[str, object]) -> Call[PropertyMatch]:
-    return Call("/v1/properties/lookup", query(LOOKUP_PARAMS, values), _decoder(PropertyMatch))
+def _record_decoder(kind: Any, fields: object) -> msgspec.json.Decoder[Any]:
+    return _decoder(kind if fields is None else Record)
 
 
-def search_properties(values: Mapping[str, object]) -> PageCall[PropertySummary]:
-    return PageCall(
-        "/v1/properties", query(PROPERTY_SEARCH_PARAMS, values), _page_decoder(PropertySummary)
-    )
+def get_property(property_id: str, fields: object = None) -> Call[Any]:
+    path = f"/v1/properties/{segment(property_id, 'property_id')}"
+    params = query(RECORD_PARAMS, {"fields": fields})
+    return Call(path, params, _record_decoder(Property, fields))
 
 
-def property_history(property_id: str) -> Call[PropertyHistory]:
+def lookup_property(values: Mapping[str, object]) -> Call[Any]:
+    decode = _record_decoder(PropertyMatch, values.get("fields"))
+    return Call("/v1/properties/lookup", query(LOOKUP_PARAMS, values), decode)
+
+
+def search_properties(values: Mapping[str, object]) -> PageCall[Any]:
+    kind = PropertySummary if values.get("fields") is None else Record
+    return PageCall("/v1/properties", query(PROPERTY_SEARCH_PARAMS, values), _page_decoder(kind))
+
+
+def property_history(property_id: str, fields: object = None) -> Call[Any]:
     path = f"/v1/properties/{segment(property_id, 'property_id')}/history"
-    return Call(path, {}, _decoder(PropertyHistory))
+    params = query(RECORD_PARAMS, {"fields": fields})
+    return Call(path, params, _record_decoder(PropertyHistory, fields))
 
 
-def property_valuation(property_id: str) -> Call[Valuation]:
+def property_valuation(property_id: str, fields: object = None) -> Call[Any]:
     path = f"/v1/properties/{segment(property_id, 'property_id')}/valuation"
-    return Call(path, {}, _decoder(Valuation))
+    params = query(RECORD_PARAMS, {"fields": fields})
+    return Call(path, params, _record_decoder(Valuation, fields))
+
+
+_CHANGES = msgspec.json.Decoder(ChangesPage)
+
+
+def list_changes(values: Mapping[str, object]) -> Call[ChangesPage]:
+    return Call("/v1/properties/changes", query(CHANGES_PARAMS, values), _CHANGES, False)
 
 
 def get_market(zip_code: str) -> Call[Market]:
@@ -212,6 +257,64 @@ def search_markets(values: Mapping[str, object]) -> PageCall[Market]:
 
 def auth_status() -> Call[AuthStatus]:
     return Call("/v1/auth/status", {}, _decoder(AuthStatus))
+
+
+# -- conditional requests -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Remembered:
+    etag: str
+    content: bytes
+
+
+class EtagCache:
+    """The ETag and body of the latest answers, by URL, least recently used out first.
+
+    A request for a remembered URL carries `If-None-Match`; a 304 then stands for the
+    remembered body. Answers over ETAG_CACHE_MAX_BYTES are not kept; size 0 keeps none.
+    """
+
+    def __init__(self, size: int) -> None:
+        if size < 0:
+            raise ValueError("etag_cache must be 0 or more")
+        self.size = size
+        self._entries: OrderedDict[str, Remembered] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(path: str, params: Mapping[str, str]) -> str:
+        return path + "?" + urlencode(sorted(params.items()))
+
+    def get(self, key: str) -> Remembered | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: str, etag: str | None, content: bytes) -> None:
+        if self.size == 0:
+            return
+        with self._lock:
+            if etag is None or len(content) > ETAG_CACHE_MAX_BYTES:
+                self._entries.pop(key, None)
+                return
+            self._entries[key] = Remembered(etag, content)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 # -- configuration ------------------------------------------------------------------------

@@ -19,6 +19,9 @@ import msgspec
 __all__ = [
     "Address",
     "AuthStatus",
+    "ChangeType",
+    "ChangesMeta",
+    "ChangesPage",
     "Comparable",
     "Coordinates",
     "Estimate",
@@ -34,6 +37,7 @@ __all__ = [
     "PriceEventSource",
     "PriceEventType",
     "Property",
+    "PropertyChange",
     "PropertyHistory",
     "PropertyMatch",
     "PropertySort",
@@ -66,6 +70,7 @@ PriceEventType = Literal[
 PriceEventSource = Literal["mls", "publicRecord", "agent", "owner"]
 PropertySort = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated"]
 SortOrder = Literal["asc", "desc"]
+ChangeType = Literal["created", "updated"]
 
 T = TypeVar("T")
 
@@ -242,6 +247,36 @@ class Page(Model, Generic[T]):
     @property
     def has_more(self) -> bool:
         return self.next_offset is not None
+
+
+# -- the change feed ----------------------------------------------------------------------
+
+
+class PropertyChange(Model):
+    """One change of `GET /v1/properties/changes`: fetch the record to apply it (a 404 means
+    the property was removed)."""
+
+    id: str
+    change_type: ChangeType
+    last_updated: dt.datetime
+
+
+class ChangesMeta(Model):
+    limit: int
+    next_cursor: str
+    """Pass it as `since` for the next page; never None (on the last page it is where the
+    changes still to come will start)."""
+
+
+class ChangesPage(Model):
+    """One page of the change feed; an empty `data` means caught up."""
+
+    meta: ChangesMeta
+    data: list[PropertyChange]
+
+    @property
+    def next_cursor(self) -> str:
+        return self.meta.next_cursor
 
 
 # -- markets ------------------------------------------------------------------------------
