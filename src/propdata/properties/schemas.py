@@ -24,7 +24,7 @@ Event = Literal[
     "rentalRemoved",
 ]
 Source = Literal["mls", "publicRecord", "agent", "owner"]
-SortField = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated"]
+SortField = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated", "distance"]
 SortOrder = Literal["asc", "desc"]
 
 PROPERTY_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -147,6 +147,15 @@ class PropertySearchItem(Base):
     last_sale_price: int | None
     last_sale_date: str | None
     last_updated: str
+    distance_miles: float | None
+    """Great-circle miles from the search's point, to two decimals; null without a radius."""
+
+
+class SearchMeta(PageMeta):
+    """`meta` of a property search: the page's place, and the cursor of the next page."""
+
+    next_cursor: str | None
+    """Opaque; asks for the next page of the same search (null on the last page)."""
 
 
 class PropertyHistory(Base):
@@ -166,7 +175,7 @@ class LookupResponse(Base):
 
 
 class SearchResponse(Base):
-    meta: PageMeta
+    meta: SearchMeta
     data: list[PropertySearchItem]
 
 

@@ -40,7 +40,7 @@ import numpy.typing as npt
 from propdata.properties.index import CATEGORICAL, NUMERIC, SearchIndex
 from propdata.properties.repository import SORT_COLUMNS
 
-FORMAT = 1
+FORMAT = 2
 """Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
 MANIFEST = "index.json"
 _CHUNK = 1 << 20
@@ -60,6 +60,10 @@ def _arrays(index: SearchIndex) -> dict[str, npt.NDArray[Any]]:
         "id_bytes": index.id_bytes,
         "id_offsets": index.id_offsets,
         "updated_rank": index.updated_rank,
+        "latitude": index.latitude,
+        "longitude": index.longitude,
+        "geo_order": index.geo_order,
+        "geo_keys": index.geo_keys,
     }
     arrays.update({f"cat.{name}": index.cats[name] for name in CATEGORICAL})
     arrays.update({f"num.{name}": index.nums[name] for name in NUMERIC})
@@ -178,8 +182,11 @@ class Snapshots:
             if mapped.dtype.str != spec["dtype"] or list(mapped.shape) != spec["shape"]:
                 raise Damaged(f"{spec['file']} is {mapped.dtype.str} {mapped.shape}")
             arrays[key] = mapped.view(np.ndarray)  # the plain array type over the same map
+        placed = len(arrays["geo_order"])
+        lengths = {"id_bytes": len(arrays["id_bytes"]), "id_offsets": size + 1,
+                   "geo_order": placed, "geo_keys": placed}  # fmt: skip
         for key, array in arrays.items():
-            expected = {"id_bytes": len(arrays["id_bytes"]), "id_offsets": size + 1}.get(key, size)
+            expected = lengths.get(key, size)
             if len(array) != expected:
                 raise Damaged(f"{key} has {len(array)} entries, not {expected}")
         codes = {name: {value: code for code, value in enumerate(values)}
@@ -191,7 +198,9 @@ class Snapshots:
             nums={name: arrays[f"num.{name}"] for name in NUMERIC},
             orders={c: arrays[f"order.{c}"] for c in SORT_COLUMNS.values()},
             known={c: int(manifest["known"][c]) for c in SORT_COLUMNS.values()},
-            updated_rank=arrays["updated_rank"],
+            updated_rank=arrays["updated_rank"], latitude=arrays["latitude"],
+            longitude=arrays["longitude"], geo_order=arrays["geo_order"],
+            geo_keys=arrays["geo_keys"],
         )  # fmt: skip
 
     # -- writing (under the version's BuildLock) ----------------------------------------
