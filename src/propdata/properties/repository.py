@@ -303,7 +303,7 @@ class PropertyRepository:
             rows += await self.db.fetch_all(
                 f"{_PAGE} FROM properties{where}{glue}{column} IS NULL"
                 + (f" AND id {past} ?" if value is None else "")
-                + f" ORDER BY id {direction} LIMIT ?",
+                + f" ORDER BY {order_by} LIMIT ?",  # not just id: PostgreSQL then sorts them
                 [*params, *([last_id] if value is None else []), limit - len(rows)],
                 slow=True,
             )
