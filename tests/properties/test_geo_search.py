@@ -17,6 +17,7 @@ from propdata.app import HeadAsGet, create_app
 from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.properties.schemas import Coordinates
+from propdata.properties.snapshot import KEEP_OLDER
 from tests.conftest import (
     Store,
     build_store,
@@ -26,7 +27,7 @@ from tests.conftest import (
     open_db,
     settings_for,
 )
-from tests.factories import AS_OF, record
+from tests.factories import AS_OF, event, record
 from tests.properties.test_index import index_ready
 
 EDGES = {  # bbox -93.7,42.0,-93.6,42.1: its four edges and a point just outside
@@ -300,3 +301,109 @@ async def test_a_cursor_from_another_store_is_400(
     response = await get(api, f"limit=2&cursor={quote(cursor)}")
     assert response.status_code == 400
     assert response.json()["error"]["parameter"] == "cursor"
+
+
+def _home(n: int, price: int, day: str) -> Any:
+    """A forSale home of the walk tests in ZIP code 50014, about a mile apart each."""
+    return record(
+        f"w-{n:03d}", list_price=None, last_updated=f"{day}T00:00:00Z",
+        address={"zip_code": "50014", "street_address": f"{n} Elm St"},
+        coordinates=Coordinates(latitude=42.0 + n * 0.01, longitude=-93.65),
+        price_history=[event(day, "priceChange", price), event("2026-01-05", "listedForSale", 1)],
+    )  # fmt: skip
+
+
+async def _reprice(store: Store, prices: dict[int, int], day: str) -> None:
+    db = await open_db(store)
+    homes = [_home(n, price, day) for n, price in prices.items()]
+    report = await load(db, enumerate(homes, 1), origin="import", as_of=AS_OF)
+    assert not report.rejects, report.rejects
+    await db.close()
+
+
+WALKS = [
+    "zipCode=50014&sort=listPrice&order=asc",
+    "zipCode=50014&sort=lastUpdated&order=desc",
+    "latitude=42.0&longitude=-93.65&radius=40&zipCode=50014&sort=distance&order=desc",
+]
+
+
+@pytest.mark.parametrize("query", WALKS)
+async def test_a_cursor_walk_outlives_loads_without_overlap_or_skip(
+    backend: str, tmp_path: Any, query: str
+) -> None:
+    """A load between pages moves records across the page boundary (prices, dates); the
+    walk still lists each record of the version it began on exactly once, in that order."""
+    made = await new_store(backend, tmp_path)
+    await build_store(made)
+    await _reprice(made, {n: 100_000 + 1_000 * n for n in range(40)}, "2026-02-01")
+    key = await create_key(made, "enterprise")
+    app = HeadAsGet(create_app(settings_for(made, cache_ttl=0)))
+    try:
+        async with AsyncTestClient(app=app) as client:  # type: ignore[arg-type]
+            api = (client, {"Authorization": f"Bearer {key}"})
+            await index_ready(client)
+            expected = [i["id"] for i in await walk(api, f"{query}&limit=40")]
+            assert len(expected) == 40
+            body = (await get(api, f"{query}&limit=6")).json()
+            seen = [i["id"] for i in body["data"]]
+            for turn in range(KEEP_OLDER):  # the versions a walk may outlive
+                # The next homes in the walk's order jump behind the page already seen, the
+                # seen ones jump ahead: a keyset on today's data would skip and repeat them.
+                ahead = [int(i[2:]) for i in expected[len(seen) : len(seen) + 3]]
+                behind = [int(i[2:]) for i in seen[-3:]]
+                await _reprice(made, {**{n: 500 + n + turn for n in ahead},
+                                      **{n: 900_000 + n + turn for n in behind}},
+                               f"2026-03-{turn + 10}")  # fmt: skip
+                if turn % 2:
+                    await index_ready(client)  # half the pages after the new index is in use
+                cursor = body["meta"]["nextCursor"]
+                body = (await get(api, f"{query}&limit=6&cursor={quote(cursor)}")).json()
+                assert "error" not in body, body
+                assert body["meta"]["total"] == 40  # the total of the walk's version
+                seen += [i["id"] for i in body["data"]]
+            while body["meta"]["nextCursor"]:
+                cursor = body["meta"]["nextCursor"]
+                body = (await get(api, f"{query}&limit=6&cursor={quote(cursor)}")).json()
+                seen += [i["id"] for i in body["data"]]
+            assert seen == expected
+            # A new walk follows today's data: the prices moved it.
+            assert [i["id"] for i in await walk(api, f"{query}&limit=40")] != expected or (
+                "distance" in query
+            )
+    finally:
+        await drop_store(made)
+
+
+async def test_a_walk_whose_version_is_gone_goes_on_by_keyset(backend: str, tmp_path: Any) -> None:
+    """Index off (or the version pruned): the walk continues after the last row's values
+    on today's data; records whose sort value did not move are seen exactly once."""
+    made = await new_store(backend, tmp_path)
+    await build_store(made)
+    await _reprice(made, {n: 100_000 + 1_000 * n for n in range(40)}, "2026-02-01")
+    key = await create_key(made, "enterprise")
+    app = HeadAsGet(create_app(settings_for(made, cache_ttl=0, search_index=False)))
+    query = "zipCode=50014&sort=listPrice&order=asc&limit=6"
+    try:
+        async with AsyncTestClient(app=app) as client:  # type: ignore[arg-type]
+            api = (client, {"Authorization": f"Bearer {key}"})
+            body = (await get(api, query)).json()
+            seen = [i["id"] for i in body["data"]]
+            moved: set[str] = set()
+            for turn in range(3):
+                n = 20 + turn
+                moved.add(f"w-{n:03d}")
+                await _reprice(made, {n: 1 + turn}, f"2026-03-{turn + 10}")
+                body = (
+                    await get(api, f"{query}&cursor={quote(body['meta']['nextCursor'])}")
+                ).json()
+                seen += [i["id"] for i in body["data"]]
+            while body["meta"]["nextCursor"]:
+                body = (
+                    await get(api, f"{query}&cursor={quote(body['meta']['nextCursor'])}")
+                ).json()
+                seen += [i["id"] for i in body["data"]]
+            still = [f"w-{n:03d}" for n in range(40) if f"w-{n:03d}" not in moved]
+            assert [i for i in seen if i in still] == still
+    finally:
+        await drop_store(made)

@@ -226,10 +226,10 @@ def test_narrow_float_columns_compare_exactly() -> None:
     index = builder.finish()
     assert index.nums["living_area"].dtype == np.float32
     assert index.search(SearchFilters(min_sqft=big - 1), "livingArea", "asc", 10, 0) == (
-        IndexPage(2, ["p1", "p2"], None)
+        IndexPage(2, ["p1", "p2"], None, [big, big + 2])
     )
     assert index.search(SearchFilters(max_sqft=big + 1), "livingArea", "desc", 10, 0) == (
-        IndexPage(2, ["p1", "p0"], None)
+        IndexPage(2, ["p1", "p0"], None, [big, big - 2])
     )
     # Bounds beyond a float32 column's range compare as SQL compares them.
     assert index.search(SearchFilters(max_beds=10**40), "livingArea", "asc", 10, 0).total == 4

@@ -342,9 +342,18 @@ async def _load_one(made: Store, name: str, price: int) -> None:
     await db.close()
 
 
+@pytest.mark.parametrize("recent", [False, True], ids=["expired", "recent"])
 async def test_a_load_makes_a_new_snapshot_and_old_ones_go(
-    fresh_store: Store, tmp_path: Path
+    fresh_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recent: bool
 ) -> None:
+    """Superseded snapshots stay for cursor walks while recent (KEEP_OLDER at most), the
+    newest older one always (workers may still map it)."""
+    from propdata.properties import snapshot as snapshot_module
+
+    monkeypatch.setattr(snapshot_module, "KEEP_OLDER", 2)
+    if not recent:
+        monkeypatch.setattr(snapshot_module, "KEEP_SECONDS", 0.0)
+    kept = 3 if recent else 2
     folder = tmp_path / "index"
     db = await open_db(fresh_store)
     try:
@@ -364,10 +373,10 @@ async def test_a_load_makes_a_new_snapshot_and_old_ones_go(
             assert index.namespace == namespace and index.size == 43 + n
             assert await service.search(SearchFilters(state="IA"), "listPrice", "asc", 1, 0) \
                 == answer  # fmt: skip
-            # The newest two stay: the one in use and the one before it.
-            assert snapshot_folders(folder) == sorted(versions[-2:])
+            # The one in use, the one before it, and (recent) one more.
+            assert snapshot_folders(folder) == sorted(versions[-kept:])
         locks = sorted(p.name for p in folder.glob("*.lock"))
-        assert locks == sorted(f"{v}.lock" for v in versions[-2:])
+        assert locks == sorted(f"{v}.lock" for v in versions[-kept:])
         await service.close()
     finally:
         await db.close()

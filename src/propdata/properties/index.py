@@ -23,6 +23,7 @@ SQL path uses) is within the radius.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -161,6 +162,9 @@ class IndexPage:
     total: int
     ids: list[str]
     distances: list[float] | None
+    values: list[Any] | None = None
+    """Each one's value of a numeric sort column in this index's version (int, or None for
+    null); None for lastUpdated and distance."""
 
 
 def _ints() -> npt.NDArray[np.int32]:
@@ -331,7 +335,11 @@ class SearchIndex:
         if distances is not None:
             assert positions is not None
             shown = distances[np.searchsorted(positions, page)].tolist()
-        return IndexPage(total, self._ids(page), shown)
+        values: list[Any] | None = None
+        if sort in SORT_COLUMNS and SORT_COLUMNS[sort] in self.nums:
+            values = [None if math.isnan(v) else int(v)
+                      for v in self.nums[SORT_COLUMNS[sort]][page].tolist()]  # fmt: skip
+        return IndexPage(total, self._ids(page), shown, values)
 
     def _position(self, wanted: str) -> int | None:
         """The position of an id (rows are in id byte order), None when absent."""

@@ -61,6 +61,11 @@ SNAPSHOT_WAIT = 0.2
 """Seconds between looks for the snapshot another worker is building (SQL answers meanwhile)."""
 AGE_EVERY = 600.0
 """Seconds between a server's checks whether the day has turned (see `keep_aged`)."""
+OLDER_KEPT = 3
+"""Superseded indexes a worker keeps (mapped snapshots) for cursor walks begun on them;
+one when it built its own index in memory (each holds the columns of every row)."""
+OLDER_SECONDS = 3600.0
+"""How long a worker keeps a superseded index (snapshot.KEEP_SECONDS keeps the files)."""
 SQL_OFFSET_CAP = 10_000
 """While the search index builds, SQL answers searches, and a deep offset there costs a
 walk over that many rows (seconds at a million): deeper pages wait for the index."""
@@ -81,6 +86,8 @@ class PropertyService:
         self._totals: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._use_index = search_index
         self._index: SearchIndex | None = None
+        self._older: OrderedDict[str, tuple[SearchIndex, float]] = OrderedDict()
+        """Superseded indexes by namespace, with when they were superseded (monotonic)."""
         self._building: asyncio.Task[None] | None = None
         self._failed_at = -math.inf
         self._snapshots = Snapshots(snapshots) if snapshots is not None else None
@@ -115,11 +122,39 @@ class PropertyService:
         index = self._index
         if index is not None and index.namespace == namespace:
             return index
-        self._index = None  # built from an older version: it can never answer again
+        if index is not None:  # built from an older version: only cursor walks use it now
+            self._retire(index)
+        self._index = None
         idle = self._building is None or self._building.done()
         if idle and time.monotonic() - self._failed_at > INDEX_RETRY:
             self._building = asyncio.create_task(self._build())
         return None
+
+    def _retire(self, index: SearchIndex) -> None:
+        self._older[index.namespace] = (index, time.monotonic())
+        kept = OLDER_KEPT if self._snapshots is not None else 1
+        while len(self._older) > kept:
+            self._older.popitem(last=False)
+
+    async def _walk_index(self, namespace: str) -> SearchIndex | None:
+        """The index of an older data version, for a cursor walk that began on it: kept by
+        this worker, or mapped from the host's snapshot; None when it is gone."""
+        now = time.monotonic()
+        for name, (_, since) in list(self._older.items()):
+            if now - since > OLDER_SECONDS:
+                del self._older[name]
+        kept = self._older.get(namespace)
+        if kept is not None:
+            return kept[0]
+        snapshots = self._snapshots
+        if not self._use_index or snapshots is None or snapshots.identity(namespace) is None:
+            return None
+        index = await asyncio.to_thread(snapshots.load, namespace)
+        if index is not None:
+            self._older[namespace] = (index, now)
+            while len(self._older) > OLDER_KEPT:
+                self._older.popitem(last=False)
+        return index
 
     async def _build(self) -> None:
         try:
@@ -356,22 +391,50 @@ class PropertyService:
         index = self._current_index(namespace)
         rows: list[SearchRow] | None = None
         distances: list[float] | None = None
-        total = 0
-        if index is not None and (walk is None or walk.version == version):
+        total, more, mark = 0, False, None
+        if walk is not None and walk.version != version:  # a load landed during the walk
+            index = await self._walk_index(f"{namespace.rpartition('.')[0]}.{walk.version}")
+        if index is not None:
             page = index.search(filters, sort, order, limit + 1, offset,
                                 None if walk is None else walk.last_id)  # fmt: skip
             if page is not None:
                 ids = page.ids[:limit]
-                rows = await self.repo.search_rows(ids)
-                if len(rows) != len(ids) or await self.repo.cache_namespace() != namespace:
-                    rows = None  # a load landed while we read: answer from the store itself
-                else:
-                    total, more = page.total, len(page.ids) > limit
+                found = await self.repo.search_rows(ids)
+                if index.namespace != namespace:
+                    # An older version's order, today's records: those deleted since are
+                    # left out, and the walk goes on after the last id of that order.
+                    rows, more, version = (
+                        found,
+                        len(page.ids) > limit,
+                        walk.version if walk else version,
+                    )
+                    total = page.total
+                    kept = {r.id for r in found}
+                    if page.distances is not None:
+                        distances = [
+                            d for i, d in zip(ids, page.distances, strict=False) if i in kept
+                        ]
+                    if ids:
+                        now = {r.id: r for r in found}.get(ids[-1])
+                        value = page.values[len(ids) - 1] if page.values is not None else None
+                        if page.values is None and sort != "distance":
+                            value = (
+                                getattr(now, _ROW_FIELD[sort])
+                                if now
+                                else walk.value
+                                if walk
+                                else None
+                            )
+                        far = None if page.distances is None else page.distances[len(ids) - 1]
+                        mark = (value, far, ids[-1])
+                elif len(found) == len(ids) and await self.repo.cache_namespace() == namespace:
+                    rows, total, more = found, page.total, len(page.ids) > limit
                     distances = None if page.distances is None else page.distances[:limit]
+                # else a load landed while we read: answer from the store itself
         if rows is None:
             if filters.near is not None:
-                total, found = await self._near(filters, sort, order, limit + 1, offset, walk)
-                rows, distances = [r for r, _ in found], [d for _, d in found]
+                total, near = await self._near(filters, sort, order, limit + 1, offset, walk)
+                rows, distances = [r for r, _ in near], [d for _, d in near]
             else:
                 if walk is None and self._use_index and offset > SQL_OFFSET_CAP:
                     raise ServiceUnavailable(
@@ -388,13 +451,15 @@ class PropertyService:
             more = len(rows) > limit
             rows = rows[:limit]
             distances = None if distances is None else distances[:limit]
-        next_cursor = None
-        if more and rows:
+        if mark is None and rows:
             last = rows[-1]
+            mark = (None if sort == "distance" else getattr(last, _ROW_FIELD[sort]),
+                    None if distances is None else distances[-1], last.id)  # fmt: skip
+        next_cursor = None
+        if more and mark is not None:
             next_cursor = cursors.encode(secret, cursors.Cursor(
                 version=version, search=search_id, delivered=offset + len(rows),
-                value=None if sort == "distance" else getattr(last, _ROW_FIELD[sort]),
-                distance=None if distances is None else distances[-1], last_id=last.id,
+                value=mark[0], distance=mark[1], last_id=mark[2],
             ))  # fmt: skip
         shown = [None] * len(rows) if distances is None else [round(d, 2) for d in distances]
         items = [
