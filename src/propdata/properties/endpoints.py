@@ -76,6 +76,11 @@ BBOX = (
 )
 
 
+_NUMBER = DECIMAL.pattern
+BBOX_PATTERN = rf"^{_NUMBER}(,{_NUMBER}){{3}}$"
+"""Four numbers as JSON writes them, comma-separated (the ranges are checked by `_bbox`)."""
+
+
 def _bbox(raw: str | None) -> tuple[float, float, float, float] | None:
     """(west, south, east, north) of a `bbox` value; any malformed one is a 400."""
     if raw is None:
@@ -169,7 +174,10 @@ async def search_properties(
     bbox: Annotated[
         str | None,
         QueryParameter(
-            max_length=200, description=BBOX, examples=[Example(value="-93.70,41.98,-93.57,42.08")]
+            max_length=200,
+            pattern=BBOX_PATTERN,
+            description=BBOX,
+            examples=[Example(value="-93.70,41.98,-93.57,42.08")],
         ),
     ] = None,
     limit: PageLimit = None,  # declared for the reference; the size applied is page_size
