@@ -407,3 +407,34 @@ async def test_a_walk_whose_version_is_gone_goes_on_by_keyset(backend: str, tmp_
             assert [i for i in seen if i in still] == still
     finally:
         await drop_store(made)
+
+
+async def test_a_private_index_keeps_the_walk_s_version_over_one_load(
+    backend: str, tmp_path: Any
+) -> None:
+    """Without snapshots (each worker builds its own index) the index a load replaced is
+    kept for the walks begun on it (one version)."""
+    from propdata.properties.repository import SearchFilters
+    from propdata.properties.service import PropertyService
+
+    made = await new_store(backend, tmp_path)
+    await build_store(made)
+    await _reprice(made, {n: 100_000 + 1_000 * n for n in range(40)}, "2026-02-01")
+    db = await open_db(made)
+    try:
+        service = PropertyService(db, snapshots=None)
+        service.warm()
+        assert service._building is not None
+        await service._building
+        query = (SearchFilters(zip_code="50014"), "listPrice", "asc", 10, 0)
+        first = await service.search(*query)
+        expected = [f"w-{n:03d}" for n in range(40)]
+        assert [i.id for i in first.data] == expected[:10]
+        await _reprice(made, {10: 1, 11: 2, 3: 999_999}, "2026-03-01")  # across the boundary
+        second = await service.search(*query, cursor=first.meta.next_cursor)
+        assert [i.id for i in second.data] == expected[10:20]
+        assert second.data[0].list_price == 1  # today's record, in the walk's place
+        await service.close()
+    finally:
+        await db.close()
+        await drop_store(made)

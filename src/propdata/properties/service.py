@@ -62,8 +62,8 @@ SNAPSHOT_WAIT = 0.2
 AGE_EVERY = 600.0
 """Seconds between a server's checks whether the day has turned (see `keep_aged`)."""
 OLDER_KEPT = 3
-"""Superseded indexes a worker keeps (mapped snapshots) for cursor walks begun on them;
-one when it built its own index in memory (each holds the columns of every row)."""
+"""Superseded indexes a worker keeps mapped (from their snapshots, when a cursor walk begun
+on one asks for it); a private index built in memory is kept, one at most, when replaced."""
 OLDER_SECONDS = 3600.0
 """How long a worker keeps a superseded index (snapshot.KEEP_SECONDS keeps the files)."""
 SQL_OFFSET_CAP = 10_000
@@ -119,6 +119,8 @@ class PropertyService:
         """The index when it was built from this data version; else start building it."""
         if not self._use_index:
             return None
+        if self._older:
+            self._expire()
         index = self._index
         if index is not None and index.namespace == namespace:
             return index
@@ -131,18 +133,27 @@ class PropertyService:
         return None
 
     def _retire(self, index: SearchIndex) -> None:
+        """Keep a superseded index for cursor walks begun on it, unless the host's snapshot
+        of it can be mapped again when one asks (then it goes now: its pages would stay in
+        this worker's resident memory)."""
+        snapshots = self._snapshots
+        if snapshots is not None and snapshots.identity(index.namespace) is not None:
+            self._older.pop(index.namespace, None)
+            return
         self._older[index.namespace] = (index, time.monotonic())
-        kept = OLDER_KEPT if self._snapshots is not None else 1
-        while len(self._older) > kept:
+        while len(self._older) > 1:  # a private copy of every column: one at most
             self._older.popitem(last=False)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for name, (_, since) in list(self._older.items()):
+            if now - since > OLDER_SECONDS:
+                del self._older[name]
 
     async def _walk_index(self, namespace: str) -> SearchIndex | None:
         """The index of an older data version, for a cursor walk that began on it: kept by
         this worker, or mapped from the host's snapshot; None when it is gone."""
         now = time.monotonic()
-        for name, (_, since) in list(self._older.items()):
-            if now - since > OLDER_SECONDS:
-                del self._older[name]
         kept = self._older.get(namespace)
         if kept is not None:
             return kept[0]
