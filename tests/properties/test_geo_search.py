@@ -438,3 +438,18 @@ async def test_a_private_index_keeps_the_walk_s_version_over_one_load(
     finally:
         await db.close()
         await drop_store(made)
+
+
+async def test_fields_select_distance_and_keep_the_cursor(
+    api: tuple[AsyncTestClient[Any], dict[str, str]],
+) -> None:
+    """`fields` is a projection, not part of the search: a walk may change it page to page."""
+    near = "latitude=42.05&longitude=-93.65&radius=60&sort=distance&limit=3"
+    body = (await get(api, f"{near}&fields=distanceMiles")).json()
+    assert all(set(item) == {"id", "distanceMiles"} for item in body["data"])
+    cursor = body["meta"]["nextCursor"]
+    assert cursor
+    whole = (await get(api, f"{near}&cursor={quote(cursor)}")).json()
+    thin = (await get(api, f"{near}&fields=listPrice&cursor={quote(cursor)}")).json()
+    assert [i["id"] for i in thin["data"]] == [i["id"] for i in whole["data"]]
+    assert thin["meta"] == whole["meta"]
