@@ -343,3 +343,19 @@ async def test_deep_pages_wait_for_the_index_while_it_builds(store: Store) -> No
         assert (await off.search(*deep)).meta.total == 42
     finally:
         await db.close()
+
+
+def test_a_point_s_cell_is_the_same_in_numpy_and_in_plain_floats() -> None:
+    """A box's corners are placed in plain floats, the rows in numpy: one grid for both."""
+    rng = random.Random(2)
+    points = [(rng.uniform(-90, 90), rng.uniform(-180, 180)) for _ in range(20_000)]
+    points += [
+        (k * index_module.GEO_CELL - 90, k * index_module.GEO_CELL - 180) for k in range(721)
+    ]
+    points += [(-90.0, -180.0), (90.0, 180.0), (89.9999999, 179.9999999)]
+    cells = index_module.geo_cells(
+        np.array([p[0] for p in points]), np.array([p[1] for p in points])
+    )
+    columns = int(360 / index_module.GEO_CELL)
+    for (lat, lon), cell in zip(points, cells.tolist(), strict=True):
+        assert index_module._cell(lat, lon) == (cell // columns, cell % columns), (lat, lon)

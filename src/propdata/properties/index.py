@@ -154,6 +154,14 @@ def geo_cells(
     return result
 
 
+def _cell(lat: float, lon: float) -> tuple[int, int]:
+    """`geo_cells` of one point as (row, column), in plain floats: the same float64
+    arithmetic, without numpy's cost on one-element arrays."""
+    row = min(max(math.floor((lat + 90.0) / GEO_CELL), 0), _GEO_ROWS - 1)
+    column = min(max(math.floor((lon + 180.0) / GEO_CELL), 0), _GEO_COLUMNS - 1)
+    return row, column
+
+
 @dataclass(frozen=True, slots=True)
 class IndexPage:
     """One page the index found: the exact total, the ids in order, and for a radius
@@ -434,10 +442,8 @@ class SearchIndex:
         self, west: float, south: float, east: float, north: float
     ) -> npt.NDArray[np.int64]:
         """The positions of the rows in the box (edges included), ascending."""
-        low = geo_cells(np.array([south]), np.array([west]))[0]
-        high = geo_cells(np.array([north]), np.array([east]))[0]
-        first_row, last_row = int(low) // _GEO_COLUMNS, int(high) // _GEO_COLUMNS
-        west_column, east_column = int(low) % _GEO_COLUMNS, int(high) % _GEO_COLUMNS
+        first_row, west_column = _cell(south, west)
+        last_row, east_column = _cell(north, east)
         rows = np.arange(first_row, last_row + 1, dtype=np.int64) * _GEO_COLUMNS
         starts = np.searchsorted(self.geo_keys, rows + west_column, side="left")
         ends = np.searchsorted(self.geo_keys, rows + east_column, side="right")
