@@ -23,7 +23,7 @@ from propdata.kit.db import Database, StoreUnavailable, optimistic
 from propdata.kit.geodesy import miles
 from propdata.properties import cursor as cursors
 from propdata.properties import lifecycle
-from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, SearchIndex
+from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, IndexPage, SearchIndex
 from propdata.properties.repository import (
     AgingRow,
     EventRow,
@@ -378,8 +378,9 @@ class PropertyService:
         """One page of a search, by offset or by the cursor of the page before it.
 
         A cursor continues after the last row it names, in the order of the data version it
-        was made under while that version is the current one (the index's, or SQL's); after a
-        load it continues by keyset on the current data (docs/api.md, "Cursor paging").
+        was made under: the current index's or SQL's while that version is current, after a
+        load the index of that version while a worker keeps it or its snapshot is there,
+        else by keyset on the current data (docs/api.md, "Cursor paging").
         """
         namespace = await self.repo.cache_namespace()
         version = int(namespace.rpartition(".")[2] or 0)
@@ -411,33 +412,10 @@ class PropertyService:
             if page is not None:
                 ids = page.ids[:limit]
                 found = await self.repo.search_rows(ids)
-                if index.namespace != namespace:
-                    # An older version's order, today's records: those deleted since are
-                    # left out, and the walk goes on after the last id of that order.
-                    rows, more, version = (
-                        found,
-                        len(page.ids) > limit,
-                        walk.version if walk else version,
-                    )
-                    total = page.total
-                    kept = {r.id for r in found}
-                    if page.distances is not None:
-                        distances = [
-                            d for i, d in zip(ids, page.distances, strict=False) if i in kept
-                        ]
-                    if ids:
-                        now = {r.id: r for r in found}.get(ids[-1])
-                        value = page.values[len(ids) - 1] if page.values is not None else None
-                        if page.values is None and sort != "distance":
-                            value = (
-                                getattr(now, _ROW_FIELD[sort])
-                                if now
-                                else walk.value
-                                if walk
-                                else None
-                            )
-                        far = None if page.distances is None else page.distances[len(ids) - 1]
-                        mark = (value, far, ids[-1])
+                if index.namespace != namespace:  # the walk's version, today's records
+                    assert walk is not None
+                    rows, distances, mark = _older_page(page, found, limit, sort, walk)
+                    total, more, version = page.total, len(page.ids) > limit, walk.version
                 elif len(found) == len(ids) and await self.repo.cache_namespace() == namespace:
                     rows, total, more = found, page.total, len(page.ids) > limit
                     distances = None if page.distances is None else page.distances[:limit]
@@ -550,6 +528,35 @@ class PropertyService:
 _ROW_FIELD = {"listPrice": "list_price", "daysOnMarket": "days_on_market",
               "livingArea": "living_area", "lastUpdated": "last_updated"}  # fmt: skip
 """The SearchRow field of each sort (a cursor carries the last row's value)."""
+
+
+def _older_page(
+    page: IndexPage, found: list[SearchRow], limit: int, sort: str, walk: cursors.Cursor
+) -> tuple[list[SearchRow], list[float] | None, tuple[Any, float | None, str] | None]:
+    """A page in an older version's order of today's records (`found`: those still stored),
+    their distances, and where the walk stands: after the page's last id in that order,
+    with that version's sort value (lastUpdated, which the index keeps as a rank only:
+    today's, or the previous cursor's when the record is gone)."""
+    ids = page.ids[:limit]
+    kept = {r.id: r for r in found}
+    distances = None
+    if page.distances is not None:
+        distances = [d for i, d in zip(ids, page.distances, strict=False) if i in kept]
+    if not ids:
+        return found, distances, None
+    at = len(ids) - 1
+    if page.values is not None:
+        value = page.values[at]
+    elif sort == "distance":
+        value = None
+    else:
+        now = kept.get(ids[at])
+        value = getattr(now, _ROW_FIELD[sort]) if now is not None else walk.value
+    return (
+        found,
+        distances,
+        (value, None if page.distances is None else page.distances[at], ids[at]),
+    )
 
 
 def _near_key(by_distance: bool) -> Callable[[tuple[NearRow, float]], tuple[Any, ...]]:
