@@ -424,7 +424,7 @@ class SearchIndex:
         positions: npt.NDArray[np.int64] | None = None
         box = f.bbox if f.near is None else around(*f.near)
         if box is not None:
-            positions = self._in_box(*box)
+            positions = self._in_box(*box)  # not in order yet
         first, spare = self._masks() if tests else (None, None)
         for column, op, value in tests:
             if positions is not None:
@@ -436,6 +436,8 @@ class SearchIndex:
                 np.logical_and(mask, _test(column, op, value, out=spare), out=mask)
             if np.count_nonzero(mask) * _SELECTIVE < self.size:
                 positions, mask = np.flatnonzero(mask), None
+        if box is not None and positions is not None:
+            positions = np.sort(positions)  # the box's rows, filtered, in position order
         return mask, positions
 
     def _in_box(
@@ -444,7 +446,8 @@ class SearchIndex:
         """The positions of the rows in the box (edges included), ascending."""
         first_row, west_column = _cell(south, west)
         last_row, east_column = _cell(north, east)
-        rows = np.arange(first_row, last_row + 1, dtype=np.int64) * _GEO_COLUMNS
+        # In the keys' own type: another would make numpy convert every key at each call.
+        rows = np.arange(first_row, last_row + 1, dtype=self.geo_keys.dtype) * _GEO_COLUMNS
         starts = np.searchsorted(self.geo_keys, rows + west_column, side="left")
         ends = np.searchsorted(self.geo_keys, rows + east_column, side="right")
         parts = [
@@ -457,8 +460,8 @@ class SearchIndex:
         found = np.concatenate(parts).astype(np.int64)
         lats, lons = self.latitude[found], self.longitude[found]
         inside = (lats >= south) & (lats <= north) & (lons >= west) & (lons <= east)
-        result: npt.NDArray[np.int64] = np.sort(found[inside])
-        return result
+        result: npt.NDArray[np.int64] = found[inside]
+        return result  # by cell: `_select` puts them in position order once filtered
 
     def _sorted(
         self, positions: npt.NDArray[np.int64], column: str, descending: bool
