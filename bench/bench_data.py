@@ -285,7 +285,8 @@ async def _sample(url: str, ids: int, rows: int, seed: int) -> Sample:
         chosen = rng.sample(all_ids, min(ids, len(all_ids)))
         picked = rng.sample(all_ids, min(rows, len(all_ids)))
         columns = ("zip_code", "city", "state", "status", "property_type", "list_price",
-                   "bedrooms", "bathrooms", "living_area", "year_built", "days_on_market")  # fmt: skip
+                   "bedrooms", "bathrooms", "living_area", "year_built", "days_on_market",
+                   "latitude", "longitude")  # fmt: skip
         found: list[dict[str, Any]] = []
         for start in range(0, len(picked), 500):
             part = picked[start : start + 500]

@@ -20,6 +20,8 @@ FILTERS = (
     "maxBeds", "minBaths", "minSqft", "maxSqft", "minYearBuilt", "maxDaysOnMarket",
 )  # fmt: skip
 SORTS = ("lastUpdated", "listPrice", "daysOnMarket", "livingArea")
+GEO = ("latitude", "longitude", "radius", "bbox")
+"""The parameters of the radius mix (a box in some of its searches)."""
 SORT_COLUMNS = {
     "listPrice": "list_price",
     "daysOnMarket": "days_on_market",
@@ -187,6 +189,68 @@ def offset_mix(count: int, seed: int, offset: int = 100_000) -> list[Search]:
                       limit=rng.choice((10, 25, 50, 100)), offset=offset)  # fmt: skip
         searches.append(Search(params))
     return searches
+
+
+def radius_mix(rows: Sequence[dict[str, Any]], count: int, seed: int) -> list[Search]:
+    """`count` radius searches around real records' points, 0.5 to 25 miles.
+
+    Half of them add one to three filters drawn around the record (as the search mix does),
+    half have none; half sort by distance (nearest first, sometimes farthest), the others by
+    a random sort. One in seven is a box of the same size instead of a circle. Points are
+    moved up to about a mile off the record, so nearly every search is distinct.
+    """
+    placed = [r for r in rows if r.get("latitude") is not None]
+    rng = random.Random(seed)
+    searches: list[Search] = []
+    for i in range(count):
+        row = rng.choice(placed)
+        lat = round(row["latitude"] + rng.uniform(-0.015, 0.015), 5)
+        lon = round(row["longitude"] + rng.uniform(-0.015, 0.015), 5)
+        radius = round(rng.uniform(0.5, 25), 1)
+        params: dict[str, Any] = {}
+        if i % 7 == 6:
+            dlat, dlon = radius / 69.0, radius / 52.0
+            params["bbox"] = f"{lon - dlon:.5f},{lat - dlat:.5f},{lon + dlon:.5f},{lat + dlat:.5f}"
+        else:
+            params.update(latitude=lat, longitude=lon, radius=radius)
+        if rng.random() < 0.5:
+            names = rng.sample([f for f in FILTERS if f not in ("zipCode", "city", "state")],
+                               rng.randint(1, 3))  # fmt: skip
+            for name in names:
+                params.update(_filter(name, row, rng))
+            listing = {"minPrice", "maxPrice", "maxDaysOnMarket"} & params.keys()
+            if listing and params.get("status") in (None, "offMarket"):
+                params["status"] = "forSale"
+            for low, high in (("minPrice", "maxPrice"), ("minBeds", "maxBeds"),
+                              ("minSqft", "maxSqft")):  # fmt: skip
+                if low in params and high in params and params[low] > params[high]:
+                    params[low], params[high] = params[high], params[low]
+        if "radius" in params and rng.random() < 0.5:
+            params["sort"] = "distance"
+            if rng.random() < 0.2:
+                params["order"] = "desc"
+        else:
+            params.update(sort=rng.choice(SORTS), order=rng.choice(("asc", "desc")))
+        params["limit"] = rng.choice(PAGE_SIZES)
+        searches.append(Search(params, "/v1/properties" if i % 2 == 0 else "/v1/properties/search"))
+    return searches
+
+
+def deep_cursor_searches(count: int, seed: int, page: int = 10_000) -> list[tuple[Search, int]]:
+    """Searches to page `page` deep by cursor, each with the offset of the page before it
+    (whose `meta.nextCursor` is the cursor of page `page`): broad filters, every sort and
+    order, 10 a page, so page 10,000 exists from about 100,000 matches."""
+    rng = random.Random(seed)
+    filters: list[dict[str, Any]] = [{}, {"status": "offMarket"}, {"minYearBuilt": 1940},
+                                     {"propertyType": "singleFamily"}, {"minBeds": 2}]  # fmt: skip
+    limit = 10
+    out = []
+    for i in range(count):
+        params = dict(filters[i % len(filters)])
+        params.update(sort=SORTS[(i // len(filters)) % len(SORTS)],
+                      order=rng.choice(("asc", "desc")), limit=limit)  # fmt: skip
+        out.append((Search(params), (page - 2) * limit))
+    return out
 
 
 # -- datasette --------------------------------------------------------------------------

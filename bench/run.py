@@ -50,6 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -73,6 +74,8 @@ TARGETS = {
     "search_p99_ms": 25.0,
     "datasette_ratio": 3.0,
     "offset_p99_ms": 50.0,
+    "radius_p99_ms": 25.0,
+    "cursor_p99_ms": 10.0,
     "import_rate": 50_000,
     "rebuild_s": 60.0,
     "rss_mb": 200.0,
@@ -427,10 +430,13 @@ class Requests:
     search: Path
     offset: Path
     cache: Path
+    radius: Path
     id_paths: list[str]
     searches: list[scenarios.Search]
     offsets: list[scenarios.Search]
     cached: list[str]
+    radii: list[scenarios.Search]
+    deep: list[tuple[scenarios.Search, int]]
 
 
 def make_requests(folder: Path, sample: bench_data.Sample, args: Any) -> Requests:
@@ -438,14 +444,34 @@ def make_requests(folder: Path, sample: bench_data.Sample, args: Any) -> Request
     id_paths = scenarios.id_paths(sample.ids)
     searches = scenarios.search_mix(sample.rows, args.searches, args.seed)
     offsets = scenarios.offset_mix(args.searches, args.seed + 1)
+    radii = scenarios.radius_mix(sample.rows, args.searches, args.seed + 2)
+    deep = scenarios.deep_cursor_searches(40, args.seed + 3, args.cursor_page)
     cached = id_paths[:10] + [s.path for s in searches[:10]]
     return Requests(
         ids=write_paths(folder / "ids.txt", id_paths),
         search=write_paths(folder / "search.txt", [s.path for s in searches]),
         offset=write_paths(folder / "offset.txt", [s.path for s in offsets]),
         cache=write_paths(folder / "cache.txt", cached),
-        id_paths=id_paths, searches=searches, offsets=offsets, cached=cached,
+        radius=write_paths(folder / "radius.txt", [s.path for s in radii]),
+        id_paths=id_paths, searches=searches, offsets=offsets, cached=cached, radii=radii,
+        deep=deep,
     )  # fmt: skip
+
+
+def deep_cursors(base: str, deep: Sequence[tuple[scenarios.Search, int]], key: str,
+                 path: Path) -> Path:  # fmt: skip
+    """The cursor paths of page N of each search: `meta.nextCursor` of page N - 1 (asked by
+    offset once, where the walk would have taken N - 1 requests). Searches with fewer pages
+    are left out."""
+    answers = check_ok(base, [f"{s.path}&offset={offset}" for s, offset in deep], key,
+                       "deep pages by offset")  # fmt: skip
+    paths = [f"{s.path}&cursor={quote(a.json()['meta']['nextCursor'])}"
+             for (s, _), a in zip(deep, answers, strict=True)
+             if a.json()["meta"]["nextCursor"]]  # fmt: skip
+    if not paths:
+        raise RuntimeError("no search of the cursor scenario is that deep")
+    check_ok(base, paths, key, "deep pages by cursor")
+    return write_paths(path, paths)
 
 
 @dataclass
@@ -457,6 +483,9 @@ class StoreRun:
     bare: Load | None = None
     search: Load | None = None
     offset: Load | None = None
+    radius: Load | None = None
+    cursor: Load | None = None
+    cursor_searches: int = 0
     cache: Load | None = None
     memory: list[tuple[float, float, float]] = field(default_factory=list)
     """(VmRSS, RssAnon, Pss) MB of each worker after the loads."""
@@ -476,6 +505,9 @@ def run_store(label: str, store_env: dict[str, str], key: str, reqs: Requests, a
                            "search mix")  # fmt: skip
         run.search_answers = [a.json() for a in checked]
         check_ok(server.base, [s.path for s in reqs.offsets[:5]], key, "offset")
+        check_ok(server.base, [s.path for s in reqs.radii[: args.check]], key, "radius mix")
+        cursors = deep_cursors(server.base, reqs.deep, key, logs / f"cursor-{label}.txt")
+        run.cursor_searches = len(cursors.read_text().splitlines())
         bodies_file = logs / "bare-bodies.tsv"
         with bodies_file.open("wb") as out:
             for path, body in (bodies or run.bodies).items():
@@ -488,6 +520,9 @@ def run_store(label: str, store_env: dict[str, str], key: str, reqs: Requests, a
         run.ids = measure(server, reqs.ids, args, key, f"{label} get by id")
         run.search = measure(server, reqs.search, args, key, f"{label} search mix")
         run.offset = measure(server, reqs.offset, args, key, f"{label} offset 100,000")
+        run.radius = measure(server, reqs.radius, args, key, f"{label} radius mix")
+        run.cursor = measure(server, cursors, args, key,
+                             f"{label} cursor page {args.cursor_page:,}")  # fmt: skip
         run.memory = server.memory()
         log(f"{label} worker memory after the loads: {_memory(run.memory)}")
     with propdata_server(f"propdata-{label}-cached", store_env, 3600, args, logs) as server:
@@ -624,7 +659,8 @@ def key_id_of(url: str, secret: str) -> str:
 
 
 def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
-               ds: DatasetteRun | None, distinct: int) -> list[Row]:  # fmt: skip
+               ds: DatasetteRun | None, distinct: int,
+               cursor_page: int = 10_000) -> list[Row]:  # fmt: skip
     """The table; `distinct` is the number of searches in the mixes (repeats are flagged)."""
     rows: list[Row] = []
 
@@ -683,6 +719,23 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
                             f"p99 ≤ {t['offset_p99_ms']:.0f} ms",
                             bool(run.offset.requests) and p99 <= t["offset_p99_ms"],
                             run.offset.failed))  # fmt: skip
+    for label, run in runs.items():
+        if run.radius:
+            p99 = run.radius.ms("p99")
+            rows.append(Row("7. radius mix, cache off", label, run.radius.rps,
+                            run.radius.ms("p50"), p99, _p99(run.radius) + repeats(run.radius),
+                            f"p99 ≤ {t['radius_p99_ms']:.0f} ms",
+                            bool(run.radius.requests) and p99 <= t["radius_p99_ms"],
+                            run.radius.failed))  # fmt: skip
+    for label, run in runs.items():
+        if run.cursor:
+            p99 = run.cursor.ms("p99")
+            rows.append(Row(f"8. cursor page {cursor_page:,}", label, run.cursor.rps,
+                            run.cursor.ms("p50"), p99,
+                            _p99(run.cursor) + f"; {run.cursor_searches} searches, 10 a page",
+                            f"p99 ≤ {t['cursor_p99_ms']:.0f} ms",
+                            bool(run.cursor.requests) and p99 <= t["cursor_p99_ms"],
+                            run.cursor.failed))  # fmt: skip
     for label, b in builds.items():
         note = (
             f" (built {b.built_at} by {b.commit or 'an older harness'}, reused)" if b.reused else ""
@@ -775,6 +828,14 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   `propertyType=singleFamily`, `minBeds=3` or `minYearBuilt=1960`, every sort and order:
   a client paging deep into one search, so the total the service keeps per set of filters
   is counted once per worker and the figure is the cost of the page.
+- **7. radius mix**: first pages of radius searches around points drawn from real records
+  (moved up to about a mile), radius 0.5 to 25 miles; half add one to three filters drawn
+  around the record, half have none; half sort by distance, the rest by a random sort and
+  order; one search in seven is a box of the same size instead. Page sizes 10 to 100.
+- **8. cursor page N**: page N (10,000 unless `--cursor-page`) of 40 searches by cursor,
+  10 a page (no filter, `status=offMarket`, `minYearBuilt=1940`, `propertyType=singleFamily`,
+  `minBeds=2`; every sort, random order): each cursor is `meta.nextCursor` of page N - 1,
+  asked once by offset before the run. The figure is the cost of one deep page.
 - **5. import**: `ingest.loader.load` of the synthetic set in one transaction (what
   `propdata data generate` runs), the time spent generating records taken out; then
   `markets.builder.rebuild`. A reused store reports the figures of the build that made it
@@ -849,6 +910,8 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="distinct searches in the mixes (default 40,000: more than a run asks)",
     )
     p.add_argument("--rebuild", action="store_true", help="build the stores even when reusable")
+    p.add_argument("--cursor-page", type=int,
+                   help="the page the cursor scenario asks (default 10,000; smoke 20)")  # fmt: skip
     args = p.parse_args(argv)
     args.properties = args.properties or (3_000 if args.smoke else 1_000_000)
     args.duration = args.duration or (2.0 if args.smoke else 20.0)
@@ -856,6 +919,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.ids = 200 if args.smoke else 5_000
     args.searches = args.searches or (300 if args.smoke else 40_000)
     args.check = 20 if args.smoke else 100
+    args.cursor_page = args.cursor_page or (20 if args.smoke else 10_000)
     return args
 
 
@@ -936,7 +1000,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.smoke:
                     asyncio.run(bench_data.drop_postgres(PG_URL, pg_build.url))
 
-    rows = build_rows(builds, runs, ds, len(reqs.searches))
+    rows = build_rows(builds, runs, ds, len(reqs.searches), args.cursor_page)
     judged = not args.smoke
     size = f"{args.properties:,} properties (seed {args.seed}, as of {args.as_of})"
     heading = (

@@ -60,6 +60,8 @@ def test_smoke_run_prints_every_row(tmp_path: Path) -> None:
             "bare ASGI app, same bytes",
             "2. search mix, cache off",
             "4. offset 100,000 with a filter",
+            "7. radius mix, cache off",
+            "8. cursor page 20",
             "5a. import (records/s, generation excluded)",
             "5b. market statistics rebuild",
             "6. resident memory per worker after the loads",
@@ -90,9 +92,9 @@ def test_search_mix_uses_every_search_parameter() -> None:
     schema = create_app(Settings(database_url=":memory:")).openapi_schema.to_schema()
     parameters = schema["paths"]["/v1/properties"]["get"]["parameters"]
     filters = {p["name"] for p in parameters if p["in"] == "query"} - {
-        "limit", "offset", "sort", "order"
+        "limit", "offset", "sort", "order", "cursor", "fields"
     }  # fmt: skip
-    assert filters == set(scenarios.FILTERS)
+    assert filters == set(scenarios.FILTERS) | set(scenarios.GEO)
     rows = [
         {"zip_code": "02825", "city": "Foster", "state": "RI", "status": "forSale",
          "property_type": "condo", "list_price": 250_000, "bedrooms": 2, "bathrooms": 1.5,
@@ -106,6 +108,13 @@ def test_search_mix_uses_every_search_parameter() -> None:
     for search in mix:
         translated = dict(scenarios.datasette_params(search))
         assert translated["_size"] == search.params["limit"]
+    rows[0].update(latitude=41.88, longitude=-71.7)
+    radii = scenarios.radius_mix(rows, 140, seed=1)
+    used = {name for search in radii for name in search.params}
+    assert set(scenarios.GEO) <= used and {"status", "distance"} <= used | {
+        s.params.get("sort") for s in radii
+    }
+    assert all(0.5 <= s.params.get("radius", 1) <= 25 for s in radii)
 
 
 def test_write_docs_replaces_only_its_section(tmp_path: Path) -> None:

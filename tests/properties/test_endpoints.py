@@ -19,7 +19,7 @@ DETAIL_FIELDS = {
 }  # fmt: skip
 SEARCH_FIELDS = {
     "id", "status", "listPrice", "address", "bedroomsTotal", "bathroomsTotal", "livingArea",
-    "daysOnMarket", "lastSalePrice", "lastSaleDate", "lastUpdated",
+    "daysOnMarket", "lastSalePrice", "lastSaleDate", "lastUpdated", "distanceMiles",
 }  # fmt: skip
 LOOKUP_FIELDS = {
     "id", "status", "listPrice", "address", "bedroomsTotal", "bathroomsTotal", "livingArea",
@@ -198,7 +198,9 @@ async def test_pages_never_overlap_or_skip(client: Any, auth: dict[str, str], so
                 f"/v1/properties?sort={sort}&order=asc&limit=7&offset={offset}", headers=auth
             )
         ).json()
+        cursor = body["meta"].pop("nextCursor")
         assert body["meta"] == {"total": len(ROWS), "limit": 7, "offset": offset}
+        assert (cursor is None) == (offset + 7 >= len(ROWS))  # null on the last page only
         seen.extend(item["id"] for item in body["data"])
     assert len(seen) == len(set(seen)) == len(ROWS)
 

@@ -1,4 +1,5 @@
-"""The search index answers exactly what SQL answers: same totals, same rows, same order."""
+"""The search index answers exactly what SQL answers: same totals, same rows, same order,
+the same distances to the bit, and the same page after a cursor."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.properties import index as index_module
-from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, SearchIndex
+from propdata.properties.cursor import Cursor
+from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, IndexPage, SearchIndex
 from propdata.properties.repository import SORT_COLUMNS, PropertyRepository, SearchFilters
+from propdata.properties.service import PropertyService
 from tests.conftest import Store, build_store, create_key, drop_store, new_store, open_db
 from tests.factories import AS_OF, record
 
@@ -56,16 +59,31 @@ async def built(repo: PropertyRepository, page: int = 700) -> SearchIndex:
             return builder.finish()
 
 
-async def places(db: Database) -> list[tuple[str, str, str]]:
-    rows = await db.fetch_all("SELECT DISTINCT zip_code, city_key, state FROM properties")
-    return [(r[0], r[1], r[2]) for r in rows]
+async def places(db: Database) -> list[tuple[str, str, str, float, float]]:
+    """(ZIP code, city key, state, latitude, longitude) of records with coordinates."""
+    rows = await db.fetch_all(
+        "SELECT zip_code, city_key, state, min(latitude), min(longitude) FROM properties"
+        " WHERE latitude IS NOT NULL GROUP BY zip_code, city_key, state"
+    )
+    return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
-def searches(places: list[tuple[str, str, str]], count: int) -> Iterator[tuple[Any, ...]]:
+def searches(
+    places: list[tuple[str, str, str, float, float]], count: int
+) -> Iterator[tuple[Any, ...]]:
+    """Generated searches; about a third also have a radius (half of those sorted by
+    distance) and one in eight a box, both around a stored record's point."""
     rng = random.Random(11)
     for _ in range(count):
         f = SearchFilters()
-        zip_code, city, state = rng.choice(places)
+        zip_code, city, state, lat, lon = rng.choice(places)
+        geo = rng.random()
+        if geo < 0.35:
+            f.near = (lat + rng.uniform(-0.05, 0.05), lon + rng.uniform(-0.05, 0.05),
+                      rng.choice((0.5, 2.0, 10.0, 25.0, 100.0, rng.uniform(0.5, 25))))  # fmt: skip
+        elif geo < 0.47:
+            half = rng.choice((0.02, 0.3, 2.0))
+            f.bbox = (lon - half, lat - half, lon + rng.choice((0.0, half)), lat + half)
         place = rng.random()
         if place < 0.25:
             f.zip_code = zip_code if rng.random() < 0.9 else "00000"
@@ -101,11 +119,68 @@ def searches(places: list[tuple[str, str, str]], count: int) -> Iterator[tuple[A
                 f.min_year_built = rng.choice((1900, 1960, 2000, 2020))
             else:
                 f.max_days_on_market = rng.choice((0, 7, 30, 90, 365))
-        sort = rng.choice(tuple(SORT_COLUMNS))
+        sort = rng.choice(tuple(SORT_COLUMNS) + (("distance",) * 4 if f.near else ()))
         order = rng.choice(("asc", "desc"))
         limit = rng.choice((1, 5, 10, 25, 100))
         offset = rng.choice((0, 0, 0, 3, 20, 150, 900, 5_000))
         yield f, sort, order, limit, offset
+
+
+async def sql_page(
+    db: Database,
+    f: SearchFilters,
+    sort: str,
+    order: str,
+    limit: int,
+    offset: int,
+    after: tuple[Any, float | None, str] | None = None,
+) -> tuple[int, list[str], list[float] | None, Any]:
+    """What the SQL path answers: (total, ids, exact distances, the last row's sort value);
+    `after` is a cursor's (value, distance, id)."""
+    service = PropertyService(db, search_index=False)
+    repo = service.repo
+    walk = None if after is None else Cursor(0, "", 0, after[0], after[1], after[2])
+    if f.near is not None:
+        total, found = await service._near(f, sort, order, limit, offset, walk)
+        rows = [row for row, _ in found]
+        distances: list[float] | None = [d for _, d in found]
+    else:
+        key = None if after is None else (after[0], after[2])
+        rows = await repo.search_page(f, sort, order, limit, 0 if after else offset, key)
+        total, distances = await repo.count_matches(f), None
+    field = {"distance": "id", **SORT_COLUMNS, "livingArea": "living_area",
+             "listPrice": "list_price", "daysOnMarket": "days_on_market"}[sort]  # fmt: skip
+    last = getattr(rows[-1], field) if rows else None
+    return total, [r.id for r in rows], distances, last
+
+
+async def compare(
+    index: SearchIndex,
+    db: Database,
+    f: SearchFilters,
+    sort: str,
+    order: str,
+    limit: int,
+    offset: int,
+) -> bool:
+    """Index and SQL agree on this page and, by cursor, on the page after it; True when the
+    page has rows."""
+    page = index.search(f, sort, order, limit, offset)
+    assert page is not None
+    total, ids, distances, last = await sql_page(db, f, sort, order, limit, offset)
+    where = (f, sort, order, limit, offset)
+    assert page.total == total, where
+    assert page.ids == ids, where
+    assert page.distances == distances, where  # the same float64s, bit for bit
+    if ids:
+        mark = (last, None if distances is None else distances[-1], ids[-1])
+        after = index.search(f, sort, order, limit, 0, ids[-1])
+        assert after is not None, where
+        by_offset = index.search(f, sort, order, limit, offset + limit)
+        assert by_offset is not None and after.ids == by_offset.ids, where
+        _, sql_ids, sql_distances, _ = await sql_page(db, f, sort, order, limit, 0, mark)
+        assert after.ids == sql_ids and after.distances == sql_distances, where
+    return bool(ids)
 
 
 @pytest.mark.parametrize(
@@ -127,14 +202,13 @@ async def test_index_answers_what_sql_answers(
         repo = PropertyRepository(db)
         index = await built(repo)
         assert index.size == await repo.count()
-        nonempty = 0
+        nonempty = geo = 0
         for f, sort, order, limit, offset in searches(await places(db), 250):
-            total, ids = index.search(f, sort, order, limit, offset)
-            page = await repo.search_page(f, sort, order, limit, offset)
-            assert total == await repo.count_matches(f), f
-            assert ids == [row[0] for row in page], (f, sort, order, limit, offset)
-            nonempty += bool(ids)
+            found = await compare(index, db, f, sort, order, limit, offset)
+            nonempty += found
+            geo += found and (f.near is not None or f.bbox is not None)
         assert nonempty > 100  # the searches find something, so the comparison means something
+        assert geo > 30
     finally:
         await db.close()
 
@@ -145,30 +219,28 @@ def test_narrow_float_columns_compare_exactly() -> None:
     builder = IndexBuilder("s.1")
     big = 2**24 + 2  # float32 holds every even number here, not the odd ones
     rows = [
-        (f"p{n}", "50010", "ames", "IA", "forSale", "condo", 1.0, 1, 1.0, area, 2000, 1, "t")
+        (f"p{n}", "50010", "ames", "IA", "forSale", "condo", 1.0, 1, 1.0, area, 2000, 1, "t", None, None)
         for n, area in enumerate((big - 2, big, big + 2, None))
-    ]
+    ]  # fmt: skip
     builder.add(rows)
     index = builder.finish()
     assert index.nums["living_area"].dtype == np.float32
     assert index.search(SearchFilters(min_sqft=big - 1), "livingArea", "asc", 10, 0) == (
-        2,
-        ["p1", "p2"],
+        IndexPage(2, ["p1", "p2"], None, [big, big + 2])
     )
     assert index.search(SearchFilters(max_sqft=big + 1), "livingArea", "desc", 10, 0) == (
-        2,
-        ["p1", "p0"],
+        IndexPage(2, ["p1", "p0"], None, [big, big - 2])
     )
     # Bounds beyond a float32 column's range compare as SQL compares them.
-    assert index.search(SearchFilters(max_beds=10**40), "livingArea", "asc", 10, 0)[0] == 4
-    assert index.search(SearchFilters(min_beds=10**40), "livingArea", "asc", 10, 0)[0] == 0
-    assert index.search(SearchFilters(min_beds=-(10**40)), "livingArea", "asc", 10, 0)[0] == 4
-    assert index.search(SearchFilters(min_baths=0.9999), "livingArea", "asc", 10, 0)[0] == 4
-    assert index.search(SearchFilters(min_baths=1.0001), "livingArea", "asc", 10, 0)[0] == 0
+    assert index.search(SearchFilters(max_beds=10**40), "livingArea", "asc", 10, 0).total == 4
+    assert index.search(SearchFilters(min_beds=10**40), "livingArea", "asc", 10, 0).total == 0
+    assert index.search(SearchFilters(min_beds=-(10**40)), "livingArea", "asc", 10, 0).total == 4
+    assert index.search(SearchFilters(min_baths=0.9999), "livingArea", "asc", 10, 0).total == 4
+    assert index.search(SearchFilters(min_baths=1.0001), "livingArea", "asc", 10, 0).total == 0
     # A price that float32 cannot hold keeps the column in float64.
     builder = IndexBuilder("s.1")
     builder.add([("p0", "z", "c", "IA", "forSale", None, 2**53 - 1, None, None, None, None,
-                  None, "t")])  # fmt: skip
+                  None, "t", None, None)])  # fmt: skip
     assert builder.finish().nums["list_price"].dtype == np.float64
 
 
@@ -271,3 +343,19 @@ async def test_deep_pages_wait_for_the_index_while_it_builds(store: Store) -> No
         assert (await off.search(*deep)).meta.total == 42
     finally:
         await db.close()
+
+
+def test_a_point_s_cell_is_the_same_in_numpy_and_in_plain_floats() -> None:
+    """A box's corners are placed in plain floats, the rows in numpy: one grid for both."""
+    rng = random.Random(2)
+    points = [(rng.uniform(-90, 90), rng.uniform(-180, 180)) for _ in range(20_000)]
+    points += [
+        (k * index_module.GEO_CELL - 90, k * index_module.GEO_CELL - 180) for k in range(721)
+    ]
+    points += [(-90.0, -180.0), (90.0, 180.0), (89.9999999, 179.9999999)]
+    cells = index_module.geo_cells(
+        np.array([p[0] for p in points]), np.array([p[1] for p in points])
+    )
+    columns = int(360 / index_module.GEO_CELL)
+    for (lat, lon), cell in zip(points, cells.tolist(), strict=True):
+        assert index_module._cell(lat, lon) == (cell // columns, cell % columns), (lat, lon)

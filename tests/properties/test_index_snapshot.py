@@ -28,7 +28,7 @@ from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.properties import index as index_module
 from propdata.properties import service as service_module
-from propdata.properties.index import SearchIndex
+from propdata.properties.index import IndexPage, SearchIndex
 from propdata.properties.repository import PropertyRepository, SearchFilters
 from propdata.properties.service import PropertyService
 from propdata.properties.snapshot import MANIFEST, BuildLock, Snapshots
@@ -42,7 +42,7 @@ from tests.conftest import (
     settings_for,
 )
 from tests.factories import AS_OF, record
-from tests.properties.test_index import built, index_ready, places, searches
+from tests.properties.test_index import built, compare, index_ready, places, searches
 
 QUERY = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
 
@@ -100,7 +100,8 @@ def snapshot_folders(folder: Path) -> list[str]:
 def mapped(index: SearchIndex) -> bool:
     """Every array of the index is a view of a read-only file map."""
     arrays = [index.id_bytes, index.id_offsets, index.updated_rank, *index.cats.values(),
-              *index.nums.values(), *index.orders.values()]  # fmt: skip
+              *index.nums.values(), *index.orders.values(), index.latitude, index.longitude,
+              index.geo_order, index.geo_keys]  # fmt: skip
     return all(isinstance(a.base, np.memmap) and not a.flags.writeable for a in arrays)
 
 
@@ -131,12 +132,10 @@ async def test_a_snapshot_from_disk_answers_what_sql_and_the_built_index_answer(
         assert loaded.nbytes == fresh.nbytes
         nonempty = 0
         for f, sort, order, limit, offset in searches(await places(db), 250):
-            total, ids = loaded.search(f, sort, order, limit, offset)
-            assert (total, ids) == fresh.search(f, sort, order, limit, offset)
-            page = await repo.search_page(f, sort, order, limit, offset)
-            assert total == await repo.count_matches(f), f
-            assert ids == [row[0] for row in page], (f, sort, order, limit, offset)
-            nonempty += bool(ids)
+            assert loaded.search(f, sort, order, limit, offset) == fresh.search(
+                f, sort, order, limit, offset
+            )
+            nonempty += await compare(loaded, db, f, sort, order, limit, offset)
         assert nonempty > 100
     finally:
         await db.close()
@@ -148,7 +147,7 @@ async def test_an_empty_store_round_trips(empty_db: Database, tmp_path: Path) ->
     snapshots.write(fresh)
     loaded = snapshots.load(fresh.namespace)
     assert loaded is not None and loaded.size == 0
-    assert loaded.search(SearchFilters(), "lastUpdated", "desc", 10, 0) == (0, [])
+    assert loaded.search(SearchFilters(), "lastUpdated", "desc", 10, 0) == IndexPage(0, [], None)
 
 
 async def test_a_second_worker_maps_the_snapshot_without_reading_the_table(
@@ -343,9 +342,18 @@ async def _load_one(made: Store, name: str, price: int) -> None:
     await db.close()
 
 
+@pytest.mark.parametrize("recent", [False, True], ids=["expired", "recent"])
 async def test_a_load_makes_a_new_snapshot_and_old_ones_go(
-    fresh_store: Store, tmp_path: Path
+    fresh_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recent: bool
 ) -> None:
+    """Superseded snapshots stay for cursor walks while recent (KEEP_OLDER at most), the
+    newest older one always (workers may still map it)."""
+    from propdata.properties import snapshot as snapshot_module
+
+    monkeypatch.setattr(snapshot_module, "KEEP_OLDER", 2)
+    if not recent:
+        monkeypatch.setattr(snapshot_module, "KEEP_SECONDS", 0.0)
+    kept = 3 if recent else 2
     folder = tmp_path / "index"
     db = await open_db(fresh_store)
     try:
@@ -365,10 +373,10 @@ async def test_a_load_makes_a_new_snapshot_and_old_ones_go(
             assert index.namespace == namespace and index.size == 43 + n
             assert await service.search(SearchFilters(state="IA"), "listPrice", "asc", 1, 0) \
                 == answer  # fmt: skip
-            # The newest two stay: the one in use and the one before it.
-            assert snapshot_folders(folder) == sorted(versions[-2:])
+            # The one in use, the one before it, and (recent) one more.
+            assert snapshot_folders(folder) == sorted(versions[-kept:])
         locks = sorted(p.name for p in folder.glob("*.lock"))
-        assert locks == sorted(f"{v}.lock" for v in versions[-2:])
+        assert locks == sorted(f"{v}.lock" for v in versions[-kept:])
         await service.close()
     finally:
         await db.close()

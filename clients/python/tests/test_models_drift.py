@@ -26,6 +26,7 @@ from propdata_client.models import (
     Property,
     PropertyHistory,
     PropertyMatch,
+    PropertyPage,
     PropertySummary,
     Valuation,
 )
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
 OPERATIONS: dict[str, tuple[Any, bool]] = {
     "getProperty": (Property, True),
     "lookupProperty": (PropertyMatch, True),
-    "searchProperties": (Page[PropertySummary], False),
-    "searchPropertiesAlias": (Page[PropertySummary], False),
+    "searchProperties": (PropertyPage[PropertySummary], False),
+    "searchPropertiesAlias": (PropertyPage[PropertySummary], False),
     "getPropertyHistory": (PropertyHistory, True),
     "getPropertyValuation": (Valuation, True),
     "getMarket": (Market, True),

@@ -25,11 +25,13 @@ import type {
   Property,
   PropertyHistory,
   PropertyMatch,
+  PropertyPage,
   PropertySearchAllParams,
   PropertySearchParams,
   PropertySummary,
   RateLimit,
   RecordParams,
+  SearchMeta,
   Shaped,
   Valuation,
 } from "./types.js";
@@ -94,8 +96,8 @@ const RECORD_PARAMS = allKeys<RecordParams>()(["fields"]);
 const CHANGES_PARAMS = allKeys<ChangesParams>()(["since", "limit"]);
 const PROPERTY_SEARCH_PARAMS = allKeys<PropertySearchParams>()([
   "zipCode", "city", "state", "status", "propertyType", "minPrice", "maxPrice", "minBeds",
-  "maxBeds", "minBaths", "minSqft", "maxSqft", "minYearBuilt", "maxDaysOnMarket", "limit",
-  "offset", "sort", "order", "fields",
+  "maxBeds", "minBaths", "minSqft", "maxSqft", "minYearBuilt", "maxDaysOnMarket", "latitude",
+  "longitude", "radius", "bbox", "limit", "offset", "cursor", "sort", "order", "fields",
 ]);
 const MARKET_SEARCH_PARAMS = allKeys<MarketSearchParams>()([
   "city", "state", "zipCode", "limit", "offset",
@@ -322,12 +324,16 @@ export class Properties {
 
   /**
    * One page of a property search: `GET /v1/properties`. `limit` defaults to the plan's
-   * page size and is clamped to its maximum (`meta.limit` is the size applied).
+   * page size and is clamped to its maximum (`meta.limit` is the size applied);
+   * `meta.nextCursor`, passed back as `cursor`, asks for the next page at any depth.
    */
   async search<P extends PropertySearchParams = {}>(
     params?: P,
-  ): Promise<Page<Shaped<PropertySummary, P>>> {
-    return this.#client.page("/v1/properties", query(PROPERTY_SEARCH_PARAMS, params ?? {}));
+  ): Promise<PropertyPage<Shaped<PropertySummary, P>>> {
+    return this.#client.page<Shaped<PropertySummary, P>, SearchMeta>(
+      "/v1/properties",
+      query(PROPERTY_SEARCH_PARAMS, params ?? {}),
+    );
   }
 
   /**

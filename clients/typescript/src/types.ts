@@ -36,7 +36,7 @@ export type PriceEventType =
 export type PriceEventSource = "mls" | "publicRecord" | "agent" | "owner";
 
 /** Sort fields of a property search. */
-export type PropertySort = "listPrice" | "daysOnMarket" | "livingArea" | "lastUpdated";
+export type PropertySort = "listPrice" | "daysOnMarket" | "livingArea" | "lastUpdated" | "distance";
 
 /** Sort order of a property search. */
 export type SortOrder = "asc" | "desc";
@@ -115,13 +115,23 @@ export interface PropertySearchParams {
   maxSqft?: number;
   minYearBuilt?: number;
   maxDaysOnMarket?: number;
+  /** Center of a radius search, decimal degrees (with `longitude` and `radius`). */
+  latitude?: number;
+  /** Center of a radius search, decimal degrees (with `latitude` and `radius`). */
+  longitude?: number;
+  /** Miles from the center, above 0 and at most 100: items then carry `distanceMiles`. */
+  radius?: number;
+  /** `"west,south,east,north"` in decimal degrees, edges included; not with a radius. */
+  bbox?: string;
   /** Page size: the plan's default when absent, clamped to the plan's maximum. */
   limit?: number;
-  /** Results to skip. */
+  /** Results to skip; not with `cursor`. */
   offset?: number;
-  /** Sort field, default `lastUpdated`. */
+  /** `meta.nextCursor` of the previous page of the same search: the next page, at any depth. */
+  cursor?: string;
+  /** Sort field, default `lastUpdated`; `distance` needs a radius. */
   sort?: PropertySort;
-  /** Sort order, default `desc`. */
+  /** Sort order, default `desc` (`asc` for `distance`). */
   order?: SortOrder;
   /** Only these fields (and `id`) of each item: items are then `Selected<PropertySummary>`. */
   fields?: Fields;
@@ -263,6 +273,8 @@ export interface PropertySummary {
   lastSalePrice: number | null;
   lastSaleDate: string | null;
   lastUpdated: string;
+  /** Miles from a radius search's center, two decimals; null without a radius. */
+  distanceMiles: number | null;
 }
 
 /** `GET /v1/properties/{id}/history` (`properties.history`). */
@@ -305,6 +317,24 @@ export interface PageMeta {
 /** A search page: `{meta, data}`. */
 export interface Page<T> {
   meta: PageMeta;
+  data: T[];
+}
+
+/** The `meta` of a property search page: `PageMeta` and the next page's cursor. */
+export interface SearchMeta {
+  /** Exact number of matches. */
+  total: number;
+  /** The page size applied. */
+  limit: number;
+  /** Results skipped (with `cursor`: rows the earlier pages of the walk delivered). */
+  offset: number;
+  /** Pass it as `cursor` (same filters, sort and order) for the next page; null on the last. */
+  nextCursor: string | null;
+}
+
+/** A property search page: `{meta, data}`, with the cursor of the next page. */
+export interface PropertyPage<T> {
+  meta: SearchMeta;
   data: T[];
 }
 
@@ -418,7 +448,7 @@ export interface ErrorBody {
 
 /** Query of `properties.searchAll`: the search filters and sort, and the page size. */
 export interface PropertySearchAllParams
-  extends Omit<PropertySearchParams, "limit" | "offset"> {
+  extends Omit<PropertySearchParams, "limit" | "offset" | "cursor"> {
   /** The `limit` of each request: the plan's default page size when absent. */
   pageSize?: number;
 }

@@ -214,6 +214,8 @@ INDEXES = [
     # Every filter can be answered from an index when the search index is off or building
     # (tests/properties/test_plans.py checks each with EXPLAIN).
     "CREATE INDEX IF NOT EXISTS ix_prop_type ON properties (property_type)",
+    # The box of a bbox or radius search: a latitude range, longitudes read from the index.
+    "CREATE INDEX IF NOT EXISTS ix_prop_geo ON properties (latitude, longitude)",
     "CREATE INDEX IF NOT EXISTS ix_prop_beds ON properties (bedrooms)",
     "CREATE INDEX IF NOT EXISTS ix_prop_baths ON properties (bathrooms)",
     "CREATE INDEX IF NOT EXISTS ix_prop_year ON properties (year_built)",
@@ -368,6 +370,9 @@ async def migrate(db: Database) -> None:
         # Tells this store's cached answers from another's in a shared Redis.
         ("INSERT INTO meta (key, value) VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
          (uuid.uuid4().hex,)),
+        # Signs search cursors (properties.cursor), so none can be forged or altered.
+        ("INSERT INTO meta (key, value) VALUES ('cursor_secret', ?) ON CONFLICT (key) DO NOTHING",
+         (secrets.token_hex(32),)),
         (FEED_BACKFILL, ()),
     ]  # fmt: skip
     await _apply(db, "data", TABLES + INDEXES + extra, seeds)

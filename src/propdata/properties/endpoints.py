@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Response, get
+from litestar.openapi.spec import Example
 from litestar.params import PathParameter, QueryParameter
 
 from propdata.api.dependencies import Injected
@@ -12,13 +13,13 @@ from propdata.api.fields import answer, parameter, select
 from propdata.api.openapi import ANSWER_HEADERS, errors
 from propdata.api.params import (
     CITY,
+    DECIMAL,
     MAX_INT,
     NON_NEGATIVE,
     STATE_CODE,
     TEXT,
     CityQuery,
     PageLimit,
-    PageOffset,
     StateQuery,
     ZipQuery,
     check_range,
@@ -68,6 +69,50 @@ def _count(description: str) -> Any:
     return QueryParameter(ge=0, le=100_000, description=description, schema_extra=NON_NEGATIVE)
 
 
+GEO = ("latitude", "longitude", "radius")
+BBOX = (
+    "Bounding box 'west,south,east,north' in decimal degrees, edges included: west < east"
+    " (both -180 to 180), south < north (both -90 to 90); not with a radius"
+)
+
+
+_NUMBER = DECIMAL.pattern
+BBOX_PATTERN = rf"^{_NUMBER}(,{_NUMBER}){{3}}$"
+"""Four numbers as JSON writes them, comma-separated (the ranges are checked by `_bbox`)."""
+
+
+def _bbox(raw: str | None) -> tuple[float, float, float, float] | None:
+    """(west, south, east, north) of a `bbox` value; any malformed one is a 400."""
+    if raw is None:
+        return None
+    parts = raw.split(",")
+    if len(parts) != 4 or not all(DECIMAL.fullmatch(p) for p in parts):
+        raise InvalidParameter("bbox", f"'bbox' must be four numbers, {BBOX[0].lower()}{BBOX[1:]}.")
+    west, south, east, north = (float(p) for p in parts)
+    if not (-180 <= west < east <= 180):
+        raise InvalidParameter("bbox", "'bbox' needs -180 <= west < east <= 180 (longitudes).")
+    if not (-90 <= south < north <= 90):
+        raise InvalidParameter("bbox", "'bbox' needs -90 <= south < north <= 90 (latitudes).")
+    return west, south, east, north
+
+
+def _near(
+    latitude: float | None, longitude: float | None, radius: float | None
+) -> tuple[float, float, float] | None:
+    """The radius search's (latitude, longitude, miles), or None; a partial one is a 400."""
+    given = (latitude, longitude, radius)
+    if all(v is None for v in given):
+        return None
+    missing = [name for name, v in zip(GEO, given, strict=True) if v is None]
+    if missing:
+        raise InvalidParameter(
+            missing[0], f"'{missing[0]}' is missing: a radius search takes latitude, longitude"
+            " and radius together.",
+        )  # fmt: skip
+    assert latitude is not None and longitude is not None and radius is not None
+    return latitude, longitude, radius
+
+
 async def search_properties(
     properties: Injected[PropertyService],
     page_size: Injected[int],
@@ -95,17 +140,90 @@ async def search_properties(
         QueryParameter(ge=0, le=9999, description="Minimum year built", schema_extra=NON_NEGATIVE),
     ] = None,
     maxDaysOnMarket: Annotated[int | None, _count("Maximum days on market")] = None,
+    latitude: Annotated[
+        float | None,
+        QueryParameter(
+            ge=-90,
+            le=90,
+            description="Latitude of a radius search's center, decimal degrees"
+            " from -90 to 90 (with longitude and radius)",
+            examples=[Example(value=42.0267)],
+        ),
+    ] = None,
+    longitude: Annotated[
+        float | None,
+        QueryParameter(
+            ge=-180,
+            le=180,
+            description="Longitude of a radius search's center, decimal"
+            " degrees from -180 to 180 (with latitude and radius)",
+            examples=[Example(value=-93.6465)],
+        ),
+    ] = None,
+    radius: Annotated[
+        float | None,
+        QueryParameter(
+            gt=0,
+            le=100,
+            description="Radius in miles, above 0 and at most 100 (with latitude"
+            " and longitude): records within it, great-circle distance",
+            schema_extra={"exclusiveMinimum": 0},
+            examples=[Example(value=2.5)],
+        ),
+    ] = None,
+    bbox: Annotated[
+        str | None,
+        QueryParameter(
+            max_length=200,
+            pattern=BBOX_PATTERN,
+            description=BBOX,
+            examples=[Example(value="-93.70,41.98,-93.57,42.08")],
+        ),
+    ] = None,
     limit: PageLimit = None,  # declared for the reference; the size applied is page_size
-    offset: PageOffset = 0,
-    sort: Annotated[SortField, QueryParameter(description="Sort field")] = "lastUpdated",
-    order: Annotated[SortOrder, QueryParameter(description="Sort order")] = "desc",
+    offset: Annotated[
+        int | None,
+        QueryParameter(
+            ge=0,
+            le=MAX_INT,
+            description="Results to skip (0 when absent); not with cursor",
+            schema_extra=NON_NEGATIVE,
+        ),
+    ] = None,
+    cursor: Annotated[
+        str | None,
+        QueryParameter(
+            min_length=1,
+            max_length=1000,
+            description="meta.nextCursor of the previous page: the next page of the same"
+            " search (same filters, sort and order); not with offset",
+        ),
+    ] = None,
+    sort: Annotated[
+        SortField,
+        QueryParameter(description="Sort field; distance only with a radius search"),
+    ] = "lastUpdated",
+    order: Annotated[
+        SortOrder | None,
+        QueryParameter(description="Sort order: desc by default, asc for sort=distance"),
+    ] = None,
     fields: SearchFields = None,
 ) -> Response[SearchResponse]:
-    """Search properties with filters, sort and pagination; meta.total is exact.
+    """Search properties with filters, a radius or box, sort and pagination; meta.total is exact.
 
     Served at /v1/properties and, with the same parameters, at /v1/properties/search.
     """
     selection = select(fields, PropertySearchItem)
+    near = _near(latitude, longitude, radius)
+    box = _bbox(bbox)
+    if near is not None and box is not None:
+        raise InvalidParameter("bbox", "'bbox' cannot be combined with a radius search.")
+    if sort == "distance" and near is None:
+        raise InvalidParameter(
+            "sort", "'sort=distance' needs a radius search (latitude, longitude and radius)."
+        )
+    if cursor is not None and offset is not None:
+        raise InvalidParameter("offset", "'offset' cannot be combined with 'cursor'.")
     check_range(minPrice, maxPrice, "minPrice", "maxPrice")
     check_range(minBeds, maxBeds, "minBeds", "maxBeds")
     check_range(minSqft, maxSqft, "minSqft", "maxSqft")
@@ -113,9 +231,11 @@ async def search_properties(
         zip_code=zipCode, city=city_filter(city), state=state_code(state_), status=status,
         property_type=propertyType, min_price=minPrice, max_price=maxPrice, min_beds=minBeds,
         max_beds=maxBeds, min_baths=minBaths, min_sqft=minSqft, max_sqft=maxSqft,
-        min_year_built=minYearBuilt, max_days_on_market=maxDaysOnMarket,
+        min_year_built=minYearBuilt, max_days_on_market=maxDaysOnMarket, bbox=box, near=near,
     )  # fmt: skip
-    return answer(await properties.search(filters, sort, order, page_size, offset), selection)
+    direction = order or ("asc" if sort == "distance" else "desc")
+    page = await properties.search(filters, sort, direction, page_size, offset or 0, cursor)
+    return answer(page, selection)
 
 
 @get(

@@ -13,10 +13,17 @@ a row's position is its rank by id and a stable sort breaks ties by id.
 
 It is built from one data version of the store and answers only for that version; the
 service falls back to SQL while a new one is built.
+
+Geography: the rows with coordinates are also kept sorted by a grid cell of
+`GEO_CELL` degrees (row by row of latitude, then longitude), so a box reads one slice of
+that order per row of cells; the slices are then tested exactly against the box, and a
+radius search keeps the rows whose exact distance (`kit.geodesy.miles`, the function the
+SQL path uses) is within the radius.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from propdata.kit.geodesy import around, miles
 from propdata.properties.repository import SORT_COLUMNS, SearchFilters
 
 IntArray = npt.NDArray[np.int64] | npt.NDArray[np.int32]
@@ -31,8 +39,12 @@ BoolArray = npt.NDArray[np.bool_]
 
 CATEGORICAL = ("zip_code", "city_key", "state", "status", "property_type")
 NUMERIC = ("list_price", "bedrooms", "bathrooms", "living_area", "year_built", "days_on_market")
-INDEX_COLUMNS = ("id", *CATEGORICAL, *NUMERIC, "last_updated")
+INDEX_COLUMNS = ("id", *CATEGORICAL, *NUMERIC, "last_updated", "latitude", "longitude")
 """What the repository reads for the index, in this order, ordered by id."""
+GEO_CELL = 0.25
+"""Degrees of a grid cell: a 25-mile radius reads about five rows of cells."""
+_GEO_COLUMNS = int(360 / GEO_CELL)
+_GEO_ROWS = int(180 / GEO_CELL)
 
 _SELECTIVE = 16
 """Below 1/16 of the rows, filters go on over the matching positions instead of whole columns."""
@@ -60,6 +72,8 @@ class IndexBuilder:
         default_factory=lambda: {name: [] for name in NUMERIC}
     )
     _updated: list[npt.NDArray[np.bytes_]] = field(default_factory=list)
+    _lats: list[npt.NDArray[np.float64]] = field(default_factory=list)
+    _lons: list[npt.NDArray[np.float64]] = field(default_factory=list)
     last_id: str | None = None
 
     def add(self, rows: Sequence[Sequence[Any]]) -> None:
@@ -79,7 +93,14 @@ class IndexBuilder:
             )
         for n, name in enumerate(NUMERIC, start=1 + len(CATEGORICAL)):
             self._nums[name].append(np.array(columns[n], dtype=np.float64))  # None -> NaN
-        self._updated.append(np.array([u.encode() for u in columns[-1]], dtype=np.bytes_))
+        self._updated.append(np.array([u.encode() for u in columns[-3]], dtype=np.bytes_))
+        lats = np.array(columns[-2], dtype=np.float64)  # None -> NaN
+        lons = np.array(columns[-1], dtype=np.float64)
+        unknown = np.isnan(lats) | np.isnan(lons)  # a record needs both to be placed
+        lats[unknown] = np.nan
+        lons[unknown] = np.nan
+        self._lats.append(lats)
+        self._lons.append(lons)
         self.last_id = rows[-1][0]
 
     def finish(self) -> SearchIndex:
@@ -108,11 +129,50 @@ class IndexBuilder:
                 known[column] = int(np.count_nonzero(~np.isnan(values)))
         ranks = np.empty(size, np.int32)
         ranks[orders["last_updated"]] = np.arange(size, dtype=np.int32)
+        lats = np.concatenate(self._lats) if self._lats else _floats()
+        lons = np.concatenate(self._lons) if self._lons else _floats()
+        self._lats.clear()
+        self._lons.clear()
+        placed = np.flatnonzero(~np.isnan(lats))
+        cells = geo_cells(lats[placed], lons[placed])
+        by_cell = np.argsort(cells, kind="stable")  # within a cell, by position (id)
         return SearchIndex(
             namespace=self.namespace, size=size, id_bytes=id_bytes, id_offsets=offsets,
             codes=self._codes, cats=cats, nums=nums, orders=orders, known=known,
-            updated_rank=ranks,
+            updated_rank=ranks, latitude=lats, longitude=lons,
+            geo_order=placed[by_cell].astype(np.int32), geo_keys=cells[by_cell],
         )  # fmt: skip
+
+
+def geo_cells(
+    lats: npt.NDArray[np.float64], lons: npt.NDArray[np.float64]
+) -> npt.NDArray[np.int32]:
+    """The grid cell of each point: row (latitude) by row, columns by longitude."""
+    rows = np.clip(np.floor((lats + 90.0) / GEO_CELL), 0, _GEO_ROWS - 1).astype(np.int32)
+    columns = np.clip(np.floor((lons + 180.0) / GEO_CELL), 0, _GEO_COLUMNS - 1).astype(np.int32)
+    result: npt.NDArray[np.int32] = rows * np.int32(_GEO_COLUMNS) + columns
+    return result
+
+
+def _cell(lat: float, lon: float) -> tuple[int, int]:
+    """`geo_cells` of one point as (row, column), in plain floats: the same float64
+    arithmetic, without numpy's cost on one-element arrays."""
+    row = min(max(math.floor((lat + 90.0) / GEO_CELL), 0), _GEO_ROWS - 1)
+    column = min(max(math.floor((lon + 180.0) / GEO_CELL), 0), _GEO_COLUMNS - 1)
+    return row, column
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPage:
+    """One page the index found: the exact total, the ids in order, and for a radius
+    search each one's exact distance in miles (else None)."""
+
+    total: int
+    ids: list[str]
+    distances: list[float] | None
+    values: list[Any] | None = None
+    """Each one's value of a numeric sort column in this index's version (int, or None for
+    null); None for lastUpdated and distance."""
 
 
 def _ints() -> npt.NDArray[np.int32]:
@@ -186,6 +246,13 @@ class SearchIndex:
     known: dict[str, int]
     """Per sort column: how many rows have a value (the non-null head of its order)."""
     updated_rank: npt.NDArray[np.int32]
+    latitude: npt.NDArray[np.float64]
+    longitude: npt.NDArray[np.float64]
+    """Degrees; NaN (both) for a record without coordinates: no box or radius holds it."""
+    geo_order: npt.NDArray[np.int32]
+    """The positions of the rows with coordinates, by grid cell, then position."""
+    geo_keys: npt.NDArray[np.int32]
+    """The grid cell of each of `geo_order` (ascending)."""
     _scratch: list[BoolArray] = field(default_factory=list, repr=False)
     """Two masks of `size` rows that every search reuses. A new one per filter would be a
     fresh mapping each time (kit.memory maps every allocation of 256 KB or more), 245 page
@@ -201,37 +268,134 @@ class SearchIndex:
     def nbytes(self) -> int:
         arrays: list[npt.NDArray[Any]] = [
             self.id_bytes, self.id_offsets, self.updated_rank, *self.cats.values(),
-            *self.nums.values(), *self.orders.values(),
+            *self.nums.values(), *self.orders.values(), self.latitude, self.longitude,
+            self.geo_order, self.geo_keys,
         ]  # fmt: skip
         return sum(a.nbytes for a in arrays)
 
     def search(
-        self, filters: SearchFilters, sort: str, order: str, limit: int, offset: int
-    ) -> tuple[int, list[str]]:
-        """The exact total and the ids of one page, in the order SQL would give them."""
+        self,
+        filters: SearchFilters,
+        sort: str,
+        order: str,
+        limit: int,
+        offset: int,
+        after: str | None = None,
+    ) -> IndexPage | None:
+        """The exact total and the ids of one page, in the order SQL would give them.
+
+        `after`: the id of the last row of the previous page of this search in this data
+        version (a cursor); the page starts past it, found by its position, not by counting
+        rows, so a deep page costs what the first does. None when that id is not among this
+        index's matches (the caller then answers otherwise).
+        """
         selection = self._select(filters)
         if selection is None:
-            return 0, []
+            none: list[float] | None = None if filters.near is None else []
+            return None if after is not None else IndexPage(0, [], none)
         mask, positions = selection
+        distances: npt.NDArray[np.float64] | None = None
+        if filters.near is not None:
+            assert positions is not None  # a box always selects by positions
+            latitude, longitude, radius = filters.near
+            found = miles(latitude, longitude, self.latitude[positions], self.longitude[positions])
+            inside = found <= radius
+            positions, distances = positions[inside], found[inside]
         if positions is not None:
             total = len(positions)
         elif mask is not None:
             total = int(np.count_nonzero(mask))
         else:
             total = self.size
-        if offset >= total or limit <= 0:
-            return total, []
-        column = SORT_COLUMNS[sort]
+        last: int | None = None
+        if after is not None:
+            last = self._position(after)
+            if last is None:
+                return None
+            offset = 0
+        elif offset >= total or limit <= 0:
+            return IndexPage(total, [], None if distances is None else [])
         descending = order == "desc"
-        if positions is not None and total <= _SORT_DIRECTLY:
-            page = self._sorted(positions, column, descending)[offset : offset + limit]
+        if sort == "distance":
+            assert positions is not None and distances is not None
+            page = _nearest(positions, distances, descending, offset, limit, last)
+            if page is None:
+                return None
+        elif positions is not None and total <= _SORT_DIRECTLY:
+            ranked = self._sorted(positions, SORT_COLUMNS[sort], descending)
+            if last is not None:
+                at = np.flatnonzero(ranked == last)
+                if len(at) == 0:
+                    return None
+                offset = int(at[0]) + 1
+            page = ranked[offset : offset + limit]
         else:
+            column = SORT_COLUMNS[sort]
             if positions is not None:
                 mask = self._masks()[0]
                 mask.fill(False)
                 mask[positions] = True
-            page = _walk(self._sequences(column, descending), mask, offset, limit)
-        return total, self._ids(page)
+            sequences = self._sequences(column, descending)
+            if last is not None:
+                sequences = self._past(sequences, column, descending, last)
+            page = _walk(sequences, mask, offset, limit)
+        shown: list[float] | None = None
+        if distances is not None:
+            assert positions is not None
+            shown = distances[np.searchsorted(positions, page)].tolist()
+        values: list[Any] | None = None
+        if sort in SORT_COLUMNS and SORT_COLUMNS[sort] in self.nums:
+            values = [None if math.isnan(v) else int(v)
+                      for v in self.nums[SORT_COLUMNS[sort]][page].tolist()]  # fmt: skip
+        return IndexPage(total, self._ids(page), shown, values)
+
+    def _position(self, wanted: str) -> int | None:
+        """The position of an id (rows are in id byte order), None when absent."""
+        key = wanted.encode()
+        starts, raw = self.id_offsets, self.id_bytes
+        lo, hi = 0, self.size
+        while lo < hi:
+            mid = (lo + hi) // 2
+            found = raw[int(starts[mid]) : int(starts[mid + 1])].tobytes()
+            if found == key:
+                return mid
+            if found < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        return None
+
+    def _past(
+        self,
+        sequences: list[npt.NDArray[np.int32]],
+        column: str,
+        descending: bool,
+        last: int,
+    ) -> list[npt.NDArray[np.int32]]:
+        """`sequences` (the order of the sort) from just after the row at `last`."""
+        rows = self.orders[column]
+        known = self.known[column]
+        if column == "last_updated":
+            at = int(self.updated_rank[last])
+        elif np.isnan(self.nums[column][last]):  # in the null tail, by position
+            at = known + int(np.searchsorted(rows[known:], last))
+        else:  # binary search of (value, position) in the non-null head
+            values = self.nums[column]
+            target = (float(values[last]), last)
+            lo, hi = 0, known
+            while lo < hi:
+                mid = (lo + hi) // 2
+                row = int(rows[mid])
+                if (float(values[row]), row) < target:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            at = lo
+        if not descending:  # one sequence: [rows]
+            return [sequences[0][at + 1 :]]
+        if at < known:  # [head reversed, tail reversed]
+            return [sequences[0][known - at :], sequences[1]]
+        return [sequences[1][len(rows) - at :]]
 
     def _select(
         self, f: SearchFilters
@@ -258,6 +422,9 @@ class SearchIndex:
                 tests.append((self.nums[name], op, bound))
         mask: BoolArray | None = None
         positions: npt.NDArray[np.int64] | None = None
+        box = f.bbox if f.near is None else around(*f.near)
+        if box is not None:
+            positions = self._in_box(*box)  # not in order yet
         first, spare = self._masks() if tests else (None, None)
         for column, op, value in tests:
             if positions is not None:
@@ -269,7 +436,32 @@ class SearchIndex:
                 np.logical_and(mask, _test(column, op, value, out=spare), out=mask)
             if np.count_nonzero(mask) * _SELECTIVE < self.size:
                 positions, mask = np.flatnonzero(mask), None
+        if box is not None and positions is not None:
+            positions = np.sort(positions)  # the box's rows, filtered, in position order
         return mask, positions
+
+    def _in_box(
+        self, west: float, south: float, east: float, north: float
+    ) -> npt.NDArray[np.int64]:
+        """The positions of the rows in the box (edges included), ascending."""
+        first_row, west_column = _cell(south, west)
+        last_row, east_column = _cell(north, east)
+        # In the keys' own type: another would make numpy convert every key at each call.
+        rows = np.arange(first_row, last_row + 1, dtype=self.geo_keys.dtype) * _GEO_COLUMNS
+        starts = np.searchsorted(self.geo_keys, rows + west_column, side="left")
+        ends = np.searchsorted(self.geo_keys, rows + east_column, side="right")
+        parts = [
+            self.geo_order[s:e]
+            for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
+            if e > s
+        ]
+        if not parts:
+            return np.zeros(0, np.int64)
+        found = np.concatenate(parts).astype(np.int64)
+        lats, lons = self.latitude[found], self.longitude[found]
+        inside = (lats >= south) & (lats <= north) & (lons >= west) & (lons <= east)
+        result: npt.NDArray[np.int64] = found[inside]
+        return result  # by cell: `_select` puts them in position order once filtered
 
     def _sorted(
         self, positions: npt.NDArray[np.int64], column: str, descending: bool
@@ -322,8 +514,17 @@ def _walk(
 ) -> npt.NDArray[np.int64]:
     """Rows `offset` to `offset + limit` of the matches, in the order of `sequences`."""
     if mask is None:
-        every = np.concatenate(sequences) if len(sequences) > 1 else sequences[0]
-        return every[offset : offset + limit].astype(np.int64)
+        pieces: list[npt.NDArray[np.int32]] = []
+        for sequence in sequences:  # no copy of whole sequences: a page is sliced out
+            if offset >= len(sequence):
+                offset -= len(sequence)
+                continue
+            pieces.append(sequence[offset : offset + limit])
+            limit -= len(pieces[-1])
+            offset = 0
+            if limit <= 0:
+                break
+        return (np.concatenate(pieces) if pieces else np.zeros(0, np.int32)).astype(np.int64)
     found: list[npt.NDArray[np.int32]] = []
     skip, need = offset, limit
     for sequence in sequences:
@@ -339,3 +540,38 @@ def _walk(
             if need == 0:
                 return np.concatenate(found).astype(np.int64)
     return (np.concatenate(found) if found else np.zeros(0, np.int32)).astype(np.int64)
+
+
+def _nearest(
+    positions: npt.NDArray[np.int64],
+    distances: npt.NDArray[np.float64],
+    descending: bool,
+    offset: int,
+    limit: int,
+    last: int | None,
+) -> npt.NDArray[np.int64] | None:
+    """A page of `positions` by distance, ties by position (id), in the order's direction;
+    past the row at `last` when given (None when it is not among them)."""
+    if last is not None:
+        at = np.searchsorted(positions, last)
+        if at >= len(positions) or positions[at] != last:
+            return None
+        d = distances[at]
+        if descending:
+            past = (distances < d) | ((distances == d) & (positions < last))
+        else:
+            past = (distances > d) | ((distances == d) & (positions > last))
+        positions, distances = positions[past], distances[past]
+    want = offset + limit
+    if want < len(positions) // 4:  # only the nearest (farthest) `want` need a full sort
+        if descending:
+            bound = np.partition(distances, len(distances) - want)[len(distances) - want]
+            keep = distances >= bound
+        else:
+            bound = np.partition(distances, want - 1)[want - 1]
+            keep = distances <= bound
+        positions, distances = positions[keep], distances[keep]
+    ranked = positions[np.lexsort((positions, distances))]
+    if descending:
+        ranked = ranked[::-1]
+    return ranked[offset:want]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from propdata.kit.db import Database, Row
+from propdata.kit.geodesy import around
 from propdata.properties.schemas import (
     Event,
     ListingType,
@@ -190,6 +191,21 @@ class SearchFilters:
     max_sqft: int | None = None
     min_year_built: int | None = None
     max_days_on_market: int | None = None
+    bbox: tuple[float, float, float, float] | None = None
+    """(west, south, east, north), degrees, edges included."""
+    near: tuple[float, float, float] | None = None
+    """(latitude, longitude, radius in miles): SQL reads the box around the circle
+    (`kit.geodesy.around`); the service keeps the rows within the radius."""
+
+
+class NearRow(NamedTuple):
+    """What the SQL path of a radius search reads of each record in the circle's box."""
+
+    id: str
+    value: Any
+    """The sort column's value (None for sort=distance)."""
+    latitude: float
+    longitude: float
 
 
 class PropertyRepository:
@@ -241,13 +257,23 @@ class PropertyRepository:
         return [LookupRow._make(row) for row in rows]
 
     async def search_page(
-        self, filters: SearchFilters, sort: str, order: str, limit: int, offset: int
+        self,
+        filters: SearchFilters,
+        sort: str,
+        order: str,
+        limit: int,
+        offset: int,
+        after: tuple[Any, str] | None = None,
     ) -> list[SearchRow]:
         """One page of matches, ordered with `id` as the tie-breaker; nulls last in either order.
 
         `NULLS LAST` (SQLite 3.30+, PostgreSQL) lets both stores read the order from the
         (column, id) index in either direction; `column IS NULL, ...` made SQLite sort in a
         temporary B-tree. The search index answers instead whenever it is built.
+
+        `after`: the (sort value, id) of the last row of the previous page (a cursor): the
+        page starts past it, read from the same index as the first page (a row-value range,
+        then the nulls), so a deep page costs what the first one costs; `offset` is then 0.
         """
         where, params = _where(filters)
         column = SORT_COLUMNS[sort]
@@ -255,12 +281,43 @@ class PropertyRepository:
         order_by = f"{column} {direction} NULLS LAST, id {direction}"
         if column == "last_updated":  # never null
             order_by = f"last_updated {direction}, id {direction}"
-        rows = await self.db.fetch_all(
-            f"{_PAGE} FROM properties{where} ORDER BY {order_by} LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-            slow=True,  # a national sort or a deep offset takes seconds at a million rows
-        )
+        if after is None:
+            rows = await self.db.fetch_all(
+                f"{_PAGE} FROM properties{where} ORDER BY {order_by} LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+                slow=True,  # a national sort or a deep offset takes seconds at a million rows
+            )
+            return [SearchRow._make(row) for row in rows]
+        value, last_id = after
+        past = ">" if order == "asc" else "<"
+        glue = " AND " if where else " WHERE "
+        rows = []
+        if value is not None:
+            rows = await self.db.fetch_all(
+                f"{_PAGE} FROM properties{where}{glue}({column}, id) {past} (?, ?)"
+                f" ORDER BY {order_by} LIMIT ?",
+                [*params, value, last_id, limit],
+                slow=True,
+            )
+        if len(rows) < limit and column != "last_updated":  # then the nulls, by id
+            rows += await self.db.fetch_all(
+                f"{_PAGE} FROM properties{where}{glue}{column} IS NULL"
+                + (f" AND id {past} ?" if value is None else "")
+                + f" ORDER BY {order_by} LIMIT ?",  # not just id: PostgreSQL then sorts them
+                [*params, *([last_id] if value is None else []), limit - len(rows)],
+                slow=True,
+            )
         return [SearchRow._make(row) for row in rows]
+
+    async def near_rows(self, filters: SearchFilters, sort: str | None) -> list[NearRow]:
+        """Every record in the box around `filters.near` that passes the other filters,
+        with its coordinates and the value of `sort`'s column (None: distance)."""
+        where, params = _where(filters)
+        column = "NULL" if sort is None else SORT_COLUMNS[sort]
+        rows = await self.db.fetch_all(
+            f"SELECT id, {column}, latitude, longitude FROM properties{where}", params, slow=True
+        )
+        return [NearRow._make(row) for row in rows]
 
     async def search_rows(self, ids: Sequence[str]) -> list[SearchRow]:
         """Search items of these ids, in the order given (ids no longer stored are left out)."""
@@ -492,6 +549,12 @@ class PropertyRepository:
             )
         )
 
+    async def cursor_secret(self) -> str:
+        """The key that signs this store's search cursors (seeded by `migrate`)."""
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'cursor_secret'")
+        assert row is not None, "migrate seeds the cursor secret"
+        return str(row[0])
+
     async def cache_namespace(self) -> str:
         """The store's identity and data version: what every cached answer depends on."""
         row = await self.db.fetch_one(
@@ -524,4 +587,11 @@ def _where(f: SearchFilters) -> tuple[str, list[Any]]:
     add("living_area <= ?", f.max_sqft)
     add("year_built >= ?", f.min_year_built)
     add("days_on_market <= ?", f.max_days_on_market)
+    box = f.bbox if f.near is None else around(*f.near)
+    if box is not None:  # a range of the (latitude, longitude) index, then longitude in it
+        west, south, east, north = box
+        add("latitude >= ?", south)
+        add("latitude <= ?", north)
+        add("longitude >= ?", west)
+        add("longitude <= ?", east)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params

@@ -6,7 +6,9 @@ that `propdata data import` accepts, so an export can be loaded back unchanged.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
+
+import msgspec
 
 from propdata.api.schemas import Base, PageMeta
 
@@ -24,7 +26,7 @@ Event = Literal[
     "rentalRemoved",
 ]
 Source = Literal["mls", "publicRecord", "agent", "owner"]
-SortField = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated"]
+SortField = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated", "distance"]
 SortOrder = Literal["asc", "desc"]
 
 PROPERTY_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -147,6 +149,29 @@ class PropertySearchItem(Base):
     last_sale_price: int | None
     last_sale_date: str | None
     last_updated: str
+    distance_miles: Annotated[
+        float | None,
+        msgspec.Meta(
+            description="Great-circle (haversine) miles from the radius search's point, to two"
+            " decimals; null when the search has no radius",
+            examples=[1.27],
+        ),
+    ]
+
+
+class SearchMeta(PageMeta):
+    """`meta` of a property search: the page's place, and the cursor of the next page."""
+
+    next_cursor: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="Opaque: send it as `cursor` with the same filters, sort and order for"
+            " the next page; null on the last page",
+            examples=[
+                "WzEsMiwiNDFjMDY1MTBiNDU0MGVlMCIsNywyMzAwLG51bGwsInQtMDI2Il0.ta8UjIiXfjolUvbMYm2Vyg"
+            ],
+        ),
+    ]
 
 
 class PropertyHistory(Base):
@@ -166,7 +191,7 @@ class LookupResponse(Base):
 
 
 class SearchResponse(Base):
-    meta: PageMeta
+    meta: SearchMeta
     data: list[PropertySearchItem]
 
 

@@ -14,16 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from propdata.api.schemas import PageMeta
-from propdata.errors import AmbiguousAddress, NotFound, ServiceUnavailable
+import numpy as np
+
+from propdata.errors import AmbiguousAddress, InvalidParameter, NotFound, ServiceUnavailable
 from propdata.kit import memory
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database, StoreUnavailable, optimistic
+from propdata.kit.geodesy import miles
+from propdata.properties import cursor as cursors
 from propdata.properties import lifecycle
-from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, SearchIndex
+from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, IndexPage, SearchIndex
 from propdata.properties.repository import (
     AgingRow,
     EventRow,
+    NearRow,
     PropertyRepository,
     PropertyRow,
     SearchFilters,
@@ -40,6 +44,7 @@ from propdata.properties.schemas import (
     PropertyLookupItem,
     PropertySearchItem,
     Scores,
+    SearchMeta,
     SearchResponse,
     ShortAddress,
     TaxRecord,
@@ -56,6 +61,11 @@ SNAPSHOT_WAIT = 0.2
 """Seconds between looks for the snapshot another worker is building (SQL answers meanwhile)."""
 AGE_EVERY = 600.0
 """Seconds between a server's checks whether the day has turned (see `keep_aged`)."""
+OLDER_KEPT = 3
+"""Superseded indexes a worker keeps mapped (from their snapshots, when a cursor walk begun
+on one asks for it); a private index built in memory is kept, one at most, when replaced."""
+OLDER_SECONDS = 3600.0
+"""How long a worker keeps a superseded index (snapshot.KEEP_SECONDS keeps the files)."""
 SQL_OFFSET_CAP = 10_000
 """While the search index builds, SQL answers searches, and a deep offset there costs a
 walk over that many rows (seconds at a million): deeper pages wait for the index."""
@@ -76,9 +86,12 @@ class PropertyService:
         self._totals: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._use_index = search_index
         self._index: SearchIndex | None = None
+        self._older: OrderedDict[str, tuple[SearchIndex, float]] = OrderedDict()
+        """Superseded indexes by namespace, with when they were superseded (monotonic)."""
         self._building: asyncio.Task[None] | None = None
         self._failed_at = -math.inf
         self._snapshots = Snapshots(snapshots) if snapshots is not None else None
+        self._secret: str | None = None
         self.index_source = ""
         """Where the current index came from: "snapshot", "table" or "" (none yet)."""
 
@@ -106,14 +119,53 @@ class PropertyService:
         """The index when it was built from this data version; else start building it."""
         if not self._use_index:
             return None
+        if self._older:
+            self._expire()
         index = self._index
         if index is not None and index.namespace == namespace:
             return index
-        self._index = None  # built from an older version: it can never answer again
+        if index is not None:  # built from an older version: only cursor walks use it now
+            self._retire(index)
+        self._index = None
         idle = self._building is None or self._building.done()
         if idle and time.monotonic() - self._failed_at > INDEX_RETRY:
             self._building = asyncio.create_task(self._build())
         return None
+
+    def _retire(self, index: SearchIndex) -> None:
+        """Keep a superseded index for cursor walks begun on it, unless the host's snapshot
+        of it can be mapped again when one asks (then it goes now: its pages would stay in
+        this worker's resident memory)."""
+        snapshots = self._snapshots
+        if snapshots is not None and snapshots.identity(index.namespace) is not None:
+            self._older.pop(index.namespace, None)
+            return
+        self._older[index.namespace] = (index, time.monotonic())
+        while len(self._older) > 1:  # a private copy of every column: one at most
+            self._older.popitem(last=False)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for name, (_, since) in list(self._older.items()):
+            if now - since > OLDER_SECONDS:
+                del self._older[name]
+
+    async def _walk_index(self, namespace: str) -> SearchIndex | None:
+        """The index of an older data version, for a cursor walk that began on it: kept by
+        this worker, or mapped from the host's snapshot; None when it is gone."""
+        now = time.monotonic()
+        kept = self._older.get(namespace)
+        if kept is not None:
+            return kept[0]
+        snapshots = self._snapshots
+        if not self._use_index or snapshots is None or snapshots.identity(namespace) is None:
+            return None
+        index = await asyncio.to_thread(snapshots.load, namespace)
+        if index is not None:
+            self._older[namespace] = (index, now)
+            while len(self._older) > OLDER_KEPT:
+                self._older.popitem(last=False)
+        return index
 
     async def _build(self) -> None:
         try:
@@ -315,25 +367,90 @@ class PropertyService:
         )  # fmt: skip
 
     async def search(
-        self, filters: SearchFilters, sort: str, order: str, limit: int, offset: int
+        self,
+        filters: SearchFilters,
+        sort: str,
+        order: str,
+        limit: int,
+        offset: int,
+        cursor: str | None = None,
     ) -> SearchResponse:
+        """One page of a search, by offset or by the cursor of the page before it.
+
+        A cursor continues after the last row it names, in the order of the data version it
+        was made under: the current index's or SQL's while that version is current, after a
+        load the index of that version while a worker keeps it or its snapshot is there,
+        else by keyset on the current data (docs/api.md, "Cursor paging").
+        """
         namespace = await self.repo.cache_namespace()
+        version = int(namespace.rpartition(".")[2] or 0)
+        search_id = cursors.digest(filters, sort, order)
+        secret = await self._cursor_secret()
+        walk: cursors.Cursor | None = None
+        if cursor is not None:
+            walk = cursors.decode(secret, cursor)
+            if walk is None:
+                raise InvalidParameter(
+                    "cursor", "'cursor' is not a cursor this service gave, or it was altered."
+                )
+            if walk.search != search_id:
+                raise InvalidParameter(
+                    "cursor",
+                    "'cursor' belongs to another search: send it with the filters, sort and"
+                    " order of the search whose page gave it.",
+                )
+            offset = walk.delivered
         index = self._current_index(namespace)
         rows: list[SearchRow] | None = None
+        distances: list[float] | None = None
+        total, more, mark = 0, False, None
+        if walk is not None and walk.version != version:  # a load landed during the walk
+            index = await self._walk_index(f"{namespace.rpartition('.')[0]}.{walk.version}")
         if index is not None:
-            total, ids = index.search(filters, sort, order, limit, offset)
-            rows = await self.repo.search_rows(ids)
-            if len(rows) != len(ids) or await self.repo.cache_namespace() != namespace:
-                rows = None  # a load landed while we read: answer from the store itself
+            page = index.search(filters, sort, order, limit + 1, offset,
+                                None if walk is None else walk.last_id)  # fmt: skip
+            if page is not None:
+                ids = page.ids[:limit]
+                found = await self.repo.search_rows(ids)
+                if index.namespace != namespace:  # the walk's version, today's records
+                    assert walk is not None
+                    rows, distances, mark = _older_page(page, found, limit, sort, walk)
+                    total, more, version = page.total, len(page.ids) > limit, walk.version
+                elif len(found) == len(ids) and await self.repo.cache_namespace() == namespace:
+                    rows, total, more = found, page.total, len(page.ids) > limit
+                    distances = None if page.distances is None else page.distances[:limit]
+                # else a load landed while we read: answer from the store itself
         if rows is None:
-            if self._use_index and offset > SQL_OFFSET_CAP:
-                raise ServiceUnavailable(
-                    f"Pages past offset {SQL_OFFSET_CAP:,} are served once the search index is"
-                    " ready (it is being built: seconds after a start or a data load).",
-                    headers={"Retry-After": "5"},
+            if filters.near is not None:
+                total, near = await self._near(filters, sort, order, limit + 1, offset, walk)
+                rows, distances = [r for r, _ in near], [d for _, d in near]
+            else:
+                if walk is None and self._use_index and offset > SQL_OFFSET_CAP:
+                    raise ServiceUnavailable(
+                        f"Pages past offset {SQL_OFFSET_CAP:,} are served once the search index"
+                        " is ready (it is being built: seconds after a start or a data load);"
+                        " a cursor reaches any depth meanwhile.",
+                        headers={"Retry-After": "5"},
+                    )
+                after = None if walk is None else (walk.value, walk.last_id)
+                rows = await self.repo.search_page(
+                    filters, sort, order, limit + 1, 0 if walk else offset, after
                 )
-            rows = await self.repo.search_page(filters, sort, order, limit, offset)
-            total = await self._total(filters)
+                total = await self._total(filters)
+            more = len(rows) > limit
+            rows = rows[:limit]
+            distances = None if distances is None else distances[:limit]
+        if mark is None and rows:
+            last = rows[-1]
+            mark = (None if sort == "distance" else getattr(last, _ROW_FIELD[sort]),
+                    None if distances is None else distances[-1], last.id)  # fmt: skip
+        next_cursor = None
+        if more and mark is not None:
+            next_cursor = cursors.encode(secret, cursors.Cursor(
+                version=version, search=search_id, delivered=offset + len(rows),
+                value=mark[0], distance=mark[1], last_id=mark[2],
+            ))  # fmt: skip
+        shown = [None] * len(rows) if distances is None else [round(d, 2) for d in distances]
         items = [
             PropertySearchItem(
                 id=r.id,
@@ -352,10 +469,49 @@ class PropertyService:
                 last_sale_price=r.last_sale_price,
                 last_sale_date=r.last_sale_date,
                 last_updated=r.last_updated,
+                distance_miles=d,
             )
-            for r in rows
+            for r, d in zip(rows, shown, strict=True)
         ]
-        return SearchResponse(meta=PageMeta(total=total, limit=limit, offset=offset), data=items)
+        meta = SearchMeta(total=total, limit=limit, offset=offset, next_cursor=next_cursor)
+        return SearchResponse(meta=meta, data=items)
+
+    async def _cursor_secret(self) -> str:
+        if self._secret is None:
+            self._secret = await self.repo.cursor_secret()
+        return self._secret
+
+    async def _near(
+        self,
+        filters: SearchFilters,
+        sort: str,
+        order: str,
+        limit: int,
+        offset: int,
+        walk: cursors.Cursor | None,
+    ) -> tuple[int, list[tuple[SearchRow, float]]]:
+        """A radius search without the index: the records in the circle's box from SQL, their
+        exact distances (the index's own function), then the order and the page in Python."""
+        assert filters.near is not None
+        by_distance = sort == "distance"
+        found = await self.repo.near_rows(filters, None if by_distance else sort)
+        latitude, longitude, radius = filters.near
+        far = miles(latitude, longitude, np.array([r.latitude for r in found], np.float64),
+                    np.array([r.longitude for r in found], np.float64)).tolist()  # fmt: skip
+        inside = [(r, d) for r, d in zip(found, far, strict=True) if d <= radius]
+        descending = order == "desc"
+        ordered = sorted(inside, key=_near_key(by_distance), reverse=descending)
+        if not by_distance:  # nulls last in both orders
+            ordered = [e for e in ordered if e[0].value is not None] + [
+                e for e in ordered if e[0].value is None
+            ]
+        if walk is not None:
+            mark = (walk.distance if by_distance else walk.value, walk.last_id)
+            ordered = [e for e in ordered if _past(e, by_distance, mark, descending)]
+            offset = 0
+        page = ordered[offset : offset + limit]
+        rows = {r.id: r for r in await self.repo.search_rows([e[0].id for e in page])}
+        return len(inside), [(rows[e[0].id], e[1]) for e in page if e[0].id in rows]
 
     async def _total(self, filters: SearchFilters) -> int:
         key = (await self.repo.cache_namespace(), repr(filters))
@@ -367,6 +523,62 @@ class PropertyService:
         else:
             self._totals.move_to_end(key)
         return total
+
+
+_ROW_FIELD = {"listPrice": "list_price", "daysOnMarket": "days_on_market",
+              "livingArea": "living_area", "lastUpdated": "last_updated"}  # fmt: skip
+"""The SearchRow field of each sort (a cursor carries the last row's value)."""
+
+
+def _older_page(
+    page: IndexPage, found: list[SearchRow], limit: int, sort: str, walk: cursors.Cursor
+) -> tuple[list[SearchRow], list[float] | None, tuple[Any, float | None, str] | None]:
+    """A page in an older version's order of today's records (`found`: those still stored),
+    their distances, and where the walk stands: after the page's last id in that order,
+    with that version's sort value (lastUpdated, which the index keeps as a rank only:
+    today's, or the previous cursor's when the record is gone)."""
+    ids = page.ids[:limit]
+    kept = {r.id: r for r in found}
+    distances = None
+    if page.distances is not None:
+        distances = [d for i, d in zip(ids, page.distances, strict=False) if i in kept]
+    if not ids:
+        return found, distances, None
+    at = len(ids) - 1
+    if page.values is not None:
+        value = page.values[at]
+    elif sort == "distance":
+        value = None
+    else:
+        now = kept.get(ids[at])
+        value = getattr(now, _ROW_FIELD[sort]) if now is not None else walk.value
+    return (
+        found,
+        distances,
+        (value, None if page.distances is None else page.distances[at], ids[at]),
+    )
+
+
+def _near_key(by_distance: bool) -> Callable[[tuple[NearRow, float]], tuple[Any, ...]]:
+    """The ascending order of a radius search: (distance or value, id); a null value sorts
+    by id among the nulls (moved last by the caller)."""
+    if by_distance:
+        return lambda e: (e[1], e[0].id)
+    return lambda e: (e[0].value is None, 0 if e[0].value is None else e[0].value, e[0].id)
+
+
+def _past(
+    entry: tuple[NearRow, float], by_distance: bool, mark: tuple[Any, str], descending: bool
+) -> bool:
+    """Whether `entry` comes after the cursor's (value or distance, id) in the order."""
+    row, distance = entry
+    value = distance if by_distance else row.value
+    mark_value, mark_id = mark
+    if (value is None) != (mark_value is None):
+        return value is None  # nulls come after every value, in both orders
+    here: tuple[Any, ...] = (row.id,) if value is None else (value, row.id)
+    there: tuple[Any, ...] = (mark_id,) if value is None else (mark_value, mark_id)
+    return here < there if descending else here > there
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,10 @@ A snapshot is written into a temporary folder, each file fsynced, then renamed i
 and the parent folder fsynced: a crash mid-write never leaves a folder that looks complete.
 The manifest names every file with its dtype, shape, length and CRC-32, and a snapshot that
 disagrees with it in any way (a file missing, truncated or changed) is never served: the
-service builds it again from the table. Old versions go once a newer one is in use; at most
-the newest two of a store stay.
+service builds it again from the table. Old versions go once a newer one is in use, but
+those superseded less than `KEEP_SECONDS` ago stay (at most `KEEP_OLDER` of them): a cursor
+walk that began on one goes on in its order (properties.service). The newest older one
+always stays, for workers still mapping it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -40,9 +43,13 @@ import numpy.typing as npt
 from propdata.properties.index import CATEGORICAL, NUMERIC, SearchIndex
 from propdata.properties.repository import SORT_COLUMNS
 
-FORMAT = 1
+FORMAT = 2
 """Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
 MANIFEST = "index.json"
+KEEP_OLDER = 3
+"""Superseded versions of a store kept at most."""
+KEEP_SECONDS = 3600.0
+"""How long a superseded version is kept after its successor was written."""
 _CHUNK = 1 << 20
 _SAFE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -60,6 +67,10 @@ def _arrays(index: SearchIndex) -> dict[str, npt.NDArray[Any]]:
         "id_bytes": index.id_bytes,
         "id_offsets": index.id_offsets,
         "updated_rank": index.updated_rank,
+        "latitude": index.latitude,
+        "longitude": index.longitude,
+        "geo_order": index.geo_order,
+        "geo_keys": index.geo_keys,
     }
     arrays.update({f"cat.{name}": index.cats[name] for name in CATEGORICAL})
     arrays.update({f"num.{name}": index.nums[name] for name in NUMERIC})
@@ -178,8 +189,11 @@ class Snapshots:
             if mapped.dtype.str != spec["dtype"] or list(mapped.shape) != spec["shape"]:
                 raise Damaged(f"{spec['file']} is {mapped.dtype.str} {mapped.shape}")
             arrays[key] = mapped.view(np.ndarray)  # the plain array type over the same map
+        placed = len(arrays["geo_order"])
+        lengths = {"id_bytes": len(arrays["id_bytes"]), "id_offsets": size + 1,
+                   "geo_order": placed, "geo_keys": placed}  # fmt: skip
         for key, array in arrays.items():
-            expected = {"id_bytes": len(arrays["id_bytes"]), "id_offsets": size + 1}.get(key, size)
+            expected = lengths.get(key, size)
             if len(array) != expected:
                 raise Damaged(f"{key} has {len(array)} entries, not {expected}")
         codes = {name: {value: code for code, value in enumerate(values)}
@@ -191,7 +205,9 @@ class Snapshots:
             nums={name: arrays[f"num.{name}"] for name in NUMERIC},
             orders={c: arrays[f"order.{c}"] for c in SORT_COLUMNS.values()},
             known={c: int(manifest["known"][c]) for c in SORT_COLUMNS.values()},
-            updated_rank=arrays["updated_rank"],
+            updated_rank=arrays["updated_rank"], latitude=arrays["latitude"],
+            longitude=arrays["longitude"], geo_order=arrays["geo_order"],
+            geo_keys=arrays["geo_keys"],
         )  # fmt: skip
 
     # -- writing (under the version's BuildLock) ----------------------------------------
@@ -242,11 +258,29 @@ class Snapshots:
 
     # -- pruning -------------------------------------------------------------------------
 
+    def _recent(self, store: str, version: int, older: set[int]) -> list[int]:
+        """The older versions to keep: newest first, while their successor (the next newer
+        snapshot, whose folder's time is when it was written) is recent enough."""
+        present = sorted(v for v in older if self.path(f"{store}.{v}").is_dir())
+        chain = [*present, version]
+        now = time.time()
+        kept: list[int] = []
+        for at in range(len(present) - 1, -1, -1):
+            try:
+                since = self.path(f"{store}.{chain[at + 1]}").stat().st_mtime
+            except OSError:
+                since = now
+            if len(kept) >= KEEP_OLDER or (kept and now - since >= KEEP_SECONDS):
+                break
+            kept.append(present[at])
+        return kept
+
     def prune(self, namespace: str) -> list[Path]:
-        """Once `namespace` is in use, remove this store's older snapshots but the newest
-        of them (at most two remain), with their locks and leftovers. A version being built
-        (its lock held) is left alone; workers still mapping a removed one keep their map
-        (the files go when the last map does). Returns what was removed."""
+        """Once `namespace` is in use, remove this store's older snapshots, with their locks
+        and leftovers, but the newest of them and those superseded less than KEEP_SECONDS
+        ago (KEEP_OLDER at most). A version being built (its lock held) is left alone;
+        workers still mapping a removed one keep their map (the files go when the last map
+        does). Returns what was removed."""
         store, version = _name(namespace)
         pattern = re.compile(rf"{re.escape(store)}-(\d+)(\.lock)?")
         older: set[int] = set()
@@ -255,7 +289,7 @@ class Snapshots:
             if found and int(found[1]) < version:
                 older.add(int(found[1]))
         removed: list[Path] = []
-        kept = sorted(v for v in older if self.path(f"{store}.{v}").is_dir())[-1:]
+        kept = self._recent(store, version, older)
         for old in sorted(older - set(kept)):
             path = self.path(f"{store}.{old}")
             lock = BuildLock(path.with_suffix(".lock"))

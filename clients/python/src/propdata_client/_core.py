@@ -33,6 +33,7 @@ from propdata_client.models import (
     Property,
     PropertyHistory,
     PropertyMatch,
+    PropertyPage,
     PropertySummary,
     RateLimit,
     Valuation,
@@ -65,8 +66,13 @@ PROPERTY_SEARCH_PARAMS = {
     "max_sqft": "maxSqft",
     "min_year_built": "minYearBuilt",
     "max_days_on_market": "maxDaysOnMarket",
+    "latitude": "latitude",
+    "longitude": "longitude",
+    "radius": "radius",
+    "bbox": "bbox",
     "limit": "limit",
     "offset": "offset",
+    "cursor": "cursor",
     "sort": "sort",
     "order": "order",
     "fields": "fields",
@@ -131,10 +137,10 @@ def _decoder(kind: Any) -> msgspec.json.Decoder[Any]:
     return _DECODERS[kind]
 
 
-def _page_decoder(kind: Any) -> msgspec.json.Decoder[Any]:
-    key = ("page", kind)
+def _page_decoder(kind: Any, page: Any = Page) -> msgspec.json.Decoder[Any]:
+    key = (page, kind)
     if key not in _DECODERS:
-        _DECODERS[key] = msgspec.json.Decoder(Page[kind])
+        _DECODERS[key] = msgspec.json.Decoder(page[kind])
     return _DECODERS[key]
 
 
@@ -218,7 +224,8 @@ def lookup_property(values: Mapping[str, object]) -> Call[Any]:
 
 def search_properties(values: Mapping[str, object]) -> PageCall[Any]:
     kind = PropertySummary if values.get("fields") is None else Record
-    return PageCall("/v1/properties", query(PROPERTY_SEARCH_PARAMS, values), _page_decoder(kind))
+    params = query(PROPERTY_SEARCH_PARAMS, values)
+    return PageCall("/v1/properties", params, _page_decoder(kind, PropertyPage))
 
 
 def property_history(property_id: str, fields: object = None) -> Call[Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 import httpx
 import msgspec
@@ -22,6 +22,7 @@ from propdata_client.models import (
     Property,
     PropertyHistory,
     PropertyMatch,
+    PropertyPage,
     PropertySort,
     PropertyStatus,
     PropertySummary,
@@ -255,12 +256,17 @@ class Properties:
         max_sqft: int | None = None,
         min_year_built: int | None = None,
         max_days_on_market: int | None = None,
+        latitude: float | None = None,
+        longitude: float | None = None,
+        radius: float | None = None,
+        bbox: str | None = None,
         limit: int | None = None,
         offset: int | None = None,
+        cursor: str | None = None,
         sort: PropertySort | None = None,
         order: SortOrder | None = None,
         fields: None = None,
-    ) -> Page[PropertySummary]: ...
+    ) -> PropertyPage[PropertySummary]: ...
     @overload
     def search(
         self,
@@ -279,12 +285,17 @@ class Properties:
         max_sqft: int | None = None,
         min_year_built: int | None = None,
         max_days_on_market: int | None = None,
+        latitude: float | None = None,
+        longitude: float | None = None,
+        radius: float | None = None,
+        bbox: str | None = None,
         limit: int | None = None,
         offset: int | None = None,
+        cursor: str | None = None,
         sort: PropertySort | None = None,
         order: SortOrder | None = None,
         fields: Sequence[str],
-    ) -> Page[Record]: ...
+    ) -> PropertyPage[Record]: ...
     def search(
         self,
         *,
@@ -302,19 +313,27 @@ class Properties:
         max_sqft: int | None = None,
         min_year_built: int | None = None,
         max_days_on_market: int | None = None,
+        latitude: float | None = None,
+        longitude: float | None = None,
+        radius: float | None = None,
+        bbox: str | None = None,
         limit: int | None = None,
         offset: int | None = None,
+        cursor: str | None = None,
         sort: PropertySort | None = None,
         order: SortOrder | None = None,
         fields: Sequence[str] | None = None,
-    ) -> Page[PropertySummary] | Page[Record]:
+    ) -> PropertyPage[PropertySummary] | PropertyPage[Record]:
         """One page of a property search: `GET /v1/properties`.
 
         `limit` defaults to the plan's page size and is clamped to its maximum
-        (`page.meta.limit` is the size applied); `page.next_offset` is the next page's.
+        (`page.meta.limit` is the size applied); `page.next_offset` is the next page's, and
+        `page.meta.next_cursor`, sent back as `cursor`, asks for it at any depth. A radius
+        (`latitude`, `longitude`, `radius` in miles) or a `bbox` ("west,south,east,north")
+        narrows it to a place; `sort="distance"` needs a radius.
         """
-        result: Page[Any] = self._client._page(_core.search_properties(_args(locals())))
-        return result
+        page = self._client._page(_core.search_properties(_args(locals())))
+        return cast("PropertyPage[Any]", page)  # the decoder of search_properties makes one
 
     @overload
     def search_all(

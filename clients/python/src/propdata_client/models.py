@@ -40,12 +40,14 @@ __all__ = [
     "PropertyChange",
     "PropertyHistory",
     "PropertyMatch",
+    "PropertyPage",
     "PropertySort",
     "PropertyStatus",
     "PropertySummary",
     "PropertyType",
     "RateLimit",
     "Scores",
+    "SearchMeta",
     "ShortAddress",
     "SortOrder",
     "TaxRecord",
@@ -68,7 +70,7 @@ PriceEventType = Literal[
     "rentalRemoved",
 ]
 PriceEventSource = Literal["mls", "publicRecord", "agent", "owner"]
-PropertySort = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated"]
+PropertySort = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated", "distance"]
 SortOrder = Literal["asc", "desc"]
 ChangeType = Literal["created", "updated"]
 
@@ -194,6 +196,8 @@ class PropertySummary(Model):
     last_sale_price: int | None
     last_sale_date: dt.date | None
     last_updated: dt.datetime
+    distance_miles: float | None
+    """Miles from a radius search's point (two decimals); None without a radius."""
 
 
 class PropertyHistory(Model):
@@ -250,6 +254,17 @@ class Page(Model, Generic[T]):
 
 
 # -- the change feed ----------------------------------------------------------------------
+
+
+class SearchMeta(PageMeta):
+    next_cursor: str | None
+    """Send it as `cursor` (same filters, sort and order) for the next page; None at the end."""
+
+
+class PropertyPage(Page[T], Generic[T]):
+    """One page of a property search, with the cursor of the next page."""
+
+    meta: SearchMeta
 
 
 class PropertyChange(Model):
