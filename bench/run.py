@@ -42,6 +42,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -76,6 +77,7 @@ TARGETS = {
     "offset_p99_ms": 50.0,
     "radius_p99_ms": 25.0,
     "cursor_p99_ms": 10.0,
+    "fields_ratio": 3.0,
     "import_rate": 50_000,
     "rebuild_s": 60.0,
     "rss_mb": 200.0,
@@ -474,6 +476,14 @@ def deep_cursors(base: str, deep: Sequence[tuple[scenarios.Search, int]], key: s
     return write_paths(path, paths)
 
 
+def answer_bytes(base: str, id_paths: Sequence[str], key: str) -> tuple[float, float]:
+    """Median bytes of these by-id answers, whole and with `fields=id,listPrice`."""
+    whole = check_ok(base, id_paths, key, "by id, whole")
+    small = check_ok(base, [f"{p}?fields=id,listPrice" for p in id_paths], key, "by id, fields")
+    return (statistics.median(len(a.content) for a in whole),
+            statistics.median(len(a.content) for a in small))  # fmt: skip
+
+
 @dataclass
 class StoreRun:
     """Figures of one store (embedded or scale-out)."""
@@ -486,6 +496,8 @@ class StoreRun:
     radius: Load | None = None
     cursor: Load | None = None
     cursor_searches: int = 0
+    fields_bytes: tuple[float, float] | None = None
+    """Median bytes of a by-id answer, whole and with fields=id,listPrice."""
     cache: Load | None = None
     memory: list[tuple[float, float, float]] = field(default_factory=list)
     """(VmRSS, RssAnon, Pss) MB of each worker after the loads."""
@@ -508,6 +520,7 @@ def run_store(label: str, store_env: dict[str, str], key: str, reqs: Requests, a
         check_ok(server.base, [s.path for s in reqs.radii[: args.check]], key, "radius mix")
         cursors = deep_cursors(server.base, reqs.deep, key, logs / f"cursor-{label}.txt")
         run.cursor_searches = len(cursors.read_text().splitlines())
+        run.fields_bytes = answer_bytes(server.base, reqs.id_paths[:200], key)
         bodies_file = logs / "bare-bodies.tsv"
         with bodies_file.open("wb") as out:
             for path, body in (bodies or run.bodies).items():
@@ -736,6 +749,15 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
                             f"p99 ≤ {t['cursor_p99_ms']:.0f} ms",
                             bool(run.cursor.requests) and p99 <= t["cursor_p99_ms"],
                             run.cursor.failed))  # fmt: skip
+    for label, run in runs.items():
+        if run.fields_bytes:
+            whole, small = run.fields_bytes
+            ratio = whole / max(1.0, small)
+            rows.append(Row("9. by id with fields=id,listPrice (bytes)", label,
+                            result=f"{ratio:.0f}{TIMES} smaller: median {small:,.0f} bytes"
+                            f" against {whole:,.0f} whole (200 ids)",
+                            target=f"≥ {t['fields_ratio']:.0f}{TIMES} smaller",
+                            met=ratio >= t["fields_ratio"]))  # fmt: skip
     for label, b in builds.items():
         note = (
             f" (built {b.built_at} by {b.commit or 'an older harness'}, reused)" if b.reused else ""
@@ -836,6 +858,8 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   10 a page (no filter, `status=offMarket`, `minYearBuilt=1940`, `propertyType=singleFamily`,
   `minBeds=2`; every sort, random order): each cursor is `meta.nextCursor` of page N - 1,
   asked once by offset before the run. The figure is the cost of one deep page.
+- **9. fields**: 200 of the by-id paths asked whole and with `fields=id,listPrice`; the
+  ratio of the median sizes of the two answers' bodies.
 - **5. import**: `ingest.loader.load` of the synthetic set in one transaction (what
   `propdata data generate` runs), the time spent generating records taken out; then
   `markets.builder.rebuild`. A reused store reports the figures of the build that made it

@@ -62,6 +62,7 @@ def test_smoke_run_prints_every_row(tmp_path: Path) -> None:
             "4. offset 100,000 with a filter",
             "7. radius mix, cache off",
             "8. cursor page 20",
+            "9. by id with fields=id,listPrice (bytes)",
             "5a. import (records/s, generation excluded)",
             "5b. market statistics rebuild",
             "6. resident memory per worker after the loads",
