@@ -128,7 +128,10 @@ def test_search_all_follows_the_cursors(geo: Live) -> None:
         sent.clear()
         walk = client.properties.search_all(page_size=10, sort="listPrice")
         head = [next(walk).id for _ in range(10)]
-        geo.load([record("g-new", list_price=1)])  # would come first on a fresh walk
+        # a new record that sorts before the walk's position: never in its later pages,
+        # whether the server walks the version it began on or (while its search index
+        # builds) a plain keyset on the current data
+        geo.load([record("g-new", list_price=10**8)])
         rest = [i.id for i in walk]
         assert "g-new" not in head + rest
         assert len(head + rest) == len(set(head + rest)) == ALL + len(PLACES)
