@@ -86,7 +86,10 @@ def test_search_all_walks_every_page(live: Live, key: str) -> None:
         assert len(items) == ALL and all(isinstance(i, PropertySummary) for i in items)
         assert len({i.id for i in items}) == ALL
         assert len(sent) == 11  # ceil(42 / 4) pages, no more
-        assert [r.url.params["offset"] for r in sent] == [str(4 * n) for n in range(11)]
+        # the first page at offset 0, then each page's meta.nextCursor, never an offset
+        assert sent[0].url.params["offset"] == "0" and "cursor" not in sent[0].url.params
+        assert all("offset" not in r.url.params for r in sent[1:])
+        assert len({r.url.params["cursor"] for r in sent[1:]}) == 10
         one_page = client.properties.search(limit=100, sort="listPrice")
         assert [i.id for i in items] == [i.id for i in one_page.data]
         assert [i.id for i in client.properties.search_all(zip_code="10002")] == ["t-041"]

@@ -283,14 +283,27 @@ export class Client {
     return { meta: answer.meta, data: answer.data };
   }
 
-  /** @internal Every item of every page of a search, from `offset` 0, one request per page. */
+  /**
+   * @internal Every item of every page of a search, one request per page: from `offset` 0,
+   * then by `meta.nextCursor` when the answer has one (a property search: null on the last
+   * page), else by offset until `meta.total`.
+   */
   async *pages<T>(path: string, query: [string, string][]): AsyncGenerator<T, void, undefined> {
-    let offset: number | null = 0;
-    while (offset !== null) {
-      const page: Page<T> = await this.page<T>(path, [...query, ["offset", String(offset)]]);
+    let next: [string, string] | null = ["offset", "0"];
+    const seen = new Set<string>();
+    while (next !== null) {
+      const page: { meta: Page<T>["meta"] & { nextCursor?: string | null }; data: T[] } =
+        await this.page<T>(path, [...query, next]);
       yield* page.data;
-      const next = page.meta.offset + Math.max(page.meta.limit, page.data.length);
-      offset = page.data.length > 0 && next < page.meta.total ? next : null;
+      const cursor = page.meta.nextCursor;
+      if (cursor !== undefined) {
+        // a cursor page may be short, even empty, when records were removed since the walk began
+        next = cursor === null || seen.has(cursor) ? null : ["cursor", cursor];
+        if (cursor !== null) seen.add(cursor);
+      } else {
+        const offset = page.meta.offset + Math.max(page.meta.limit, page.data.length);
+        next = page.data.length > 0 && offset < page.meta.total ? ["offset", String(offset)] : null;
+      }
     }
   }
 }
@@ -547,6 +560,11 @@ function query(allowed: readonly string[], values: object): [string, string][] {
       pairs.push([name, String(value)]);
     } else if (typeof value === "string") {
       pairs.push([name, value]);
+    } else if (name === "bbox" && Array.isArray(value)) {
+      if (value.length !== 4 || !value.every((v) => typeof v === "number" && Number.isFinite(v))) {
+        throw new TypeError("bbox is [west, south, east, north]: four finite numbers");
+      }
+      pairs.push([name, value.map((v: number) => decimal(v)).join(",")]);
     } else if (name === "fields" && Array.isArray(value)) {
       if (!value.every((v) => typeof v === "string")) {
         throw new TypeError("fields must be wire names (strings)");
@@ -559,13 +577,19 @@ function query(allowed: readonly string[], values: object): [string, string][] {
   return pairs;
 }
 
+/** A number in plain decimal digits (never an exponent, which the API does not read). */
+function decimal(value: number): string {
+  const text = value.toFixed(10).replace(/\.?0+$/, "");
+  return text === "-0" || text === "" ? "0" : text;
+}
+
 /** The query of a searchAll: its filters, and `pageSize` as the `limit` of every page. */
 function allPagesQuery(
   allowed: readonly string[],
   params: { pageSize?: number },
 ): [string, string][] {
   const { pageSize, ...filters } = params as { pageSize?: number } & Record<string, unknown>;
-  for (const name of ["limit", "offset"]) {
+  for (const name of ["limit", "offset", "cursor"]) {
     if (filters[name] !== undefined) {
       throw new TypeError(`searchAll pages by itself: pass pageSize, not ${name}`);
     }

@@ -50,6 +50,9 @@ export type ChangeType = "created" | "updated";
  */
 export type Fields = string | readonly string[];
 
+/** `bbox`: west, south, east, north in decimal degrees, or the wire's string of them. */
+export type BoundingBox = string | readonly number[];
+
 /** A record in part: every field optional, at every depth. */
 export type DeepPartial<T> = T extends readonly (infer E)[]
   ? DeepPartial<E>[]
@@ -119,10 +122,10 @@ export interface PropertySearchParams {
   latitude?: number;
   /** Center of a radius search, decimal degrees (with `latitude` and `radius`). */
   longitude?: number;
-  /** Miles from the center, above 0 and at most 100: items then carry `distanceMiles`. */
+  /** Miles, above 0 and at most 100 (with `latitude` and `longitude`). */
   radius?: number;
-  /** `"west,south,east,north"` in decimal degrees, edges included; not with a radius. */
-  bbox?: string;
+  /** `[west, south, east, north]` in decimal degrees; not with a radius. */
+  bbox?: BoundingBox;
   /** Page size: the plan's default when absent, clamped to the plan's maximum. */
   limit?: number;
   /** Results to skip; not with `cursor`. */

@@ -183,8 +183,11 @@ function typeShape(node: ts.TypeNode, required: boolean): Shape {
     else if (member.kind === ts.SyntaxKind.BooleanKeyword) kinds.add("boolean");
     else kinds.add(member.getText());
   }
-  // `string | readonly string[]` (Fields): a list is sent comma-joined, one string on the wire
-  if (kinds.size === 2 && kinds.has("string") && kinds.has("array:string")) kinds.delete("array:string");
+  // `string | readonly string[]` (Fields, BoundingBox): a list is sent comma-joined, one
+  // string on the wire
+  if (kinds.size === 2 && kinds.has("string")) {
+    for (const list of ["array:string", "array:number"]) kinds.delete(list);
+  }
   assert.equal(kinds.size, 1, `one non-null type in ${node.getText()}`);
   return { kind: [...kinds][0] as string, nullable, required, values: literals.length ? literals.sort() : null };
 }

@@ -163,7 +163,7 @@ describe("properties.search", () => {
 });
 
 describe("properties.searchAll", () => {
-  it("iterates every item of every page without the caller touching offset", async () => {
+  it("iterates every item of every page by cursor, without the caller touching one", async () => {
     const c = client();
     const { total } = (await c.properties.search({ state: "IA", limit: 1 })).meta;
     const sent = counting();
@@ -176,8 +176,11 @@ describe("properties.searchAll", () => {
     assert.equal(ids.length, total);
     assert.equal(new Set(ids).size, total);
     assert.equal(sent.urls.length, Math.ceil(total / 5));
-    const offsets = sent.urls.map((u) => new URL(u).searchParams.get("offset"));
-    assert.deepEqual(offsets, sent.urls.map((_, i) => String(i * 5)));
+    // the first page at offset 0, then each page's meta.nextCursor and no offset
+    const queries = sent.urls.map((u) => new URL(u).searchParams);
+    assert.equal(queries[0]?.get("offset"), "0");
+    assert.ok(queries.slice(1).every((q) => q.get("offset") === null && q.get("cursor")));
+    assert.equal(new Set(queries.slice(1).map((q) => q.get("cursor"))).size, queries.length - 1);
     assert.ok(sent.urls.every((u) => new URL(u).searchParams.get("limit") === "5"));
   });
 

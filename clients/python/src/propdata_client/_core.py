@@ -159,6 +159,26 @@ class PageCall(Generic[T]):
     def at(self, offset: int) -> PageCall[T]:
         return PageCall(self.path, {**self.params, "offset": str(offset)}, self.decode)
 
+    def after(self, cursor: str) -> PageCall[T]:
+        """The next page by cursor (which is not sent with an offset)."""
+        params = {k: v for k, v in self.params.items() if k != "offset"}
+        return PageCall(self.path, {**params, "cursor": cursor}, self.decode)
+
+
+def following(page: Page[T], call: PageCall[T], seen: set[str]) -> PageCall[T] | None:
+    """The request of the page after `page`, or None when it is the last. A property search
+    page carries `next_cursor`: the walk follows it (None on the last page; a page may be
+    short, even empty, when records were removed since the walk began). Other searches
+    page by offset, until `meta.total`."""
+    if isinstance(page, PropertyPage):
+        cursor = page.meta.next_cursor
+        if cursor is None or cursor in seen:  # a repeated cursor would never end
+            return None
+        seen.add(cursor)
+        return call.after(cursor)
+    offset = page.next_offset
+    return None if offset is None else call.at(offset)
+
 
 # -- the requests of each endpoint -------------------------------------------------------
 
@@ -185,6 +205,24 @@ def field_list(fields: str | Sequence[str]) -> str:
     return ",".join(names)
 
 
+def _decimal(value: float) -> str:
+    """A number as the API reads it: plain decimal digits, never an exponent."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"bbox must hold four numbers, not {value!r}")
+    text = format(float(value), ".10f").rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def bbox_of(value: str | Sequence[float]) -> str:
+    """`bbox`: (west, south, east, north) joined by commas (a string is sent as it is)."""
+    if isinstance(value, str):
+        return value
+    numbers = list(value)
+    if len(numbers) != 4:
+        raise ValueError("bbox is (west, south, east, north): four numbers")
+    return ",".join(_decimal(n) for n in numbers)
+
+
 def query(names: Mapping[str, str], values: Mapping[str, object]) -> dict[str, str]:
     """The query string of an operation from the SDK's keyword arguments; None is left out."""
     params: dict[str, str] = {}
@@ -195,6 +233,9 @@ def query(names: Mapping[str, str], values: Mapping[str, object]) -> dict[str, s
             raise TypeError(f"unknown parameter {name!r}")
         if name == "fields":
             params[names[name]] = field_list(value)  # type: ignore[arg-type]
+            continue
+        if name == "bbox":
+            params[names[name]] = bbox_of(value)  # type: ignore[arg-type]
             continue
         if isinstance(value, bool):
             raise TypeError(f"{name} must be a number or a string, not a bool")

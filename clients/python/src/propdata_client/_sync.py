@@ -169,11 +169,14 @@ class Client:
             since = page.meta.next_cursor
 
     def _iterate(self, call: _core.PageCall[T]) -> Iterator[T]:
-        offset: int | None = int(call.params.get("offset", "0"))
-        while offset is not None:
-            page = self._page(call.at(offset))
+        page = self._page(call.at(int(call.params.get("offset", "0"))))
+        seen: set[str] = set()
+        while True:
             yield from page.data
-            offset = page.next_offset
+            following = _core.following(page, call, seen)
+            if following is None:
+                return
+            page = self._page(following)
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -259,7 +262,7 @@ class Properties:
         latitude: float | None = None,
         longitude: float | None = None,
         radius: float | None = None,
-        bbox: str | None = None,
+        bbox: tuple[float, float, float, float] | str | None = None,
         limit: int | None = None,
         offset: int | None = None,
         cursor: str | None = None,
@@ -288,7 +291,7 @@ class Properties:
         latitude: float | None = None,
         longitude: float | None = None,
         radius: float | None = None,
-        bbox: str | None = None,
+        bbox: tuple[float, float, float, float] | str | None = None,
         limit: int | None = None,
         offset: int | None = None,
         cursor: str | None = None,
@@ -316,7 +319,7 @@ class Properties:
         latitude: float | None = None,
         longitude: float | None = None,
         radius: float | None = None,
-        bbox: str | None = None,
+        bbox: tuple[float, float, float, float] | str | None = None,
         limit: int | None = None,
         offset: int | None = None,
         cursor: str | None = None,
@@ -327,10 +330,12 @@ class Properties:
         """One page of a property search: `GET /v1/properties`.
 
         `limit` defaults to the plan's page size and is clamped to its maximum
-        (`page.meta.limit` is the size applied); `page.next_offset` is the next page's, and
-        `page.meta.next_cursor`, sent back as `cursor`, asks for it at any depth. A radius
-        (`latitude`, `longitude`, `radius` in miles) or a `bbox` ("west,south,east,north")
-        narrows it to a place; `sort="distance"` needs a radius.
+        (`page.meta.limit` is the size applied). `latitude`, `longitude` and `radius`
+        (miles) together make a radius search (items then carry `distance_miles`, and
+        `sort="distance"` is allowed, nearest first by default); `bbox` is (west, south,
+        east, north) in degrees, not with a radius. `page.next_cursor`, sent as `cursor`
+        with the same filters and sort, is the next page (None on the last); `cursor` does
+        not go with `offset`.
         """
         page = self._client._page(_core.search_properties(_args(locals())))
         return cast("PropertyPage[Any]", page)  # the decoder of search_properties makes one
@@ -353,6 +358,10 @@ class Properties:
         max_sqft: int | None = None,
         min_year_built: int | None = None,
         max_days_on_market: int | None = None,
+        latitude: float | None = None,
+        longitude: float | None = None,
+        radius: float | None = None,
+        bbox: tuple[float, float, float, float] | str | None = None,
         page_size: int | None = None,
         sort: PropertySort | None = None,
         order: SortOrder | None = None,
@@ -376,6 +385,10 @@ class Properties:
         max_sqft: int | None = None,
         min_year_built: int | None = None,
         max_days_on_market: int | None = None,
+        latitude: float | None = None,
+        longitude: float | None = None,
+        radius: float | None = None,
+        bbox: tuple[float, float, float, float] | str | None = None,
         page_size: int | None = None,
         sort: PropertySort | None = None,
         order: SortOrder | None = None,
@@ -398,6 +411,10 @@ class Properties:
         max_sqft: int | None = None,
         min_year_built: int | None = None,
         max_days_on_market: int | None = None,
+        latitude: float | None = None,
+        longitude: float | None = None,
+        radius: float | None = None,
+        bbox: tuple[float, float, float, float] | str | None = None,
         page_size: int | None = None,
         sort: PropertySort | None = None,
         order: SortOrder | None = None,
@@ -406,7 +423,8 @@ class Properties:
         """Every match of a property search, page after page (one request per page).
 
         Takes the filters of `search`; `page_size` is the `limit` of each request (default:
-        the plan's). Each page is a metered request.
+        the plan's). It follows each page's `next_cursor` (pages never overlap or skip, even
+        while a load runs). Each page is a metered request.
         """
         values = _args(locals())
         values["limit"] = values.pop("page_size")

@@ -253,18 +253,30 @@ class Page(Model, Generic[T]):
         return self.next_offset is not None
 
 
-# -- the change feed ----------------------------------------------------------------------
-
-
 class SearchMeta(PageMeta):
+    """`meta` of a property search page: also the cursor of the next page."""
+
     next_cursor: str | None
-    """Send it as `cursor` (same filters, sort and order) for the next page; None at the end."""
+    """Send it as `cursor` (same filters, sort and order) for the next page; None on the
+    last page."""
 
 
 class PropertyPage(Page[T], Generic[T]):
-    """One page of a property search, with the cursor of the next page."""
+    """One page of a property search: a `Page` whose `meta` carries `next_cursor`."""
 
     meta: SearchMeta
+
+    @property
+    def next_cursor(self) -> str | None:
+        """The cursor of the next page, or None when this page is the last."""
+        return self.meta.next_cursor
+
+    @property
+    def has_more(self) -> bool:
+        return self.meta.next_cursor is not None
+
+
+# -- the change feed ----------------------------------------------------------------------
 
 
 class PropertyChange(Model):
