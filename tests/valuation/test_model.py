@@ -75,3 +75,12 @@ def test_comparables_are_in_the_subjects_market_most_similar_first() -> None:
     assert (sales.market[found.comparables] == subjects.market[:, None]).all()
     assert (np.diff(found.similarity, axis=1) <= 1e-12).all()
     assert ((found.similarity > 0) & (found.similarity <= 1)).all()
+
+
+def test_the_fixed_interval_of_too_few_sales_bounds_every_estimate() -> None:
+    """Under 20 out-of-fold errors the calibration is a fixed +-35 % with no market scales:
+    bounding estimates with it must not index the empty scales (an IndexError in a rebuild,
+    seen on a small store after a second import)."""
+    fixed = avm.Calibration(np.zeros(0), np.zeros(0), np.array([-0.35]), np.array([0.35]), 7)
+    low, high = fixed.bounds(np.array([0.1, np.nan, 3.0]), np.array([0, 5, 2]))
+    assert low.tolist() == [-0.35] * 3 and high.tolist() == [0.35] * 3

@@ -502,6 +502,8 @@ class Calibration:
     def bounds(self, spread: FloatArray, market: IntArray) -> tuple[FloatArray, FloatArray]:
         """Log offsets of the interval's ends from the estimate."""
         bins = np.searchsorted(self.edges, spread)
+        if not len(self.scale):  # too few sales to measure: the fixed interval everywhere
+            return np.full(len(spread), self.low[0]), np.full(len(spread), self.high[0])
         known = market < len(self.scale)
         scale = np.where(known, self.scale[np.where(known, market, 0)], 1.0)
         return self.low[bins] * scale, self.high[bins] * scale
