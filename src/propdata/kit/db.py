@@ -76,6 +76,12 @@ class Database(Protocol):
 
     def transaction(self) -> contextlib.AbstractAsyncContextManager[None]: ...
 
+    def changes(self) -> object | None:
+        """A marker that differs after any write to the store committed since it was taken,
+        by this process or another, cheaply enough to call on every request; None when the
+        store has no such marker (PostgreSQL: it would cost a round trip)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -173,6 +179,8 @@ class SQLiteDatabase:
         self._threads: concurrent.futures.ThreadPoolExecutor | None = None
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
+        self._writes = 0
+        """Statements this process ran that may have written (see `changes`)."""
 
     def _reader(self) -> sqlite3.Connection:
         """This thread's read-only connection."""
@@ -213,10 +221,19 @@ class SQLiteDatabase:
         return row
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        self._writes += 1
         return self._conn.execute(sql, params).rowcount
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._writes += 1
         self._conn.executemany(sql, rows)
+
+    def changes(self) -> tuple[int, int]:
+        """SQLite's `data_version` of this connection, which moves when another connection
+        (any process) commits, with this process's own writes, which it does not count:
+        about 1 µs, no transaction."""
+        row = self._conn.execute("PRAGMA data_version").fetchone()
+        return int(row[0]), self._writes
 
     async def copy_into(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
@@ -227,6 +244,7 @@ class SQLiteDatabase:
         One statement of a thousand rows binds and steps at less than half the cost a row of
         `executemany` of one-row INSERTs (measured: 0.65 µs against 1.4 µs a price event).
         """
+        self._writes += 1
         insert = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
         one = f"({', '.join('?' for _ in columns)})"
         chain = itertools.chain.from_iterable
@@ -242,6 +260,7 @@ class SQLiteDatabase:
             start = end
 
     async def executescript(self, script: str) -> None:
+        self._writes += 1
         self._conn.executescript(script)
 
     @contextlib.asynccontextmanager
@@ -273,6 +292,7 @@ class SQLiteDatabase:
                 self._conn.execute("COMMIT")
             finally:
                 self._owner, self._depth = None, 0
+                self._writes += 1
 
     async def close(self) -> None:
         if self._threads is not None:
@@ -455,6 +475,10 @@ class PostgresDatabase:
                 )
             except _PG_UNREACHABLE as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+
+    def changes(self) -> None:
+        """None: PostgreSQL has no marker of committed writes short of a round trip."""
+        return None
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:

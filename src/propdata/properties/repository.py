@@ -240,7 +240,9 @@ class PropertyRepository:
         )
         return [TaxRow._make(row) for row in rows]
 
-    async def detail(self, property_id: str) -> tuple[PropertyRow, list[EventRow], list[TaxRow]] | None:
+    async def detail(
+        self, property_id: str
+    ) -> tuple[PropertyRow, list[EventRow], list[TaxRow]] | None:
         """The record and both its histories in one statement (one round trip at scale-out);
         None when there is no such property."""
         row = await self.db.fetch_one(_DETAIL[self.db.dialect], (property_id,) * 3)
