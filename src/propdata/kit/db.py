@@ -327,6 +327,14 @@ BULK_TIMEOUT = 3_600.0
 """Bulk writes (loads, copies) may take long; reads keep the pool's 60 s command timeout."""
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """A connection goes back to the pool without asyncpg's reset query (`RESET ALL`, `CLOSE
+    ALL`, `UNLISTEN *`, advisory unlocks): one more round trip per pooled query, for session
+    state we never make. Our SQL sets no session variables, opens no cursors outside a
+    transaction, listens to nothing and takes only transaction-scoped advisory locks; an open
+    transaction is still rolled back by the pool before this runs."""
+
+
 def _numbered(sql: str) -> str:
     """`?` placeholders to PostgreSQL's `$1, $2, ...` (our SQL has no `?` inside strings)."""
     parts = sql.split("?")
@@ -370,7 +378,7 @@ class PostgresDatabase:
             try:
                 pool = await asyncpg.create_pool(
                     self.url, min_size=self._min, max_size=self._max, timeout=5,
-                    command_timeout=60, statement_cache_size=512,
+                    command_timeout=60, statement_cache_size=512, reset=_keep_session,
                 )  # fmt: skip
             except _PG_UNREACHABLE as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
