@@ -95,6 +95,8 @@ LOCK_WAIT = 30.0
 BUSY_TIMEOUT_MS = 50
 """SQLite's own (blocking) busy wait for a statement, once a connection is open: a backstop
 for the rare busy read; waits for a write lock happen on the event loop (`when_unlocked`)."""
+SPIN = 0.001
+"""Seconds `when_unlocked` tries again after each turn of the event loop before it sleeps."""
 OFFLOAD_THREADS = 2
 """Threads per SQLite store for the queries that may take long (`fetch_all(slow=True)`)."""
 
@@ -111,11 +113,14 @@ async def when_unlocked(attempt: Callable[[], T], what: str, wait: float = LOCK_
 
     Between tries the event loop goes on serving other requests: a write lock another
     process holds (a load, a backup, another worker's admission) stalls only the requests
-    that need it, never the whole worker, as SQLite's own busy wait would. After `wait`
-    seconds, StoreBusy (a 503).
+    that need it, never the whole worker, as SQLite's own busy wait would. For the first
+    `SPIN` seconds a try follows each turn of the event loop (another worker's admission
+    holds the lock for tens of microseconds, less than any timer), then after growing
+    sleeps. After `wait` seconds, StoreBusy (a 503).
     """
     delay = 0.0002
     deadline: float | None = None
+    spin_until: float | None = None
     while True:
         try:
             return attempt()
@@ -126,6 +131,10 @@ async def when_unlocked(attempt: Callable[[], T], what: str, wait: float = LOCK_
             deadline = deadline or now + wait
             if now >= deadline:
                 raise StoreBusy(f"{what}: the write lock stayed taken for {wait:g} s") from exc
+            spin_until = spin_until or now + SPIN
+        if now < spin_until:
+            await asyncio.sleep(0)
+            continue
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.01)
 
