@@ -85,7 +85,7 @@ def main() -> None:
         for _ in range(600):
             try:
                 health = httpx.get(base + "/health", timeout=2).json()
-                if health["checks"].get("searchIndex", "ready") == "ready":
+                if health["checks"].get("searchIndex", "ok") in ("ok", "off"):
                     break
             except (httpx.TransportError, ValueError, KeyError):
                 pass

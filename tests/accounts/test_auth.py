@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Any
 
 import pytest
+from litestar import Litestar
+from litestar.testing import AsyncTestClient
 
+from propdata.accounts.repository import AccountRepository
+from propdata.accounts.schemas import Account
 from propdata.accounts.service import CustomLimits, KeyCommandError, KeyService, keys_of
+from propdata.app import create_app
 from propdata.kit import crypto
 from propdata.kit.db import SQLiteDatabase
-from tests.conftest import Store
+from tests.conftest import Store, settings_for
 
 
 @pytest.mark.parametrize(
@@ -111,3 +117,53 @@ def test_checksum_catches_a_typo() -> None:
     typo = secret[:12] + ("a" if secret[12] != "a" else "b") + secret[13:]
     assert crypto.well_formed(secret) and not crypto.well_formed(typo)
     assert len({crypto.new_key() for _ in range(1000)}) == 1000
+
+
+@pytest.mark.parametrize("change", ["plan", "limits", "revoke", "account", "own process"])
+async def test_every_key_change_holds_on_the_key_next_request(store: Store, change: str) -> None:
+    """Verified keys are kept in each process: a change made by another process (a key
+    command, another worker or host) or by this one must still hold on the next request."""
+    app = create_app(settings_for(store, cache_ttl=0))
+    async with AsyncTestClient(app=app) as client:
+        await _change_and_ask(client, app, store, change)
+
+
+async def _change_and_ask(client: Any, app: Litestar, store: Store, change: str) -> None:
+    account_id = "acct_" + secrets.token_hex(8)
+    async with keys_of(store.url) as keys:
+        if change == "account":
+            await AccountRepository(keys.db).insert(Account(
+                id=account_id, email=f"{account_id}@example.com", password_hash="-",
+                status="active", is_admin=False, email_verified_at=None,
+                created_at="2026-11-21T00:00:00Z",
+            ))  # fmt: skip
+        _, secret = await keys.create(
+            "enterprise" if change == "limits" else "free", None, CustomLimits(),
+            account_id=account_id if change == "account" else None,
+        )  # fmt: skip
+    headers = {"Authorization": f"Bearer {secret}"}
+    for _ in range(2):  # the second answer comes from the kept key
+        first = await client.get("/v1/properties/t-000", headers=headers)
+        assert first.status_code == 200
+    if change == "own process":
+        if store.backend != "embedded":
+            return  # the app runs on the test client's own loop, which PostgreSQL's pool minds
+        services = app.state.services
+        await services.keys.set_plan(secret, "developer", CustomLimits())
+    else:
+        async with keys_of(store.url) as keys:
+            if change == "plan":
+                await keys.set_plan(secret, "developer", CustomLimits())
+            elif change == "limits":
+                await keys.set_plan(secret, "enterprise", CustomLimits(per_minute=7))
+            elif change == "revoke":
+                await keys.revoke(secret)
+            else:
+                await AccountRepository(keys.db).set_status(account_id, "disabled")
+    response = await client.get("/v1/properties/t-000", headers=headers)
+    if change in ("revoke", "account"):
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "revoked_api_key"
+    else:
+        assert response.status_code == 200
+        assert response.headers["x-ratelimit-limit"] == ("7" if change == "limits" else "100")

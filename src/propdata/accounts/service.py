@@ -36,10 +36,19 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+VERIFIED_KEPT = 10_000
+"""Verified keys a process keeps (all are dropped when the count is reached)."""
+
+
 class KeyService:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.repo = KeyRepository(db)
+        self._verified: dict[str, ApiKey] = {}
+        """Active keys as last read, by their token, while the store's `changes()` marker
+        stays `_as_of`: any committed write to the accounts store (a plan, limits, a
+        revocation, an account disabled, by any process) moves it and drops them all."""
+        self._as_of: object | None = None
 
     async def authenticate(self, authorization: str | None) -> ApiKey:
         """Verify an Authorization header; raise the contract's 401 for each failure."""
@@ -49,6 +58,15 @@ class KeyService:
         if scheme.lower() != "bearer" or not token.strip():
             raise MissingApiKey()
         token = token.strip()
+        marker = self.db.changes()
+        if marker is not None:
+            if marker != self._as_of:
+                self._verified.clear()
+                self._as_of = marker
+            else:
+                kept = self._verified.get(token)
+                if kept is not None:
+                    return kept
         if not crypto.well_formed(token):
             raise InvalidApiKey()
         key = await self.repo.by_hash(crypto.key_hash(token))
@@ -56,6 +74,10 @@ class KeyService:
             raise InvalidApiKey()
         if key.status == "revoked":
             raise RevokedApiKey()
+        if marker is not None:
+            if len(self._verified) >= VERIFIED_KEPT:
+                self._verified.clear()
+            self._verified[token] = key
         return key
 
     async def create(

@@ -322,22 +322,17 @@ class PropertyService:
         return await self.repo.cache_namespace()
 
     async def detail(self, property_id: str) -> PropertyDetail:
-        row = await self.repo.get(property_id)
-        if row is None:
+        found = await self.repo.detail(property_id)
+        if found is None:
             raise NotFound(f"No property with id '{property_id}'.")
-        return _detail(
-            row,
-            await self.repo.price_history(property_id),
-            await self.repo.tax_history(property_id),
-        )
+        return _detail(*found)
 
     async def history(self, property_id: str) -> PropertyHistory:
-        if not await self.repo.exists(property_id):
+        found = await self.repo.histories(property_id)
+        if found is None:
             raise NotFound(f"No property with id '{property_id}'.")
         return PropertyHistory(
-            id=property_id,
-            price_history=_events(await self.repo.price_history(property_id)),
-            tax_history=_taxes(await self.repo.tax_history(property_id)),
+            id=property_id, price_history=_events(found[0]), tax_history=_taxes(found[1])
         )
 
     async def lookup(

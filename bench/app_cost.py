@@ -1,0 +1,115 @@
+"""CPU time of the application alone per get-by-id request: no server, no network, no wrk.
+
+    .venv/bin/python bench/app_cost.py --store bench/.data/sqlite-p200000-s7-2026-11-21 \
+        --requests bench/.data/requests [--rounds 5] [--per-round 3000] [--stub limiter,read]
+    PROPDATA_DATABASE_URL='postgresql://...?search_path=...' PROPDATA_REDIS_URL=redis://... \
+        .venv/bin/python bench/app_cost.py --store ... --requests ...   # scale-out
+
+The ASGI app of `propdata serve` (HeadAsGet around create_app, cache off) is started in this
+process and called directly with the by-id paths of `bench/run.py`'s request list, one after
+another; each round's process CPU time is divided by its requests. What the server and the
+kernel add (uvicorn, httptools, socket writes) is left out, and so is other jobs' noise in
+the ratio of a make bench run, so a change to the application shows up plainly. `--stub`
+replaces the limiter's admission (`limiter`) or the property read (`read`) by a constant
+answer, to measure what each costs inside a request. Run it for two trees, interleaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+
+async def run(args: argparse.Namespace) -> list[float]:
+    from propdata.accounts.service import CustomLimits, keys_of
+    from propdata.app import HeadAsGet, create_app
+    from propdata.config import load_settings
+
+    settings = load_settings()
+    async with keys_of(settings.database_url) as keys:
+        _, secret = await keys.create("enterprise", "app-cost", CustomLimits(per_minute=10**9))
+    litestar = create_app(settings)
+    app = HeadAsGet(litestar)
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    started = asyncio.Event()
+
+    async def lifespan_send(message: dict[str, Any]) -> None:
+        if message["type"] == "lifespan.startup.complete":
+            started.set()
+
+    await inbox.put({"type": "lifespan.startup"})
+    life = asyncio.create_task(
+        app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, inbox.get, lifespan_send)
+    )
+    await started.wait()
+    paths = (Path(args.requests) / "ids.txt").read_text().split()
+    services = litestar.state.services
+    stubs = set(filter(None, args.stub.split(",")))
+    if "limiter" in stubs:
+        decision = await services.limiter.admit("app-cost-stub", 10**9, None, 20)
+
+        async def admit(*_: Any, **__: Any) -> Any:
+            return decision
+
+        services.limiter.admit = admit
+    if "read" in stubs:
+        one = await services.properties.detail(paths[0].rsplit("/", 1)[1])
+
+        async def detail(_: str) -> Any:
+            return one
+
+        services.properties.detail = detail
+    auth = ("Bearer " + secret).encode()
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    def scope(path: str) -> dict[str, Any]:
+        return {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"},
+                "http_version": "1.1", "server": ("127.0.0.1", 8000),
+                "client": ("127.0.0.1", 50000), "scheme": "http", "method": "GET",
+                "root_path": "", "path": path, "raw_path": path.encode(), "query_string": b"",
+                "headers": [(b"host", b"127.0.0.1:8000"), (b"authorization", auth)],
+                "state": {}}  # fmt: skip
+
+    rounds: list[float] = []
+    n = args.per_round
+    for r in range(args.rounds):
+        start = time.process_time()
+        for i in range(n):
+            sent.clear()
+            await app(scope(paths[(r * n + i) % len(paths)]), receive, send)
+        rounds.append((time.process_time() - start) / n * 1e6)
+        assert sent[0]["status"] == 200, sent[0]
+    await inbox.put({"type": "lifespan.shutdown"})
+    await life
+    return rounds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", required=True, help="the folder bench/run.py built")
+    parser.add_argument("--requests", required=True, help="the folder of request lists")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--per-round", type=int, default=3000)
+    parser.add_argument("--stub", default="", help="limiter,read: replaced by a constant")
+    args = parser.parse_args()
+    os.environ.setdefault("PROPDATA_DATABASE_URL", str(Path(args.store) / "propdata.db"))
+    os.environ.update({"PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR",
+                       "PROPDATA_AS_OF": "2026-11-21"})  # fmt: skip
+    rounds = asyncio.run(run(args))
+    print(f"app CPU µs per by-id request: median {statistics.median(rounds):.0f}"
+          f" (rounds: {', '.join(f'{x:.0f}' for x in rounds)})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
