@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import msgspec
+
 from propdata.kit.db import Database, Row
 from propdata.kit.geodesy import around
 from propdata.properties.schemas import (
@@ -68,7 +70,7 @@ class PropertyRow(NamedTuple):
 
 
 class EventRow(NamedTuple):
-    """One row of `price_events` (seq 0 is the newest event)."""
+    """One price event of a property (seq 0 is the newest), as `price_history` gives it."""
 
     property_id: str
     seq: int
@@ -79,7 +81,7 @@ class EventRow(NamedTuple):
 
 
 class TaxRow(NamedTuple):
-    """One row of `tax_records`."""
+    """One tax record of a property, as `tax_history` gives it."""
 
     property_id: str
     year: int
@@ -87,17 +89,38 @@ class TaxRow(NamedTuple):
     assessed_value: int | None
 
 
-def event_rows(property_id: str, history: Sequence[PriceEvent]) -> list[tuple[Any, ...]]:
-    """The `price_events` rows of a history (newest first), in EventRow's field order.
+HISTORY_COLUMNS = ("property_id", "price_history", "tax_history")
+"""The columns of `property_histories`: one row per property holding both its histories."""
 
-    Plain tuples: a load writes ten million of them.
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+def pack_histories(
+    property_id: str, history: Sequence[PriceEvent], taxes: Sequence[TaxRecord]
+) -> tuple[str, str, str]:
+    """The `property_histories` row of a property (HISTORY_COLUMNS' order): its price events
+    newest first as [date, event, price, source] arrays, its tax records newest year first
+    as [year, taxPaid, assessedValue], both JSON text (the order the API answers in).
+
+    Plain tuples and lists: a load packs a million of them.
     """
-    return [(property_id, seq, e.date, e.event, e.price, e.source) for seq, e in enumerate(history)]
+    events = _encode([(e.date, e.event, e.price, e.source) for e in history]).decode()
+    if not taxes:
+        return property_id, events, "[]"
+    ordered = sorted(taxes, key=_year, reverse=True)
+    paid = _encode([(t.year, t.tax_paid, t.assessed_value) for t in ordered]).decode()
+    return property_id, events, paid
 
 
-def tax_rows(property_id: str, taxes: Sequence[TaxRecord]) -> list[tuple[Any, ...]]:
-    """The `tax_records` rows of a tax history, in TaxRow's field order (plain tuples)."""
-    return [(property_id, t.year, t.tax_paid, t.assessed_value) for t in taxes]
+def _year(t: TaxRecord) -> int:
+    return t.year
+
+
+def unpack_events(text: str | bytes) -> list[list[Any]]:
+    """A stored price history as [date, event, price, source] lists, newest first."""
+    events: list[list[Any]] = _decode(text)
+    return events
 
 
 class SearchRow(NamedTuple):
@@ -222,21 +245,24 @@ class PropertyRepository:
 
     async def price_history(self, property_id: str) -> list[EventRow]:
         """Newest first."""
-        rows = await self.db.fetch_all(
-            f"SELECT {', '.join(EventRow._fields)} FROM price_events WHERE property_id = ?"
-            " ORDER BY seq",
-            (property_id,),
+        row = await self.db.fetch_one(
+            "SELECT price_history FROM property_histories WHERE property_id = ?", (property_id,)
         )
-        return [EventRow._make(row) for row in rows]
+        if row is None:
+            return []
+        return [
+            EventRow(property_id, seq, date, event, price, source)
+            for seq, (date, event, price, source) in enumerate(unpack_events(row[0]))
+        ]
 
     async def tax_history(self, property_id: str) -> list[TaxRow]:
         """Newest year first."""
-        rows = await self.db.fetch_all(
-            f"SELECT {', '.join(TaxRow._fields)} FROM tax_records WHERE property_id = ?"
-            " ORDER BY year DESC",
-            (property_id,),
+        row = await self.db.fetch_one(
+            "SELECT tax_history FROM property_histories WHERE property_id = ?", (property_id,)
         )
-        return [TaxRow._make(row) for row in rows]
+        if row is None:
+            return []
+        return [TaxRow(property_id, *tax) for tax in _decode(row[0])]
 
     async def exists(self, property_id: str) -> bool:
         row = await self.db.fetch_one("SELECT 1 FROM properties WHERE id = ?", (property_id,))
@@ -364,26 +390,23 @@ class PropertyRepository:
     async def write(
         self,
         rows: Sequence[PropertyRow],
-        events: Sequence[Sequence[Any]],
-        taxes: Sequence[Sequence[Any]],
+        histories: Sequence[Sequence[Any]],
         replaced: Sequence[str],
     ) -> None:
-        """Upsert property rows and replace their histories (`event_rows`, `tax_rows`);
-        call inside a transaction."""
+        """Upsert property rows and replace their histories (`pack_histories`, one row per
+        property); `replaced` are the ids of `rows` already stored (updates), the rest are
+        new. Call inside a transaction."""
         if replaced:
             marks = ", ".join("?" for _ in replaced)
             await self.db.execute(
-                f"DELETE FROM price_events WHERE property_id IN ({marks})", replaced
-            )
-            await self.db.execute(
-                f"DELETE FROM tax_records WHERE property_id IN ({marks})", replaced
+                f"DELETE FROM property_histories WHERE property_id IN ({marks})", replaced
             )
         replacing = set(replaced)
-        fresh = [row for row in rows if row.id not in replacing]
+        fresh = [row for row in rows if row.id not in replacing] if replacing else rows
         await self.db.copy_into("properties", COLUMNS, fresh)  # new ids: bulk path
-        await self.db.executemany(_INSERT, [row for row in rows if row.id in replacing])
-        await self.db.copy_into("price_events", EventRow._fields, events)
-        await self.db.copy_into("tax_records", TaxRow._fields, taxes)
+        if replacing:
+            await self.db.executemany(_INSERT, [row for row in rows if row.id in replacing])
+        await self.db.copy_into("property_histories", HISTORY_COLUMNS, histories)
 
     async def defer_indexes(self) -> list[str]:
         """Drop the secondary indexes of the property tables for a bulk load; return the
@@ -398,7 +421,7 @@ class PropertyRepository:
         if self.db.dialect != "sqlite":
             return []
         made: list[tuple[int, str, str]] = []
-        for table in ("properties", "price_events", "tax_records"):
+        for table in ("properties", "property_histories"):
             for _, name, unique, origin, *_ in await self.db.fetch_all(
                 f"PRAGMA index_list({table})"
             ):
@@ -446,8 +469,9 @@ class PropertyRepository:
     async def delete_origin(self, origin: str) -> int:
         """Remove every record of one origin (a rebuild of the demo or synthetic set)."""
         sub = "SELECT id FROM properties WHERE origin = ?"
-        await self.db.execute(f"DELETE FROM price_events WHERE property_id IN ({sub})", (origin,))
-        await self.db.execute(f"DELETE FROM tax_records WHERE property_id IN ({sub})", (origin,))
+        await self.db.execute(
+            f"DELETE FROM property_histories WHERE property_id IN ({sub})", (origin,)
+        )
         return await self.db.execute("DELETE FROM properties WHERE origin = ?", (origin,))
 
     async def optimize(self) -> None:
