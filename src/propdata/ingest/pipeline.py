@@ -126,7 +126,8 @@ def demo_sources(properties: int, seed: int, as_of: dt.date) -> list[Source]:
 def synthetic_source(properties: int, seed: int, as_of: dt.date) -> Source:
     """`properties` synthetic records replacing the stored synthetic set."""
     return Source(
-        "synthetic national set", "synthetic", synthetic.generate(properties, seed, as_of),
+        "synthetic national set", "synthetic",
+        synthetic.generate_apart(properties, seed, as_of),
         properties, replace=True,
     )  # fmt: skip
 
