@@ -267,17 +267,34 @@ async def rebuild_valuations(
     the number written after each batch (so 2 x properties in all, again from zero when a
     pass is repeated).
     """
-    chosen = params or avm.Params()
-
-    async def compute() -> tuple[Stock, Valued, Valued]:
-        stock = await read_stock(db, as_of, progress)
-        return (stock, *_value_both(stock, as_of, chosen))
-
-    async def write(valued: tuple[Stock, Valued, Valued]) -> RebuildSummary:
-        return await _write(db, *valued, progress)
-
     versions = PropertyRepository(db)
-    return await optimistic(db, versions.data_version, compute, write, ATTEMPTS)
+    return await optimistic(
+        db, versions.data_version, lambda: compute(db, as_of, progress, params),
+        lambda valued: write(db, valued, progress), ATTEMPTS,
+    )  # fmt: skip
+
+
+Valuations = tuple[Stock, Valued, Valued]
+"""What a rebuild computed: the stock, its value estimates and its rent estimates."""
+
+
+async def compute(
+    db: Database,
+    as_of: dt.date,
+    progress: Callable[[int], None] | None = None,
+    params: avm.Params | None = None,
+) -> Valuations:
+    """Read the stock and fit both models (no lock, nothing written): one half of
+    `rebuild_valuations`, for a caller that runs it beside other work (ingest.pipeline)."""
+    stock = await read_stock(db, as_of, progress)
+    return (stock, *_value_both(stock, as_of, params or avm.Params()))
+
+
+async def write(
+    db: Database, valued: Valuations, progress: Callable[[int], None] | None = None
+) -> RebuildSummary:
+    """Store what `compute` found and bump the data version; inside a transaction."""
+    return await _write(db, *valued, progress)
 
 
 def _value_both(stock: Stock, as_of: dt.date, params: avm.Params) -> tuple[Valued, Valued]:
