@@ -4,8 +4,10 @@
 
 A build runs `ingest.pipeline` exactly as `propdata data generate` does (the synthetic
 records loaded, then the value and rent estimates, then the market statistics) and times
-each phase. Generating the records is not importing them, so the time spent inside the
-generator is measured and taken out of the import figure; both are recorded. The figures of
+each phase. Generating the records is not importing them, so the time spent waiting for the
+generator is measured and taken out of the import figure; both are recorded. (Since issue 13
+the generator runs in a child process beside the load, `synthetic.generate_apart`: what is
+taken out is the load's wait for it and the decoding of its chunks.) The figures of
 the build that made a store are kept in its manifest and reported again when it is reused.
 """
 

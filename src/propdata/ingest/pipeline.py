@@ -171,9 +171,11 @@ async def _side_by_side(
             raise
         seconds["estimates"] = time.perf_counter() - start
         rows = await child.rows()
+        seconds["markets"] = child.seconds  # its own wall time, from its start to its rows
         if rows is None:  # the child failed: compute them here
+            here = time.perf_counter()
             rows = await market_builder.compute(db, as_of, markets)
-        seconds["markets"] = time.perf_counter() - start
+            seconds["markets"] = time.perf_counter() - here
         return valued, rows
 
     async def write(both: tuple[valuation.Valuations, MarketRows]) -> None:
@@ -182,8 +184,8 @@ async def _side_by_side(
         outcome.markets = await market_builder.write(db, rows)
 
     await optimistic(db, PropertyRepository(db).data_version, compute, write, ATTEMPTS)
-    # Each phase's own time; together they took the wall time of the longer one.
-    outcome.seconds["estimates"] = seconds.get("estimates", 0.0)
+    # Each one's own time (they overlap): the estimates' computing, then writing both.
+    outcome.seconds["estimates"] = time.perf_counter() - start
     outcome.seconds["markets"] = seconds.get("markets", 0.0)
 
 
@@ -198,9 +200,12 @@ class _MarketsApart:
             target=market_builder.compute_in_child, args=(sender, store, as_of), name="propdata-markets",
             daemon=True,
         )  # fmt: skip
+        self._started = time.perf_counter()
         self._child.start()
         sender.close()
         self._progress = progress
+        self.seconds = 0.0
+        """Wall seconds from the child's start to its rows."""
 
     async def rows(self) -> MarketRows | None:
         """The child's rows; None when it failed (logged)."""
@@ -224,6 +229,7 @@ class _MarketsApart:
                 if self._progress is not None:
                     self._progress(value)
             elif kind == "rows":
+                self.seconds = time.perf_counter() - self._started
                 rows: MarketRows = value
                 return rows
             else:
