@@ -8,7 +8,6 @@ halfway leaves the earlier data whole.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import hashlib
 import math
@@ -346,17 +345,12 @@ async def load(
         # (rejected before any lookup), so no record of this load can be stored already.
         lookup = held > 0
         deferred: list[str] | None = None
-        writes = _Writes(repo)
-        try:
-            for batch in _batches(items):
-                await _load_batch(repo, batch, origin, as_of, report, lookup, writes)
-                if deferred is None and report.loaded >= max(BULK_ROWS, held):
-                    await writes.settled()
-                    deferred = await repo.defer_indexes()
-                if progress is not None:
-                    progress(len(batch))
-        finally:
-            await writes.settled()  # its error, if any, ends the load (and its transaction)
+        for batch in _batches(items):
+            await _load_batch(repo, batch, origin, as_of, report, lookup)
+            if deferred is None and report.loaded >= max(BULK_ROWS, held):
+                deferred = await repo.defer_indexes()
+            if progress is not None:
+                progress(len(batch))
         if deferred:
             await repo.restore_indexes(deferred)
         if report.changed:  # a load that only deletes changes answers too
@@ -382,36 +376,6 @@ def _batches(items: Iterable[Item]) -> Iterator[list[Item]]:
         yield batch
 
 
-class _Writes:
-    """A load's batch writes, one at a time and in order.
-
-    PostgreSQL: a batch's COPY runs on the server while the next batch is checked and
-    built here (a task; the transaction's connection goes with it). The server maintains
-    the properties' indexes during a COPY, which was most of a load's time there. SQLite
-    writes in this thread, at once, as before. `settled` waits for the write under way
-    (and raises its error): before any other statement of the load.
-    """
-
-    def __init__(self, repo: PropertyRepository) -> None:
-        self.repo = repo
-        self.overlap = repo.db.dialect == "postgresql"
-        self._pending: asyncio.Task[None] | None = None
-
-    async def write(
-        self, rows: list[PropertyRow], histories: list[tuple[str, str, str]], replaced: list[str]
-    ) -> None:
-        await self.settled()
-        if self.overlap:
-            self._pending = asyncio.ensure_future(self.repo.write(rows, histories, replaced))
-        else:
-            await self.repo.write(rows, histories, replaced)
-
-    async def settled(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            await pending
-
-
 async def _load_batch(
     repo: PropertyRepository,
     batch: list[Item],
@@ -419,7 +383,6 @@ async def _load_batch(
     as_of: dt.date,
     report: LoadReport,
     lookup: bool = True,
-    writes: _Writes | None = None,
 ) -> None:
     valid: dict[str, tuple[int, PropertyDetail]] = {}
     lines = report.lines
@@ -438,8 +401,6 @@ async def _load_batch(
         else:
             lines[item.id] = line  # across the whole load, not one batch
             valid[item.id] = (line, item)
-    if lookup and writes is not None:
-        await writes.settled()  # the stored records include the previous batch's
     stored = await repo.stored(list(valid)) if lookup else {}
     rows: list[PropertyRow] = []
     histories: list[tuple[str, str, str]] = []
@@ -461,13 +422,9 @@ async def _load_batch(
             report.inserted += 1
         rows.append(to_row(record, origin if old is None else old.origin, digest, as_of))
         histories.append(pack_histories(record_id, record.price_history, record.tax_history))
-    # The one place a load writes a batch (`PropertyRepository.write`, through `_Writes`):
-    # `rows` are inserted, or updated where their id is in `replaced` (already stored),
-    # with their histories.
-    if writes is None:
-        await repo.write(rows, histories, replaced)
-    else:
-        await writes.write(rows, histories, replaced)
+    # The one place a load writes a batch: `rows` are inserted, or updated where their id
+    # is in `replaced` (already stored), with their histories.
+    await repo.write(rows, histories, replaced)
 
 
 async def _update_reason(
