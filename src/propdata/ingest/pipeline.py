@@ -169,7 +169,6 @@ async def _side_by_side(
         except BaseException:
             child.stop()
             raise
-        seconds["estimates"] = time.perf_counter() - start
         rows = await child.rows()
         seconds["markets"] = child.seconds  # its own wall time, from its start to its rows
         if rows is None:  # the child failed: compute them here
