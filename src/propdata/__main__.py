@@ -1,3 +1,4 @@
 from propdata.cli import main
 
-main()
+if __name__ == "__main__":  # not when a child process (ingest.synthetic) imports it
+    main()

@@ -30,8 +30,7 @@ from tests.conftest import Store, drop_store, new_store, open_db
 from tests.factories import event as make_event
 
 AS_OF = dt.date(2026, 11, 21)
-DATA_TABLES = (("properties", ("id",)), ("price_events", ("property_id", "seq")),
-               ("tax_records", ("property_id", "year")))  # fmt: skip
+DATA_TABLES = (("properties", ("id",)), ("property_histories", ("property_id",)))
 
 
 def synthetic_items(n: int, seed: int = 3, prefix: str = "") -> list[Item]:
@@ -98,7 +97,7 @@ async def test_the_bulk_path_stores_the_same_tables(
     assert plain["properties"][0] == 2_500
     if backend == "embedded":
         assert plain["integrity"] == [("ok",)]
-        assert any(name == "ix_events_kind" for name, _, _ in plain["indexes"])
+        assert any(name == "ix_prop_zip" for name, _, _ in plain["indexes"])
 
 
 async def index_sql(db: Database) -> list[tuple[Any, ...]]:
@@ -106,7 +105,7 @@ async def index_sql(db: Database) -> list[tuple[Any, ...]]:
     SQLite's planner)."""
     return await db.fetch_all(
         "SELECT name, sql FROM sqlite_master WHERE type = 'index'"
-        " AND tbl_name IN ('properties', 'price_events', 'tax_records') ORDER BY rowid"
+        " AND tbl_name IN ('properties', 'property_histories') ORDER BY rowid"
     )
 
 

@@ -20,7 +20,7 @@ from propdata.ingest.loader import LoadReport, load
 from propdata.ingest.readers import API_COLUMNS, read_file, write_rejects
 from propdata.kit.db import SQLiteDatabase
 from propdata.migrations.schema import migrate
-from propdata.properties.repository import COLUMNS
+from propdata.properties.repository import COLUMNS, PropertyRepository
 from propdata.properties.schemas import (
     Address,
     Coordinates,
@@ -33,7 +33,7 @@ from propdata.properties.schemas import (
 )
 
 AS_OF = dt.date(2024, 6, 1)
-TABLES = ("properties", "price_events", "tax_records", "meta")
+TABLES = ("properties", "property_histories", "meta")
 
 
 @pytest.fixture
@@ -59,15 +59,9 @@ async def export(db: SQLiteDatabase, record_id: str) -> PropertyDetail:
     )
     assert row is not None
     r = dict(zip(COLUMNS, row, strict=True))
-    events = await db.fetch_all(
-        "SELECT date, event, price, source FROM price_events WHERE property_id = ? ORDER BY seq",
-        (record_id,),
-    )
-    taxes = await db.fetch_all(
-        "SELECT year, tax_paid, assessed_value FROM tax_records WHERE property_id = ?"
-        " ORDER BY year DESC",
-        (record_id,),
-    )
+    repo = PropertyRepository(db)
+    events = [(e.date, e.event, e.price, e.source) for e in await repo.price_history(record_id)]
+    taxes = [(t.year, t.tax_paid, t.assessed_value) for t in await repo.tax_history(record_id)]
 
     def estimate(prefix: str) -> Estimate | None:
         if r[f"{prefix}_value"] is None:

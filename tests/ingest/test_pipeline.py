@@ -9,9 +9,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
+import pytest
 from typer.testing import CliRunner
 
 from propdata.cli import app as cli
@@ -20,6 +22,7 @@ from propdata.ingest.loader import load
 from propdata.kit.db import connect
 from propdata.migrations.schema import migrate
 from propdata.properties.repository import PropertyRepository
+from tests.conftest import drop_store, new_store, open_db
 from tests.factories import AS_OF
 from tests.live import run_apart, running_server
 
@@ -135,3 +138,51 @@ def test_a_load_killed_halfway_leaves_the_old_data_whole(tmp_path: Path) -> None
     status = CliRunner().invoke(cli, ["data", "status"], env=_env(path))
     assert status.exit_code == 0, status.stdout
     assert "properties: 500" in status.stdout and "rebuild: done" in status.stdout
+
+
+async def _rebuilt_tables(backend: str, folder: Path, apart: bool) -> Any:
+    """Estimates, comparables and market statistics after a rebuild of the same records."""
+    with pytest.MonkeyPatch.context() as mp:
+        return await _rebuild_with(backend, folder, apart, mp)
+
+
+async def _rebuild_with(backend: str, folder: Path, apart: bool, mp: pytest.MonkeyPatch) -> Any:
+    mp.setattr(pipeline, "APART_FROM", 1 if apart else 10**9)
+    if apart:  # the statistics must come from the child (a spawned process: not patched)
+
+        async def not_here(*args: Any) -> Any:
+            raise AssertionError("computed in the parent")
+
+        mp.setattr(pipeline.market_builder, "compute", not_here)
+    store = await new_store(backend, folder)
+    db = await open_db(store)
+    try:
+        await load(db, synthetic.generate(600, 4, AS_OF), origin="synthetic", as_of=AS_OF)
+        before = await PropertyRepository(db).data_version()
+        outcome = await pipeline.rebuild(db, AS_OF)
+        assert await PropertyRepository(db).data_version() == before + 2
+        assert await PropertyRepository(db).rebuild_pending() is None
+        tables = {
+            "estimates": await db.fetch_all(
+                "SELECT id, value_value, value_low, value_high, value_as_of, rent_value,"
+                " rent_as_of FROM properties ORDER BY id"
+            ),
+            "comparables": await db.fetch_all(
+                "SELECT * FROM valuation_comparables ORDER BY property_id"
+            ),
+            "snapshots": await db.fetch_all("SELECT * FROM market_snapshots ORDER BY zip_code"),
+            "history": await db.fetch_all("SELECT * FROM market_history ORDER BY zip_code, month"),
+        }
+        return outcome.estimates, outcome.markets, tables
+    finally:
+        await db.close()
+        await drop_store(store)
+
+
+async def test_estimates_and_statistics_side_by_side_store_the_same(
+    backend: str, tmp_path: Path
+) -> None:
+    apart = await _rebuilt_tables(backend, tmp_path / "apart", True)
+    plain = await _rebuilt_tables(backend, tmp_path / "plain", False)
+    assert apart == plain
+    assert apart[1] and apart[2]["history"]

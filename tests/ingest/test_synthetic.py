@@ -261,3 +261,13 @@ async def test_load_through_the_loader(fresh_db: SQLiteDatabase) -> None:
     assert report.inserted == 5_000
     row = await fresh_db.fetch_one("SELECT COUNT(*), COUNT(DISTINCT zip_code) FROM properties")
     assert row is not None and row[0] == 5_000 and row[1] >= 20
+
+
+def test_generated_apart_the_records_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(synthetic, "APART_FROM", 1)
+    monkeypatch.setattr(synthetic, "CHUNK", 7)
+    apart = list(synthetic.generate_apart(40, 3, AS_OF))
+    assert apart == list(synthetic.generate(40, 3, AS_OF))
+    stopped = synthetic.generate_apart(40, 3, AS_OF)
+    assert next(stopped) == apart[0]
+    stopped.close()  # a consumer that stops early ends the child

@@ -12,6 +12,7 @@ import pytest
 from propdata.ingest.loader import load
 from propdata.ingest.synthetic import generate
 from propdata.kit.db import Database
+from propdata.properties.repository import PropertyRepository
 from propdata.valuation.rebuild import rebuild_valuations
 from propdata.valuation.schemas import Comparable
 from propdata.valuation.service import ValuationService
@@ -102,12 +103,9 @@ async def test_comparables_are_the_stored_ones(valued: tuple[Store, int]) -> Non
             assert 1 <= len(found) <= 5
             assert all(c.address.zip_code == zip_code for c in found)
             assert all(0 < c.similarity <= 1 for c in found)
-            sale = await db.fetch_one(
-                "SELECT count(*) FROM price_events WHERE property_id = ? AND date = ?"
-                " AND event = 'sold' AND price = ?",
-                (found[0].id, found[0].sale_date, found[0].sale_price),
-            )
-            assert sale is not None and sale[0] >= 1  # a real stored sale
+            stored = await PropertyRepository(db).price_history(found[0].id)
+            sale = (found[0].sale_date, "sold", found[0].sale_price)
+            assert sale in [(e.date, e.event, e.price) for e in stored]  # a real stored sale
         assert await ValuationService(db).comparables("bare-1") == []
     finally:
         await db.close()

@@ -14,7 +14,6 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import msgspec
 
@@ -27,8 +26,7 @@ from propdata.properties.repository import (
     PropertyRepository,
     PropertyRow,
     Stored,
-    event_rows,
-    tax_rows,
+    pack_histories,
 )
 from propdata.properties.schemas import PROPERTY_ID, PropertyDetail
 
@@ -405,8 +403,7 @@ async def _load_batch(
             valid[item.id] = (line, item)
     stored = await repo.stored(list(valid)) if lookup else {}
     rows: list[PropertyRow] = []
-    events: list[tuple[Any, ...]] = []
-    taxes: list[tuple[Any, ...]] = []
+    histories: list[tuple[str, str, str]] = []
     replaced: list[str] = []
     for record_id, (line, record) in valid.items():
         digest = content_hash(record)
@@ -424,9 +421,10 @@ async def _load_batch(
         else:
             report.inserted += 1
         rows.append(to_row(record, origin if old is None else old.origin, digest, as_of))
-        events += event_rows(record_id, record.price_history)
-        taxes += tax_rows(record_id, record.tax_history)
-    await repo.write(rows, events, taxes, replaced)
+        histories.append(pack_histories(record_id, record.price_history, record.tax_history))
+    # The one place a load writes a batch: `rows` are inserted, or updated where their id
+    # is in `replaced` (already stored), with their histories.
+    await repo.write(rows, histories, replaced)
 
 
 async def _update_reason(

@@ -12,6 +12,7 @@ docs/markets.md defines every number precisely; the definitions here follow it.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import math
 from array import array
@@ -19,11 +20,12 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from multiprocessing.connection import Connection
 from typing import Any
 
 from propdata.kit import memory
 from propdata.kit.addresses import city_key
-from propdata.kit.db import Database, Row, optimistic
+from propdata.kit.db import Database, Row, connect, optimistic
 from propdata.kit.geography import zip_places
 from propdata.markets.repository import MarketStatsWriter, PlaceCount
 from propdata.properties.repository import PropertyRepository
@@ -70,19 +72,52 @@ async def rebuild(
 
         zips = await rebuild(db, date(2026, 11, 21), progress=bar.advance)
     """
-    stats = MarketStatsWriter(db)
     versions = PropertyRepository(db)
-    calendar = Calendar.of(as_of)
-
-    async def write(rows: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]) -> int:
-        snapshots, history = rows
-        await stats.replace(snapshots, history)
-        await versions.bump_data_version()
-        return len(snapshots)
-
     return await optimistic(
-        db, versions.data_version, lambda: _compute(stats, calendar, progress), write, ATTEMPTS
-    )
+        db, versions.data_version, lambda: compute(db, as_of, progress),
+        lambda rows: write(db, rows), ATTEMPTS,
+    )  # fmt: skip
+
+
+MarketRows = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]
+"""What a rebuild stores: the snapshot rows and the history rows."""
+
+
+async def compute(
+    db: Database, as_of: dt.date, progress: Callable[[int], None] | None = None
+) -> MarketRows:
+    """The rows `rebuild` stores, read from the store as it is (no lock, nothing written):
+    one half of `rebuild`, for a caller that runs it beside other work (ingest.pipeline)."""
+    return await _compute(MarketStatsWriter(db), Calendar.of(as_of), progress)
+
+
+def compute_in_child(sender: Connection, store: str, as_of: dt.date) -> None:
+    """`compute` in a child process (ingest.pipeline runs it beside the estimates): open
+    the store at `store`, send ("progress", n) after each page, then ("rows", rows), or
+    ("error", why) when it fails."""
+
+    async def go() -> MarketRows:
+        db = await connect(store)
+        try:
+            return await compute(db, as_of, lambda n: sender.send(("progress", n)))
+        finally:
+            await db.close()
+
+    try:
+        sender.send(("rows", asyncio.run(go())))
+    except Exception as exc:  # the parent computes them itself
+        sender.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        sender.close()
+
+
+async def write(db: Database, rows: MarketRows) -> int:
+    """Replace the stored statistics with `rows` and bump the data version; inside a
+    transaction (the other half of `rebuild`). Returns the number of ZIP codes."""
+    snapshots, history = rows
+    await MarketStatsWriter(db).replace(snapshots, history)
+    await PropertyRepository(db).bump_data_version()
+    return len(snapshots)
 
 
 # -- the calendar of one rebuild -----------------------------------------------------------

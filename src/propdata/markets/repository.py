@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from propdata.kit.db import Database, Row
+from propdata.properties.repository import unpack_events
 
 
 class SnapshotRow(NamedTuple):
@@ -116,6 +117,12 @@ _IN_LIST = 500
 """ZIP codes per IN (...) list: far below SQLite's and PostgreSQL's parameter limits."""
 
 
+EVENT_COLUMNS = ("property_id", "seq", "date", "event", "price", "source")
+"""What `events_between` can give of an event (seq 0 is a property's newest event)."""
+_USUAL = ("property_id", "date", "event", "price")
+_UNCOUNTED = frozenset({"pendingSale", "rentalRemoved"})
+
+
 class MarketStatsWriter:
     """The statements of `markets.builder.rebuild`: paged reads of the records, one replace.
 
@@ -144,24 +151,37 @@ class MarketStatsWriter:
     async def events_between(
         self, columns: Sequence[str], low_id: str, high_id: str, until: str
     ) -> list[Row]:
-        """`columns` of the events of the properties low_id..high_id, up to `until`, as
-        tuples in that order (ten million a rebuild at a million properties).
+        """`columns` (of EVENT_COLUMNS) of the events of the properties low_id..high_id, up
+        to `until`, as tuples in that order (ten million a rebuild at a million properties).
 
-        Each property's events together and oldest first (seq 0 is the newest event): the
-        primary key index (property_id, seq) read backwards. Only the events that open,
-        reprice or close a listing, or sell: pendingSale and rentalRemoved change no
-        statistic, and never come first in a stored history (every history starts from
-        offMarket), so leaving them out changes no number and saves a quarter of the rows.
+        Each property's events together and oldest first, properties in descending id
+        order: one primary key range read of `property_histories` backwards, each packed
+        history unpacked and walked from its end (it is stored newest first). Only the
+        events that open, reprice or close a listing, or sell: pendingSale and
+        rentalRemoved change no statistic, and never come first in a stored history (every
+        history starts from offMarket), so leaving them out changes no number and saves a
+        quarter of the rows.
         """
-        return await self.db.fetch_all(
-            f"SELECT {', '.join(columns)} FROM price_events"
-            " WHERE property_id >= ? AND property_id <= ? AND date <= ?"
-            # Written as two <> (not IN), so no planner trades the primary key range for
-            # the (event, date) index and a sort.
-            " AND event <> 'pendingSale' AND event <> 'rentalRemoved'"
-            " ORDER BY property_id DESC, seq DESC",
-            (low_id, high_id, until),
+        rows = await self.db.fetch_all(
+            "SELECT property_id, price_history FROM property_histories"
+            " WHERE property_id >= ? AND property_id <= ? ORDER BY property_id DESC",
+            (low_id, high_id),
         )
+        skip = _UNCOUNTED
+        if tuple(columns) == _USUAL:  # the builder's own order: no per-event re-pick
+            return [
+                (pid, date, event, price)
+                for pid, text in rows
+                for date, event, price, _ in reversed(unpack_events(text))
+                if date <= until and event not in skip
+            ]
+        at = [EVENT_COLUMNS.index(c) for c in columns]
+        return [
+            tuple((pid, seq, *e)[i] for i in at)
+            for pid, text in rows
+            for seq, e in reversed(list(enumerate(unpack_events(text))))
+            if e[0] <= until and e[1] not in skip
+        ]
 
     async def place_counts(self, zip_codes: Sequence[str]) -> list[PlaceCount]:
         """How many records of the given ZIP codes name each (city, state)."""

@@ -6,7 +6,10 @@ import hashlib
 import re
 import secrets
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+import msgspec
 
 from propdata.kit.db import Database, StoreUnavailable
 
@@ -62,24 +65,18 @@ TABLES = [
         last_updated TEXT NOT NULL,
         content_hash TEXT NOT NULL
     )""",
+    # A property's two histories, one row per property (docs/architecture.md, "Histories
+    # travel with their property"): a load of a million properties writes a million rows
+    # here, not 17 million event and tax rows, and every reader takes a property's whole
+    # history at once. JSON arrays in the wire's order: price_history [[date, event, price,
+    # source], ...] newest first, tax_history [[year, taxPaid, assessedValue], ...] newest
+    # year first (properties.repository.pack_histories / unpack_events).
     """
-    CREATE TABLE IF NOT EXISTS price_events (
-        property_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        date TEXT NOT NULL,
-        event TEXT NOT NULL,
-        price INTEGER,
-        source TEXT NOT NULL,
-        PRIMARY KEY (property_id, seq)
-    )""",
-    """
-    CREATE TABLE IF NOT EXISTS tax_records (
-        property_id TEXT NOT NULL,
-        year INTEGER NOT NULL,
-        tax_paid INTEGER,
-        assessed_value INTEGER,
-        PRIMARY KEY (property_id, year)
-    )""",
+    CREATE TABLE IF NOT EXISTS property_histories (
+        property_id TEXT PRIMARY KEY,
+        price_history TEXT NOT NULL,
+        tax_history TEXT NOT NULL
+    ) WITHOUT ROWID""",
     """
     CREATE TABLE IF NOT EXISTS market_snapshots (
         zip_code TEXT PRIMARY KEY,
@@ -221,7 +218,6 @@ INDEXES = [
     "CREATE INDEX IF NOT EXISTS ix_prop_year ON properties (year_built)",
     "CREATE INDEX IF NOT EXISTS ix_prop_origin ON properties (origin)",
     "CREATE INDEX IF NOT EXISTS ix_prop_street ON properties (street_key, city_key, state)",
-    "CREATE INDEX IF NOT EXISTS ix_events_kind ON price_events (event, date)",
     "CREATE INDEX IF NOT EXISTS ix_market_place ON market_snapshots (state, city_key)",
 ]
 
@@ -355,6 +351,7 @@ def ddl(statement: str, dialect: str) -> str:
     if dialect != "postgresql":
         return statement
     statement = statement.replace("id TEXT PRIMARY KEY", 'id TEXT COLLATE "C" PRIMARY KEY')
+    statement = statement.replace(" WITHOUT ROWID", "")  # SQLite's clustered table
     return re.sub(r"\bREAL\b", "DOUBLE PRECISION", re.sub(r"\bINTEGER\b", "BIGINT", statement))
 
 
@@ -375,7 +372,66 @@ async def migrate(db: Database) -> None:
          (secrets.token_hex(32),)),
         (FEED_BACKFILL, ()),
     ]  # fmt: skip
-    await _apply(db, "data", TABLES + INDEXES + extra, seeds)
+    await _apply(db, "data", TABLES + INDEXES + extra, seeds, _pack_histories)
+
+
+HISTORY_PAGE = 5_000
+"""Properties a page while an older store's history rows are packed (`_pack_histories`)."""
+
+
+async def _pack_histories(db: Database) -> None:
+    """Move an older store's `price_events` and `tax_records` rows into `property_histories`
+    (one row per property) and drop those tables; inside the migration's transaction, so a
+    store is either migrated whole or not at all. Nothing to do for a store made without them.
+    """
+    if not await _has_table(db, "price_events"):
+        return
+    taxes = await _has_table(db, "tax_records")
+    encode = msgspec.json.encode
+    after: str | None = None
+    while True:
+        where, params = ("", []) if after is None else (" WHERE id > ?", [after])
+        ids = [row[0] for row in await db.fetch_all(
+            f"SELECT id FROM properties{where} ORDER BY id LIMIT ?", [*params, HISTORY_PAGE]
+        )]  # fmt: skip
+        if not ids:
+            break
+        span = (ids[0], ids[-1])
+        events: dict[str, list[Any]] = {}
+        for pid, date, event, price, source in await db.fetch_all(
+            "SELECT property_id, date, event, price, source FROM price_events"
+            " WHERE property_id >= ? AND property_id <= ? ORDER BY property_id, seq",
+            span,
+        ):
+            events.setdefault(pid, []).append((date, event, price, source))
+        paid: dict[str, list[Any]] = {}
+        if taxes:
+            for pid, year, tax_paid, assessed in await db.fetch_all(
+                "SELECT property_id, year, tax_paid, assessed_value FROM tax_records"
+                " WHERE property_id >= ? AND property_id <= ? ORDER BY property_id, year DESC",
+                span,
+            ):
+                paid.setdefault(pid, []).append((year, tax_paid, assessed))
+        await db.copy_into(
+            "property_histories",
+            ("property_id", "price_history", "tax_history"),
+            [(i, encode(events.get(i, [])).decode(), encode(paid.get(i, [])).decode())
+             for i in ids],
+        )  # fmt: skip
+        after = ids[-1]
+    await db.execute("DROP TABLE price_events")
+    if taxes:
+        await db.execute("DROP TABLE tax_records")
+
+
+async def _has_table(db: Database, name: str) -> bool:
+    if db.dialect == "postgresql":
+        row = await db.fetch_one("SELECT to_regclass(?) IS NOT NULL", (name,))
+        return bool(row and row[0])
+    row = await db.fetch_one(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    )
+    return row is not None
 
 
 async def migrate_accounts(db: Database, legacy: Database | None = None) -> None:
@@ -416,7 +472,11 @@ async def _current(db: Database, part: str, fingerprint: str) -> bool:
 
 
 async def _apply(
-    db: Database, part: str, statements: list[str], seeds: list[tuple[str, tuple[Any, ...]]]
+    db: Database,
+    part: str,
+    statements: list[str],
+    seeds: list[tuple[str, tuple[Any, ...]]],
+    upgrade: Callable[[Database], Awaitable[None]] | None = None,
 ) -> None:
     statements = [ddl(statement, db.dialect) for statement in statements]
     fingerprint = _fingerprint(statements, seeds)
@@ -435,6 +495,8 @@ async def _apply(
             await _add_new_columns(db, statement)
         for sql, params in seeds:
             await db.execute(sql, params)
+        if upgrade is not None:  # moves rows of an older layout, in the same transaction
+            await upgrade(db)
         await db.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -70,7 +70,7 @@ class PropertyRow(NamedTuple):
 
 
 class EventRow(NamedTuple):
-    """One row of `price_events` (seq 0 is the newest event)."""
+    """One price event of a property (seq 0 is the newest), as `price_history` gives it."""
 
     property_id: str
     seq: int
@@ -81,7 +81,7 @@ class EventRow(NamedTuple):
 
 
 class TaxRow(NamedTuple):
-    """One row of `tax_records`."""
+    """One tax record of a property, as `tax_history` gives it."""
 
     property_id: str
     year: int
@@ -89,17 +89,38 @@ class TaxRow(NamedTuple):
     assessed_value: int | None
 
 
-def event_rows(property_id: str, history: Sequence[PriceEvent]) -> list[tuple[Any, ...]]:
-    """The `price_events` rows of a history (newest first), in EventRow's field order.
+HISTORY_COLUMNS = ("property_id", "price_history", "tax_history")
+"""The columns of `property_histories`: one row per property holding both its histories."""
 
-    Plain tuples: a load writes ten million of them.
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+
+def pack_histories(
+    property_id: str, history: Sequence[PriceEvent], taxes: Sequence[TaxRecord]
+) -> tuple[str, str, str]:
+    """The `property_histories` row of a property (HISTORY_COLUMNS' order): its price events
+    newest first as [date, event, price, source] arrays, its tax records newest year first
+    as [year, taxPaid, assessedValue], both JSON text (the order the API answers in).
+
+    Plain tuples and lists: a load packs a million of them.
     """
-    return [(property_id, seq, e.date, e.event, e.price, e.source) for seq, e in enumerate(history)]
+    events = _encode([(e.date, e.event, e.price, e.source) for e in history]).decode()
+    if not taxes:
+        return property_id, events, "[]"
+    ordered = sorted(taxes, key=_year, reverse=True)
+    paid = _encode([(t.year, t.tax_paid, t.assessed_value) for t in ordered]).decode()
+    return property_id, events, paid
 
 
-def tax_rows(property_id: str, taxes: Sequence[TaxRecord]) -> list[tuple[Any, ...]]:
-    """The `tax_records` rows of a tax history, in TaxRow's field order (plain tuples)."""
-    return [(property_id, t.year, t.tax_paid, t.assessed_value) for t in taxes]
+def _year(t: TaxRecord) -> int:
+    return t.year
+
+
+def unpack_events(text: str | bytes) -> list[list[Any]]:
+    """A stored price history as [date, event, price, source] lists, newest first."""
+    events: list[list[Any]] = _decode(text)
+    return events
 
 
 class SearchRow(NamedTuple):
@@ -224,35 +245,38 @@ class PropertyRepository:
 
     async def price_history(self, property_id: str) -> list[EventRow]:
         """Newest first."""
-        rows = await self.db.fetch_all(
-            f"SELECT {', '.join(EventRow._fields)} FROM price_events WHERE property_id = ?"
-            " ORDER BY seq",
-            (property_id,),
+        row = await self.db.fetch_one(
+            "SELECT price_history FROM property_histories WHERE property_id = ?", (property_id,)
         )
-        return [EventRow._make(row) for row in rows]
+        if row is None:
+            return []
+        return [
+            EventRow(property_id, seq, date, event, price, source)
+            for seq, (date, event, price, source) in enumerate(unpack_events(row[0]))
+        ]
 
     async def tax_history(self, property_id: str) -> list[TaxRow]:
         """Newest year first."""
-        rows = await self.db.fetch_all(
-            f"SELECT {', '.join(TaxRow._fields)} FROM tax_records WHERE property_id = ?"
-            " ORDER BY year DESC",
-            (property_id,),
+        row = await self.db.fetch_one(
+            "SELECT tax_history FROM property_histories WHERE property_id = ?", (property_id,)
         )
-        return [TaxRow._make(row) for row in rows]
+        if row is None:
+            return []
+        return [TaxRow(property_id, *tax) for tax in _decode(row[0])]
 
     async def detail(
         self, property_id: str
     ) -> tuple[PropertyRow, list[EventRow], list[TaxRow]] | None:
         """The record and both its histories in one statement (one round trip at scale-out);
         None when there is no such property."""
-        row = await self.db.fetch_one(_DETAIL[self.db.dialect], (property_id,) * 3)
+        row = await self.db.fetch_one(_DETAIL, (property_id, property_id))
         if row is None:
             return None
         return PropertyRow._make(row[:_WIDTH]), *_histories(property_id, row[_WIDTH], row[-1])
 
     async def histories(self, property_id: str) -> tuple[list[EventRow], list[TaxRow]] | None:
         """Both histories of a property in one statement; None when there is no such property."""
-        row = await self.db.fetch_one(_HISTORIES[self.db.dialect], (property_id,) * 3)
+        row = await self.db.fetch_one(_HISTORIES, (property_id, property_id))
         return None if row is None else _histories(property_id, row[0], row[1])
 
     async def exists(self, property_id: str) -> bool:
@@ -381,26 +405,23 @@ class PropertyRepository:
     async def write(
         self,
         rows: Sequence[PropertyRow],
-        events: Sequence[Sequence[Any]],
-        taxes: Sequence[Sequence[Any]],
+        histories: Sequence[Sequence[Any]],
         replaced: Sequence[str],
     ) -> None:
-        """Upsert property rows and replace their histories (`event_rows`, `tax_rows`);
-        call inside a transaction."""
+        """Upsert property rows and replace their histories (`pack_histories`, one row per
+        property); `replaced` are the ids of `rows` already stored (updates), the rest are
+        new. Call inside a transaction."""
         if replaced:
             marks = ", ".join("?" for _ in replaced)
             await self.db.execute(
-                f"DELETE FROM price_events WHERE property_id IN ({marks})", replaced
-            )
-            await self.db.execute(
-                f"DELETE FROM tax_records WHERE property_id IN ({marks})", replaced
+                f"DELETE FROM property_histories WHERE property_id IN ({marks})", replaced
             )
         replacing = set(replaced)
-        fresh = [row for row in rows if row.id not in replacing]
+        fresh = [row for row in rows if row.id not in replacing] if replacing else rows
         await self.db.copy_into("properties", COLUMNS, fresh)  # new ids: bulk path
-        await self.db.executemany(_INSERT, [row for row in rows if row.id in replacing])
-        await self.db.copy_into("price_events", EventRow._fields, events)
-        await self.db.copy_into("tax_records", TaxRow._fields, taxes)
+        if replacing:
+            await self.db.executemany(_INSERT, [row for row in rows if row.id in replacing])
+        await self.db.copy_into("property_histories", HISTORY_COLUMNS, histories)
 
     async def defer_indexes(self) -> list[str]:
         """Drop the secondary indexes of the property tables for a bulk load; return the
@@ -415,7 +436,7 @@ class PropertyRepository:
         if self.db.dialect != "sqlite":
             return []
         made: list[tuple[int, str, str]] = []
-        for table in ("properties", "price_events", "tax_records"):
+        for table in ("properties", "property_histories"):
             for _, name, unique, origin, *_ in await self.db.fetch_all(
                 f"PRAGMA index_list({table})"
             ):
@@ -436,7 +457,8 @@ class PropertyRepository:
         """Recreate the indexes `defer_indexes` dropped (inside the same transaction).
 
         SQLite sorts an index in runs the size of the page cache and merges them. Sorting the
-        9.4 million price events of 1,000,000 properties took 9-10 s CPU in runs of 4-8 MB
+        9.4 million rows of the (event, date) index of 1,000,000 properties' price events
+        (when they were rows of their own) took 9-10 s CPU in runs of 4-8 MB
         merged through temporary files, 13 s in runs of 32 MB, 22 s in one run of 2 GB, and
         23-25 s whatever the runs with the connection's in-memory temporary storage
         (temp_store=MEMORY). Both settings are put back afterwards.
@@ -463,8 +485,9 @@ class PropertyRepository:
     async def delete_origin(self, origin: str) -> int:
         """Remove every record of one origin (a rebuild of the demo or synthetic set)."""
         sub = "SELECT id FROM properties WHERE origin = ?"
-        await self.db.execute(f"DELETE FROM price_events WHERE property_id IN ({sub})", (origin,))
-        await self.db.execute(f"DELETE FROM tax_records WHERE property_id IN ({sub})", (origin,))
+        await self.db.execute(
+            f"DELETE FROM property_histories WHERE property_id IN ({sub})", (origin,)
+        )
         return await self.db.execute("DELETE FROM properties WHERE origin = ?", (origin,))
 
     async def optimize(self) -> None:
@@ -581,47 +604,31 @@ class PropertyRepository:
         return str(row[0]) if row else ""
 
 
-# Both histories as JSON arrays beside the record: [seq, date, event, price, source] and
-# [year, tax_paid, assessed_value]. The order is restored after decoding (`_histories`):
-# SQLite 3.40 has no ORDER BY inside an aggregate, and integers and text survive JSON exactly.
-# The id is bound once per table: on PostgreSQL `property_id = p.id` would compare under the
-# record's "C" collation and miss the history tables' primary keys (a scan: 0.4 s at 200k).
-_AGGREGATE = {
-    "sqlite": (
-        "(SELECT json_group_array(json_array(seq, date, event, price, source))"
-        " FROM price_events WHERE property_id = ?)",
-        "(SELECT json_group_array(json_array(year, tax_paid, assessed_value))"
-        " FROM tax_records WHERE property_id = ?)",
-    ),
-    "postgresql": (
-        "(SELECT json_agg(json_build_array(seq, date, event, price, source))::text"
-        " FROM price_events WHERE property_id = ?)",
-        "(SELECT json_agg(json_build_array(year, tax_paid, assessed_value))::text"
-        " FROM tax_records WHERE property_id = ?)",
-    ),
-}
+# The record and its `property_histories` row in one statement. The id is bound for the
+# join rather than compared with `p.id`: on PostgreSQL that comparison would be made under the
+# record's "C" collation and miss the history table's primary key (a scan).
 _WIDTH = len(COLUMNS)
-_DETAIL = {
-    dialect: f"SELECT {', '.join(f'p.{c}' for c in COLUMNS)}, "
-    + ", ".join(parts)
-    + " FROM properties p WHERE p.id = ?"
-    for dialect, parts in _AGGREGATE.items()
-}
-_HISTORIES = {
-    dialect: "SELECT " + ", ".join(parts) + " FROM properties p WHERE p.id = ?"
-    for dialect, parts in _AGGREGATE.items()
-}
-_decode = msgspec.json.Decoder().decode
+_DETAIL = (
+    f"SELECT {', '.join(f'p.{c}' for c in COLUMNS)}, h.price_history, h.tax_history"
+    " FROM properties p LEFT JOIN property_histories h ON h.property_id = ?"
+    " WHERE p.id = ?"
+)
+_HISTORIES = (
+    "SELECT h.price_history, h.tax_history"
+    " FROM properties p LEFT JOIN property_histories h ON h.property_id = ?"
+    " WHERE p.id = ?"
+)
 
 
 def _histories(
-    property_id: str, events: str | None, taxes: str | None
+    property_id: str, events: str | bytes | None, taxes: str | bytes | None
 ) -> tuple[list[EventRow], list[TaxRow]]:
-    """The aggregated histories: events by seq (newest first), taxes newest year first."""
-    price = sorted(_decode(events)) if events else []
-    tax = sorted(_decode(taxes), reverse=True) if taxes else []
+    """A stored history row as rows: events newest first, taxes newest year first (the
+    order `pack_histories` stored them in); none when the property has no history row."""
+    price = unpack_events(events) if events else []
+    tax = _decode(taxes) if taxes else []
     return (
-        [EventRow(property_id, *e) for e in price],
+        [EventRow(property_id, seq, *e) for seq, e in enumerate(price)],
         [TaxRow(property_id, *t) for t in tax],
     )
 

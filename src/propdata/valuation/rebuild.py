@@ -12,6 +12,7 @@ from what the rebuild stored, so the sales shown are those the estimate used.
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
 from array import array
 from collections.abc import Callable
@@ -266,23 +267,46 @@ async def rebuild_valuations(
     the number written after each batch (so 2 x properties in all, again from zero when a
     pass is repeated).
     """
-    chosen = params or avm.Params()
-
-    async def compute() -> tuple[Stock, Valued, Valued]:
-        stock = await read_stock(db, as_of, progress)
-        return (stock, *_value_both(stock, as_of, chosen))
-
-    async def write(valued: tuple[Stock, Valued, Valued]) -> RebuildSummary:
-        return await _write(db, *valued, progress)
-
     versions = PropertyRepository(db)
-    return await optimistic(db, versions.data_version, compute, write, ATTEMPTS)
+    return await optimistic(
+        db, versions.data_version, lambda: compute(db, as_of, progress, params),
+        lambda valued: write(db, valued, progress), ATTEMPTS,
+    )  # fmt: skip
+
+
+Valuations = tuple[Stock, Valued, Valued]
+"""What a rebuild computed: the stock, its value estimates and its rent estimates."""
+
+
+async def compute(
+    db: Database,
+    as_of: dt.date,
+    progress: Callable[[int], None] | None = None,
+    params: avm.Params | None = None,
+) -> Valuations:
+    """Read the stock and fit both models (no lock, nothing written): one half of
+    `rebuild_valuations`, for a caller that runs it beside other work (ingest.pipeline)."""
+    stock = await read_stock(db, as_of, progress)
+    return (stock, *_value_both(stock, as_of, params or avm.Params()))
+
+
+async def write(
+    db: Database, valued: Valuations, progress: Callable[[int], None] | None = None
+) -> RebuildSummary:
+    """Store what `compute` found and bump the data version; inside a transaction."""
+    return await _write(db, *valued, progress)
 
 
 def _value_both(stock: Stock, as_of: dt.date, params: avm.Params) -> tuple[Valued, Valued]:
-    return value_stock(stock, stock.sales, as_of, params), value_stock(
-        stock, stock.rentals, as_of, params
-    )
+    """The value model on the sales and the rent model on the rentals, side by side.
+
+    The two fits share nothing but the stock they read. numpy lets go of the GIL in their
+    heavy steps (products, sorts, partitions), so on two cores they overlap.
+    """
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rent-model") as pool:
+        rents = pool.submit(value_stock, stock, stock.rentals, as_of, params)
+        values = value_stock(stock, stock.sales, as_of, params)
+        return values, rents.result()
 
 
 async def _write(

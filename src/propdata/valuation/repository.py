@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from propdata.kit.db import Database, Row
+from propdata.properties.repository import unpack_events
 
 HOME_COLUMNS = (
     "id", "zip_code", "state", "latitude", "longitude", "living_area", "lot_size", "bedrooms",
@@ -45,6 +46,10 @@ ESTIMATE_UPDATE = (
 )
 SALE = "sold"
 RENTAL = "listedForRent"
+EVENT_COLUMNS = ("property_id", "seq", "date", "event", "price", "source")
+"""What `priced_events` can give of an event (seq 0 is a property's newest event)."""
+_USUAL = ("property_id", "date", "event", "price")
+_PRICED = frozenset({SALE, RENTAL})
 _IN_LIST = 500
 
 
@@ -69,17 +74,32 @@ class ValuationRepository:
     async def priced_events(
         self, columns: Sequence[str], low_id: str, high_id: str, until: str
     ) -> list[Row]:
-        """`columns` of the sales and rentals of low_id..high_id, as tuples in that order.
+        """`columns` (of EVENT_COLUMNS) of the sales and rentals of low_id..high_id, as
+        tuples in that order.
 
-        Only events with a price, dated on or before `until`. A primary key range read:
-        the (event, date) index would visit every sale of the store for each page.
+        Only events with a price, dated on or before `until`. One primary key range read of
+        `property_histories`, each packed history unpacked here.
         """
-        return await self.db.fetch_all(
-            f"SELECT {', '.join(columns)} FROM price_events"
-            " WHERE property_id >= ? AND property_id <= ? AND date <= ?"
-            " AND (event = ? OR event = ?) AND price IS NOT NULL",
-            (low_id, high_id, until, SALE, RENTAL),
+        rows = await self.db.fetch_all(
+            "SELECT property_id, price_history FROM property_histories"
+            " WHERE property_id >= ? AND property_id <= ?",
+            (low_id, high_id),
         )
+        kinds = _PRICED
+        if tuple(columns) == _USUAL:
+            return [
+                (pid, date, event, price)
+                for pid, text in rows
+                for date, event, price, _ in unpack_events(text)
+                if event in kinds and price is not None and date <= until
+            ]
+        at = [EVENT_COLUMNS.index(c) for c in columns]
+        return [
+            tuple((pid, seq, *e)[i] for i in at)
+            for pid, text in rows
+            for seq, e in enumerate(unpack_events(text))
+            if e[1] in kinds and e[2] is not None and e[0] <= until
+        ]
 
     async def write_estimates(self, rows: Sequence[Sequence[Any]]) -> None:
         """(value, low, high, as_of, rent, low, high, as_of, id) rows; inside a transaction."""
