@@ -71,7 +71,8 @@ PG_URL = os.environ.get("BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/
 REDIS_URL = os.environ.get("BENCH_REDIS", "redis://127.0.0.1:6379/0")
 TIMES = "\u00d7"
 TARGETS = {
-    "ratio": 0.5,
+    "ratio": 0.20,  # issue 13: 0.5 was beyond a lean design on this framework
+    "ratio_scaleout": 0.12,
     "search_p99_ms": 25.0,
     "datasette_ratio": 3.0,
     "offset_p99_ms": 50.0,
@@ -82,7 +83,7 @@ TARGETS = {
     "import_rate_scaleout": 25_000,
     "generate_s": 90.0,
     "rebuild_s": 60.0,
-    "rss_mb": 200.0,
+    "rss_mb": 150.0,  # issue 13, target 7
 }
 
 
@@ -688,10 +689,11 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
     for label, run in runs.items():
         if run.ids and run.bare:
             ratio = run.ids.rps / run.bare.rps if run.bare.rps else 0.0
+            wanted = t["ratio_scaleout"] if label == "scale-out" else t["ratio"]
             rows.append(Row("1. get by id, cache off (full path)", label, run.ids.rps,
                             run.ids.ms("p50"), run.ids.ms("p99"),
-                            f"{ratio:.3f} of bare ASGI", f"≥ {t['ratio']} of bare",
-                            bool(run.ids.requests) and ratio >= t["ratio"],
+                            f"{ratio:.3f} of bare ASGI", f"≥ {wanted} of bare",
+                            bool(run.ids.requests) and ratio >= wanted,
                             run.ids.failed))  # fmt: skip
             rows.append(Row("   bare ASGI app, same bytes (bench/bare.py)", label, run.bare.rps,
                             run.bare.ms("p50"), run.bare.ms("p99"), "the ceiling",
