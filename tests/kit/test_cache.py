@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import tracemalloc
+from pathlib import Path
 
+from propdata.app import build_services
+from propdata.config import Settings
 from propdata.kit.cache import Cached, MemoryCache
 from tests.conftest import FakeClock
 
@@ -52,3 +55,23 @@ async def test_an_entry_lives_its_time_then_expires() -> None:
     assert await cache.get("k") == Cached(200, b"application/json", b"{}")
     clock.advance(0.1)
     assert await cache.get("k") is None and cache.size == 0
+
+
+async def test_an_answer_over_a_quarter_of_the_budget_or_4_mib_is_not_kept() -> None:
+    small = MemoryCache(max_bytes=4_000, clock=FakeClock())
+    await small.set("big", Cached(200, b"application/json", b"x" * 1_200), 60)
+    await small.set("fits", Cached(200, b"application/json", b"x" * 500), 60)
+    assert await small.get("big") is None and await small.get("fits") is not None
+    large = MemoryCache(max_bytes=64 * 1024 * 1024, clock=FakeClock())
+    await large.set("huge", Cached(200, b"application/json", b"x" * (4 * 1024 * 1024 + 1)), 60)
+    assert await large.get("huge") is None
+
+
+async def test_each_worker_keeps_its_share_of_the_host_budget(tmp_path: Path) -> None:
+    settings = Settings(database_url=str(tmp_path / "p.db"), cache_mb=8, workers=4)
+    services = await build_services(settings)
+    try:
+        assert isinstance(services.cache, MemoryCache)
+        assert services.cache.max_bytes == 2 * 1024 * 1024
+    finally:
+        await services.close()
