@@ -53,6 +53,12 @@ class Search:
         return self.endpoint + "?" + urlencode(self.params, quote_via=quote)
 
     @property
+    def first_page(self) -> Search:
+        """The same search at offset 0: what datasette is asked, and compared on."""
+        params = {k: v for k, v in self.params.items() if k != "offset"}
+        return Search(params, self.endpoint, dict(self.extra))
+
+    @property
     def sort(self) -> str:
         return str(self.params.get("sort", "lastUpdated"))
 
@@ -113,15 +119,19 @@ def _filter(name: str, row: dict[str, Any], rng: random.Random) -> dict[str, Any
 
 
 def search_mix(rows: Sequence[dict[str, Any]], count: int, seed: int) -> list[Search]:
-    """`count` searches over every filter, sort, order and page sizes up to 100.
+    """`count` searches over every filter, sort, order, page sizes up to 100 and offsets up
+    to 1,000.
 
     Search i always carries filter i mod 14, so each filter is used as often as the others;
     a place (ZIP code, city, state) comes with most searches, as in an application, and about
     one in five has no place at all (a national search, the costliest to count). Up to three
     further filters are drawn around one real record, so most searches find something; price
-    and days-on-market filters come with a listing status (never offMarket). Every
-    page is the first (offset 0): datasette's table API pages by cursor, not offset; deep
-    offsets have a scenario of their own. Drawn values make nearly every search distinct;
+    and days-on-market filters come with a listing status (never offMarket). Half
+    the page sizes are the usual ones (10, 20, 25, 50, 100), half drawn from 1-100; half the
+    searches ask a page past the first (an offset drawn from 1-1,000, as an application's
+    later pages). datasette's table API pages by cursor, not offset: it is asked each
+    search's `first_page`, and compared on it. Deep offsets have a scenario of their own.
+    Drawn values make nearly every search distinct;
     bench/run.py asks for more than a run can answer, so none repeats within a run and no
     total kept by the service for a set of filters is reused.
     """
@@ -159,7 +169,9 @@ def search_mix(rows: Sequence[dict[str, Any]], count: int, seed: int) -> list[Se
             params["sort"] = sort
         if order != "desc" or rng.random() < 0.5:
             params["order"] = order
-        params["limit"] = rng.choice(PAGE_SIZES) if rng.random() < 0.8 else rng.randint(1, 100)
+        params["limit"] = rng.choice(PAGE_SIZES) if rng.random() < 0.5 else rng.randint(1, 100)
+        if rng.random() < 0.5:
+            params["offset"] = rng.randint(1, 1_000)
         endpoint = "/v1/properties" if i % 2 == 0 else "/v1/properties/search"
         searches.append(Search(params, endpoint))
     return searches

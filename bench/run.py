@@ -516,7 +516,8 @@ def run_store(label: str, store_env: dict[str, str], key: str, reqs: Requests, a
     with propdata_server(f"propdata-{label}", store_env, 0, args, logs) as server:
         answers = check_ok(server.base, reqs.id_paths, key, "get by id")
         run.bodies = {p: a.content for p, a in zip(reqs.id_paths, answers, strict=True)}
-        checked = check_ok(server.base, [s.path for s in reqs.searches[: args.check]], key,
+        checked = check_ok(server.base,  # compared with datasette's: first pages
+                           [s.first_page.path for s in reqs.searches[: args.check]], key,
                            "search mix")  # fmt: skip
         run.search_answers = [a.json() for a in checked]
         check_ok(server.base, [s.path for s in reqs.offsets[:5]], key, "offset")
@@ -609,7 +610,7 @@ def run_datasette(db_path: Path, reqs: Requests, ours: list[dict[str, Any]], arg
                             {"BENCH_DATASETTE_DB": str(db_path)}, args.workers,
                             f"/{db_path.stem}.json?_shape=objects&sql=select+1", logs,
                             factory=True)  # fmt: skip
-    paths = [scenarios.datasette_path(s, table_path) for s in reqs.searches]
+    paths = [scenarios.datasette_path(s.first_page, table_path) for s in reqs.searches]
     ds_file = write_paths(reqs.search.with_name("datasette.txt"), paths)
     with server:
         checked = reqs.searches[: len(ours)]

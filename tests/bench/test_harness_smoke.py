@@ -106,9 +106,13 @@ def test_search_mix_uses_every_search_parameter() -> None:
     assert set(scenarios.FILTERS) <= used
     assert {s.sort for s in mix} == set(scenarios.SORTS)
     assert all(1 <= s.params["limit"] <= 100 for s in mix)
+    offsets = [s.params["offset"] for s in mix if "offset" in s.params]
+    assert 40 <= len(offsets) <= 100 and all(1 <= o <= 1_000 for o in offsets)
     for search in mix:
         translated = dict(scenarios.datasette_params(search))
         assert translated["_size"] == search.params["limit"]
+        assert "offset" not in search.first_page.params
+        assert search.first_page.params.items() <= search.params.items()
     rows[0].update(latitude=41.88, longitude=-71.7)
     radii = scenarios.radius_mix(rows, 140, seed=1)
     used = {name for search in radii for name in search.params}
