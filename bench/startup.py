@@ -174,9 +174,13 @@ def memory_run(args: Any, env: dict[str, str], key: str) -> list[dict[str, float
     server, _, _ = start(args, {**env, "PROPDATA_CACHE_TTL": str(args.cache_ttl)})
     base = f"http://127.0.0.1:{server.port}"
     try:
-        for name in ("search", "ids", "offset"):
+        for name in ("search", "ids", "offset", "radius"):
             load = harness.wrk(base, requests / f"{name}.txt", args.memory, args, key)
-            print(f"  {name}: {load.rps:,.0f} rps, p99 {load.ms('p99'):.1f} ms", flush=True)
+            after = [smaps(pid, "-index/") for pid in server.worker_pids(args.workers_now)]
+            anonymous = ", ".join(f"{m['Anonymous']:.0f}" for m in after)
+            pss = ", ".join(f"{m['Pss']:.0f}" for m in after)
+            print(f"  {name}: {load.rps:,.0f} rps, p99 {load.ms('p99'):.1f} ms; then anonymous"
+                  f" {anonymous} MB, Pss {pss} MB", flush=True)  # fmt: skip
         time.sleep(1)
         return [smaps(pid, "-index/") for pid in server.worker_pids(args.workers_now)]
     finally:
