@@ -48,6 +48,12 @@ from propdata.web import DocsPage
 
 log = logging.getLogger("propdata")
 
+SERVING_PAGE_CACHE_KIB = 4096
+"""SQLite's page cache of a server's store connections: 4 MB, not the commands' 16. Each
+worker keeps its own, where the OS cache serves every worker; by-id and search cost the
+same server CPU with either at 1,000,000 properties, and a worker is 12 MB smaller
+(docs/performance.md, "Issue 13: memory with the response cache full")."""
+
 
 @dataclass(slots=True)
 class Services:
@@ -120,6 +126,8 @@ async def open_stores(settings: Settings) -> tuple[Database, Database]:
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
     memory.map_large_allocations()
     db, accounts = await open_stores(settings)
+    for store in (db, accounts):
+        store.limit_page_cache(SERVING_PAGE_CACHE_KIB)
     limiter: Limiter
     cache: ResponseCache
     if settings.redis_url:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
-from propdata.app import build_services
+from propdata.app import SERVING_PAGE_CACHE_KIB, build_services
 from propdata.config import Settings
 from propdata.kit.cache import Cached, MemoryCache
+from propdata.kit.db import connect
 from tests.conftest import FakeClock
 
 BODY = b'{"data":{"id":"t-000"}}' * 4
@@ -75,3 +76,22 @@ async def test_each_worker_keeps_its_share_of_the_host_budget(tmp_path: Path) ->
         assert services.cache.max_bytes == 2 * 1024 * 1024
     finally:
         await services.close()
+
+
+async def test_a_server_keeps_a_small_sqlite_page_cache_and_commands_the_larger(
+    tmp_path: Path,
+) -> None:
+    """A worker's own page cache is 4 MB (the OS cache, shared by every worker, holds the
+    rest); a command (a load, a copy) keeps 16 MB."""
+    settings = Settings(database_url=str(tmp_path / "p.db"))
+    services = await build_services(settings)
+    try:
+        for store in (services.db, services.accounts_db):
+            assert await store.fetch_one("PRAGMA cache_size") == (-SERVING_PAGE_CACHE_KIB,)
+    finally:
+        await services.close()
+    command = await connect(str(tmp_path / "p.db"))
+    try:
+        assert await command.fetch_one("PRAGMA cache_size") == (-16384,)
+    finally:
+        await command.close()

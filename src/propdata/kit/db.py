@@ -76,6 +76,12 @@ class Database(Protocol):
 
     def transaction(self) -> contextlib.AbstractAsyncContextManager[None]: ...
 
+    def limit_page_cache(self, kib: int) -> None:
+        """Cap the process's own page cache of the store at `kib` KiB (a server's workers:
+        the OS cache is shared by all of them, this one is not); commands keep the larger
+        default, which loads and copies use. PostgreSQL: nothing (its cache is the server's)."""
+        ...
+
     def changes(self) -> object | None:
         """A marker that differs after any write to the store committed since it was taken,
         by this process or another, cheaply enough to call on every request; None when the
@@ -150,7 +156,8 @@ def _connect_sqlite(path: str, *, readonly: bool) -> sqlite3.Connection:
     # No memory map: mapped pages of a large file count as each worker's resident memory;
     # SQLite's own page cache (16 MB a connection) and the OS cache serve reads instead.
     # 16 MB, not 32: searches come from the in-memory index now, and the bench's by-id
-    # and search figures were the same with half the cache (docs/performance.md).
+    # and search figures were the same with half the cache (docs/performance.md). A
+    # server's workers take less still (`limit_page_cache`); this is what commands use.
     conn.execute("PRAGMA cache_size=-16384")
     conn.execute("PRAGMA mmap_size=0")
     conn.execute("PRAGMA temp_store=MEMORY")
@@ -236,6 +243,9 @@ class SQLiteDatabase:
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         self._writes += 1
         self._conn.executemany(sql, rows)
+
+    def limit_page_cache(self, kib: int) -> None:
+        self._conn.execute(f"PRAGMA cache_size=-{int(kib)}")
 
     def changes(self) -> tuple[int, int]:
         """SQLite's `data_version` of this connection, which moves when another connection
@@ -492,6 +502,9 @@ class PostgresDatabase:
                 )
             except _PG_UNREACHABLE as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+
+    def limit_page_cache(self, kib: int) -> None:
+        """Nothing: PostgreSQL's page cache is the server's."""
 
     def changes(self) -> None:
         """None: PostgreSQL has no marker of committed writes short of a round trip."""
