@@ -48,6 +48,8 @@ def test_docs_list_every_setting() -> None:
 
 
 def test_the_cache_budget_is_the_host_s_shared_by_its_workers() -> None:
-    assert Settings().cache_bytes == 64 * 1024 * 1024
+    assert (
+        Settings().cache_bytes == 32 * 1024 * 1024
+    )  # issue 13: a full cache keeps a worker under 150 MB
     settings = load_settings({"PROPDATA_CACHE_MB": "48", "PROPDATA_WORKERS": "3"})
     assert settings.cache_bytes == 16 * 1024 * 1024

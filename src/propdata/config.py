@@ -25,10 +25,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """PROPDATA_REDIS_URL: unset for the embedded limiter and cache, or a redis:// URL."""
     cache_ttl: float = 60.0
     """PROPDATA_CACHE_TTL: seconds a 200 answer stays in the response cache; 0 turns it off."""
-    cache_mb: float = 64.0
+    cache_mb: float = 32.0
     """PROPDATA_CACHE_MB: the embedded response cache's memory budget for the whole host, in
     MB, shared out evenly among the workers of `propdata serve --workers N` (a full budget
-    costs about 1.25 times as much heap, Python's overheads included)."""
+    costs about 1.25 times as much heap, Python's overheads included). 32, not 64: with it
+    full, a worker stays under 150 MB (issue 13; docs/performance.md)."""
     workers: int = 1
     """PROPDATA_WORKERS: the worker processes this one shares the host's budgets with; set by
     `propdata serve --workers N` for its workers (set it yourself when a process manager
