@@ -65,7 +65,8 @@ def test_smoke_run_prints_every_row(tmp_path: Path) -> None:
             "9. by id with fields=id,listPrice (bytes)",
             "5a. import (records/s, generation excluded)",
             "5b. market statistics rebuild",
-            "6. resident memory per worker after the loads",
+            "6. memory per worker after the loads",
+            "6. memory per worker with the response cache full",
             "cache hits (cache on, 20 repeated URLs)",
         ):
             rows = [
