@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from propdata.properties.index import CATEGORICAL, NUMERIC, SearchIndex
+from propdata.properties.index import CATEGORICAL, GROUPED, NUMERIC, SearchIndex
 from propdata.properties.repository import SORT_COLUMNS
 
-FORMAT = 2
+FORMAT = 3
 """Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
 MANIFEST = "index.json"
 KEEP_OLDER = 3
@@ -75,6 +75,8 @@ def _arrays(index: SearchIndex) -> dict[str, npt.NDArray[Any]]:
     arrays.update({f"cat.{name}": index.cats[name] for name in CATEGORICAL})
     arrays.update({f"num.{name}": index.nums[name] for name in NUMERIC})
     arrays.update({f"order.{column}": index.orders[column] for column in SORT_COLUMNS.values()})
+    arrays.update({f"group.{name}": index.groups[name] for name in GROUPED})
+    arrays.update({f"group_start.{name}": index.group_starts[name] for name in GROUPED})
     return arrays
 
 
@@ -189,15 +191,16 @@ class Snapshots:
             if mapped.dtype.str != spec["dtype"] or list(mapped.shape) != spec["shape"]:
                 raise Damaged(f"{spec['file']} is {mapped.dtype.str} {mapped.shape}")
             arrays[key] = mapped.view(np.ndarray)  # the plain array type over the same map
+        codes = {name: {value: code for code, value in enumerate(values)}
+                 for name, values in manifest["codes"].items()}  # fmt: skip
         placed = len(arrays["geo_order"])
         lengths = {"id_bytes": len(arrays["id_bytes"]), "id_offsets": size + 1,
-                   "geo_order": placed, "geo_keys": placed}  # fmt: skip
+                   "geo_order": placed, "geo_keys": placed,
+                   **{f"group_start.{name}": len(codes[name]) + 1 for name in GROUPED}}  # fmt: skip
         for key, array in arrays.items():
             expected = lengths.get(key, size)
             if len(array) != expected:
                 raise Damaged(f"{key} has {len(array)} entries, not {expected}")
-        codes = {name: {value: code for code, value in enumerate(values)}
-                 for name, values in manifest["codes"].items()}  # fmt: skip
         return SearchIndex(
             namespace=namespace, size=size, id_bytes=arrays["id_bytes"],
             id_offsets=arrays["id_offsets"], codes=codes,
@@ -205,6 +208,8 @@ class Snapshots:
             nums={name: arrays[f"num.{name}"] for name in NUMERIC},
             orders={c: arrays[f"order.{c}"] for c in SORT_COLUMNS.values()},
             known={c: int(manifest["known"][c]) for c in SORT_COLUMNS.values()},
+            groups={name: arrays[f"group.{name}"] for name in GROUPED},
+            group_starts={name: arrays[f"group_start.{name}"] for name in GROUPED},
             updated_rank=arrays["updated_rank"], latitude=arrays["latitude"],
             longitude=arrays["longitude"], geo_order=arrays["geo_order"],
             geo_keys=arrays["geo_keys"],
