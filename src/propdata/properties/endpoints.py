@@ -236,7 +236,9 @@ async def search_properties(
     )  # fmt: skip
     direction = order or ("asc" if sort == "distance" else "desc")
     size = paging.applied_page_size(request.scope)
-    page = await properties.search(filters, sort, direction, size, offset or 0, cursor)
+    page = await properties.search(
+        filters, sort, direction, size, offset or 0, cursor, encoded=True
+    )
     return answer(page, selection)
 
 

@@ -23,16 +23,22 @@ SQL path uses) is within the radius.
 
 from __future__ import annotations
 
+import logging
 import math
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
 from propdata.kit.geodesy import around, miles
-from propdata.properties.repository import SORT_COLUMNS, SearchFilters
+from propdata.properties import items as search_items
+from propdata.properties.items import ItemFile
+from propdata.properties.repository import SORT_COLUMNS, SearchFilters, SearchRow
+
+log = logging.getLogger("propdata")
 
 IntArray = npt.NDArray[np.int64] | npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
@@ -45,6 +51,12 @@ properties a ZIP code's 150 rows against a pass over the whole column and then i
 NUMERIC = ("list_price", "bedrooms", "bathrooms", "living_area", "year_built", "days_on_market")
 INDEX_COLUMNS = ("id", *CATEGORICAL, *NUMERIC, "last_updated", "latitude", "longitude")
 """What the repository reads for the index, in this order, ordered by id."""
+ITEM_COLUMNS = tuple(name for name in SearchRow._fields if name not in INDEX_COLUMNS)
+"""What it reads after those when the build also writes the snapshot's search items."""
+_PICK = operator.itemgetter(*((INDEX_COLUMNS + ITEM_COLUMNS).index(f) for f in SearchRow._fields))
+_UPDATED = INDEX_COLUMNS.index("last_updated")
+_LATITUDE = INDEX_COLUMNS.index("latitude")
+_LONGITUDE = INDEX_COLUMNS.index("longitude")
 GEO_CELL = 0.25
 """Degrees of a grid cell: a 25-mile radius reads about five rows of cells."""
 _GEO_COLUMNS = int(360 / GEO_CELL)
@@ -60,10 +72,14 @@ _LAST_CHUNK = 262_144
 
 @dataclass
 class IndexBuilder:
-    """Collects pages of `INDEX_COLUMNS` rows (in id order) and makes the index."""
+    """Collects pages of `INDEX_COLUMNS` rows (in id order) and makes the index; with
+    `items`, rows of `INDEX_COLUMNS + ITEM_COLUMNS`, whose encoded search items it appends
+    to that file (a snapshot's, `properties.items`)."""
 
     namespace: str
+    items: BinaryIO | None = None
     size: int = 0
+    _item_lengths: list[npt.NDArray[np.int64]] = field(default_factory=list)
     _ids: list[npt.NDArray[np.uint8]] = field(default_factory=list)
     _id_lengths: list[npt.NDArray[np.int64]] = field(default_factory=list)
     _codes: dict[str, dict[Any, int]] = field(
@@ -97,18 +113,39 @@ class IndexBuilder:
             )
         for n, name in enumerate(NUMERIC, start=1 + len(CATEGORICAL)):
             self._nums[name].append(np.array(columns[n], dtype=np.float64))  # None -> NaN
-        self._updated.append(np.array([u.encode() for u in columns[-3]], dtype=np.bytes_))
-        lats = np.array(columns[-2], dtype=np.float64)  # None -> NaN
-        lons = np.array(columns[-1], dtype=np.float64)
+        self._updated.append(np.array([u.encode() for u in columns[_UPDATED]], dtype=np.bytes_))
+        lats = np.array(columns[_LATITUDE], dtype=np.float64)  # None -> NaN
+        lons = np.array(columns[_LONGITUDE], dtype=np.float64)
         unknown = np.isnan(lats) | np.isnan(lons)  # a record needs both to be placed
         lats[unknown] = np.nan
         lons[unknown] = np.nan
         self._lats.append(lats)
         self._lons.append(lons)
         self.last_id = rows[-1][0]
+        if self.items is not None:
+            self._add_items(rows)
+
+    def _add_items(self, rows: Sequence[Sequence[Any]]) -> None:
+        assert self.items is not None
+        parts = search_items.encoded([SearchRow._make(_PICK(row)) for row in rows])
+        try:
+            self.items.write(b"".join(parts))
+        except OSError as exc:  # a full disk, say: the snapshot goes without its items
+            log.warning("could not write the search items (%s); searches read them from the"
+                        " store", exc)  # fmt: skip
+            self.items = None
+            self._item_lengths.clear()
+            return
+        self._item_lengths.append(np.fromiter(map(len, parts), np.int64, count=len(parts)))
 
     def finish(self) -> SearchIndex:
         size = self.size
+        item_offsets = None
+        if self.items is not None:
+            item_offsets = search_items.offsets_of(
+                np.concatenate(self._item_lengths) if self._item_lengths else np.zeros(0, np.int64)
+            )
+            self._item_lengths.clear()
         id_bytes = np.concatenate(self._ids) if self._ids else np.zeros(0, np.uint8)
         lengths = np.concatenate(self._id_lengths) if self._id_lengths else _ints()
         self._ids.clear()
@@ -148,6 +185,7 @@ class IndexBuilder:
             group_starts={name: starts for name, (_, starts) in grouped.items()},
             updated_rank=ranks, latitude=lats, longitude=lons,
             geo_order=placed[by_cell].astype(np.int32), geo_keys=cells[by_cell],
+            item_offsets=item_offsets,
         )  # fmt: skip
 
 
@@ -191,6 +229,8 @@ class IndexPage:
     values: list[Any] | None = None
     """Each one's value of a numeric sort column in this index's version (int, or None for
     null); None for lastUpdated and distance."""
+    positions: npt.NDArray[np.int64] | None = field(default=None, compare=False)
+    """The rows' positions in the index (for its search items); they follow from `ids`."""
 
 
 def _ints() -> npt.NDArray[np.int32]:
@@ -275,6 +315,10 @@ class SearchIndex:
     """The positions of the rows with coordinates, by grid cell, then position."""
     geo_keys: npt.NDArray[np.int32]
     """The grid cell of each of `geo_order` (ascending)."""
+    item_offsets: npt.NDArray[Any] | None = None
+    """Where each row's search item starts in the snapshot's items (`properties.items`)."""
+    items: ItemFile | None = None
+    """The snapshot's search items, when it has them (a private index has none)."""
     _scratch: list[BoolArray] = field(default_factory=list, repr=False)
     """Two masks of `size` rows that every search reuses. A new one per filter would be a
     fresh mapping each time (kit.memory maps every allocation of 256 KB or more), 245 page
@@ -370,7 +414,7 @@ class SearchIndex:
         if sort in SORT_COLUMNS and SORT_COLUMNS[sort] in self.nums:
             values = [None if math.isnan(v) else int(v)
                       for v in self.nums[SORT_COLUMNS[sort]][page].tolist()]  # fmt: skip
-        return IndexPage(total, self._ids(page), shown, values)
+        return IndexPage(total, self._ids(page), shown, values, page)
 
     def _position(self, wanted: str) -> int | None:
         """The position of an id (rows are in id byte order), None when absent."""

@@ -25,6 +25,7 @@ always stays, for workers still mapping it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
@@ -33,7 +34,6 @@ import re
 import shutil
 import tempfile
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,13 @@ import numpy as np
 import numpy.typing as npt
 
 from propdata.properties.index import CATEGORICAL, GROUPED, NUMERIC, SearchIndex
+from propdata.properties.items import ItemFile, crc_of
 from propdata.properties.repository import SORT_COLUMNS
 
-FORMAT = 3
+FORMAT = 4
+ITEMS = "items.bin"
+"""The encoded search items (`properties.items`), beside the arrays; `item_offsets.npy`
+says where each row's starts."""
 """Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
 MANIFEST = "index.json"
 KEEP_OLDER = 3
@@ -77,18 +81,12 @@ def _arrays(index: SearchIndex) -> dict[str, npt.NDArray[Any]]:
     arrays.update({f"order.{column}": index.orders[column] for column in SORT_COLUMNS.values()})
     arrays.update({f"group.{name}": index.groups[name] for name in GROUPED})
     arrays.update({f"group_start.{name}": index.group_starts[name] for name in GROUPED})
+    if index.item_offsets is not None:
+        arrays["item_offsets"] = index.item_offsets
     return arrays
 
 
-def _crc(path: Path) -> int:
-    """CRC-32 of a file, read in chunks through one buffer (not mapped: no resident pages)."""
-    crc = 0
-    buffer = bytearray(_CHUNK)
-    view = memoryview(buffer)
-    with path.open("rb", buffering=0) as f:
-        while n := f.readinto(buffer):
-            crc = zlib.crc32(view[:n], crc)
-    return crc
+_crc = crc_of
 
 
 def _fsync_folder(path: Path) -> None:
@@ -195,12 +193,21 @@ class Snapshots:
                  for name, values in manifest["codes"].items()}  # fmt: skip
         placed = len(arrays["geo_order"])
         lengths = {"id_bytes": len(arrays["id_bytes"]), "id_offsets": size + 1,
-                   "geo_order": placed, "geo_keys": placed,
+                   "geo_order": placed, "geo_keys": placed, "item_offsets": size + 1,
                    **{f"group_start.{name}": len(codes[name]) + 1 for name in GROUPED}}  # fmt: skip
         for key, array in arrays.items():
             expected = lengths.get(key, size)
             if len(array) != expected:
                 raise Damaged(f"{key} has {len(array)} entries, not {expected}")
+        items = None
+        offsets = arrays.get("item_offsets")
+        spec = manifest.get("items")
+        if spec is not None and offsets is not None:
+            file = path / spec["file"]
+            length = file.stat().st_size
+            if length != spec["bytes"] or (size and int(offsets[-1]) != length):
+                raise Damaged(f"{spec['file']} holds {length} bytes, not {spec['bytes']}")
+            items = ItemFile(file, offsets, spec["crc32"])
         return SearchIndex(
             namespace=namespace, size=size, id_bytes=arrays["id_bytes"],
             id_offsets=arrays["id_offsets"], codes=codes,
@@ -212,20 +219,37 @@ class Snapshots:
             group_starts={name: arrays[f"group_start.{name}"] for name in GROUPED},
             updated_rank=arrays["updated_rank"], latitude=arrays["latitude"],
             longitude=arrays["longitude"], geo_order=arrays["geo_order"],
-            geo_keys=arrays["geo_keys"],
+            geo_keys=arrays["geo_keys"], item_offsets=offsets, items=items,
         )  # fmt: skip
 
     # -- writing (under the version's BuildLock) ----------------------------------------
 
-    def write(self, index: SearchIndex) -> Path:
-        """Write the snapshot of `index` atomically; replace a damaged one in its place.
-        Call while holding the version's lock: leftovers of a builder that died are removed."""
-        final = self.path(index.namespace)
+    def draft(self, namespace: str) -> Path:
+        """A new temporary folder for this version's snapshot (leftovers of a builder that
+        died are removed first): the build writes its search items there (`ITEMS`), then
+        `write` the arrays. Call while holding the version's lock."""
+        final = self.path(namespace)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._remove_leftovers(final.name)
-        temporary = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=self.folder))
+        return Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=self.folder))
+
+    def discard(self, draft: Path) -> None:
+        shutil.rmtree(draft, ignore_errors=True)
+
+    def write(self, index: SearchIndex, draft: Path | None = None) -> Path:
+        """Write the snapshot of `index` atomically; replace a damaged one in its place.
+        `draft`: the folder from `draft` holding the build's search items, if any. Call
+        while holding the version's lock."""
+        final = self.path(index.namespace)
+        temporary = self.draft(index.namespace) if draft is None else draft
         try:
             specs: dict[str, dict[str, Any]] = {}
+            items = temporary / ITEMS
+            offsets = index.item_offsets
+            if items.exists() and (offsets is None or int(offsets[-1]) != items.stat().st_size):
+                items.unlink()  # not the items of these rows (a write that failed): none
+            if not items.exists():
+                index = dataclasses.replace(index, item_offsets=None, items=None)
             for key, array in _arrays(index).items():
                 file = temporary / f"{key}.npy"
                 with file.open("wb") as f:
@@ -235,11 +259,16 @@ class Snapshots:
                 specs[key] = {"file": file.name, "dtype": array.dtype.str,
                               "shape": list(array.shape), "bytes": file.stat().st_size,
                               "crc32": _crc(file)}  # fmt: skip
-            manifest = {
+            manifest: dict[str, Any] = {
                 "format": FORMAT, "namespace": index.namespace, "size": index.size,
                 "known": index.known, "arrays": specs,
                 "codes": {name: list(codes) for name, codes in index.codes.items()},
             }  # fmt: skip
+            if items.exists():
+                with items.open("rb+") as f:
+                    os.fsync(f.fileno())
+                manifest["items"] = {"file": ITEMS, "bytes": items.stat().st_size,
+                                     "crc32": _crc(items)}  # fmt: skip
             with (temporary / MANIFEST).open("w") as f:
                 json.dump(manifest, f)
                 f.flush()
