@@ -230,7 +230,8 @@ class IndexPage:
     """Each one's value of a numeric sort column in this index's version (int, or None for
     null); None for lastUpdated and distance."""
     positions: npt.NDArray[np.int64] | None = field(default=None, compare=False)
-    """The rows' positions in the index (for its search items); they follow from `ids`."""
+    """The rows' positions in the index (for its search items); they follow from `ids`
+    (which are left empty when the search did not ask for them). None: no rows."""
 
 
 def _ints() -> npt.NDArray[np.int32]:
@@ -348,8 +349,10 @@ class SearchIndex:
         limit: int,
         offset: int,
         after: str | None = None,
+        ids: bool = True,
     ) -> IndexPage | None:
-        """The exact total and the ids of one page, in the order SQL would give them.
+        """The exact total and the ids of one page, in the order SQL would give them
+        (`ids` False: only their positions, for items read from the snapshot).
 
         `after`: the id of the last row of the previous page of this search in this data
         version (a cursor); the page starts past it, found by its position, not by counting
@@ -414,7 +417,7 @@ class SearchIndex:
         if sort in SORT_COLUMNS and SORT_COLUMNS[sort] in self.nums:
             values = [None if math.isnan(v) else int(v)
                       for v in self.nums[SORT_COLUMNS[sort]][page].tolist()]  # fmt: skip
-        return IndexPage(total, self._ids(page), shown, values, page)
+        return IndexPage(total, self._ids(page) if ids else [], shown, values, page)
 
     def _position(self, wanted: str) -> int | None:
         """The position of an id (rows are in id byte order), None when absent."""

@@ -104,28 +104,34 @@ class ItemFile:
             return
         self.ready = True
 
-    def page(self, positions: npt.NDArray[Any], distances: Sequence[float] | None) -> bytes:
-        """The JSON array of these rows' items, in this order, with their distances (rounded
-        to two places, as the API shows them) when given, else null."""
+    def read(self, positions: npt.NDArray[Any]) -> list[bytes]:
+        """These rows' encoded items, in this order (see `join`)."""
         starts = self.offsets[positions].tolist()
         ends = self.offsets[positions + 1].tolist()
         fd = os.open(self.path, os.O_RDONLY)  # not kept: no descriptor outlives a page
         try:
             read = os.pread
-            parts = [read(fd, e - s, s) for s, e in zip(starts, ends, strict=True)]
+            return [read(fd, e - s, s) for s, e in zip(starts, ends, strict=True)]
         finally:
             os.close(fd)
-        if distances is None:
-            return b"[" + b"null},".join(parts) + (b"null}]" if parts else b"]")
-        tails = [_encode(round(d, 2)) + b"}" for d in distances]
-        return b"[" + b",".join(p + t for p, t in zip(parts, tails, strict=True)) + b"]"
 
-    def item(self, position: int) -> PropertySearchItem:
-        """One row's item, decoded (the last row of a page, for its cursor)."""
-        start, end = int(self.offsets[position]), int(self.offsets[position + 1])
-        with self.path.open("rb", buffering=0) as f:
-            raw = os.pread(f.fileno(), end - start, start)
-        return msgspec.json.decode(raw + _TAIL, type=PropertySearchItem)
+    def page(self, positions: npt.NDArray[Any], distances: Sequence[float] | None) -> bytes:
+        """The JSON array of these rows' items (`read`, then `join`)."""
+        return join(self.read(positions), distances)
+
+
+def join(parts: list[bytes], distances: Sequence[float] | None) -> bytes:
+    """The JSON array of encoded items, with their distances (rounded to two places, as the
+    API shows them) when given, else null."""
+    if distances is None:
+        return b"[" + b"null},".join(parts) + (b"null}]" if parts else b"]")
+    tails = [_encode(round(d, 2)) + b"}" for d in distances]
+    return b"[" + b",".join(p + t for p, t in zip(parts, tails, strict=True)) + b"]"
+
+
+def decode(part: bytes) -> PropertySearchItem:
+    """One encoded item, decoded (the last of a page, for its cursor)."""
+    return msgspec.json.decode(part + _TAIL, type=PropertySearchItem)
 
 
 def offsets_of(lengths: npt.NDArray[np.int64]) -> npt.NDArray[Any]:

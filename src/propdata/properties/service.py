@@ -31,7 +31,7 @@ from propdata.properties.index import (
     IndexPage,
     SearchIndex,
 )
-from propdata.properties.items import ItemFile, search_item
+from propdata.properties.items import ItemFile, decode, join, search_item
 from propdata.properties.repository import (
     AgingRow,
     EventRow,
@@ -426,10 +426,12 @@ class PropertyService:
         if walk is not None and walk.version != version:  # a load landed during the walk
             index = await self._walk_index(f"{namespace.rpartition('.')[0]}.{walk.version}")
         if index is not None:
-            page = index.search(filters, sort, order, limit + 1, offset,
-                                None if walk is None else walk.last_id)  # fmt: skip
             stored = index.items if encoded and index.namespace == namespace else None
-            if page is not None and stored is not None and stored.ready:
+            if stored is not None and not stored.ready:
+                stored = None
+            page = index.search(filters, sort, order, limit + 1, offset,
+                                None if walk is None else walk.last_id, ids=stored is None)  # fmt: skip
+            if page is not None and stored is not None:
                 return self._encoded(page, stored, sort, limit, offset, version, search_id)
             if page is not None:
                 ids = page.ids[:limit]
@@ -493,18 +495,17 @@ class PropertyService:
         assert self._secret is not None
         chosen = _NONE if page.positions is None else page.positions[:limit]  # None: no rows
         distances = None if page.distances is None else page.distances[:limit]
+        parts = items.read(chosen)
         next_cursor = None
-        if len(page.ids) > limit and limit > 0:
-            value = None
-            if sort != "distance":  # the last row's value, as the store gives it
-                value = getattr(items.item(int(chosen[-1])), _ROW_FIELD[sort])
+        if page.positions is not None and len(page.positions) > limit and parts:
+            last = decode(parts[-1])  # the last row's value, as the store gives it
             next_cursor = cursors.encode(self._secret, cursors.Cursor(
-                version=version, search=search_id, delivered=offset + len(chosen),
-                value=value, distance=None if distances is None else distances[-1],
-                last_id=page.ids[limit - 1],
+                version=version, search=search_id, delivered=offset + len(parts),
+                value=None if sort == "distance" else getattr(last, _ROW_FIELD[sort]),
+                distance=None if distances is None else distances[-1], last_id=last.id,
             ))  # fmt: skip
         meta = SearchMeta(total=page.total, limit=limit, offset=offset, next_cursor=next_cursor)
-        return EncodedSearchResponse(meta=meta, data=msgspec.Raw(items.page(chosen, distances)))
+        return EncodedSearchResponse(meta=meta, data=msgspec.Raw(join(parts, distances)))
 
     async def _cursor_secret(self) -> str:
         if self._secret is None:
