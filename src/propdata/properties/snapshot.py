@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from propdata.properties.index import CATEGORICAL, GROUPED, NUMERIC, SearchIndex
+from propdata.properties.index import CATEGORICAL, GROUPED, NUMERIC, Group, SearchIndex
 from propdata.properties.items import ItemFile, crc_of
 from propdata.properties.repository import SORT_COLUMNS
 
@@ -79,7 +79,10 @@ def _arrays(index: SearchIndex) -> dict[str, npt.NDArray[Any]]:
     arrays.update({f"cat.{name}": index.cats[name] for name in CATEGORICAL})
     arrays.update({f"num.{name}": index.nums[name] for name in NUMERIC})
     arrays.update({f"order.{column}": index.orders[column] for column in SORT_COLUMNS.values()})
-    arrays.update({f"group.{name}": index.groups[name] for name in GROUPED})
+    for name in GROUPED:
+        rows = index.groups[name].rows
+        assert rows is not None, "a snapshot is written from a built index"
+        arrays[f"group.{name}"] = rows
     arrays.update({f"group_start.{name}": index.group_starts[name] for name in GROUPED})
     if index.item_offsets is not None:
         arrays["item_offsets"] = index.item_offsets
@@ -95,6 +98,17 @@ def _fsync_folder(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _group(
+    arrays: dict[str, npt.NDArray[Any]], starts: dict[str, tuple[Path, int]], key: str
+) -> Group:
+    """A group read from its file with pread (its map is dropped: see `index.Group`)."""
+    rows = arrays.pop(key)
+    if rows.dtype.str != "<i4":
+        raise Damaged(f"{key} is {rows.dtype.str}, not <i4")
+    file, start = starts[key]
+    return Group(None, file, start, len(rows))
 
 
 class Damaged(ValueError):
@@ -178,6 +192,8 @@ class Snapshots:
             raise Damaged(f"made for {manifest['namespace']}")
         size = int(manifest["size"])
         arrays: dict[str, npt.NDArray[Any]] = {}
+        starts: dict[str, tuple[Path, int]] = {}
+        """Each array's file and where in it the array begins (groups are read there)."""
         for key, spec in manifest["arrays"].items():
             file = path / spec["file"]
             length = file.stat().st_size
@@ -189,6 +205,7 @@ class Snapshots:
             if mapped.dtype.str != spec["dtype"] or list(mapped.shape) != spec["shape"]:
                 raise Damaged(f"{spec['file']} is {mapped.dtype.str} {mapped.shape}")
             arrays[key] = mapped.view(np.ndarray)  # the plain array type over the same map
+            starts[key] = (file, mapped.offset)
         codes = {name: {value: code for code, value in enumerate(values)}
                  for name, values in manifest["codes"].items()}  # fmt: skip
         placed = len(arrays["geo_order"])
@@ -215,7 +232,7 @@ class Snapshots:
             nums={name: arrays[f"num.{name}"] for name in NUMERIC},
             orders={c: arrays[f"order.{c}"] for c in SORT_COLUMNS.values()},
             known={c: int(manifest["known"][c]) for c in SORT_COLUMNS.values()},
-            groups={name: arrays[f"group.{name}"] for name in GROUPED},
+            groups={name: _group(arrays, starts, f"group.{name}") for name in GROUPED},
             group_starts={name: arrays[f"group_start.{name}"] for name in GROUPED},
             updated_rank=arrays["updated_rank"], latitude=arrays["latitude"],
             longitude=arrays["longitude"], geo_order=arrays["geo_order"],
