@@ -18,7 +18,7 @@ import numpy as np
 
 from propdata.properties.index import INDEX_COLUMNS, ITEM_COLUMNS, IndexBuilder, SearchIndex
 from propdata.properties.items import ItemFile
-from propdata.properties.repository import PropertyRepository
+from propdata.properties.repository import PropertyRepository, SearchFilters
 from propdata.properties.schemas import EncodedSearchResponse, SearchResponse
 from propdata.properties.service import PropertyService
 from propdata.properties.snapshot import ITEMS, MANIFEST, Snapshots
@@ -102,3 +102,20 @@ async def built_with_items(repo: PropertyRepository, out: BinaryIO) -> SearchInd
         builder.add(rows)
         if len(rows) < 700:
             return builder.finish()
+
+
+async def test_items_that_go_away_leave_the_store_to_answer(mixed: Store, tmp_path: Path) -> None:
+    db = await open_db(mixed)
+    try:
+        service = PropertyService(db, snapshots=tmp_path / "index")
+        service.warm()
+        index = await ready(service)
+        assert index.items is not None and index.items.ready
+        query = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
+        expected = msgspec.json.encode(await service.search(*query))
+        index.items.path.unlink()
+        assert msgspec.json.encode(await service.search(*query, encoded=True)) == expected
+        assert not index.items.ready
+        assert isinstance(await service.search(*query, encoded=True), SearchResponse)
+    finally:
+        await db.close()

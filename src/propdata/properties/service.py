@@ -429,10 +429,17 @@ class PropertyService:
             stored = index.items if encoded and index.namespace == namespace else None
             if stored is not None and not stored.ready:
                 stored = None
-            page = index.search(filters, sort, order, limit + 1, offset,
-                                None if walk is None else walk.last_id, ids=stored is None)  # fmt: skip
+            after_id = None if walk is None else walk.last_id
+            page = index.search(filters, sort, order, limit + 1, offset, after_id,
+                                ids=stored is None)  # fmt: skip
             if page is not None and stored is not None:
-                return self._encoded(page, stored, sort, limit, offset, version, search_id)
+                try:
+                    return self._encoded(page, stored, sort, limit, offset, version, search_id)
+                except OSError as exc:  # the items went (removed, unreadable): the store's rows
+                    stored.ready = False
+                    log.warning("search items %s unreadable (%s); items come from the store",
+                                stored.path, exc)  # fmt: skip
+                    page = index.search(filters, sort, order, limit + 1, offset, after_id)
             if page is not None:
                 ids = page.ids[:limit]
                 found = await self.repo.search_rows(ids)

@@ -4,12 +4,15 @@ Why: each worker used to build its own copy of the search index by reading the w
 `properties` table (5-10 s and about 58 MB a worker at 1,000,000 properties). A snapshot is
 the index's arrays in files; every worker of a host maps the same files read-only, so the
 kernel keeps one copy of their pages in its page cache for all of them, and a worker that
-starts finds its index in milliseconds.
+starts finds its index in milliseconds. Two parts are read with pread instead of mapped, so
+that what a worker reads of them never stays in its resident memory: the search items
+(`items.bin`, 333 MB at 1,000,000 properties) and the groups (`index.Group`).
 
 Layout, in one folder per host (`Settings.index_path`):
 
     <store_id>-<data_version>/index.json     the manifest, written last
     <store_id>-<data_version>/<array>.npy    one numpy file per array
+    <store_id>-<data_version>/items.bin      every row's search item, encoded (items.py)
     <store_id>-<data_version>.lock           held (flock) by the worker that builds it
 
 A snapshot is written into a temporary folder, each file fsynced, then renamed into place
