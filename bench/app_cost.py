@@ -1,4 +1,4 @@
-"""CPU time of the application alone per get-by-id request: no server, no network, no wrk.
+"""CPU time of the application alone per request: no server, no network, no wrk.
 
     .venv/bin/python bench/app_cost.py --store bench/.data/sqlite-p200000-s7-2026-11-21 \
         --requests bench/.data/requests [--rounds 5] [--per-round 3000] [--stub limiter,read]
@@ -6,7 +6,8 @@
         .venv/bin/python bench/app_cost.py --store ... --requests ...   # scale-out
 
 The ASGI app of `propdata serve` (HeadAsGet around create_app, cache off) is started in this
-process and called directly with the by-id paths of `bench/run.py`'s request list, one after
+process and called directly with the paths of one of `bench/run.py`'s request lists (`--list`:
+by id, the default, or search, radius..., once the search index is ready), one after
 another; each round's process CPU time is divided by its requests. What the server and the
 kernel add (uvicorn, httptools, socket writes) is left out, and so is other jobs' noise in
 the ratio of a make bench run, so a change to the application shows up plainly. `--stub`
@@ -47,8 +48,12 @@ async def run(args: argparse.Namespace) -> list[float]:
         app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, inbox.get, lifespan_send)
     )
     await started.wait()
-    paths = (Path(args.requests) / "ids.txt").read_text().split()
+    paths = (Path(args.requests) / f"{args.list}.txt").read_text().split()
     services = litestar.state.services
+    for _ in range(600):  # searches: measure the index's path, not SQL's while it builds
+        if await services.properties.index_status() != "building":
+            break
+        await asyncio.sleep(0.1)
     stubs = set(filter(None, args.stub.split(",")))
     if "limiter" in stubs:
         decision = await services.limiter.admit("app-cost-stub", 10**9, None, 20)
@@ -57,7 +62,7 @@ async def run(args: argparse.Namespace) -> list[float]:
             return decision
 
         services.limiter.admit = admit
-    if "read" in stubs:
+    if "read" in stubs and args.list == "ids":
         one = await services.properties.detail(paths[0].rsplit("/", 1)[1])
 
         async def detail(_: str) -> Any:
@@ -73,11 +78,13 @@ async def run(args: argparse.Namespace) -> list[float]:
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    def scope(path: str) -> dict[str, Any]:
+    def scope(target: str) -> dict[str, Any]:
+        path, _, query = target.partition("?")
         return {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"},
                 "http_version": "1.1", "server": ("127.0.0.1", 8000),
                 "client": ("127.0.0.1", 50000), "scheme": "http", "method": "GET",
-                "root_path": "", "path": path, "raw_path": path.encode(), "query_string": b"",
+                "root_path": "", "path": path, "raw_path": path.encode(),
+                "query_string": query.encode(),
                 "headers": [(b"host", b"127.0.0.1:8000"), (b"authorization", auth)],
                 "state": {}}  # fmt: skip
 
@@ -102,12 +109,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--per-round", type=int, default=3000)
     parser.add_argument("--stub", default="", help="limiter,read: replaced by a constant")
+    parser.add_argument("--list", default="ids", help="the request list: ids, search, radius...")
     args = parser.parse_args()
     os.environ.setdefault("PROPDATA_DATABASE_URL", str(Path(args.store) / "propdata.db"))
     os.environ.update({"PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR",
                        "PROPDATA_AS_OF": "2026-11-21"})  # fmt: skip
     rounds = asyncio.run(run(args))
-    print(f"app CPU µs per by-id request: median {statistics.median(rounds):.0f}"
+    print(f"app CPU µs per {args.list} request: median {statistics.median(rounds):.0f}"
           f" (rounds: {', '.join(f'{x:.0f}' for x in rounds)})")  # fmt: skip
 
 

@@ -22,7 +22,6 @@ from propdata.accounts import endpoints as account_endpoints
 from propdata.accounts.middleware import MeteringMiddleware, current_key
 from propdata.accounts.people import AccountService
 from propdata.accounts.service import KeyService
-from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.config import Settings, load_settings
@@ -226,10 +225,6 @@ def _services(state: State) -> Services:
     return services
 
 
-def _page_size(request: Request[Any, Any, Any]) -> int:
-    return paging.applied_page_size(request.scope)
-
-
 def _provide(name: str) -> Provide:
     """One of the services, by its name in `Services`, for handlers that take it by that name."""
 
@@ -254,9 +249,9 @@ DEPENDENCIES = {
         )
     },
     "key": Provide(current_key, sync_to_thread=False),
-    "page_size": Provide(_page_size, sync_to_thread=False),
 }
-"""What handlers take by name: the process's services, the request's key and page size."""
+"""What handlers take by name: the process's services and the request's key (a paged one
+reads its page size from the request: `api.paging.applied_page_size`)."""
 
 
 def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> Litestar:

@@ -141,6 +141,9 @@ def answer(body: msgspec.Struct, selection: Tree | None) -> Response[Any]:
     """The answer with its `data` (a record, or a list of items) cut down to `selection`."""
     if selection is None:
         return Response(body)
-    plain = msgspec.to_builtins(body)
+    if isinstance(getattr(body, "data", None), msgspec.Raw):  # items already encoded
+        plain = msgspec.json.decode(msgspec.json.encode(body))
+    else:
+        plain = msgspec.to_builtins(body)
     plain["data"] = _project(plain["data"], selection)
     return Response(plain)

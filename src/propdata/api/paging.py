@@ -1,8 +1,10 @@
 """The page-size rule, decided once per request.
 
 The metering middleware decides a paged request's size (it keys the response cache on it)
-and keeps it on the request; the endpoint takes that same size through dependency
-injection (`page_size`), so the two can never disagree.
+and keeps it on the request; the endpoint reads that same size from the request
+(`applied_page_size`), so the two can never disagree. (Not as a second injected dependency:
+Litestar resolves two dependencies of one handler in an anyio task group, about 7 % of a
+search request's CPU.)
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import get
+from litestar import Request, get
 from litestar.openapi.spec import Example
 from litestar.params import QueryParameter
 
+from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import ANSWER_HEADERS, errors
 from propdata.api.params import PageLimit
@@ -26,7 +27,7 @@ from propdata.feed.service import FeedService
 )
 async def list_changes(
     feed: Injected[FeedService],
-    page_size: Injected[int],
+    request: Request[Any, Any, Any],
     since: Annotated[
         str | None,
         QueryParameter(
@@ -40,14 +41,14 @@ async def list_changes(
             ],
         ),
     ] = None,
-    limit: PageLimit = None,  # declared for the reference; the size applied is page_size
+    limit: PageLimit = None,  # declared for the reference; the size applied is paging's
 ) -> ChangesResponse:
     """Every property created or updated by a load or a rebuild, oldest change first.
 
     Follow meta.nextCursor; an empty page means you are up to date: ask again later with
     the same cursor. Apply a change by fetching the record (a 404 means it was removed).
     """
-    return await feed.changes(since, page_size)
+    return await feed.changes(since, paging.applied_page_size(request.scope))
 
 
 HANDLERS = [list_changes]

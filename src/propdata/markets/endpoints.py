@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import get
+from litestar import Request, get
 from litestar.params import QueryParameter
 
+from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import ANSWER_HEADERS, errors
 from propdata.api.params import (
@@ -34,18 +35,24 @@ from propdata.markets.service import MarketService
 )
 async def search_markets(
     markets: Injected[MarketService],
-    page_size: Injected[int],
+    request: Request[Any, Any, Any],
     city: CityQuery = None,
     state_: StateQuery = None,
     zipCode: Annotated[
         str | None,
         QueryParameter(pattern=r"^[0-9]{1,5}$", description="ZIP code or its first 1 to 4 digits"),
     ] = None,
-    limit: PageLimit = None,  # declared for the reference; the size applied is page_size
+    limit: PageLimit = None,  # declared for the reference; the size applied is paging's
     offset: PageOffset = 0,
 ) -> MarketSearchResponse:
     """Search ZIP-code markets by city, state or ZIP prefix, in ZIP order."""
-    return await markets.search(city_filter(city), state_code(state_), zipCode, page_size, offset)
+    return await markets.search(
+        city_filter(city),
+        state_code(state_),
+        zipCode,
+        paging.applied_page_size(request.scope),
+        offset,
+    )
 
 
 @get(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Response, get
+from litestar import Request, Response, get
 from litestar.openapi.spec import Example
 from litestar.params import PathParameter, QueryParameter
 
+from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.fields import answer, parameter, select
 from propdata.api.openapi import ANSWER_HEADERS, errors
@@ -115,7 +116,7 @@ def _near(
 
 async def search_properties(
     properties: Injected[PropertyService],
-    page_size: Injected[int],
+    request: Request[Any, Any, Any],
     zipCode: ZipQuery = None,
     city: CityQuery = None,
     state_: StateQuery = None,
@@ -180,7 +181,7 @@ async def search_properties(
             examples=[Example(value="-93.70,41.98,-93.57,42.08")],
         ),
     ] = None,
-    limit: PageLimit = None,  # declared for the reference; the size applied is page_size
+    limit: PageLimit = None,  # declared for the reference; the size applied is paging's
     offset: Annotated[
         int | None,
         QueryParameter(
@@ -234,7 +235,10 @@ async def search_properties(
         min_year_built=minYearBuilt, max_days_on_market=maxDaysOnMarket, bbox=box, near=near,
     )  # fmt: skip
     direction = order or ("asc" if sort == "distance" else "desc")
-    page = await properties.search(filters, sort, direction, page_size, offset or 0, cursor)
+    size = paging.applied_page_size(request.scope)
+    page = await properties.search(
+        filters, sort, direction, size, offset or 0, cursor, encoded=True
+    )
     return answer(page, selection)
 
 

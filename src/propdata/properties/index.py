@@ -23,24 +23,42 @@ SQL path uses) is within the radius.
 
 from __future__ import annotations
 
+import logging
 import math
+import operator
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
 from propdata.kit.geodesy import around, miles
-from propdata.properties.repository import SORT_COLUMNS, SearchFilters
+from propdata.properties import items as search_items
+from propdata.properties.items import ItemFile
+from propdata.properties.repository import SORT_COLUMNS, SearchFilters, SearchRow
+
+log = logging.getLogger("propdata")
 
 IntArray = npt.NDArray[np.int64] | npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 
 CATEGORICAL = ("zip_code", "city_key", "state", "status", "property_type")
+GROUPED = ("zip_code", "city_key", "state")
+"""Categories with many values, kept also as the positions of each value's rows: an equality
+filter on one of them reads its rows' slice instead of comparing every row (at 1,000,000
+properties a ZIP code's 150 rows against a pass over the whole column and then its mask)."""
 NUMERIC = ("list_price", "bedrooms", "bathrooms", "living_area", "year_built", "days_on_market")
 INDEX_COLUMNS = ("id", *CATEGORICAL, *NUMERIC, "last_updated", "latitude", "longitude")
 """What the repository reads for the index, in this order, ordered by id."""
+ITEM_COLUMNS = tuple(name for name in SearchRow._fields if name not in INDEX_COLUMNS)
+"""What it reads after those when the build also writes the snapshot's search items."""
+_PICK = operator.itemgetter(*((INDEX_COLUMNS + ITEM_COLUMNS).index(f) for f in SearchRow._fields))
+_UPDATED = INDEX_COLUMNS.index("last_updated")
+_LATITUDE = INDEX_COLUMNS.index("latitude")
+_LONGITUDE = INDEX_COLUMNS.index("longitude")
 GEO_CELL = 0.25
 """Degrees of a grid cell: a 25-mile radius reads about five rows of cells."""
 _GEO_COLUMNS = int(360 / GEO_CELL)
@@ -56,10 +74,14 @@ _LAST_CHUNK = 262_144
 
 @dataclass
 class IndexBuilder:
-    """Collects pages of `INDEX_COLUMNS` rows (in id order) and makes the index."""
+    """Collects pages of `INDEX_COLUMNS` rows (in id order) and makes the index; with
+    `items`, rows of `INDEX_COLUMNS + ITEM_COLUMNS`, whose encoded search items it appends
+    to that file (a snapshot's, `properties.items`)."""
 
     namespace: str
+    items: BinaryIO | None = None
     size: int = 0
+    _item_lengths: list[npt.NDArray[np.int64]] = field(default_factory=list)
     _ids: list[npt.NDArray[np.uint8]] = field(default_factory=list)
     _id_lengths: list[npt.NDArray[np.int64]] = field(default_factory=list)
     _codes: dict[str, dict[Any, int]] = field(
@@ -93,18 +115,39 @@ class IndexBuilder:
             )
         for n, name in enumerate(NUMERIC, start=1 + len(CATEGORICAL)):
             self._nums[name].append(np.array(columns[n], dtype=np.float64))  # None -> NaN
-        self._updated.append(np.array([u.encode() for u in columns[-3]], dtype=np.bytes_))
-        lats = np.array(columns[-2], dtype=np.float64)  # None -> NaN
-        lons = np.array(columns[-1], dtype=np.float64)
+        self._updated.append(np.array([u.encode() for u in columns[_UPDATED]], dtype=np.bytes_))
+        lats = np.array(columns[_LATITUDE], dtype=np.float64)  # None -> NaN
+        lons = np.array(columns[_LONGITUDE], dtype=np.float64)
         unknown = np.isnan(lats) | np.isnan(lons)  # a record needs both to be placed
         lats[unknown] = np.nan
         lons[unknown] = np.nan
         self._lats.append(lats)
         self._lons.append(lons)
         self.last_id = rows[-1][0]
+        if self.items is not None:
+            self._add_items(rows)
+
+    def _add_items(self, rows: Sequence[Sequence[Any]]) -> None:
+        assert self.items is not None
+        parts = search_items.encoded([SearchRow._make(_PICK(row)) for row in rows])
+        try:
+            self.items.write(b"".join(parts))
+        except OSError as exc:  # a full disk, say: the snapshot goes without its items
+            log.warning("could not write the search items (%s); searches read them from the"
+                        " store", exc)  # fmt: skip
+            self.items = None
+            self._item_lengths.clear()
+            return
+        self._item_lengths.append(np.fromiter(map(len, parts), np.int64, count=len(parts)))
 
     def finish(self) -> SearchIndex:
         size = self.size
+        item_offsets = None
+        if self.items is not None:
+            item_offsets = search_items.offsets_of(
+                np.concatenate(self._item_lengths) if self._item_lengths else np.zeros(0, np.int64)
+            )
+            self._item_lengths.clear()
         id_bytes = np.concatenate(self._ids) if self._ids else np.zeros(0, np.uint8)
         lengths = np.concatenate(self._id_lengths) if self._id_lengths else _ints()
         self._ids.clear()
@@ -113,6 +156,7 @@ class IndexBuilder:
         np.cumsum(lengths, out=offsets[1:])
         cats = {name: _narrow(np.concatenate(self._cats.pop(name) or [_ints()]), len(codes))
                 for name, codes in self._codes.items()}  # fmt: skip
+        grouped = {name: group(cats[name], len(self._codes[name])) for name in GROUPED}
         nums = {name: _compact(np.concatenate(self._nums.pop(name) or [_floats()]))
                 for name in NUMERIC}  # fmt: skip
         orders: dict[str, npt.NDArray[np.int32]] = {}
@@ -139,9 +183,53 @@ class IndexBuilder:
         return SearchIndex(
             namespace=self.namespace, size=size, id_bytes=id_bytes, id_offsets=offsets,
             codes=self._codes, cats=cats, nums=nums, orders=orders, known=known,
+            groups={name: Group(rows) for name, (rows, _) in grouped.items()},
+            group_starts={name: starts for name, (_, starts) in grouped.items()},
             updated_rank=ranks, latitude=lats, longitude=lons,
             geo_order=placed[by_cell].astype(np.int32), geo_keys=cells[by_cell],
+            item_offsets=item_offsets,
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Group:
+    """The positions of one GROUPED category's rows by code (see `group`): in memory for an
+    index built here, read with pread from its file for one loaded from a snapshot. A
+    search reads one code's slice once; mapped, every slice a worker ever read would stay
+    in its resident memory (the three groups are 12 MB at 1,000,000 properties)."""
+
+    rows: npt.NDArray[np.int32] | None
+    path: Path | None = None
+    start: int = 0
+    """Where the positions begin in `path` (after the .npy header), in bytes."""
+    size: int = 0
+
+    def between(self, first: int, end: int) -> npt.NDArray[np.int32]:
+        """Positions `first` to `end` (one code's rows)."""
+        if self.rows is not None:
+            return self.rows[first:end]
+        assert self.path is not None
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            raw = os.pread(fd, (end - first) * 4, self.start + first * 4)
+        finally:
+            os.close(fd)
+        return np.frombuffer(raw, "<i4")
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * 4 if self.rows is None else self.rows.nbytes
+
+
+def group(
+    codes: npt.NDArray[Any], distinct: int
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+    """The positions of the rows by code, ascending within a code, and where each code's
+    slice starts (`distinct + 1` entries: code c's rows are `rows[starts[c]:starts[c + 1]]`)."""
+    rows = np.argsort(codes, kind="stable").astype(np.int32)
+    starts = np.zeros(distinct + 1, np.int64)
+    np.cumsum(np.bincount(codes, minlength=distinct), out=starts[1:])
+    return rows, starts
 
 
 def geo_cells(
@@ -173,6 +261,9 @@ class IndexPage:
     values: list[Any] | None = None
     """Each one's value of a numeric sort column in this index's version (int, or None for
     null); None for lastUpdated and distance."""
+    positions: npt.NDArray[np.int64] | None = field(default=None, compare=False)
+    """The rows' positions in the index (for its search items); they follow from `ids`
+    (which are left empty when the search did not ask for them). None: no rows."""
 
 
 def _ints() -> npt.NDArray[np.int32]:
@@ -245,6 +336,10 @@ class SearchIndex:
     """Per sort column: positions ascending, nulls last, ties by position (= by id)."""
     known: dict[str, int]
     """Per sort column: how many rows have a value (the non-null head of its order)."""
+    groups: dict[str, Group]
+    """Per GROUPED category: the rows' positions by code, ascending within a code."""
+    group_starts: dict[str, npt.NDArray[np.int64]]
+    """Per GROUPED category: where each code's slice of `groups` starts (one more entry)."""
     updated_rank: npt.NDArray[np.int32]
     latitude: npt.NDArray[np.float64]
     longitude: npt.NDArray[np.float64]
@@ -253,6 +348,10 @@ class SearchIndex:
     """The positions of the rows with coordinates, by grid cell, then position."""
     geo_keys: npt.NDArray[np.int32]
     """The grid cell of each of `geo_order` (ascending)."""
+    item_offsets: npt.NDArray[Any] | None = None
+    """Where each row's search item starts in the snapshot's items (`properties.items`)."""
+    items: ItemFile | None = None
+    """The snapshot's search items, when it has them (a private index has none)."""
     _scratch: list[BoolArray] = field(default_factory=list, repr=False)
     """Two masks of `size` rows that every search reuses. A new one per filter would be a
     fresh mapping each time (kit.memory maps every allocation of 256 KB or more), 245 page
@@ -268,10 +367,10 @@ class SearchIndex:
     def nbytes(self) -> int:
         arrays: list[npt.NDArray[Any]] = [
             self.id_bytes, self.id_offsets, self.updated_rank, *self.cats.values(),
-            *self.nums.values(), *self.orders.values(), self.latitude, self.longitude,
-            self.geo_order, self.geo_keys,
+            *self.nums.values(), *self.orders.values(), *self.group_starts.values(),
+            self.latitude, self.longitude, self.geo_order, self.geo_keys,
         ]  # fmt: skip
-        return sum(a.nbytes for a in arrays)
+        return sum(a.nbytes for a in arrays) + sum(g.nbytes for g in self.groups.values())
 
     def search(
         self,
@@ -281,8 +380,10 @@ class SearchIndex:
         limit: int,
         offset: int,
         after: str | None = None,
+        ids: bool = True,
     ) -> IndexPage | None:
-        """The exact total and the ids of one page, in the order SQL would give them.
+        """The exact total and the ids of one page, in the order SQL would give them
+        (`ids` False: only their positions, for items read from the snapshot).
 
         `after`: the id of the last row of the previous page of this search in this data
         version (a cursor); the page starts past it, found by its position, not by counting
@@ -347,7 +448,7 @@ class SearchIndex:
         if sort in SORT_COLUMNS and SORT_COLUMNS[sort] in self.nums:
             values = [None if math.isnan(v) else int(v)
                       for v in self.nums[SORT_COLUMNS[sort]][page].tolist()]  # fmt: skip
-        return IndexPage(total, self._ids(page), shown, values)
+        return IndexPage(total, self._ids(page) if ids else [], shown, values, page)
 
     def _position(self, wanted: str) -> int | None:
         """The position of an id (rows are in id byte order), None when absent."""
@@ -403,12 +504,21 @@ class SearchIndex:
         """The matching rows as a mask or as sorted positions (None, None: every row);
         None when a filter's value is not in the store at all."""
         tests: list[tuple[npt.NDArray[Any], str, Any]] = []
+        narrowest: tuple[int, int, str] | None = None  # (rows, code, category) of a group
         for name, value in (("zip_code", f.zip_code), ("city_key", f.city), ("state", f.state),
                             ("status", f.status), ("property_type", f.property_type)):  # fmt: skip
             if value is not None:
                 code = self.codes[name].get(value)
                 if code is None:
                     return None
+                if name in self.groups:
+                    starts = self.group_starts[name]
+                    rows = int(starts[code + 1]) - int(starts[code])
+                    if narrowest is None or rows < narrowest[0]:
+                        if narrowest is not None:
+                            tests.append((self.cats[narrowest[2]], "eq", narrowest[1]))
+                        narrowest = (rows, code, name)
+                        continue
                 tests.append((self.cats[name], "eq", code))
         ranges: tuple[tuple[str, str, float | None], ...] = (
             ("list_price", "ge", f.min_price), ("list_price", "le", f.max_price),
@@ -425,6 +535,15 @@ class SearchIndex:
         box = f.bbox if f.near is None else around(*f.near)
         if box is not None:
             positions = self._in_box(*box)  # not in order yet
+        if narrowest is not None:
+            rows, code, name = narrowest
+            if positions is None and rows * _SELECTIVE < self.size:
+                starts = self.group_starts[name]
+                positions = (  # ascending: a group keeps its rows in position order
+                    self.groups[name].between(int(starts[code]), int(starts[code + 1]))
+                ).astype(np.int64)
+            else:
+                tests.insert(0, (self.cats[name], "eq", code))
         first, spare = self._masks() if tests else (None, None)
         for column, op, value in tests:
             if positions is not None:

@@ -234,6 +234,9 @@ class NearRow(NamedTuple):
 class PropertyRepository:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._namespace = ""
+        self._namespace_as_of: object | None = None
+        """The store's `changes()` marker when `_namespace` was read (see `cache_namespace`)."""
 
     # -- reads -------------------------------------------------------------------------
 
@@ -596,12 +599,22 @@ class PropertyRepository:
         return str(row[0])
 
     async def cache_namespace(self) -> str:
-        """The store's identity and data version: what every cached answer depends on."""
+        """The store's identity and data version: what every cached answer depends on.
+
+        Read on every search (and every cached request). Where the store has a `changes()`
+        marker (SQLite), the last one read is kept while the marker stays put: any commit,
+        by any process, moves it, so a load's new version is seen by the next request."""
+        marker = self.db.changes()
+        if marker is not None and marker == self._namespace_as_of:
+            return self._namespace
         row = await self.db.fetch_one(
             "SELECT (SELECT value FROM meta WHERE key = 'store_id') || '.'"
             " || (SELECT value FROM meta WHERE key = 'data_version')"
         )
-        return str(row[0]) if row else ""
+        namespace = str(row[0]) if row else ""
+        if marker is not None:  # taken before the read: a commit meanwhile moves it again
+            self._namespace, self._namespace_as_of = namespace, marker
+        return namespace
 
 
 # The record and its `property_histories` row in one statement. The id is bound for the

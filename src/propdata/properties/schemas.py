@@ -195,5 +195,13 @@ class SearchResponse(Base):
     data: list[PropertySearchItem]
 
 
+class EncodedSearchResponse(Base):
+    """A `SearchResponse` whose items are already encoded (a search index snapshot's, see
+    `properties.items`): the same bytes on the wire."""
+
+    meta: SearchMeta
+    data: msgspec.Raw
+
+
 class HistoryResponse(Base):
     data: PropertyHistory

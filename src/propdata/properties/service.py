@@ -12,8 +12,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+import msgspec
 import numpy as np
 
 from propdata.errors import AmbiguousAddress, InvalidParameter, NotFound, ServiceUnavailable
@@ -23,7 +24,14 @@ from propdata.kit.db import Database, StoreUnavailable, optimistic
 from propdata.kit.geodesy import miles
 from propdata.properties import cursor as cursors
 from propdata.properties import lifecycle
-from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, IndexPage, SearchIndex
+from propdata.properties.index import (
+    INDEX_COLUMNS,
+    ITEM_COLUMNS,
+    IndexBuilder,
+    IndexPage,
+    SearchIndex,
+)
+from propdata.properties.items import ItemFile, decode, join, search_item
 from propdata.properties.repository import (
     AgingRow,
     EventRow,
@@ -37,19 +45,19 @@ from propdata.properties.repository import (
 from propdata.properties.schemas import (
     Address,
     Coordinates,
+    EncodedSearchResponse,
     Estimate,
     PriceEvent,
     PropertyDetail,
     PropertyHistory,
     PropertyLookupItem,
-    PropertySearchItem,
     Scores,
     SearchMeta,
     SearchResponse,
     ShortAddress,
     TaxRecord,
 )
-from propdata.properties.snapshot import Snapshots
+from propdata.properties.snapshot import ITEMS, Snapshots
 
 TOTALS_KEPT = 20_000
 INDEX_PAGE = 10_000
@@ -237,15 +245,21 @@ class PropertyService:
         found = await self._load_snapshot(snapshots, namespace, unusable)
         if isinstance(found, SearchIndex):
             return found, "snapshot"
-        built = await self._read_table(namespace)
-        if built is None:
-            return None
+        draft = await asyncio.to_thread(snapshots.draft, namespace)
+        built: SearchIndex | None = None
         try:
-            await asyncio.to_thread(snapshots.write, built)
+            with (draft / ITEMS).open("wb") as items:  # the search items, as the rows come
+                built = await self._read_table(namespace, items)
+            if built is None:
+                return None
+            await asyncio.to_thread(snapshots.write, built, draft)
         except OSError as exc:  # a full disk, say: this worker keeps its own copy
             log.warning("could not write the search index snapshot (%s); this worker keeps"
                         " its own copy", exc)  # fmt: skip
-            return built, "table"
+            built = built or await self._read_table(namespace)
+            return None if built is None else (built, "table")
+        finally:
+            snapshots.discard(draft)  # renamed into place when written: then nothing is left
         del built  # the private arrays go; the mapped files take their place
         memory.trim()
         index = await asyncio.to_thread(snapshots.load, namespace)
@@ -254,11 +268,15 @@ class PropertyService:
         await asyncio.to_thread(snapshots.prune, namespace)
         return index, "table"
 
-    async def _read_table(self, namespace: str) -> SearchIndex | None:
-        """Build the index from every row of the table (None when a load lands meanwhile)."""
-        builder = IndexBuilder(namespace)
+    async def _read_table(
+        self, namespace: str, items: BinaryIO | None = None
+    ) -> SearchIndex | None:
+        """Build the index from every row of the table (None when a load lands meanwhile);
+        with `items`, write every row's encoded search item there too (a snapshot's)."""
+        builder = IndexBuilder(namespace, items)
+        columns = INDEX_COLUMNS if items is None else INDEX_COLUMNS + ITEM_COLUMNS
         while True:
-            rows = await self.repo.index_page(INDEX_COLUMNS, builder.last_id, INDEX_PAGE)
+            rows = await self.repo.index_page(columns, builder.last_id, INDEX_PAGE)
             builder.add(rows)
             if len(rows) < INDEX_PAGE:
                 break
@@ -369,8 +387,14 @@ class PropertyService:
         limit: int,
         offset: int,
         cursor: str | None = None,
-    ) -> SearchResponse:
+        *,
+        encoded: bool = False,
+    ) -> SearchResponse | EncodedSearchResponse:
         """One page of a search, by offset or by the cursor of the page before it.
+
+        `encoded`: the items may come already encoded, from the current index's snapshot
+        (`properties.items`): an EncodedSearchResponse, the same bytes on the wire as the
+        SearchResponse built from the store's rows (the endpoint asks for it).
 
         A cursor continues after the last row it names, in the order of the data version it
         was made under: the current index's or SQL's while that version is current, after a
@@ -402,8 +426,20 @@ class PropertyService:
         if walk is not None and walk.version != version:  # a load landed during the walk
             index = await self._walk_index(f"{namespace.rpartition('.')[0]}.{walk.version}")
         if index is not None:
-            page = index.search(filters, sort, order, limit + 1, offset,
-                                None if walk is None else walk.last_id)  # fmt: skip
+            stored = index.items if encoded and index.namespace == namespace else None
+            if stored is not None and not stored.ready:
+                stored = None
+            after_id = None if walk is None else walk.last_id
+            page = index.search(filters, sort, order, limit + 1, offset, after_id,
+                                ids=stored is None)  # fmt: skip
+            if page is not None and stored is not None:
+                try:
+                    return self._encoded(page, stored, sort, limit, offset, version, search_id)
+                except OSError as exc:  # the items went (removed, unreadable): the store's rows
+                    stored.ready = False
+                    log.warning("search items %s unreadable (%s); items come from the store",
+                                stored.path, exc)  # fmt: skip
+                    page = index.search(filters, sort, order, limit + 1, offset, after_id)
             if page is not None:
                 ids = page.ids[:limit]
                 found = await self.repo.search_rows(ids)
@@ -446,30 +482,37 @@ class PropertyService:
                 value=mark[0], distance=mark[1], last_id=mark[2],
             ))  # fmt: skip
         shown = [None] * len(rows) if distances is None else [round(d, 2) for d in distances]
-        items = [
-            PropertySearchItem(
-                id=r.id,
-                status=r.status,
-                list_price=r.list_price,
-                address=ShortAddress(
-                    street_address=r.street_address,
-                    city=r.city,
-                    state=r.state,
-                    zip_code=r.zip_code,
-                ),
-                bedrooms_total=r.bedrooms,
-                bathrooms_total=r.bathrooms,
-                living_area=r.living_area,
-                days_on_market=r.days_on_market,
-                last_sale_price=r.last_sale_price,
-                last_sale_date=r.last_sale_date,
-                last_updated=r.last_updated,
-                distance_miles=d,
-            )
-            for r, d in zip(rows, shown, strict=True)
-        ]
+        items = [search_item(r, d) for r, d in zip(rows, shown, strict=True)]
         meta = SearchMeta(total=total, limit=limit, offset=offset, next_cursor=next_cursor)
         return SearchResponse(meta=meta, data=items)
+
+    def _encoded(
+        self,
+        page: IndexPage,
+        items: ItemFile,
+        sort: str,
+        limit: int,
+        offset: int,
+        version: int,
+        search_id: str,
+    ) -> EncodedSearchResponse:
+        """A page of the current index with its items from the index's snapshot: the same
+        bytes as those built from the store's rows, without reading the store (the snapshot
+        is of this data version)."""
+        assert self._secret is not None
+        chosen = _NONE if page.positions is None else page.positions[:limit]  # None: no rows
+        distances = None if page.distances is None else page.distances[:limit]
+        parts = items.read(chosen)
+        next_cursor = None
+        if page.positions is not None and len(page.positions) > limit and parts:
+            last = decode(parts[-1])  # the last row's value, as the store gives it
+            next_cursor = cursors.encode(self._secret, cursors.Cursor(
+                version=version, search=search_id, delivered=offset + len(parts),
+                value=None if sort == "distance" else getattr(last, _ROW_FIELD[sort]),
+                distance=None if distances is None else distances[-1], last_id=last.id,
+            ))  # fmt: skip
+        meta = SearchMeta(total=page.total, limit=limit, offset=offset, next_cursor=next_cursor)
+        return EncodedSearchResponse(meta=meta, data=msgspec.Raw(join(parts, distances)))
 
     async def _cursor_secret(self) -> str:
         if self._secret is None:
@@ -520,6 +563,7 @@ class PropertyService:
         return total
 
 
+_NONE = np.zeros(0, np.int64)
 _ROW_FIELD = {"listPrice": "list_price", "daysOnMarket": "days_on_market",
               "livingArea": "living_area", "lastUpdated": "last_updated"}  # fmt: skip
 """The SearchRow field of each sort (a cursor carries the last row's value)."""

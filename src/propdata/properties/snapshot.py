@@ -4,12 +4,15 @@ Why: each worker used to build its own copy of the search index by reading the w
 `properties` table (5-10 s and about 58 MB a worker at 1,000,000 properties). A snapshot is
 the index's arrays in files; every worker of a host maps the same files read-only, so the
 kernel keeps one copy of their pages in its page cache for all of them, and a worker that
-starts finds its index in milliseconds.
+starts finds its index in milliseconds. Two parts are read with pread instead of mapped, so
+that what a worker reads of them never stays in its resident memory: the search items
+(`items.bin`, 333 MB at 1,000,000 properties) and the groups (`index.Group`).
 
 Layout, in one folder per host (`Settings.index_path`):
 
     <store_id>-<data_version>/index.json     the manifest, written last
     <store_id>-<data_version>/<array>.npy    one numpy file per array
+    <store_id>-<data_version>/items.bin      every row's search item, encoded (items.py)
     <store_id>-<data_version>.lock           held (flock) by the worker that builds it
 
 A snapshot is written into a temporary folder, each file fsynced, then renamed into place
@@ -25,6 +28,7 @@ always stays, for workers still mapping it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
@@ -33,17 +37,20 @@ import re
 import shutil
 import tempfile
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from propdata.properties.index import CATEGORICAL, NUMERIC, SearchIndex
+from propdata.properties.index import CATEGORICAL, GROUPED, NUMERIC, Group, SearchIndex
+from propdata.properties.items import ItemFile, crc_of
 from propdata.properties.repository import SORT_COLUMNS
 
-FORMAT = 2
+FORMAT = 4
+ITEMS = "items.bin"
+"""The encoded search items (`properties.items`), beside the arrays; `item_offsets.npy`
+says where each row's starts."""
 """Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
 MANIFEST = "index.json"
 KEEP_OLDER = 3
@@ -75,18 +82,17 @@ def _arrays(index: SearchIndex) -> dict[str, npt.NDArray[Any]]:
     arrays.update({f"cat.{name}": index.cats[name] for name in CATEGORICAL})
     arrays.update({f"num.{name}": index.nums[name] for name in NUMERIC})
     arrays.update({f"order.{column}": index.orders[column] for column in SORT_COLUMNS.values()})
+    for name in GROUPED:
+        rows = index.groups[name].rows
+        assert rows is not None, "a snapshot is written from a built index"
+        arrays[f"group.{name}"] = rows
+    arrays.update({f"group_start.{name}": index.group_starts[name] for name in GROUPED})
+    if index.item_offsets is not None:
+        arrays["item_offsets"] = index.item_offsets
     return arrays
 
 
-def _crc(path: Path) -> int:
-    """CRC-32 of a file, read in chunks through one buffer (not mapped: no resident pages)."""
-    crc = 0
-    buffer = bytearray(_CHUNK)
-    view = memoryview(buffer)
-    with path.open("rb", buffering=0) as f:
-        while n := f.readinto(buffer):
-            crc = zlib.crc32(view[:n], crc)
-    return crc
+_crc = crc_of
 
 
 def _fsync_folder(path: Path) -> None:
@@ -95,6 +101,17 @@ def _fsync_folder(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _group(
+    arrays: dict[str, npt.NDArray[Any]], starts: dict[str, tuple[Path, int]], key: str
+) -> Group:
+    """A group read from its file with pread (its map is dropped: see `index.Group`)."""
+    rows = arrays.pop(key)
+    if rows.dtype.str != "<i4":
+        raise Damaged(f"{key} is {rows.dtype.str}, not <i4")
+    file, start = starts[key]
+    return Group(None, file, start, len(rows))
 
 
 class Damaged(ValueError):
@@ -178,6 +195,8 @@ class Snapshots:
             raise Damaged(f"made for {manifest['namespace']}")
         size = int(manifest["size"])
         arrays: dict[str, npt.NDArray[Any]] = {}
+        starts: dict[str, tuple[Path, int]] = {}
+        """Each array's file and where in it the array begins (groups are read there)."""
         for key, spec in manifest["arrays"].items():
             file = path / spec["file"]
             length = file.stat().st_size
@@ -189,15 +208,26 @@ class Snapshots:
             if mapped.dtype.str != spec["dtype"] or list(mapped.shape) != spec["shape"]:
                 raise Damaged(f"{spec['file']} is {mapped.dtype.str} {mapped.shape}")
             arrays[key] = mapped.view(np.ndarray)  # the plain array type over the same map
+            starts[key] = (file, mapped.offset)
+        codes = {name: {value: code for code, value in enumerate(values)}
+                 for name, values in manifest["codes"].items()}  # fmt: skip
         placed = len(arrays["geo_order"])
         lengths = {"id_bytes": len(arrays["id_bytes"]), "id_offsets": size + 1,
-                   "geo_order": placed, "geo_keys": placed}  # fmt: skip
+                   "geo_order": placed, "geo_keys": placed, "item_offsets": size + 1,
+                   **{f"group_start.{name}": len(codes[name]) + 1 for name in GROUPED}}  # fmt: skip
         for key, array in arrays.items():
             expected = lengths.get(key, size)
             if len(array) != expected:
                 raise Damaged(f"{key} has {len(array)} entries, not {expected}")
-        codes = {name: {value: code for code, value in enumerate(values)}
-                 for name, values in manifest["codes"].items()}  # fmt: skip
+        items = None
+        offsets = arrays.get("item_offsets")
+        spec = manifest.get("items")
+        if spec is not None and offsets is not None:
+            file = path / spec["file"]
+            length = file.stat().st_size
+            if length != spec["bytes"] or (size and int(offsets[-1]) != length):
+                raise Damaged(f"{spec['file']} holds {length} bytes, not {spec['bytes']}")
+            items = ItemFile(file, offsets, spec["crc32"])
         return SearchIndex(
             namespace=namespace, size=size, id_bytes=arrays["id_bytes"],
             id_offsets=arrays["id_offsets"], codes=codes,
@@ -205,22 +235,41 @@ class Snapshots:
             nums={name: arrays[f"num.{name}"] for name in NUMERIC},
             orders={c: arrays[f"order.{c}"] for c in SORT_COLUMNS.values()},
             known={c: int(manifest["known"][c]) for c in SORT_COLUMNS.values()},
+            groups={name: _group(arrays, starts, f"group.{name}") for name in GROUPED},
+            group_starts={name: arrays[f"group_start.{name}"] for name in GROUPED},
             updated_rank=arrays["updated_rank"], latitude=arrays["latitude"],
             longitude=arrays["longitude"], geo_order=arrays["geo_order"],
-            geo_keys=arrays["geo_keys"],
+            geo_keys=arrays["geo_keys"], item_offsets=offsets, items=items,
         )  # fmt: skip
 
     # -- writing (under the version's BuildLock) ----------------------------------------
 
-    def write(self, index: SearchIndex) -> Path:
-        """Write the snapshot of `index` atomically; replace a damaged one in its place.
-        Call while holding the version's lock: leftovers of a builder that died are removed."""
-        final = self.path(index.namespace)
+    def draft(self, namespace: str) -> Path:
+        """A new temporary folder for this version's snapshot (leftovers of a builder that
+        died are removed first): the build writes its search items there (`ITEMS`), then
+        `write` the arrays. Call while holding the version's lock."""
+        final = self.path(namespace)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._remove_leftovers(final.name)
-        temporary = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=self.folder))
+        return Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=self.folder))
+
+    def discard(self, draft: Path) -> None:
+        shutil.rmtree(draft, ignore_errors=True)
+
+    def write(self, index: SearchIndex, draft: Path | None = None) -> Path:
+        """Write the snapshot of `index` atomically; replace a damaged one in its place.
+        `draft`: the folder from `draft` holding the build's search items, if any. Call
+        while holding the version's lock."""
+        final = self.path(index.namespace)
+        temporary = self.draft(index.namespace) if draft is None else draft
         try:
             specs: dict[str, dict[str, Any]] = {}
+            items = temporary / ITEMS
+            offsets = index.item_offsets
+            if items.exists() and (offsets is None or int(offsets[-1]) != items.stat().st_size):
+                items.unlink()  # not the items of these rows (a write that failed): none
+            if not items.exists():
+                index = dataclasses.replace(index, item_offsets=None, items=None)
             for key, array in _arrays(index).items():
                 file = temporary / f"{key}.npy"
                 with file.open("wb") as f:
@@ -230,11 +279,16 @@ class Snapshots:
                 specs[key] = {"file": file.name, "dtype": array.dtype.str,
                               "shape": list(array.shape), "bytes": file.stat().st_size,
                               "crc32": _crc(file)}  # fmt: skip
-            manifest = {
+            manifest: dict[str, Any] = {
                 "format": FORMAT, "namespace": index.namespace, "size": index.size,
                 "known": index.known, "arrays": specs,
                 "codes": {name: list(codes) for name, codes in index.codes.items()},
             }  # fmt: skip
+            if items.exists():
+                with items.open("rb+") as f:
+                    os.fsync(f.fileno())
+                manifest["items"] = {"file": ITEMS, "bytes": items.stat().st_size,
+                                     "crc32": _crc(items)}  # fmt: skip
             with (temporary / MANIFEST).open("w") as f:
                 json.dump(manifest, f)
                 f.flush()
