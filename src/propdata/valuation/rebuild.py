@@ -390,10 +390,13 @@ def _comparable_json(
     miles = np.round(est.miles[at:end], 2).tolist()
     ids, encode = stock.ids, msgspec.json.encode
     out: list[str | None] = []
-    for row, owner_row in enumerate(owners):
+    # Whole blocks to lists once: a `tolist` a property cost a second at 200,000.
+    for owner_row, index_row, price_row, mile_row, similar_row in zip(
+        owners, index.tolist(), prices, miles, similarity, strict=True
+    ):
         items = [
-            (ids[owner], sale_dates[j], prices[row][c], miles[row][c], similarity[row][c])
-            for c, (owner, j) in enumerate(zip(owner_row, index[row].tolist(), strict=True))
+            (ids[owner], sale_dates[j], price_row[c], mile_row[c], similar_row[c])
+            for c, (owner, j) in enumerate(zip(owner_row, index_row, strict=True))
             if owner >= 0
         ]
         out.append(encode(items).decode() if items else None)
