@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
+from propdata.kit import addresses
 from propdata.kit.addresses import city_key, street_key
 
 
@@ -41,3 +44,18 @@ def test_street_words_that_are_also_unit_words_are_kept() -> None:
 def test_city_key() -> None:
     assert city_key("  st. louis ") == city_key("ST LOUIS") == "ST LOUIS"
     assert city_key("Winston-Salem") == "WINSTON SALEM"
+
+
+def test_remembered_street_names_give_the_whole_pass_key() -> None:
+    """`street_key` keys the text after a house number once; every line (a number or not,
+    a unit, odd spacing, non-ASCII digits) gets the key of the whole token pass, whether
+    the rest is remembered or not."""
+    words = ["1", "12", "0", "N", "North", "First", "Apt", "#", "#5", "Unit", "B", "St",
+             "Avenue", "Ave.", "5th", ",", "-", "/", "  ", "Suite", "12B", "١٢", "Rd", "½"]  # fmt: skip
+    rng = random.Random(5)
+    lines = ["1 ", "12 #", "12 # 5", "3 N", "3  #", "5 Apt 3", "7 Avenue B", "١٢ Main St"]
+    for _ in range(3_000):
+        head = rng.choice(["", " ", "1", "23 ", "4 ", "١٢ "])
+        lines.append(head + " ".join(rng.choice(words) for _ in range(rng.randint(0, 6))))
+    for line in lines + lines:  # the second time from what was remembered
+        assert street_key(line) == addresses._street_key(line), line

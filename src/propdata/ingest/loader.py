@@ -127,13 +127,18 @@ def _plainly_valid(record: PropertyDetail, latest_year: int) -> bool:
             if price is not None and not 0 <= price <= MAX_NUMBER:
                 return False
     for estimate in (record.rent_estimate, record.value_estimate):
-        if estimate is not None and not (
+        if estimate is None:
+            continue
+        if not (
             -MAX_NUMBER <= estimate.value <= MAX_NUMBER
             and -MAX_NUMBER <= estimate.low <= MAX_NUMBER
             and -MAX_NUMBER <= estimate.high <= MAX_NUMBER
-            and _is_date(estimate.as_of_date)
         ):
             return False
+        if estimate.as_of_date not in dates:  # as the events' dates: most are seen before
+            if not _is_date(estimate.as_of_date):
+                return False
+            _remember_date(estimate.as_of_date)
     taxes = record.tax_history
     if taxes:
         for t in taxes:

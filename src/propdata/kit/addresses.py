@@ -44,6 +44,27 @@ def street_key(street: str) -> str:
     >>> street_key("1510 First Avenue, Apt. 112")
     '1510 1ST AVE # 112'
     """
+    number, space, rest = street.partition(" ")
+    if not (space and number.isdigit() and number.isascii()):
+        return _street_key(street)
+    # A house number, then the rest: the number stays as it is and changes nothing after it
+    # (no character run, token or position crosses the space), so the rest's key is the
+    # same after any number, and a load meets each street name many times.
+    tail = _TAILS.get(rest)
+    if tail is None:
+        tail = _street_key("0 " + rest)[2:]  # "0 " with the number's position for the rest
+        if len(_TAILS) >= _TAILS_KEPT:
+            _TAILS.clear()  # a load goes place by place: the streets of the next ones
+        _TAILS[rest] = tail
+    return f"{number} {tail}" if tail else number
+
+
+_TAILS: dict[str, str] = {}
+"""The key of what follows a house number, by that text (see `street_key`)."""
+_TAILS_KEPT = 20_000
+
+
+def _street_key(street: str) -> str:
     text = _CLEAN.sub(" ", street.upper().replace(".", "").replace(",", " "))
     text = text.replace("#", " # ")
     tokens = _SPACES.split(text.strip())
