@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import fcntl
 import json
@@ -119,6 +120,9 @@ class Load:
     misses: int = 0
     """X-Cache HIT and MISS answers, counted only when asked (the cache scenario)."""
     warmup_requests: int = 0
+    spread: list[int] = field(default_factory=list)
+    """Connections each worker held halfway through the run, most first (the accept race
+    and kit/serving.py's evening out decide it)."""
 
     @property
     def rps(self) -> float:
@@ -182,6 +186,29 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+def connections(port: int, pids: Sequence[int]) -> list[int]:
+    """Established connections each process holds on the server side of `port`, most first."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    held = []
+    for pid in pids:
+        count = 0
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    count += os.readlink(fd) in inodes
+        held.append(count)
+    return sorted(held, reverse=True)
 
 
 def memory_mb(pid: int) -> tuple[float, float, float]:
@@ -332,12 +359,21 @@ def propdata_server(name: str, store_env: dict[str, str], cache_ttl: float, args
 
 
 def uvicorn_server(name: str, python: Path, app: str, env: dict[str, str], workers: int,
-                   probe: str, logs: Path, factory: bool = False) -> Server:  # fmt: skip
-    """Another app on the server settings `propdata serve` uses."""
+                   probe: str, logs: Path, factory: bool = False,
+                   http: str = "httptools") -> Server:  # fmt: skip
+    """Another app on the server settings `propdata serve` uses. `http`: uvicorn's protocol
+    (the bare app gets ours, with its workers' slots: the same server, connections spread
+    the same way)."""
     port = free_port()
+    if http != "httptools":
+        from propdata.kit import serving
+
+        slots = logs / f"{name}-workers"
+        serving.WorkerSlots.create(slots, workers)
+        env = {**env, serving.SLOTS_ENV: str(slots)}
     argv = [str(python), "-m", "uvicorn", app, "--app-dir", str(BENCH), "--host", "127.0.0.1",
             "--port", str(port), "--workers", str(workers), "--loop", "uvloop", "--http",
-            "httptools", "--log-level", "warning", "--no-access-log"]  # fmt: skip
+            http, "--log-level", "warning", "--no-access-log"]  # fmt: skip
     if factory:
         argv.append("--factory")
     return Server(name, argv, {**os.environ, **env}, port, workers, probe, logs)
@@ -367,22 +403,34 @@ def ensure_wrk() -> str:
 
 
 def wrk(base: str, paths: Path, seconds: float, args: Any, key: str | None,
-        count_cache: bool = False) -> Load:  # fmt: skip
+        count_cache: bool = False, server: Server | None = None) -> Load:  # fmt: skip
+    """One wrk run; with `server`, how its connections were spread over the workers."""
     command = [args.wrk, f"-t{min(args.wrk_threads, args.connections)}",
                f"-c{args.connections}", f"-d{max(1, round(seconds))}s", "--timeout", "30s",
                "-s", str(LUA), base, "--", str(paths)]  # fmt: skip
     env = {**os.environ, "BENCH_KEY": key or ""}
     if count_cache:
         env["BENCH_COUNT_CACHE"] = "1"
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 120)
-    line = next((x for x in done.stdout.splitlines() if x.startswith("BENCH_JSON ")), None)
+    done = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    spread: list[int] = []
+    try:
+        if server is not None:
+            time.sleep(max(1, round(seconds)) / 2)
+            spread = connections(server.port, server.worker_pids())
+        stdout, stderr = done.communicate(timeout=seconds + 120)
+    finally:
+        if done.poll() is None:
+            done.kill()
+            done.wait()
+    line = next((x for x in stdout.splitlines() if x.startswith("BENCH_JSON ")), None)
     if done.returncode != 0 or line is None:
-        raise RuntimeError(f"wrk failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        raise RuntimeError(f"wrk failed ({done.returncode}):\n{stdout}\n{stderr}")
     figures = json.loads(line.removeprefix("BENCH_JSON "))
     return Load(
         requests=figures["requests"], seconds=figures["duration_us"] / 1e6,
         errors=figures["errors"], latency_us=figures["latency_us"],
-        hits=figures.get("hits", 0), misses=figures.get("misses", 0),
+        hits=figures.get("hits", 0), misses=figures.get("misses", 0), spread=spread,
     )  # fmt: skip
 
 
@@ -392,10 +440,10 @@ def measure(server: Server, paths: Path, args: Any, key: str | None, what: str,
     server.wait_idle()
     warm = wrk(server.base, paths, args.warmup, args, key)
     server.wait_idle()
-    load = wrk(server.base, paths, args.duration, args, key, count_cache)
+    load = wrk(server.base, paths, args.duration, args, key, count_cache, server)
     load.warmup_requests = warm.requests
     log(f"{what}: {load.rps:,.0f} rps, p50 {load.ms('p50'):.2f} ms, p99 {load.ms('p99'):.2f} ms"
-        f"{f', {load.failed} failed' if load.failed else ''}")  # fmt: skip
+        f", connections {_spread(load)}{f', {load.failed} failed' if load.failed else ''}")  # fmt: skip
     return load
 
 
@@ -533,7 +581,8 @@ def run_store(label: str, store_env: dict[str, str], key: str, reqs: Requests, a
                 out.write(path.encode() + b"\t" + body + b"\n")
         bare = uvicorn_server("bare", Path(sys.executable), "bare:app",
                               {"BENCH_BARE_BODIES": str(bodies_file)}, args.workers,
-                              reqs.id_paths[0], logs)  # fmt: skip
+                              reqs.id_paths[0], logs,
+                              http="propdata.kit.serving:BoundedHttpToolsProtocol")  # fmt: skip
         with bare:
             run.bare = measure(bare, reqs.ids, args, None, f"{label} bare ASGI get by id")
         run.ids = measure(server, reqs.ids, args, key, f"{label} get by id")
@@ -701,11 +750,13 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
             wanted = t["ratio_scaleout"] if label == "scale-out" else t["ratio"]
             rows.append(Row("1. get by id, cache off (full path)", label, run.ids.rps,
                             run.ids.ms("p50"), run.ids.ms("p99"),
-                            f"{ratio:.3f} of bare ASGI", f"≥ {wanted} of bare",
+                            f"{ratio:.3f} of bare ASGI; connections per worker"
+                            f" {_spread(run.ids)}", f"≥ {wanted} of bare",
                             bool(run.ids.requests) and ratio >= wanted,
                             run.ids.failed))  # fmt: skip
             rows.append(Row("   bare ASGI app, same bytes (bench/bare.py)", label, run.bare.rps,
-                            run.bare.ms("p50"), run.bare.ms("p99"), "the ceiling",
+                            run.bare.ms("p50"), run.bare.ms("p99"),
+                            f"the ceiling; connections per worker {_spread(run.bare)}",
                             errors=run.bare.failed))  # fmt: skip
     for label, run in runs.items():
         if run.search:
@@ -812,7 +863,12 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
 def _p99(load: Load) -> str:
     if not load.requests:
         return "no answer within the run"
-    return f"p99 {load.ms('p99'):,.1f} ms over {load.requests:,} answers"
+    return (f"p99 {load.ms('p99'):,.1f} ms over {load.requests:,} answers;"
+            f" connections per worker {_spread(load)}")  # fmt: skip
+
+
+def _spread(load: Load) -> str:
+    return "/".join(map(str, load.spread)) or "—"
 
 
 def _memory(memory: Sequence[tuple[float, float, float]]) -> str:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -86,15 +88,22 @@ def serve(
     """Serve the API (uvicorn with uvloop and httptools)."""
     import uvicorn
 
+    from propdata.kit import serving
+
     _finish_interrupted_load()
     # The workers share the host's memory budgets (the embedded cache's: config.cache_mb).
     os.environ["PROPDATA_WORKERS"] = str(workers)
-    uvicorn.run(
-        "propdata.app:asgi", factory=True, host=host, port=port, workers=workers,
-        loop="uvloop", log_level="warning", access_log=False,
-        # httptools, with request headers bounded at 16 KB (contract.md): kit/serving.py
-        http="propdata.kit.serving:BoundedHttpToolsProtocol",
-    )  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        if workers > 1:  # their connections' count, to spread them evenly (kit/serving.py)
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="propdata-")))
+            serving.WorkerSlots.create(folder / "workers", workers)
+            os.environ[serving.SLOTS_ENV] = str(folder / "workers")
+        uvicorn.run(
+            "propdata.app:asgi", factory=True, host=host, port=port, workers=workers,
+            loop="uvloop", log_level="warning", access_log=False,
+            # httptools, with request headers bounded at 16 KB (contract.md): kit/serving.py
+            http="propdata.kit.serving:BoundedHttpToolsProtocol",
+        )  # fmt: skip
 
 
 def _finish_interrupted_load() -> None:

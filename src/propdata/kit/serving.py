@@ -1,4 +1,5 @@
-"""uvicorn's httptools protocol with a bound on request headers (`propdata serve` uses it).
+"""uvicorn's httptools protocol for `propdata serve`: a bound on request headers, and the
+connections spread evenly over the workers.
 
 uvicorn reads a request's head with no limit: a client sending a 40 MB header made a worker
 hold it all (67 MB more resident memory) before the application could refuse anything.
@@ -8,11 +9,29 @@ answered 431 Request Header Fields Too Large and closed, having buffered at most
 read, and the application never sees the request.
 
     uvicorn.run(..., http="propdata.kit.serving:BoundedHttpToolsProtocol")
+
+The workers of `propdata serve --workers N` share one listening socket and race to accept
+each connection; a keep-alive connection then stays with the worker that won it. When a
+client opens its connections at once, one worker often wins most of them: 16 connections
+from wrk were spread 16/0, 15/1, 14/2 or 12/4 in about half the starts measured, and that
+worker's queue sets the p99 (the search mix: p99 20 ms at 8/8, 31-32 ms at 11/5 and 14/2,
+docs/performance.md). A proxy's pool of upstream connections is such a client. So each
+worker counts its open connections in a small file shared by the host's workers
+(`WorkerSlots`, one slot per worker); a worker holding more than one connection more than
+the least busy live worker answers the next request on one of its connections with
+`Connection: close` (as HTTP/1.1 lets a server do, and as clients handle by reconnecting).
+The reconnection goes to whichever worker accepts first, most often an idle one, so the
+spread evens out after a few answers; a worker with its fair share never closes anything.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import mmap
 import os
+import struct
+from pathlib import Path
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -23,14 +42,109 @@ REQUEST_LINE_SLACK = 16
 """The request line's bytes around its URL: method, spaces, HTTP/1.1 and CRLF (about)."""
 
 
+SLOTS_ENV = "PROPDATA_WORKER_SLOTS"
+"""The path of the host's `WorkerSlots` file, set by `propdata serve` for its workers."""
+_SLOT = struct.Struct("=qq")
+"""A slot: the worker's pid (0: free) and its open connections."""
+
+
+class WorkerSlots:
+    """Each worker's open connections, in a file every worker of one `propdata serve` maps.
+
+    A worker writes only its own slot, so no lock is taken but to claim one: the first slot
+    that is free, or whose worker has died (uvicorn starts a new worker in its place)."""
+
+    def __init__(self, path: Path) -> None:
+        fd = os.open(path, os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            self._map = mmap.mmap(fd, size)
+            self._slots = size // _SLOT.size
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                self.mine = self._claim()
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+        self._values = memoryview(self._map).cast("q")
+        self._count = self.mine * 2 + 1
+
+    @staticmethod
+    def create(path: Path, workers: int) -> None:
+        """The file for `workers` workers, every slot free (`propdata serve` makes it)."""
+        with path.open("wb") as f:
+            f.write(bytes(_SLOT.size * workers))
+
+    def _claim(self) -> int:
+        me = os.getpid()
+        for slot in range(self._slots):
+            pid, _ = _SLOT.unpack_from(self._map, slot * _SLOT.size)
+            if pid in (0, me) or not _alive(pid):
+                _SLOT.pack_into(self._map, slot * _SLOT.size, me, 0)
+                return slot
+        raise RuntimeError("no free worker slot")  # more workers than `propdata serve` made
+
+    def opened(self, change: int) -> None:
+        """One connection more (1) or less (-1) on this worker."""
+        self._values[self._count] += change
+
+    def crowded(self) -> bool:
+        """True when this worker holds more than one connection more than a live worker."""
+        values, mine = self._values, self._values[self._count]
+        for slot in range(self._slots):
+            pid, count = values[slot * 2], values[slot * 2 + 1]
+            if slot != self.mine and pid and count + 1 < mine and _alive(pid):
+                return True
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_slots: list[WorkerSlots | None] = []
+"""This process's `WorkerSlots` once its first connection opened it (None: a lone worker)."""
+
+
+def worker_slots() -> WorkerSlots | None:
+    if not _slots:
+        path = os.environ.get(SLOTS_ENV)
+        found = None
+        if path:
+            with contextlib.suppress(OSError, ValueError, RuntimeError):
+                found = WorkerSlots(Path(path))
+        _slots.append(found)
+    return _slots[0]
+
+
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    """HttpToolsProtocol that answers 431 to a request whose headers pass 16 KB."""
+    """HttpToolsProtocol that answers 431 to a request whose headers pass 16 KB, and sends
+    a connection back to be accepted again while its worker holds more than its share."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._spread = worker_slots()
         self._head_bytes = 0
         self._head_done = False
         self._refused = False
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        if self._spread is not None:
+            self._spread.opened(1)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if self._spread is not None:
+            self._spread.opened(-1)
+            self._spread = None  # counted once, whatever calls follow
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
@@ -52,6 +166,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._refuse()  # the app never sees the request
             return
         super().on_headers_complete()
+        spread = self._spread
+        if spread is not None and not self.pipeline and spread.crowded():
+            self.cycle.keep_alive = False  # answered, then closed: the client reconnects
 
     def on_body(self, body: bytes) -> None:
         if not self._refused:
