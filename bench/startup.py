@@ -21,7 +21,9 @@ or --cache-ttl): S seconds each of the search mix, get by id and offset 100,000 
 connections, the make bench request lists), enough to fill each worker's 64 MB response
 cache; then each worker's
 /proc/<pid>/smaps_rollup (Rss, Pss, Anonymous) and, from /proc/<pid>/smaps, what the index
-snapshot's mapped files add to its Rss and Pss.
+snapshot's mapped files add to its Rss and Pss. It also prints the start's times, which
+worker held the snapshot's lock (had it built: remove the store's `<name>-index` folder
+first for a start that builds), and each worker's memory once every index is ready.
 
 Run the code before snapshots by putting its source first: PYTHONPATH=/tmp/before/src.
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import re
 import shutil
@@ -66,6 +69,8 @@ class Started:
         """When the worker processes were first seen (the command's own start-up before)."""
         self.answered: float | None = None
         """The first /health answer of any kind (a worker's app has started)."""
+        self.builders: set[int] = set()
+        """Workers seen holding a snapshot's lock file open (the one that has it built)."""
         self.started = time.monotonic()
         self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
@@ -85,6 +90,13 @@ class Started:
             return [self.proc.pid]
         found = harness._children(self.proc.pid)
         return [p for p in found if "spawn_main" in harness._cmdline(p)]
+
+    def note_builders(self, workers: int) -> None:
+        for pid in self.worker_pids(workers):
+            with contextlib.suppress(OSError):
+                fds = Path(f"/proc/{pid}/fd")
+                if any(os.readlink(fd).endswith(".lock") for fd in fds.iterdir()):
+                    self.builders.add(pid)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -111,6 +123,7 @@ def start(args: Any, env: dict[str, str], timeout: float = 300) -> tuple[Started
             args.workers_now, 2
         ):
             server.spawned = now  # the supervisor has started the worker processes
+        server.note_builders(args.workers_now)
         if first_ok is None:
             try:
                 answer = httpx.get(base + "/health", timeout=5)
@@ -171,9 +184,21 @@ def smaps(pid: int, marker: str) -> dict[str, float]:
 def memory_run(args: Any, env: dict[str, str], key: str) -> list[dict[str, float]]:
     requests = args.store.parent.parent / "requests"
     args.wrk, args.connections, args.wrk_threads = harness.ensure_wrk(), 16, 1
-    server, _, _ = start(args, {**env, "PROPDATA_CACHE_TTL": str(args.cache_ttl)})
+    server, first_ok, all_ready = start(args, {**env, "PROPDATA_CACHE_TTL": str(args.cache_ttl)})
     base = f"http://127.0.0.1:{server.port}"
     try:
+        pids = server.worker_pids(args.workers_now)
+        built = [n for n, pid in enumerate(pids, 1) if pid in server.builders]
+        sources = [line.split("search index ready", 1)[1].strip()
+                   for _, line in server.lines if READY.search(line)]  # fmt: skip
+        print(f"  started: first ok {first_ok:.2f} s, all ready {all_ready:.2f} s"
+              f" ({'; '.join(sources)}); the snapshot's lock held by worker(s) {built or '-'}",
+              flush=True)  # fmt: skip
+        time.sleep(1)
+        ready = [smaps(pid, "-index/") for pid in pids]
+        anonymous = ", ".join(f"{m['Anonymous']:.0f}" for m in ready)
+        pss = ", ".join(f"{m['Pss']:.0f}" for m in ready)
+        print(f"  once ready: anonymous {anonymous} MB, Pss {pss} MB", flush=True)
         for name in ("search", "ids", "offset", "radius"):
             load = harness.wrk(base, requests / f"{name}.txt", args.memory, args, key)
             after = [smaps(pid, "-index/") for pid in server.worker_pids(args.workers_now)]

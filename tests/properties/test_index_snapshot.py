@@ -1,8 +1,10 @@
 """Search index snapshots: written once per data version, mapped by every worker, exact.
 
 A snapshot loaded from disk answers what SQL answers (the comparison of test_index.py, run
-against the loaded arrays); a second worker maps it without reading the table; a damaged one
-is rebuilt, never served; a load replaces it; two processes building at once make one.
+against the loaded arrays); the worker that needs it first has it built by a child process
+(it reads no table itself: tests/properties/test_build_snapshot.py); a second worker maps it
+without reading the table; a damaged one is rebuilt, never served; a load replaces it; two
+processes building at once make one.
 """
 
 from __future__ import annotations
@@ -160,7 +162,7 @@ async def test_a_second_worker_maps_the_snapshot_without_reading_the_table(
         first_reads = counted(first, monkeypatch)
         first.warm()
         await ready(first)
-        assert first_reads and first.index_source == "table"
+        assert first_reads == [] and first.index_source == "table"  # its child read the table
         assert mapped(first._index)  # type: ignore[arg-type]  # the builder maps it too
         namespace = await first.cache_namespace()
         assert snapshot_folders(folder) == [Snapshots(folder).path(namespace).name]
@@ -262,7 +264,7 @@ async def test_a_damaged_snapshot_is_rebuilt_never_served(
         second.warm()
         assert await second.search(*QUERY) == expected  # from SQL while it rebuilds
         index = await ready(second)
-        assert reads and second.index_source == "table" and mapped(index)
+        assert reads == [] and second.index_source == "table" and mapped(index)  # a child's
         assert await second.search(*QUERY) == expected
         assert Snapshots(folder).load(namespace) is not None  # written again, whole
         assert snapshot_folders(folder) == [path.name]  # no temporary or set-aside folder
@@ -327,8 +329,8 @@ async def test_workers_wait_for_the_builder_and_take_over_if_it_dies(
         assert reads == [] and await service.index_status() == "building"
         assert await service.search(*QUERY) == expected
         holder.release()  # as when its process exits
-        await ready(service)
-        assert reads and service.index_source == "table"
+        assert mapped(await ready(service))
+        assert reads == [] and service.index_source == "table"  # built by its child
         assert await service.search(*QUERY) == expected
     finally:
         await db.close()
@@ -403,22 +405,20 @@ CHILD = textwrap.dedent(
     import asyncio, json, sys, time
     from pathlib import Path
     from propdata.kit.db import connect
-    from propdata.properties import service as service_module
     from propdata.properties.service import PropertyService
 
     async def main(url: str, folder: str, go: str) -> None:
-        service_module.INDEX_PAGE = 5  # 9 pages of the catalogue: a build that takes a while
         db = await connect(url)
         service = PropertyService(db, snapshots=Path(folder))
-        reads = []
-        original = service.repo.index_page
+        builds = []
+        original = service._build_apart
 
-        async def index_page(*args):
-            reads.append(1)
-            await asyncio.sleep(0.05)
+        async def build_apart(*args):
+            builds.append(1)
+            await asyncio.sleep(0.3)  # a build that takes a while
             return await original(*args)
 
-        service.repo.index_page = index_page
+        service._build_apart = build_apart
         print("ready", flush=True)
         while not Path(go).exists():
             time.sleep(0.005)
@@ -428,7 +428,7 @@ CHILD = textwrap.dedent(
                 break
             await asyncio.sleep(0.01)
         index = service._index
-        print(json.dumps({"reads": len(reads), "source": service.index_source,
+        print(json.dumps({"builds": len(builds), "source": service.index_source,
                           "namespace": index.namespace, "size": index.size}), flush=True)
         await service.close()
         await db.close()
@@ -459,7 +459,7 @@ def test_two_processes_building_at_once_make_one_snapshot(store: Store, tmp_path
         assert child.returncode == 0, out
         reports.append(json.loads(out.strip().splitlines()[-1]))
     assert sorted(r["source"] for r in reports) == ["snapshot", "table"]
-    assert sorted(r["reads"] > 0 for r in reports) == [False, True]  # one read the table
+    assert sorted(r["builds"] for r in reports) == [0, 1]  # one had the table read
     assert reports[0]["namespace"] == reports[1]["namespace"] and reports[0]["size"] == 42
     assert snapshot_folders(folder) == [Snapshots(folder).path(reports[0]["namespace"]).name]
 

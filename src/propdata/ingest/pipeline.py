@@ -22,7 +22,7 @@ from typing import Protocol
 
 from propdata.ingest import demo, readers, synthetic
 from propdata.ingest.loader import Item, LoadReport, load
-from propdata.kit.db import Database, PostgresDatabase, SQLiteDatabase, optimistic
+from propdata.kit.db import Database, address, optimistic
 from propdata.markets import builder as market_builder
 from propdata.markets.builder import MarketRows
 from propdata.markets.builder import rebuild as rebuild_markets
@@ -109,7 +109,7 @@ async def rebuild(
     count = await properties.count()
     # Every property is read once and written once for the estimates, read once for markets.
     estimates = tracker.task("value and rent estimates", 2 * count or None) if tracker else None
-    store = _store_address(db)
+    store = address(db)
     if count >= APART_FROM and store is not None:
         markets = tracker.task("market statistics", count or None) if tracker else None
         await _side_by_side(db, store, as_of, estimates, markets, outcome)
@@ -131,15 +131,6 @@ APART_FROM = 50_000
 while this one computes the estimates (below, starting a process costs more than it saves)."""
 ATTEMPTS = 3
 """Lock-free passes tried before the side-by-side rebuild computes under the write lock."""
-
-
-def _store_address(db: Database) -> str | None:
-    """What another process opens this store by (None: it cannot, as for `:memory:`)."""
-    if isinstance(db, SQLiteDatabase):
-        return None if db.path == ":memory:" else db.path
-    if isinstance(db, PostgresDatabase):
-        return db.url
-    return None
 
 
 async def _side_by_side(

@@ -555,6 +555,17 @@ async def optimistic(
         return await write(await compute())
 
 
+def address(db: Database) -> str | None:
+    """What another process opens this store by with `connect` (None: it cannot, as for
+    `:memory:`): the SQLite file's path, or the PostgreSQL URL with its search_path. It may
+    hold a password: give it to a child process in its environment, never in argv."""
+    if isinstance(db, SQLiteDatabase):
+        return None if db.path == ":memory:" else db.path
+    if isinstance(db, PostgresDatabase):
+        return db.url
+    return None
+
+
 async def connect(url: str, *, lazy: bool = False) -> Database:
     """Open the database a PROPDATA_DATABASE_URL names: a SQLite path or sqlite:/// URL, or
     a postgresql:// URL (query parameters such as ?search_path=... become server settings)."""

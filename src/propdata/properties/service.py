@@ -7,12 +7,14 @@ import contextlib
 import datetime as dt
 import logging
 import math
+import os
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -20,17 +22,12 @@ import numpy as np
 from propdata.errors import AmbiguousAddress, InvalidParameter, NotFound, ServiceUnavailable
 from propdata.kit import memory
 from propdata.kit.addresses import city_key, street_key
-from propdata.kit.db import Database, StoreUnavailable, optimistic
+from propdata.kit.db import Database, StoreUnavailable, address, optimistic
 from propdata.kit.geodesy import miles
 from propdata.properties import cursor as cursors
 from propdata.properties import lifecycle
-from propdata.properties.index import (
-    INDEX_COLUMNS,
-    ITEM_COLUMNS,
-    IndexBuilder,
-    IndexPage,
-    SearchIndex,
-)
+from propdata.properties.build_snapshot import MOVED, STORE, read_rows
+from propdata.properties.index import IndexBuilder, IndexPage, SearchIndex
 from propdata.properties.items import ItemFile, decode, join, search_item
 from propdata.properties.repository import (
     AgingRow,
@@ -57,12 +54,14 @@ from propdata.properties.schemas import (
     ShortAddress,
     TaxRecord,
 )
-from propdata.properties.snapshot import ITEMS, Snapshots
+from propdata.properties.snapshot import BuildLock, Snapshots
 
 TOTALS_KEPT = 20_000
 INDEX_PAGE = 10_000
 """Rows a page of the index build reads: about 50 ms of SQLite work between requests."""
 
+BUILDER = ("-m", "propdata.properties.build_snapshot")
+"""What `sys.executable` runs to build a snapshot in a child process (its arguments follow)."""
 INDEX_RETRY = 60
 """Seconds before a failed build is tried again (each try reads the whole table)."""
 SNAPSHOT_WAIT = 0.2
@@ -79,6 +78,10 @@ SQL_OFFSET_CAP = 10_000
 walk over that many rows (seconds at a million): deeper pages wait for the index."""
 
 log = logging.getLogger("propdata")
+
+
+async def _next_turn() -> None:
+    await asyncio.sleep(0)  # let requests in between pages
 
 
 class PropertyService:
@@ -193,9 +196,10 @@ class PropertyService:
 
     async def _obtain(self, namespace: str) -> tuple[SearchIndex, str] | None:
         """The index of this data version and where it came from: the host's snapshot when
-        there is one; else built from the table by one worker of the host (the one that gets
-        the version's lock), which writes the snapshot for the others, who wait for it and
-        answer from SQL meanwhile. None when the data version moves before it is ready."""
+        there is one; else built from the table for one worker of the host (the one that
+        gets the version's lock) by a child process it starts (`properties.build_snapshot`),
+        which writes the snapshot for all of them; the workers answer from SQL meanwhile.
+        None when the data version moves before it is ready."""
         snapshots = self._snapshots
         if snapshots is None:
             built = await self._read_table(namespace)
@@ -216,7 +220,7 @@ class PropertyService:
                 return None if built is None else (built, "table")
             if mine:
                 try:
-                    return await self._build_snapshot(snapshots, namespace, unusable)
+                    return await self._build_snapshot(snapshots, namespace, unusable, lock)
                 finally:
                     lock.release()
             await asyncio.sleep(SNAPSHOT_WAIT)  # another worker of this host builds it
@@ -238,50 +242,71 @@ class PropertyService:
         return index
 
     async def _build_snapshot(
-        self, snapshots: Snapshots, namespace: str, unusable: tuple[int, int] | None
+        self,
+        snapshots: Snapshots,
+        namespace: str,
+        unusable: tuple[int, int] | None,
+        lock: BuildLock,
     ) -> tuple[SearchIndex, str] | None:
         """Under the version's lock: the snapshot another worker finished meanwhile, or one
-        built from the table now, written, and mapped like every other worker maps it."""
+        built from the table now in a child process, written, and mapped like every other
+        worker maps it. A build that fails leaves this worker its own copy, as before."""
         found = await self._load_snapshot(snapshots, namespace, unusable)
         if isinstance(found, SearchIndex):
             return found, "snapshot"
+        store = address(self.repo.db)
         draft = await asyncio.to_thread(snapshots.draft, namespace)
-        built: SearchIndex | None = None
         try:
-            with (draft / ITEMS).open("wb") as items:  # the search items, as the rows come
-                built = await self._read_table(namespace, items)
-            if built is None:
-                return None
-            await asyncio.to_thread(snapshots.write, built, draft)
-        except OSError as exc:  # a full disk, say: this worker keeps its own copy
-            log.warning("could not write the search index snapshot (%s); this worker keeps"
-                        " its own copy", exc)  # fmt: skip
-            built = built or await self._read_table(namespace)
-            return None if built is None else (built, "table")
+            written = store is not None and await self._build_apart(store, namespace, draft, lock)
         finally:
             snapshots.discard(draft)  # renamed into place when written: then nothing is left
-        del built  # the private arrays go; the mapped files take their place
-        memory.trim()
+        if written is None:
+            return None
+        if not written:  # a full disk, say: this worker keeps its own copy
+            built = await self._read_table(namespace)
+            return None if built is None else (built, "table")
         index = await asyncio.to_thread(snapshots.load, namespace)
         if index is None:
             raise RuntimeError(f"the snapshot just written to {snapshots.folder} does not load")
         await asyncio.to_thread(snapshots.prune, namespace)
         return index, "table"
 
-    async def _read_table(
-        self, namespace: str, items: BinaryIO | None = None
-    ) -> SearchIndex | None:
-        """Build the index from every row of the table (None when a load lands meanwhile);
-        with `items`, write every row's encoded search item there too (a snapshot's)."""
-        builder = IndexBuilder(namespace, items)
-        columns = INDEX_COLUMNS if items is None else INDEX_COLUMNS + ITEM_COLUMNS
-        while True:
-            rows = await self.repo.index_page(columns, builder.last_id, INDEX_PAGE)
-            builder.add(rows)
-            if len(rows) < INDEX_PAGE:
-                break
-            await asyncio.sleep(0)  # let requests in between pages
-        if await self.repo.cache_namespace() != namespace:
+    async def _build_apart(
+        self, store: str, namespace: str, draft: Path, lock: BuildLock
+    ) -> bool | None:
+        """Build the snapshot in a child process (`properties.build_snapshot`), this worker
+        answering searches by SQL meanwhile: True when written, None when the data version
+        moved, False when the child failed (logged). Cancelled, the child is killed first."""
+        try:
+            child = await asyncio.create_subprocess_exec(
+                sys.executable, *BUILDER, namespace, str(draft), str(os.getpid()),
+                stdin=asyncio.subprocess.DEVNULL, env={**os.environ, STORE: store},
+                pass_fds=(lock.fileno(),),
+            )  # fmt: skip
+        except OSError as exc:
+            log.warning("could not start the search index snapshot's build (%s); this worker"
+                        " builds its own copy", exc)  # fmt: skip
+            return False
+        try:
+            status = await child.wait()
+        except BaseException:  # cancelled (the service closes): the build stops with it
+            with contextlib.suppress(ProcessLookupError):
+                child.kill()
+            await child.wait()
+            raise
+        if status == MOVED:
+            return None
+        if status != 0:
+            log.warning("the search index snapshot's build failed (process %d, exit status %d);"
+                        " this worker builds its own copy", child.pid, status)  # fmt: skip
+            return False
+        return True
+
+    async def _read_table(self, namespace: str) -> SearchIndex | None:
+        """This worker's own index, built from every row of the table (None when a load
+        lands meanwhile), its requests served between pages."""
+        builder = IndexBuilder(namespace)
+        if not await read_rows(self.repo, builder, INDEX_PAGE, _next_turn):
             return None
         index = await asyncio.to_thread(builder.finish)  # numpy's sorts release the GIL
         await self.repo.release_cache()  # the build read every row through it

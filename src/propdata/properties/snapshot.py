@@ -13,10 +13,13 @@ Layout, in one folder per host (`Settings.index_path`):
     <store_id>-<data_version>/index.json     the manifest, written last
     <store_id>-<data_version>/<array>.npy    one numpy file per array
     <store_id>-<data_version>/items.bin      every row's search item, encoded (items.py)
-    <store_id>-<data_version>.lock           held (flock) by the worker that builds it
+    <store_id>-<data_version>.lock           held (flock) by the worker that builds it,
+                                             and by its child process doing the work
 
-A snapshot is written into a temporary folder, each file fsynced, then renamed into place
-and the parent folder fsynced: a crash mid-write never leaves a folder that looks complete.
+A snapshot is built and written by a child process of that worker (`build_snapshot`), so
+that the build's heap never stays in a worker. It is written into a temporary folder, each
+file fsynced, then renamed into place and the parent folder fsynced: a crash mid-write never
+leaves a folder that looks complete.
 The manifest names every file with its dtype, shape, length and CRC-32, and a snapshot that
 disagrees with it in any way (a file missing, truncated or changed) is never served: the
 service builds it again from the table. Old versions go once a newer one is in use, but
@@ -140,6 +143,12 @@ class BuildLock:
             raise
         self._fd = fd
         return True
+
+    def fileno(self) -> int:
+        """The lock file's descriptor, while held: a child process given it (`pass_fds`)
+        holds the same lock until it exits, even if this holder dies first."""
+        assert self._fd is not None, "the lock is held"
+        return self._fd
 
     def release(self) -> None:
         if self._fd is not None:

@@ -1,0 +1,133 @@
+"""Build one data version's search index snapshot in a process of its own.
+
+    python -m propdata.properties.build_snapshot NAMESPACE DRAFT PARENT_PID
+    (the store's address in the environment: PROPDATA_DATABASE_URL)
+
+Why: the worker that built a snapshot in its own process (the whole `properties` table read
+through its repository, the index's arrays and every row's search item) kept the build's
+heap for as long as it lived, because glibc's `malloc_trim` does not give it back: at
+1,000,000 properties 122 MB anonymous against 83 MB for a worker that mapped the snapshot
+(Pss 173 against 133 MB). And for the 10-15 s of the build its event loop turned a Python
+loop over a million rows between requests. Built here, all of it goes when this process
+exits; the worker maps the snapshot as every other worker does (docs/performance.md, "Issue
+13: the snapshot built in a child process").
+
+How (`PropertyService._build_apart` starts it):
+
+- The worker that holds the version's lock (`Snapshots.lock`) makes the draft folder
+  (`Snapshots.draft`) and starts this module with `asyncio.create_subprocess_exec`: a new
+  interpreter, not a fork (the worker has threads and open connections). It passes the
+  lock's file on (`pass_fds`), so this process holds the same flock: if the worker dies, no
+  other worker builds the version again until this one has gone too.
+- The store's address comes in the environment, never in argv, which `ps` shows to every
+  user (a PostgreSQL URL may hold a password). The store is opened as the commands open it
+  (`kit.db.connect`: the SQLite file, with the commands' 16 MB page cache; the PostgreSQL
+  URL, with its search_path), not migrated (the worker did that).
+- The table is read in pages (`read_rows`, the read of a worker's own build too), every
+  row's search item written to DRAFT/items.bin, and `Snapshots.write` renames the draft
+  into place: killed at any point, this process leaves no folder that looks complete.
+- Exit status: 0, written; `MOVED`, the data version moved while the table was read (a load
+  landed), nothing written; anything else, failed (its traceback on stderr, which is the
+  worker's): the worker logs it and builds its own copy from the table, as when it could
+  not write a snapshot itself.
+- Between pages it checks that the worker is still its parent; when not (the worker died),
+  it removes its draft and stops (`ORPHANED`). Once the last page is read (the sorts and
+  the write take seconds) it finishes: what it writes then is a sound snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from propdata.config import ENV, load_settings
+from propdata.kit.db import connect
+from propdata.properties.index import INDEX_COLUMNS, ITEM_COLUMNS, IndexBuilder
+from propdata.properties.repository import PropertyRepository
+from propdata.properties.snapshot import ITEMS, Snapshots
+
+MOVED = 3
+"""Exit status: the data version moved during the build; nothing was written."""
+ORPHANED = 4
+"""Exit status: the worker that started the build went; nothing was written."""
+STORE = ENV["database_url"]
+"""The environment variable the store's address comes in (read with the other settings)."""
+PAGE = 10_000
+"""Rows a page of the table's read (the parent is checked between pages)."""
+
+log = logging.getLogger("propdata")
+
+
+async def read_rows(
+    repo: PropertyRepository,
+    builder: IndexBuilder,
+    page: int,
+    between: Callable[[], Awaitable[None]],
+) -> bool:
+    """Every row of the table into `builder`, in id order, `page` rows a read, awaiting
+    `between` between reads; False when the data version moved meanwhile."""
+    columns = INDEX_COLUMNS if builder.items is None else INDEX_COLUMNS + ITEM_COLUMNS
+    while True:
+        rows = await repo.index_page(columns, builder.last_id, page)
+        builder.add(rows)
+        if len(rows) < page:
+            break
+        await between()
+    return await repo.cache_namespace() == builder.namespace
+
+
+class _Orphaned(Exception):
+    """The worker that started this build is no longer its parent."""
+
+
+async def build(store: str, namespace: str, draft: Path, parent: int) -> int:
+    """Write the snapshot of `namespace` from the store at `store` through `draft`: the
+    exit status (0, `MOVED` or `ORPHANED`); an error raises. The draft goes unless written."""
+    started = time.perf_counter()
+    snapshots = Snapshots(draft.parent)
+
+    async def between() -> None:
+        if os.getppid() != parent:
+            raise _Orphaned
+
+    db = await connect(store)
+    written = False
+    try:
+        with (draft / ITEMS).open("wb") as items:
+            builder = IndexBuilder(namespace, items)
+            if not await read_rows(PropertyRepository(db), builder, PAGE, between):
+                return MOVED
+            index = builder.finish()
+        snapshots.write(index, draft)
+        written = True
+    except _Orphaned:
+        log.warning("the worker that started the search index snapshot's build went; stopped")
+        return ORPHANED
+    finally:
+        await db.close()
+        if not written:
+            snapshots.discard(draft)
+    log.info("search index snapshot %s written: %d properties in %.1f s",
+             snapshots.path(namespace), index.size, time.perf_counter() - started)  # fmt: skip
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """NAMESPACE DRAFT PARENT_PID: the exit status (see the module's docstring)."""
+    namespace, draft, parent = argv
+    settings = load_settings()  # the worker's environment, with the store's address in it
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")  # fmt: skip
+    try:
+        return asyncio.run(build(settings.database_url, namespace, Path(draft), int(parent)))
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the worker stops too
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

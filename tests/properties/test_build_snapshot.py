@@ -1,0 +1,307 @@
+"""The search index snapshot built in a child process (properties.build_snapshot).
+
+The child writes the very files an in-process build writes; a child that fails (exits,
+is killed midway, cannot open the store, finds the disk full) leaves its worker its own
+copy and no folder that could be served; a service that closes kills its child; a load
+during the build gives "start again"; a child whose worker died stops and writes nothing.
+The store's address reaches the child in its environment, never on its command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from propdata.properties import build_snapshot
+from propdata.properties import service as service_module
+from propdata.properties.repository import PropertyRepository
+from propdata.properties.service import PropertyService
+from propdata.properties.snapshot import ITEMS, BuildLock, Snapshots
+from tests.conftest import Store, build_store, drop_store, new_store, open_db
+from tests.properties.test_index_snapshot import (
+    QUERY,
+    counted,
+    mapped,
+    mixed,
+    ready,
+    snapshot_folders,
+)
+from tests.properties.test_items import built_with_items
+
+__all__ = ["mixed"]  # test_index_snapshot's fixture (module scope), used here too
+
+REAL = "from propdata.properties import build_snapshot as b; sys.exit(b.main(sys.argv[1:]))"
+"""The end of a test's child program: the real build, with the worker's arguments."""
+EXITS = "import sys; sys.exit(1)"
+KILLED_MIDWAY = """
+import os, signal, sys
+from pathlib import Path
+draft = Path(sys.argv[2])
+(draft / "items.bin").write_bytes(b"{" * 1000)
+(draft / "index.json").write_text("{}")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+DISK_FULL = f"""
+import sys
+import numpy as np
+def full(*args, **kwargs):
+    raise OSError(28, "No space left on device")
+np.lib.format.write_array = full
+{REAL}
+"""
+STUCK = """
+import os, time
+from pathlib import Path
+Path(os.environ["TEST_CHILD_PID"]).write_text(str(os.getpid()))
+time.sleep(60)
+"""
+GATED = f"""
+import os, sys, time
+from pathlib import Path
+Path(os.environ["TEST_CHILD_PID"]).write_text(str(os.getpid()))
+while not Path(os.environ["TEST_CHILD_GO"]).exists():
+    time.sleep(0.01)
+from propdata.properties import build_snapshot
+build_snapshot.PAGE = 5  # many pages: the parent is checked between them
+{REAL}
+"""
+
+
+@pytest.fixture
+async def fresh_store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
+    made = await new_store(backend, tmp_path / "store")
+    await build_store(made)
+    yield made
+    await drop_store(made)
+
+
+def program(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
+    """Build snapshots with `code` (a `python -c` program given the builder's arguments)."""
+    monkeypatch.setattr(service_module, "BUILDER", ("-c", textwrap.dedent(code)))
+
+
+def started(file: Path) -> int | None:
+    """The pid the test's child program wrote, once it has."""
+    text = file.read_text() if file.exists() else ""
+    return int(text) if text else None
+
+
+async def child_pid(file: Path) -> int:
+    for _ in range(1000):
+        if (pid := started(file)) is not None:
+            return pid
+        await asyncio.sleep(0.01)
+    raise AssertionError("the child did not start within 10 s")
+
+
+def command_and_environment(pid: int) -> tuple[bytes, list[bytes]]:
+    proc = Path(f"/proc/{pid}")
+    return (proc / "cmdline").read_bytes(), (proc / "environ").read_bytes().split(b"\0")
+
+
+def gone(pid: int) -> bool:
+    """The process has exited (a zombie left to a parent that does not reap counts)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+async def test_the_child_writes_the_files_an_in_process_build_writes(
+    mixed: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = await open_db(mixed)
+    try:
+        service = PropertyService(db, snapshots=tmp_path / "child")
+        reads = counted(service, monkeypatch)
+        service.warm()
+        index = await ready(service)
+        assert reads == [] and service.index_source == "table" and mapped(index)
+        assert index.items is not None and index.items.ready
+        here = Snapshots(tmp_path / "here")  # the build as the worker made it before
+        draft = here.draft(index.namespace)
+        with (draft / ITEMS).open("wb") as items:
+            built = await built_with_items(PropertyRepository(db), items)
+        expected = here.write(built, draft)
+        written = Snapshots(tmp_path / "child").path(index.namespace)
+        files = sorted(p.name for p in expected.iterdir())
+        assert sorted(p.name for p in written.iterdir()) == files and ITEMS in files
+        for name in files:
+            assert (written / name).read_bytes() == (expected / name).read_bytes(), name
+        await service.close()
+    finally:
+        await db.close()
+
+
+@pytest.mark.parametrize("failure", ["exits", "killed-midway", "bad-store", "disk-full"])
+async def test_a_child_that_fails_leaves_the_worker_its_own_copy_and_nothing_served(
+    store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    failure: str,
+) -> None:
+    if failure == "exits":
+        program(monkeypatch, EXITS)
+    elif failure == "killed-midway":
+        program(monkeypatch, KILLED_MIDWAY)
+    elif failure == "disk-full":
+        program(monkeypatch, DISK_FULL)
+    else:  # a file that is no SQLite database: the child cannot read the store
+        garbage = tmp_path / "garbage.db"
+        garbage.write_bytes(b"not a database" * 1000)
+        monkeypatch.setattr(service_module, "address", lambda db: str(garbage))
+    folder = tmp_path / "index"
+    db = await open_db(store)
+    try:
+        service = PropertyService(db, snapshots=folder)
+        expected = await service.search(*QUERY)  # SQL
+        with caplog.at_level(logging.WARNING, logger="propdata"):
+            service.warm()
+            index = await ready(service)
+        assert service.index_source == "table" and not mapped(index)  # its own copy
+        assert index.size == 42 and await service.search(*QUERY) == expected
+        assert "build failed" in caplog.text
+        assert snapshot_folders(folder) == []  # no snapshot, no draft
+        assert Snapshots(folder).load(index.namespace) is None
+        await service.close()
+    finally:
+        await db.close()
+
+
+async def test_a_service_that_closes_kills_its_child(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program(monkeypatch, STUCK)
+    monkeypatch.setenv("TEST_CHILD_PID", str(tmp_path / "pid"))
+    folder = tmp_path / "index"
+    db = await open_db(store)
+    try:
+        service = PropertyService(db, snapshots=folder)
+        namespace = await service.cache_namespace()
+        service.warm()
+        pid = await child_pid(tmp_path / "pid")
+        assert await service.index_status() == "building"
+        assert [p.name.startswith(".tmp-") for p in folder.iterdir() if p.is_dir()] == [True]
+        # The store's address is in its environment, not on its command line (`ps`).
+        command, environment = command_and_environment(pid)
+        assert store.url.encode() not in command
+        assert f"PROPDATA_DATABASE_URL={store.url}".encode() in environment
+        # It holds the version's lock with its worker (the same open file).
+        lock = Snapshots(folder).lock(namespace).path
+        held = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        assert str(lock) in held
+        await asyncio.wait_for(service.close(), 10)  # not the child's 60 s
+        assert gone(pid)
+        assert snapshot_folders(folder) == []  # the draft went too
+        again = Snapshots(folder).lock(namespace)
+        assert again.acquire()
+        again.release()
+    finally:
+        await db.close()
+
+
+async def test_a_load_during_the_build_gives_start_again(
+    fresh_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program(monkeypatch, GATED)
+    monkeypatch.setenv("TEST_CHILD_PID", str(tmp_path / "pid"))
+    monkeypatch.setenv("TEST_CHILD_GO", str(tmp_path / "go"))
+    folder = tmp_path / "index"
+    db = await open_db(fresh_store)
+    try:
+        service = PropertyService(db, snapshots=folder)
+        namespace = await service.cache_namespace()
+        obtained = asyncio.create_task(service._obtain(namespace))
+        await child_pid(tmp_path / "pid")
+        repo = PropertyRepository(db)
+        async with db.transaction():
+            await repo.bump_data_version()  # a load lands while the child reads
+        (tmp_path / "go").touch()
+        assert await obtained is None
+        assert snapshot_folders(folder) == []
+        monkeypatch.setattr(service_module, "BUILDER", ("-m", build_snapshot.__name__))
+        service.warm()  # started again, for the new version
+        index = await ready(service)
+        assert index.namespace == await service.cache_namespace() != namespace
+        assert snapshot_folders(folder) == [Snapshots(folder).path(index.namespace).name]
+        await service.close()
+    finally:
+        await db.close()
+
+
+WORKER = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from pathlib import Path
+    from propdata.kit.db import connect
+    from propdata.properties import service as service_module
+    from propdata.properties.service import PropertyService
+
+    async def main(url: str, folder: str, code: str) -> None:
+        service_module.BUILDER = ("-c", code)
+        db = await connect(url)
+        service = PropertyService(db, snapshots=Path(folder))
+        service.warm()
+        await asyncio.sleep(60)  # killed before
+
+    asyncio.run(main(*sys.argv[1:]))
+    """
+)
+
+
+def test_a_child_whose_worker_died_stops_and_writes_nothing(store: Store, tmp_path: Path) -> None:
+    folder = tmp_path / "index"
+    env = {**os.environ, "TEST_CHILD_PID": str(tmp_path / "pid"),
+           "TEST_CHILD_GO": str(tmp_path / "go")}  # fmt: skip
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, store.url, str(folder), textwrap.dedent(GATED)], env=env
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while (pid := started(tmp_path / "pid")) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pid is not None, "the child did not start within 10 s"
+    finally:
+        worker.send_signal(signal.SIGKILL)  # no close, no clean-up: the child is on its own
+        worker.wait(10)
+    (tmp_path / "go").touch()
+    deadline = time.monotonic() + 10
+    while not gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gone(pid)
+    assert snapshot_folders(folder) == []  # its draft went with it; nothing was written
+    locks = list(folder.glob("*.lock"))
+    assert len(locks) == 1
+    lock = BuildLock(locks[0])
+    assert lock.acquire()  # free again: a worker can build the version
+    lock.release()
+
+
+async def test_the_child_stops_between_pages_when_its_parent_changed(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In this process: the build's own check, with a parent that is not ours."""
+    monkeypatch.setattr(build_snapshot, "PAGE", 5)
+    db = await open_db(store)
+    namespace = await PropertyRepository(db).cache_namespace()
+    await db.close()
+    snapshots = Snapshots(tmp_path / "index")
+    draft = snapshots.draft(namespace)
+    status = await build_snapshot.build(store.url, namespace, draft, os.getppid() + 1)
+    assert status == build_snapshot.ORPHANED
+    assert snapshot_folders(snapshots.folder) == []
+    draft = snapshots.draft(namespace)
+    assert await build_snapshot.build(store.url, namespace, draft, os.getppid()) == 0
+    assert snapshots.load(namespace) is not None
