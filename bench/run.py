@@ -954,6 +954,10 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
 - **Cache hits**: a server with the cache on, 10 ids and 10 searches repeated, each asked
   on fresh connections until it is a hit eight times running (the embedded cache is per
   worker), then the warm-up and the run; wrk counts the `X-Cache` answers.
+- **Connections per worker**: how many of wrk's connections each worker held halfway
+  through the run (read from /proc). The workers race to accept them; `propdata serve`
+  evens the spread out (kit/serving.py), and the bare app is served with the same protocol,
+  so its ceiling is spread alike.
 - Latencies are wrk's, closed loop (each connection waits for its answer), so at saturation
   p99 includes queueing. The machine is shared: compare ratios taken in the same run.
 """
