@@ -12,10 +12,10 @@ read, and the application never sees the request.
 
 The workers of `propdata serve --workers N` share one listening socket and race to accept
 each connection; a keep-alive connection then stays with the worker that won it. When a
-client opens its connections at once, one worker often wins most of them: 16 connections
-from wrk were spread 16/0, 15/1, 14/2 or 12/4 in about half the starts measured, and that
-worker's queue sets the p99 (the search mix: p99 20 ms at 8/8, 31-32 ms at 11/5 and 14/2,
-docs/performance.md). A proxy's pool of upstream connections is such a client. So each
+client opens its connections at once, one worker often wins most of them: wrk's 16
+connections went 16/0 to one of two workers in 4 runs of 12, which then answered half as
+many searches with p50 doubled (docs/performance.md, "connections spread over the
+workers"). A proxy's pool of upstream connections is such a client. So each
 worker counts its open connections in a small file shared by the host's workers
 (`WorkerSlots`, one slot per worker); a worker holding more than one connection more than
 the least busy live worker answers the next request on one of its connections with
