@@ -96,7 +96,8 @@ def serve(
     with contextlib.ExitStack() as stack:
         if workers > 1:  # their connections' count, to spread them evenly (kit/serving.py)
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="propdata-")))
-            serving.WorkerSlots.create(folder / "workers", workers)
+            # Twice the slots: room for workers added later with uvicorn's SIGTTIN.
+            serving.WorkerSlots.create(folder / "workers", 2 * workers)
             os.environ[serving.SLOTS_ENV] = str(folder / "workers")
         uvicorn.run(
             "propdata.app:asgi", factory=True, host=host, port=port, workers=workers,

@@ -71,10 +71,11 @@ class WorkerSlots:
         self._count = self.mine * 2 + 1
 
     @staticmethod
-    def create(path: Path, workers: int) -> None:
-        """The file for `workers` workers, every slot free (`propdata serve` makes it)."""
+    def create(path: Path, slots: int) -> None:
+        """The file of `slots` slots, every one free (`propdata serve` makes it); a worker
+        that finds none free goes without evening out (`worker_slots`)."""
         with path.open("wb") as f:
-            f.write(bytes(_SLOT.size * workers))
+            f.write(bytes(_SLOT.size * slots))
 
     def _claim(self) -> int:
         me = os.getpid()
