@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from propdata.kit.serving import WorkerSlots
+from propdata.kit.serving import SHED_EVERY, WorkerSlots
 from tests.conftest import new_store
 from tests.live import run_apart, serving_process
 
@@ -118,7 +118,11 @@ def test_a_worker_is_crowded_only_past_one_connection_more_than_a_live_one(
         assert not slots.crowded()  # 2 against 1
         slots.opened(1)
         assert slots.crowded()  # 3 against 1
+        assert not slots.crowded()  # one sent back: the next waits SHED_EVERY
+        time.sleep(SHED_EVERY)
+        assert slots.crowded()
         slots.opened(-1)
+        time.sleep(SHED_EVERY)
         assert not slots.crowded()
         slots.opened(1)
         sibling.kill()
@@ -192,6 +196,7 @@ def test_keep_alive_connections_opened_at_once_end_up_spread_evenly(
         with ThreadPoolExecutor(16) as pool:
             for _ in range(30):
                 closed += list(pool.map(ask, clients)).count("close")
+                time.sleep(SHED_EVERY / 2)  # a round can take less than a worker's pause
         spread = _connections(port, _workers(server.pid))
         for client in clients:
             client.close()

@@ -31,6 +31,7 @@ import fcntl
 import mmap
 import os
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,11 @@ SLOTS_ENV = "PROPDATA_WORKER_SLOTS"
 """The path of the host's `WorkerSlots` file, set by `propdata serve` for its workers."""
 _SLOT = struct.Struct("=qq")
 """A slot: the worker's pid (0: free) and its open connections."""
+SHED_EVERY = 0.02
+"""Seconds between two connections a worker sends back. A reconnection goes to whichever
+worker accepts first; were the others stalled, it would come back to this one, which would
+send it back again: this bounds that to 50 reconnections a second, and evening out 16/0
+still takes under 0.2 s."""
 
 
 class WorkerSlots:
@@ -69,6 +75,7 @@ class WorkerSlots:
             os.close(fd)
         self._values = memoryview(self._map).cast("q")
         self._count = self.mine * 2 + 1
+        self._shed_at = -SHED_EVERY
 
     @staticmethod
     def create(path: Path, slots: int) -> None:
@@ -91,11 +98,16 @@ class WorkerSlots:
         self._values[self._count] += change
 
     def crowded(self) -> bool:
-        """True when this worker holds more than one connection more than a live worker."""
+        """True when this worker holds more than one connection more than a live worker, and
+        has not sent one back in the last `SHED_EVERY` seconds (then it sends this one)."""
         values, mine = self._values, self._values[self._count]
         for slot in range(self._slots):
             pid, count = values[slot * 2], values[slot * 2 + 1]
             if slot != self.mine and pid and count + 1 < mine and _alive(pid):
+                now = time.monotonic()
+                if now - self._shed_at < SHED_EVERY:
+                    return False
+                self._shed_at = now
                 return True
         return False
 
