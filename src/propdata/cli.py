@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sqlite3
 import sys
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -93,12 +91,8 @@ def serve(
     _finish_interrupted_load()
     # The workers share the host's memory budgets (the embedded cache's: config.cache_mb).
     os.environ["PROPDATA_WORKERS"] = str(workers)
-    with contextlib.ExitStack() as stack:
-        if workers > 1:  # their connections' count, to spread them evenly (kit/serving.py)
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="propdata-")))
-            # Twice the slots: room for workers added later with uvicorn's SIGTTIN.
-            serving.WorkerSlots.create(folder / "workers", 2 * workers)
-            os.environ[serving.SLOTS_ENV] = str(folder / "workers")
+    # Their connections' count, to spread them evenly (kit/serving.py).
+    with serving.shared_slots(workers):
         uvicorn.run(
             "propdata.app:asgi", factory=True, host=host, port=port, workers=workers,
             loop="uvloop", log_level="warning", access_log=False,

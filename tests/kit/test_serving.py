@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from propdata.kit import serving
 from propdata.kit.serving import SHED_EVERY, WorkerSlots
 from tests.conftest import new_store
 from tests.live import run_apart, serving_process
@@ -144,6 +146,25 @@ def test_a_slot_is_claimed_free_or_from_a_dead_worker(tmp_path: Path) -> None:
     assert slots.mine == 1
     slots.opened(1)
     assert not slots.crowded()  # 1 against the live worker's 5
+
+
+def test_serve_names_the_workers_file_while_it_runs_and_removes_it() -> None:
+    assert serving.SLOTS_ENV not in os.environ
+    with serving.shared_slots(1):
+        assert serving.SLOTS_ENV not in os.environ  # one worker has nobody to even out with
+    with serving.shared_slots(3):
+        path = Path(os.environ[serving.SLOTS_ENV])
+        assert path.stat().st_size == 16 * 6
+    assert serving.SLOTS_ENV not in os.environ and not path.exists()
+
+
+def test_serve_goes_on_without_a_writable_temporary_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    with serving.shared_slots(2):
+        assert serving.SLOTS_ENV not in os.environ
+    assert "not evened out" in caplog.text
 
 
 def _connections(port: int, pids: list[int]) -> list[int]:

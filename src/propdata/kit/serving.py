@@ -28,10 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import mmap
 import os
 import struct
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,8 @@ MAX_HEADER_BYTES = 16 * 1024
 REQUEST_LINE_SLACK = 16
 """The request line's bytes around its URL: method, spaces, HTTP/1.1 and CRLF (about)."""
 
+
+log = logging.getLogger("propdata")
 
 SLOTS_ENV = "PROPDATA_WORKER_SLOTS"
 """The path of the host's `WorkerSlots` file, set by `propdata serve` for its workers."""
@@ -120,6 +125,32 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@contextlib.contextmanager
+def shared_slots(workers: int) -> Iterator[None]:
+    """While `propdata serve` runs: the workers' file (twice their number of slots, room
+    for workers added later with uvicorn's SIGTTIN), named in the environment its workers
+    inherit. One worker needs none; a host without a writable temporary folder serves
+    without evening out (logged) rather than not at all."""
+    if workers < 2:
+        yield
+        return
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="propdata-")
+        path = Path(folder.name) / "workers"
+        WorkerSlots.create(path, 2 * workers)
+    except OSError as exc:
+        log.warning("no file for the workers' connection counts (%s): connections are not"
+                    " evened out over the workers", exc)  # fmt: skip
+        yield
+        return
+    os.environ[SLOTS_ENV] = str(path)
+    try:
+        yield
+    finally:
+        os.environ.pop(SLOTS_ENV, None)
+        folder.cleanup()
 
 
 _slots: list[WorkerSlots | None] = []
