@@ -7,6 +7,7 @@ Issue 13: 16 connections opened at once went 16/0 or 14/2 to two workers about h
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
@@ -17,12 +18,15 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import uvicorn
+from uvicorn.server import ServerState
 
 from propdata.kit import serving
-from propdata.kit.serving import SHED_EVERY, WorkerSlots
+from propdata.kit.serving import SHED_EVERY, BoundedHttpToolsProtocol, WorkerSlots
 from tests.conftest import new_store
 from tests.live import run_apart, serving_process
 
@@ -224,3 +228,58 @@ def test_keep_alive_connections_opened_at_once_end_up_spread_evenly(
     assert sum(spread) == 16
     assert max(spread) - min(spread) <= 1, spread
     assert closed <= 16 * 30 // 4, closed  # evening out, not closing every answer
+
+
+# -- a connection that ends in an error -----------------------------------------------------
+
+
+class _Transport(asyncio.Transport):
+    """What the protocol needs of a transport: addresses, writes, and whether it closes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closing = False
+        self.written = b""
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(
+            name, default
+        )
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += bytes(data)
+
+    def close(self) -> None:
+        self.closing = True
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def _ok(scope: Any, receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+@pytest.mark.parametrize("error", [None, ConnectionResetError()], ids=["closed", "reset"])
+async def test_a_connection_that_ends_leaves_no_keep_alive_timer(error: Exception | None) -> None:
+    config = uvicorn.Config(_ok, http=BoundedHttpToolsProtocol, log_level="error")
+    config.load()
+    protocol = BoundedHttpToolsProtocol(
+        config=config, server_state=ServerState(), app_state={}, _loop=asyncio.get_running_loop()
+    )
+    transport = _Transport()
+    protocol.connection_made(transport)
+    protocol.data_received(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    for _ in range(100):
+        await asyncio.sleep(0)
+    assert transport.written.startswith(b"HTTP/1.1 200")
+    assert protocol.timeout_keep_alive_task is not None  # answered: waiting for the next
+    protocol.connection_lost(error)
+    assert protocol.timeout_keep_alive_task is None

@@ -186,6 +186,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
+        # uvicorn cancels the keep-alive timer on a clean close only: after a reset the timer
+        # would hold this connection's objects until it fires (5 s).
+        if self.timeout_keep_alive_task is not None:
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = None
         if self._spread is not None:
             self._spread.opened(-1)
             self._spread = None  # counted once, whatever calls follow
