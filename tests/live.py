@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import importlib.util
 import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 import httpx
@@ -122,3 +125,17 @@ class Proxy:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
         self.loop.close()
+
+
+def bench_module(name: str) -> ModuleType:
+    """A script of bench/ as a module (`bench_run` is bench/run.py), loaded once."""
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = Path(__file__).resolve().parents[1] / "bench"
+    file = folder / (name.removeprefix("bench_") + ".py" if name == "bench_run" else f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module

@@ -5,38 +5,22 @@ for `make bench`, not for tests."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.live import bench_module
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "bench" / "run.py"
 
 
-def _bench_module(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    file = (
-        ROOT
-        / "bench"
-        / (name.removeprefix("bench_") + ".py" if name == "bench_run" else f"{name}.py")
-    )
-    spec = importlib.util.spec_from_file_location(name, file)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
-
-
 def _scaleout_reachable() -> str:
     """'' when PostgreSQL and Redis answer; else why not (fails the test under CI)."""
-    run = _bench_module("bench_run")
+    run = bench_module("bench_run")
     why: str = run.scaleout_available()
     if why and os.environ.get("CI"):
         pytest.fail(f"PostgreSQL or Redis unreachable under CI: {why}")
@@ -90,7 +74,7 @@ def test_search_mix_uses_every_search_parameter() -> None:
     from propdata.app import create_app
     from propdata.config import Settings
 
-    scenarios = _bench_module("bench_mix")
+    scenarios = bench_module("bench_mix")
     schema = create_app(Settings(database_url=":memory:")).openapi_schema.to_schema()
     parameters = schema["paths"]["/v1/properties"]["get"]["parameters"]
     filters = {p["name"] for p in parameters if p["in"] == "query"} - {
@@ -124,7 +108,7 @@ def test_search_mix_uses_every_search_parameter() -> None:
 
 
 def test_write_docs_replaces_only_its_section(tmp_path: Path) -> None:
-    run = _bench_module("bench_run")
+    run = bench_module("bench_run")
     new = f"## Benchmark (make bench)\nnew table\n{run.END}\n"
     doc = tmp_path / "performance.md"
     doc.write_text(

@@ -28,7 +28,7 @@ from uvicorn.server import ServerState
 from propdata.kit import serving
 from propdata.kit.serving import SHED_EVERY, BoundedHttpToolsProtocol, WorkerSlots
 from tests.conftest import new_store
-from tests.live import run_apart, serving_process
+from tests.live import bench_module, run_apart, serving_process
 
 
 @pytest.fixture(scope="module")
@@ -171,28 +171,9 @@ def test_serve_goes_on_without_a_writable_temporary_folder(
     assert "not evened out" in caplog.text
 
 
-def _connections(port: int, pids: list[int]) -> list[int]:
-    """Established connections each process holds on the server side of `port`."""
-    inodes = set()
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-            inodes.add(f"socket:[{fields[9]}]")
-    counts = []
-    for pid in pids:
-        held = 0
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            try:
-                held += os.readlink(fd) in inodes
-            except OSError:
-                continue
-        counts.append(held)
-    return counts
-
-
 def _workers(supervisor: int) -> list[int]:
-    children = Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()
-    return [int(c) for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    run = bench_module("bench_run")
+    return [p for p in run._children(supervisor) if "spawn_main" in run._cmdline(p)]
 
 
 def test_keep_alive_connections_opened_at_once_end_up_spread_evenly(
@@ -222,7 +203,7 @@ def test_keep_alive_connections_opened_at_once_end_up_spread_evenly(
             for _ in range(30):
                 closed += list(pool.map(ask, clients)).count("close")
                 time.sleep(SHED_EVERY / 2)  # a round can take less than a worker's pause
-        spread = _connections(port, _workers(server.pid))
+        spread = bench_module("bench_run").connections(port, _workers(server.pid))
         for client in clients:
             client.close()
     assert sum(spread) == 16
