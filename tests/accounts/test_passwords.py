@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 from propdata.accounts import passwords
 from propdata.kit import crypto
 
@@ -27,13 +29,29 @@ async def test_argon2id_hashes_and_verifies() -> None:
     assert not await passwords.verify_password("not a hash", "x")
 
 
+def _flip_bit(sealed: str, position: int) -> str:
+    """The sealed text with one bit of its decoded bytes flipped, re-encoded.
+
+    Editing a character of the base64 text instead can leave the bytes as they were (the
+    low bits of the last character before a `=` are padding that decoding drops).
+    """
+    raw = bytearray(base64.urlsafe_b64decode(sealed))
+    raw[position] ^= 0x01
+    return base64.urlsafe_b64encode(bytes(raw)).decode()
+
+
+def _truncated(sealed: str) -> str:
+    return base64.urlsafe_b64encode(base64.urlsafe_b64decode(sealed)[:-1]).decode()
+
+
 def test_seal_opens_only_with_its_token() -> None:
     token = crypto.new_token()
     sealed = crypto.seal(token, "pmd_live_secret")
     assert "pmd_live" not in sealed
     assert crypto.unseal(token, sealed) == "pmd_live_secret"
     assert crypto.unseal(crypto.new_token(), sealed) is None
-    tampered = sealed[:-2] + ("A" if sealed[-2] != "A" else "B") + sealed[-1]
-    assert crypto.unseal(token, tampered) is None
+    for position in (0, 16, 32, -1):  # the nonce, the tag, the ciphertext's first and last
+        assert crypto.unseal(token, _flip_bit(sealed, position)) is None, position
+    assert crypto.unseal(token, _truncated(sealed)) is None
     assert crypto.unseal(token, "!!!") is None
     assert crypto.seal(token, "x") != crypto.seal(token, "x")  # a fresh nonce each time
