@@ -4,6 +4,8 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DB      ?= var/propdata.db
+HOST    ?= 127.0.0.1
+PORT    ?= 8000
 export PROPDATA_DATABASE_URL ?= $(DB)
 
 BENCH_ARGS ?= --properties 1000000 --duration 20 --connections 16 --workers 2 --scaleout
@@ -21,16 +23,16 @@ $(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e clients/python
 	touch $(STAMP)
 
-run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line, serve on :8000
+run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line, serve on HOST:PORT (127.0.0.1:8000)
 	$(BIN)/propdata data demo --if-missing
 	@key=$$($(BIN)/propdata keys create --plan developer --name demo 2>/dev/null | tail -n 1); \
 	echo ""; \
 	echo "Demo key (Developer plan): $$key"; \
-	echo "Try:  curl -s -H 'Authorization: Bearer $$key' 'http://127.0.0.1:8000/v1/properties?city=Ames&state=IA&limit=3'"; \
-	echo "Docs: http://127.0.0.1:8000/docs"; \
-	echo "Portal (sign up, keys, usage): http://127.0.0.1:8000/"; \
+	echo "Try:  curl -s -H 'Authorization: Bearer $$key' 'http://$(HOST):$(PORT)/v1/properties?city=Ames&state=IA&limit=3'"; \
+	echo "Docs: http://$(HOST):$(PORT)/docs"; \
+	echo "Portal (sign up, keys, usage): http://$(HOST):$(PORT)/"; \
 	echo ""
-	$(BIN)/propdata serve --host 127.0.0.1 --port 8000
+	$(BIN)/propdata serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where present; the TypeScript SDK where node is)
 	$(BIN)/pytest -q -n 2 --dist loadfile

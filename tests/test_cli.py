@@ -14,7 +14,9 @@ from propdata.kit import crypto
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {"PROPDATA_DATABASE_URL": str(tmp_path / "cli.db"), "PROPDATA_AS_OF": "2026-11-21"}
+    made = {"PROPDATA_DATABASE_URL": str(tmp_path / "cli.db"), "PROPDATA_AS_OF": "2026-11-21"}
+    assert run(made, "data", "init")[0] == 0
+    return made
 
 
 def run(env: dict[str, str], *args: str) -> tuple[int, str, str]:
@@ -125,7 +127,7 @@ def test_import_writes_a_rejects_report(env: dict[str, str], tmp_path: Path) -> 
     source = tmp_path / "bad.jsonl"
     source.write_text('{"id": "x"}\nnot json\n')
     code, _, err = run(env, "data", "import", str(source))
-    assert code == 0
+    assert code == 1  # rows were rejected: a script must learn of it
     report = tmp_path / "bad.jsonl.rejects.csv"
     assert report.exists() and "2 rows rejected" in err
     lines = report.read_text().strip().splitlines()
@@ -149,3 +151,32 @@ def test_help_lists_every_verb(env: dict[str, str]) -> None:
     _, out, _ = run(env, "data", "--help")
     for verb in ("demo", "import", "generate"):
         assert verb in out
+
+
+def test_commands_that_only_read_or_manage_never_make_a_store(tmp_path: Path) -> None:
+    """A key made in a store no server reads would be lost: refuse, and say where to look."""
+    missing = tmp_path / "elsewhere" / "propdata.db"
+    env = {"PROPDATA_DATABASE_URL": str(missing), "PROPDATA_AS_OF": "2026-11-21"}
+    for args in (("data", "status"), ("data", "rebuild"), ("keys", "list"),
+                 ("keys", "create", "--plan", "free"), ("accounts", "list")):  # fmt: skip
+        code, out, err = run(env, *args)
+        assert code == 2, args
+        assert f"there is no store at {missing}" in err and "PROPDATA_DATABASE_URL" in err
+        assert out == ""
+    assert not missing.parent.exists() or not any(missing.parent.iterdir())
+
+
+def test_every_store_command_says_which_store_it_used(env: dict[str, str]) -> None:
+    path = env["PROPDATA_DATABASE_URL"]
+    for args in (("data", "status"), ("keys", "list"), ("accounts", "list")):
+        code, _, err = run(env, *args)
+        assert code == 0, err
+        assert f"store: {path}" in err, args
+
+
+def test_data_init_makes_an_empty_store_once(tmp_path: Path) -> None:
+    env = {"PROPDATA_DATABASE_URL": str(tmp_path / "new.db")}
+    assert run(env, "data", "init")[0] == 0
+    assert run(env, "data", "init")[0] == 0  # an existing store: its schema, brought up to date
+    code, out, _ = run(env, "data", "status")
+    assert code == 0 and "properties: 0" in out

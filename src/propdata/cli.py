@@ -18,7 +18,7 @@ from rich.table import Table
 from propdata.config import ConfigError, Settings, load_settings
 from propdata.kit import crypto
 from propdata.kit.db import Database, StoreUnavailable, connect
-from propdata.migrations.schema import migrate
+from propdata.migrations.schema import initialised, migrate
 
 if TYPE_CHECKING:
     # Imported where used: `propdata serve` needs neither, and they cost its start-up
@@ -49,12 +49,52 @@ def _settings() -> Settings:
         raise typer.Exit(2) from exc
 
 
-def _run(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
+class NoStore(Exception):
+    """The store a command that only reads or manages was pointed at was never made."""
+
+
+def _no_store(settings: Settings) -> typer.Exit:
+    err.print(
+        f"[red]error:[/red] there is no store at {settings.store_label}, and this command does"
+        " not make one. Point PROPDATA_DATABASE_URL at the store your server uses (`make run`"
+        " uses var/propdata.db in the repository's folder), or make a store with"
+        " `propdata data demo` or `propdata data import FILE`.",
+        soft_wrap=True,  # a path broken over two lines cannot be copied
+    )
+    return typer.Exit(2)
+
+
+def _check_store(settings: Settings, *, create: bool) -> None:
+    """Say which store a command uses; refuse a missing embedded store unless `create`."""
+    err.print(f"store: {settings.store_label}", highlight=False, soft_wrap=True)
+    if not create and settings.store_file is not None and not settings.store_file.exists():
+        raise _no_store(settings)
+
+
+async def _require_made(settings: Settings) -> None:
+    """Raise NoStore when a PostgreSQL store was never migrated (an embedded one: its file
+    is checked before anything opens it)."""
+    if settings.store_file is not None:
+        return
+    db = await connect(settings.database_url)
+    try:
+        if not await initialised(db):
+            raise NoStore
+    finally:
+        await db.close()
+
+
+def _run(work: Callable[[Database, Settings], Awaitable[T]], *, create: bool = False) -> T:
+    """Run `work` against the data store. Only commands that load data (`create`) may make
+    a store that does not exist: a key made in a store no server reads is lost."""
     settings = _settings()
+    _check_store(settings, create=create)
 
     async def main() -> T:
         db = await connect(settings.database_url)
         try:
+            if not create and not await initialised(db):
+                raise NoStore
             await migrate(db)
             return await work(db, settings)
         finally:
@@ -62,6 +102,8 @@ def _run(work: Callable[[Database, Settings], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(main())
+    except NoStore:
+        raise _no_store(settings) from None
     except (sqlite3.DatabaseError, StoreUnavailable, OSError) as exc:
         # A full disk, a store that cannot be reached or written: a sentence, not a
         # traceback. Every write is one transaction, so nothing of the failed step stays.
@@ -108,7 +150,7 @@ def _finish_interrupted_load() -> None:
     async def pending(db: Database, settings: Settings) -> bool:
         return await PropertyRepository(db).rebuild_pending() is not None
 
-    if not _run(pending):
+    if not _run(pending, create=True):  # a server may start on a store of its own
         return  # the usual case: the pipeline (it imports pandas, 0.3 s) is not needed
     from propdata.ingest import pipeline
 
@@ -130,8 +172,10 @@ def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
     from propdata.app import open_stores
 
     settings = _settings()
+    _check_store(settings, create=False)
 
     async def main() -> T:
+        await _require_made(settings)
         db, accounts = await open_stores(settings)
         try:
             return await work(KeyService(accounts))
@@ -142,6 +186,8 @@ def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(main())
+    except NoStore:
+        raise _no_store(settings) from None
     except KeyCommandError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -263,8 +309,10 @@ def _accounts(work: Callable[[AccountService], Awaitable[T]]) -> T:
     from propdata.kit.redis_limiter import MemoryLimiter
 
     settings = _settings()
+    _check_store(settings, create=False)
 
     async def main() -> T:
+        await _require_made(settings)
         db, store = await open_stores(settings)
         try:
             # These commands send no mail and count no attempts; the service still needs both.
@@ -277,6 +325,8 @@ def _accounts(work: Callable[[AccountService], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(main())
+    except NoStore:
+        raise _no_store(settings) from None
     except (KeyCommandError, ServiceError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(1) from exc
@@ -342,7 +392,9 @@ class _Bars:
         return lambda n: self.progress.advance(task, n)
 
 
-def _pipeline(work: Callable[[Database, Settings, _Bars], Awaitable[Any]]) -> Any:
+def _pipeline(
+    work: Callable[[Database, Settings, _Bars], Awaitable[Any]], *, create: bool = False
+) -> Any:
     """Run a pipeline step with progress bars; print what it did."""
 
     async def go(db: Database, settings: Settings) -> Any:
@@ -351,7 +403,7 @@ def _pipeline(work: Callable[[Database, Settings, _Bars], Awaitable[Any]]) -> An
         _summary(outcome)
         return outcome
 
-    return _run(go)
+    return _run(go, create=create)
 
 
 def _summary(outcome: Any) -> None:
@@ -385,7 +437,7 @@ def data_demo(
         as_of = settings.today()
         return await pipeline.run(db, pipeline.demo_sources(properties, seed, as_of), as_of, bars)
 
-    _pipeline(work)
+    _pipeline(work, create=True)
 
 
 @data_app.command("generate")
@@ -401,7 +453,7 @@ def data_generate(
         source = pipeline.synthetic_source(properties, seed, as_of)
         return await pipeline.run(db, [source], as_of, bars)
 
-    _pipeline(work)
+    _pipeline(work, create=True)
 
 
 @data_app.command("import")
@@ -423,12 +475,31 @@ def data_import(
             raise typer.Exit(2) from exc
         return await pipeline.run(db, [source], as_of, bars)
 
-    outcome = _pipeline(work)
+    outcome = _pipeline(work, create=True)
     report = outcome.reports[0]
     if report.rejects:
         target = rejects or file.with_name(file.name + ".rejects.csv")
         readers.write_rejects(target, report.rejects)
         err.print(f"{len(report.rejects)} rows rejected; see {target}")
+        raise typer.Exit(1)  # the good rows are loaded; a script still learns of the rest
+
+
+@data_app.command("init")
+def data_init() -> None:
+    """Make an empty store (data and keys) or bring an existing one's schema up to date."""
+    from propdata.app import open_stores
+
+    settings = _settings()
+    _check_store(settings, create=True)
+
+    async def main() -> None:
+        db, accounts = await open_stores(settings)
+        if accounts is not db:
+            await accounts.close()
+        await db.close()
+
+    asyncio.run(main())
+    err.print("The store is ready.")
 
 
 @data_app.command("status")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -95,6 +96,24 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         if _is_postgres(self.database_url):
             return Path("var/outbox")
         return Path(_sibling(self.database_url, "")).parent / "outbox"
+
+    @property
+    def store_file(self) -> Path | None:
+        """The embedded store's file, absolute (None: PostgreSQL, or an in-memory database)."""
+        if _is_postgres(self.database_url):
+            return None
+        path = self.database_url.removeprefix("sqlite:///").removeprefix("sqlite://")
+        return None if path in (":memory:", "") else Path(path).resolve()
+
+    @property
+    def store_label(self) -> str:
+        """The store as an operator reads it: the file's absolute path, or the URL without
+        its password."""
+        if self.store_file is not None:
+            return str(self.store_file)
+        if _is_postgres(self.database_url):
+            return re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", self.database_url)
+        return self.database_url
 
     @property
     def proxies(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:

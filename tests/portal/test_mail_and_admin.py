@@ -116,6 +116,7 @@ async def test_operator_sets_enterprise_limits_and_disables(person: Person, fres
 def test_accounts_command_line(tmp_path: Any, monkeypatch: Any) -> None:
     monkeypatch.setenv("PROPDATA_DATABASE_URL", str(tmp_path / "p.db"))
     runner = CliRunner()
+    assert runner.invoke(cli, ["data", "init"]).exit_code == 0
     made = runner.invoke(
         cli, ["accounts", "create", "ops@example.com", "--admin"], input=STRONG + "\n"
     )

@@ -239,7 +239,13 @@ def demo_sources(properties: int, seed: int, as_of: dt.date) -> list[Source]:
     """The demo set: the real Ames and Grinnell sales, then `properties` synthetic ones."""
     return [
         Source("Ames, IA (real)", "ames", demo.ames_records(as_of), 2_930, replace=True),
-        Source("Grinnell, IA (real)", "grinnell", demo.grinnell_records(as_of), 929, replace=True),
+        Source(
+            "Grinnell, IA (real)",
+            "grinnell",
+            demo.grinnell_records(as_of),
+            len(demo.grinnell_houses()),
+            replace=True,
+        ),
         synthetic_source(properties, seed, as_of),
     ]
 

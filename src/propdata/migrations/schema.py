@@ -440,6 +440,12 @@ async def _pack_histories(db: Database) -> None:
         await db.execute("DROP TABLE tax_records")
 
 
+async def initialised(db: Database) -> bool:
+    """Whether `migrate` ever ran on this store (commands that only read or manage a store
+    refuse one that was never made, rather than make an empty one)."""
+    return await _has_table(db, "meta")
+
+
 async def _has_table(db: Database, name: str) -> bool:
     if db.dialect == "postgresql":
         row = await db.fetch_one("SELECT to_regclass(?) IS NOT NULL", (name,))
