@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,15 @@ def test_data_init_makes_an_empty_store_once(tmp_path: Path) -> None:
     assert run(env, "data", "init")[0] == 0  # an existing store: its schema, brought up to date
     code, out, _ = run(env, "data", "status")
     assert code == 0 and "properties: 0" in out
+
+
+def test_every_progress_bar_of_the_demo_reaches_its_end(env: dict[str, str]) -> None:
+    code, _, err = run(env, "data", "demo", "--properties", "300")
+    assert code == 0, err
+    bars = re.findall(r"^(.+?)\s+━+\s+(\d+)/(\S+)", err, re.MULTILINE)
+    assert {name.strip() for name, _, _ in bars} >= {
+        "Ames, IA (real)", "Grinnell, IA (real)", "synthetic national set",
+        "value and rent estimates", "market statistics",
+    }  # fmt: skip
+    for name, done, total in bars:
+        assert done == total, f"{name.strip()} stopped at {done}/{total}"

@@ -118,7 +118,7 @@ async def rebuild(
         outcome.estimates = await rebuild_valuations(db, as_of, progress=estimates)
         outcome.seconds["estimates"] = time.perf_counter() - start
         start = time.perf_counter()
-        markets = tracker.task("market statistics", None) if tracker else None
+        markets = tracker.task("market statistics", count or None) if tracker else None
         outcome.markets = await rebuild_markets(db, as_of, progress=markets)
         outcome.seconds["markets"] = time.perf_counter() - start
     if pending is not None:
