@@ -27,7 +27,7 @@ from typing import Any
 
 
 async def run(args: argparse.Namespace) -> list[float]:
-    from propdata.accounts.service import CustomLimits, keys_of
+    from propdata.accounts.keys import CustomLimits, keys_of
     from propdata.app import HeadAsGet, create_app
     from propdata.config import load_settings
 

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from propdata.accounts.service import CustomLimits, keys_of
+from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.ingest import pipeline
 from propdata.kit.db import connect
 from propdata.migrations.schema import migrate

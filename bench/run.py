@@ -723,7 +723,7 @@ def forget_redis_key(key_id: str) -> None:
 
 
 def key_id_of(url: str, secret: str) -> str:
-    from propdata.accounts.service import keys_of
+    from propdata.accounts.keys import keys_of
 
     async def find() -> str:
         async with keys_of(url) as keys:

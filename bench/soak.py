@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 from tests.live import Proxy, serving_process  # noqa: E402
 from tests.redis_support import RedisServer  # noqa: E402
 
-from propdata.accounts.service import CustomLimits, keys_of  # noqa: E402
+from propdata.accounts.keys import CustomLimits, keys_of  # noqa: E402
 from propdata.ingest import pipeline  # noqa: E402
 from propdata.kit.db import connect  # noqa: E402
 from propdata.migrations.schema import migrate  # noqa: E402

@@ -21,7 +21,7 @@ import asyncpg
 import pytest
 from litestar.testing import AsyncTestClient
 
-from propdata.accounts.service import CustomLimits, keys_of
+from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.app import HeadAsGet, create_app
 from propdata.config import Settings
 from propdata.ingest.loader import load

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from propdata.accounts.service import CustomLimits, keys_of
+from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.config import Settings
 
 REDIS_URL = "redis://127.0.0.1:6379/0"

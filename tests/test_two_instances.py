@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from propdata.accounts.service import CustomLimits, keys_of
+from propdata.accounts.keys import CustomLimits, keys_of
 from tests.conftest import Store, build_store, create_key, drop_store, new_store
 from tests.redis_support import free_port
 

@@ -19,9 +19,9 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from propdata import __version__, web
 from propdata.accounts import endpoints as account_endpoints
+from propdata.accounts.keys import KeyService
 from propdata.accounts.middleware import MeteringMiddleware, current_key
-from propdata.accounts.people import AccountService
-from propdata.accounts.service import KeyService
+from propdata.accounts.service import AccountService
 from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.config import Settings, load_settings

@@ -23,8 +23,8 @@ from propdata.migrations.schema import initialised, migrate
 if TYPE_CHECKING:
     # Imported where used: `propdata serve` needs neither, and they cost its start-up
     # (Litestar, Argon2) about 0.35 s before the workers are even started.
-    from propdata.accounts.people import AccountService
-    from propdata.accounts.service import KeyService
+    from propdata.accounts.keys import KeyService
+    from propdata.accounts.service import AccountService
 
 app = typer.Typer(
     help="US property records and ZIP-level market statistics over HTTP.", no_args_is_help=True
@@ -168,7 +168,7 @@ def _finish_interrupted_load() -> None:
 
 def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
     """Run a key command against the accounts store, which no data load ever locks."""
-    from propdata.accounts.service import KeyCommandError, KeyService
+    from propdata.accounts.keys import KeyCommandError, KeyService
     from propdata.app import open_stores
 
     settings = _settings()
@@ -218,7 +218,7 @@ def keys_create(
     ] = None,
 ) -> None:
     """Create a key; the key itself is printed once, alone on the last line."""
-    from propdata.accounts.service import CustomLimits
+    from propdata.accounts.keys import CustomLimits
 
     limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
     if account is None:
@@ -279,7 +279,7 @@ def keys_plan(
     max_page_size: MaxPage = None,
 ) -> None:
     """Move a key to another plan (custom limits are reset); effective on its next request."""
-    from propdata.accounts.service import CustomLimits
+    from propdata.accounts.keys import CustomLimits
 
     limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
     named = _which_key(key)
@@ -301,8 +301,8 @@ def keys_revoke(key: KeyArgument) -> None:
 
 def _accounts(work: Callable[[AccountService], Awaitable[T]]) -> T:
     """Run an accounts command against the accounts store (never locked by a data load)."""
-    from propdata.accounts.people import AccountService
-    from propdata.accounts.service import KeyCommandError, KeyService
+    from propdata.accounts.keys import KeyCommandError, KeyService
+    from propdata.accounts.service import AccountService
     from propdata.app import open_stores
     from propdata.errors import ServiceError
     from propdata.kit.mail import mailer_for

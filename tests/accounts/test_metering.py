@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from propdata.accounts.service import CustomLimits, keys_of
+from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.ingest.loader import load
 from tests.factories import AS_OF, record
 

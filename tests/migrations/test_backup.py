@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 from typer.testing import CliRunner
 
-from propdata.accounts.service import keys_of
+from propdata.accounts.keys import keys_of
 from propdata.cli import app as cli
 from propdata.ingest import pipeline
 from propdata.kit.db import connect

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from propdata.accounts.service import CustomLimits, KeyService, keys_of
+from propdata.accounts.keys import CustomLimits, KeyService, keys_of
 from propdata.app import open_stores
 from propdata.migrations.schema import table_columns
 from propdata.migrations.transfer import TransferError, account_tables, copy_stores

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from propdata.accounts.people import AccountService
-from propdata.accounts.service import KeyService
+from propdata.accounts.keys import KeyService
+from propdata.accounts.service import AccountService
 from propdata.config import accounts_url
 from propdata.kit.db import Database, connect
 from propdata.kit.mail import OutboxMailer

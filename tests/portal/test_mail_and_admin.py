@@ -7,7 +7,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from propdata.accounts.people import AccountService
+from propdata.accounts.service import AccountService
 from propdata.cli import app as cli
 from tests.portal.conftest import STRONG, Person, new_key_of, other
 

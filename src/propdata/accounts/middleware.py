@@ -20,8 +20,8 @@ from litestar import Request
 from litestar.exceptions import HTTPException
 from litestar.middleware import ASGIMiddleware
 
+from propdata.accounts.keys import KeyService
 from propdata.accounts.schemas import ApiKey
-from propdata.accounts.service import KeyService
 from propdata.api import paging
 from propdata.errors import InvalidParameter, QuotaExceeded, RateLimitExceeded, ServiceError
 from propdata.kit.cache import Cached, ResponseCache

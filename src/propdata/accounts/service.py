@@ -1,164 +1,572 @@
-"""Key decisions: creation, verification, plan changes, revocation."""
+"""An account's decisions: sign-up, log-in, sessions, form tokens, mailed links,
+keys held by an account, plan changes, operators, and the audit log of every change.
+
+The pages (`propdata.portal`) parse forms and render; everything a person may or may not do
+is decided here, and every refusal is a `ServiceError` naming the form field.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-from collections.abc import AsyncIterator
+import logging
+import secrets
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from propdata.accounts.repository import KeyRepository
-from propdata.accounts.schemas import PLANS, ApiKey
-from propdata.config import accounts_url
-from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
+from email_validator import EmailNotValidError, validate_email
+
+from propdata.accounts.keys import CustomLimits, KeyService
+from propdata.accounts.passwords import hash_password, problem, verify_password
+from propdata.accounts.repository import AccountRepository, KeyRepository
+from propdata.accounts.schemas import PLANS, Account, ApiKey, AuditEntry, Plan
+from propdata.errors import (
+    EmailTaken,
+    Forbidden,
+    InvalidCredentials,
+    InvalidField,
+    NotFound,
+    TooManyAttempts,
+)
 from propdata.kit import crypto
-from propdata.kit.db import Database, connect
-from propdata.migrations.schema import migrate_accounts
+from propdata.kit.db import Database
+from propdata.kit.limiter import Attempts, Limiter
+from propdata.kit.mail import Mailer
 
+log = logging.getLogger("propdata.accounts")
 
-class KeyCommandError(ValueError):
-    """An operator asked for something a key cannot do (unknown key, bad plan or limit)."""
+SESSION_IDLE = 14 * 86_400.0
+"""A session ends after 14 days without a request (portal.md)."""
+TOUCH_EVERY = 300.0
+"""A session's last-seen time is written at most this often: not a write per page view."""
+RESET_VALID = 3_600.0
+VERIFY_VALID = 7 * 86_400.0
+MAX_ACTIVE_KEYS = 10
+SELF_SERVE_PLANS = ("free", "developer", "pro")
+LOGIN_WINDOW = 900.0
+LOGIN_PER_EMAIL = 5
+LOGIN_PER_CLIENT = 20
+SIGNUP_WINDOW = 3_600.0
+SIGNUPS_PER_CLIENT = 10
+MAILS_PER_EMAIL = 5
+"""Reset and verification mails to one address an hour: no one fills an inbox through us."""
+KEY_NAME_MAX = 64
+
+Clock = Callable[[], float]
 
 
 @dataclass(frozen=True, slots=True)
-class CustomLimits:
-    per_minute: int | None = None
-    daily: int | None = None
-    default_page_size: int | None = None
-    max_page_size: int | None = None
+class SignedIn:
+    """A new session: the cookie's token (the store keeps only its hash)."""
 
-    def any(self) -> bool:
-        return any(v is not None for v in (self.per_minute, self.daily,
-                                           self.default_page_size, self.max_page_size))  # fmt: skip
+    account: Account
+    token: str
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _iso(at: float) -> str:
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-VERIFIED_KEPT = 10_000
-"""Verified keys a process keeps (all are dropped when the count is reached)."""
+def normal_email(raw: str) -> str:
+    """The address as stored: checked for syntax (no DNS lookup) and lower-cased whole."""
+    text = raw.strip()
+    if not text:
+        raise InvalidField("email", "Enter your email address.")
+    if len(text) > 254:
+        raise InvalidField("email", "That email address is too long.")
+    try:
+        checked = validate_email(text, check_deliverability=False)
+    except EmailNotValidError as exc:
+        raise InvalidField("email", f"That is not an email address we can use: {exc}") from exc
+    return checked.normalized.lower()
 
 
-class KeyService:
-    def __init__(self, db: Database) -> None:
+def key_name(raw: str, fallback: str) -> str:
+    name = " ".join(raw.split())
+    if not name:
+        return fallback
+    if len(name) > KEY_NAME_MAX:
+        raise InvalidField("name", f"Use at most {KEY_NAME_MAX} characters for the name.")
+    if not name.isprintable():
+        raise InvalidField("name", "Use letters, digits, spaces and punctuation only.")
+    return name
+
+
+class AccountService:
+    def __init__(
+        self,
+        db: Database,
+        keys: KeyService,
+        limiter: Limiter,
+        mailer: Mailer,
+        clock: Clock = time.time,
+    ) -> None:
         self.db = db
-        self.repo = KeyRepository(db)
-        self._verified: dict[str, ApiKey] = {}
-        """Active keys as last read, by their token, while the store's `changes()` marker
-        stays `_as_of`: any committed write to the accounts store (a plan, limits, a
-        revocation, an account disabled, by any process) moves it and drops them all."""
-        self._as_of: object | None = None
+        self.repo = AccountRepository(db)
+        self.key_repo = KeyRepository(db)
+        self.keys = keys
+        self.limiter = limiter
+        self.mailer = mailer
+        self.clock = clock
+        self._secret: str | None = None
+        self._audit_us = 0
 
-    async def authenticate(self, authorization: str | None) -> ApiKey:
-        """Verify an Authorization header; raise the contract's 401 for each failure."""
-        if not authorization:
-            raise MissingApiKey()
-        scheme, _, token = authorization.strip().partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise MissingApiKey()
-        token = token.strip()
-        marker = self.db.changes()
-        if marker is not None:
-            if marker != self._as_of:
-                self._verified.clear()
-                self._as_of = marker
-            else:
-                kept = self._verified.get(token)
-                if kept is not None:
-                    return kept
-        if not crypto.well_formed(token):
-            raise InvalidApiKey()
-        key = await self.repo.by_hash(crypto.key_hash(token))
-        if key is None:
-            raise InvalidApiKey()
-        if key.status == "revoked":
-            raise RevokedApiKey()
-        if marker is not None:
-            if len(self._verified) >= VERIFIED_KEPT:
-                self._verified.clear()
-            self._verified[token] = key
+    async def plans(self) -> list[Plan]:
+        return await self.repo.plans()
+
+    # -- form tokens (CSRF): tied to the session, or before sign-in to a form cookie
+    async def form_token(self, bound_to: str) -> str:
+        """The token every POST must carry in `csrf_token`, for a session token or, before
+        sign-in, the browser's form cookie."""
+        if self._secret is None:
+            self._secret = await self.repo.secret()
+        return crypto.sign(self._secret, "form", crypto.token_hash(bound_to))
+
+    async def form_token_ok(self, sent: str, bound_to: list[str]) -> bool:
+        for value in bound_to:
+            if value and secrets.compare_digest(sent, await self.form_token(value)):
+                return True
+        return False
+
+    # -- attempts (the limiter's sliding logs, under hashed names)
+    async def _scoped(self, name: str) -> str:
+        """A guard's name of this store's own: two services sharing one Redis keep their
+        attempts apart, and the secret makes the stored digest unguessable from an email."""
+        if self._secret is None:
+            self._secret = await self.repo.secret()
+        return f"{crypto.token_hash(self._secret)[:16]}:{name}"
+
+    async def _attempt(self, name: str, limit: int, window: float, record: bool) -> Attempts:
+        scoped = await self._scoped(name)
+        return await self.limiter.attempt(scoped, limit, window, record=record)
+
+    async def _allow(self, name: str, limit: int, window: float, what: str) -> None:
+        attempt = await self._attempt(name, limit, window, record=True)
+        if not attempt.allowed:
+            wait = attempt.retry_after or 1
+            raise TooManyAttempts(
+                f"Too many {what}; try again in {_duration(wait)}.", retry_after=wait
+            )
+
+    async def _check(self, name: str, limit: int, window: float, what: str) -> None:
+        attempt = await self._attempt(name, limit, window, record=False)
+        if not attempt.allowed:
+            wait = attempt.retry_after or 1
+            raise TooManyAttempts(
+                f"Too many {what}; try again in {_duration(wait)}.", retry_after=wait
+            )
+
+    # -- sign-up, log-in, sessions
+    async def sign_up(
+        self, raw_email: str, password: str, client: str, base: str
+    ) -> tuple[SignedIn, str]:
+        """A new account, signed in, with one Free key: returns the session and the key."""
+        email = normal_email(raw_email)
+        wrong = problem(password, email)
+        if wrong:
+            raise InvalidField("password", wrong)
+        await self._check(
+            f"signup:client:{client}",
+            SIGNUPS_PER_CLIENT,
+            SIGNUP_WINDOW,
+            "sign-ups from your network",
+        )
+        if await self.repo.by_email(email) is not None:
+            raise EmailTaken(
+                "An account with that email address exists already; log in instead.",
+                parameter="email",
+            )
+        password_hash = await hash_password(password)
+        await self._allow(
+            f"signup:client:{client}",
+            SIGNUPS_PER_CLIENT,
+            SIGNUP_WINDOW,
+            "sign-ups from your network",
+        )
+        now = self.clock()
+        account = Account(
+            id="acct_" + secrets.token_hex(8), email=email, password_hash=password_hash,
+            status="active", is_admin=False, email_verified_at=None, created_at=_iso(now),
+        )  # fmt: skip
+        async with self.db.transaction():
+            if await self.repo.by_email(email) is not None:
+                raise EmailTaken(
+                    "An account with that email address exists already; log in instead.",
+                    parameter="email",
+                )
+            try:
+                await self.repo.insert(account)
+            except Exception as exc:  # two sign-ups raced for the address: the index decided
+                raise EmailTaken(
+                    "An account with that email address exists already; log in instead.",
+                    parameter="email",
+                ) from exc
+            await self._audit(email, account.id, None, "account.created", None, email, client)
+            _, secret = await self._new_key(account, "Default key", email, client)
+            signed = await self._start_session(account)
+        await self.send_verification(account, base, limited=False)
+        return signed, secret
+
+    async def log_in(self, raw_email: str, password: str, client: str) -> SignedIn:
+        """Sign in. Each try takes one of the email's and one of the client's failed-log-in
+        allowances before the password is checked, and a success gives them back: so tries
+        sent in parallel can never check more passwords than the limits allow."""
+        email = raw_email.strip().lower()
+        if not email or not password:
+            field = "email" if not email else "password"
+            raise InvalidField(field, "Enter your email address and your password.")
+        guards = [
+            (f"login:email:{email}", LOGIN_PER_EMAIL, "failed log-ins for this account"),
+            (f"login:client:{client}", LOGIN_PER_CLIENT, "failed log-ins from your network"),
+        ]
+        taken: list[str] = []
+        try:
+            for name, limit, what in guards:
+                await self._allow(name, limit, LOGIN_WINDOW, what)
+                taken.append(name)
+        except TooManyAttempts:
+            await self._forget(taken)
+            raise
+        account = await self.repo.by_email(email)
+        ok = await verify_password(account.password_hash if account else None, password[:1024])
+        if account is None or not ok or account.status != "active":
+            raise InvalidCredentials(
+                "That email address and password do not match an account.", parameter="email"
+            )
+        await self._forget(taken)
+        return await self._start_session(account)
+
+    async def _forget(self, names: list[str]) -> None:
+        for name in names:
+            await self.limiter.forget(await self._scoped(name))
+
+    async def _start_session(self, account: Account) -> SignedIn:
+        token = crypto.new_token()
+        now = self.clock()
+        # Sessions idle past their 14 days are refused on sight; each new one sweeps them
+        # out, so the table holds live sessions only (ix_sessions_seen finds them).
+        await self.repo.end_idle_sessions(now - SESSION_IDLE)
+        await self.repo.insert_session(crypto.token_hash(token), account.id, _iso(now), now)
+        return SignedIn(account, token)
+
+    async def session(self, token: str | None) -> Account | None:
+        """The account signed in with this cookie token, if the session lives."""
+        if not token or len(token) > 128:
+            return None
+        now = self.clock()
+        token_hash = crypto.token_hash(token)
+        found = await self.repo.session(token_hash, now - SESSION_IDLE)
+        if found is None:
+            return None
+        account, seen = found
+        if account.status != "active":
+            return None
+        if now - seen > TOUCH_EVERY:
+            await self.repo.touch_session(token_hash, now)
+        return account
+
+    async def log_out(self, token: str) -> None:
+        await self.repo.end_session(crypto.token_hash(token))
+
+    async def set_flash(self, token: str, text: str) -> None:
+        """Keep `text` for the session's next page, sealed under its cookie token."""
+        await self.repo.set_flash(crypto.token_hash(token), crypto.seal(token, text))
+
+    async def take_flash(self, token: str) -> str | None:
+        sealed = await self.repo.take_flash(crypto.token_hash(token))
+        return crypto.unseal(token, sealed) if sealed else None
+
+    # -- mailed links
+    async def send_verification(self, account: Account, base: str, *, limited: bool = True) -> None:
+        """Mail a link that confirms the address; `base` is the service's public address."""
+        if account.verified:
+            return
+        if limited:
+            await self._allow(
+                f"mail:{account.email}", MAILS_PER_EMAIL, 3_600.0, "mails to this address"
+            )
+        token = crypto.new_token()
+        await self.repo.drop_tokens(account.id, "verify")
+        await self.repo.insert_token(
+            crypto.token_hash(token), account.id, "verify", self.clock() + VERIFY_VALID
+        )
+        await self.mailer.send(
+            account.email, "Confirm your email address for propdata",
+            "Confirm your email address by opening this link (valid for 7 days):\n\n"
+            f"{base}/verify/{token}\n\n"
+            "Confirming it lets you choose the Developer and Pro plans.\n"
+            "If you did not sign up for propdata, ignore this message.\n",
+        )  # fmt: skip
+
+    async def verify(self, token: str) -> Account | None:
+        account_id = await self.repo.take_token(crypto.token_hash(token), "verify", self.clock())
+        if account_id is None:
+            return None
+        await self.repo.set_verified(account_id, _iso(self.clock()))
+        return await self.repo.by_id(account_id)
+
+    async def forgot(self, raw_email: str, client: str, base: str) -> None:
+        """Mail a reset link when the account exists; the same outcome either way."""
+        email = normal_email(raw_email)
+        await self._allow(
+            f"forgot:client:{client}",
+            LOGIN_PER_CLIENT,
+            LOGIN_WINDOW,
+            "reset requests from your network",
+        )
+        account = await self.repo.by_email(email)
+        if account is None or account.status != "active":
+            return
+        attempt = await self._attempt(f"mail:{email}", MAILS_PER_EMAIL, 3_600.0, record=True)
+        if not attempt.allowed:
+            return  # quietly: the answer must not tell whether the address has an account
+        token = crypto.new_token()
+        await self.repo.drop_tokens(account.id, "reset")
+        await self.repo.insert_token(
+            crypto.token_hash(token), account.id, "reset", self.clock() + RESET_VALID
+        )
+        await self.mailer.send(
+            email, "Reset your propdata password",
+            "Someone (we hope you) asked to reset the password of this propdata account.\n"
+            "Choose a new password by opening this link within one hour:\n\n"
+            f"{base}/reset/{token}\n\n"
+            "If it was not you, ignore this message: your password stays as it is.\n",
+        )  # fmt: skip
+
+    async def reset_link_live(self, token: str) -> bool:
+        return await self.repo.token_live(crypto.token_hash(token), "reset", self.clock())
+
+    async def reset(self, token: str, password: str, client: str) -> SignedIn:
+        """Set a new password from a mailed link; every session of the account ends and the
+        person is signed in afresh."""
+        if not await self.reset_link_live(token):
+            raise InvalidField(
+                "token", "This reset link has expired or was used; ask for a new one."
+            )
+        account_id = await self.repo.take_token(crypto.token_hash(token), "reset", self.clock())
+        account = await self.repo.by_id(account_id) if account_id else None
+        if account is None or account.status != "active":
+            raise InvalidField(
+                "token", "This reset link has expired or was used; ask for a new one."
+            )
+        wrong = problem(password, account.email)
+        if wrong:
+            # The link stays usable for the rest of its hour: put it back.
+            await self.repo.insert_token(
+                crypto.token_hash(token), account.id, "reset", self.clock() + 60.0
+            )
+            raise InvalidField("password", wrong)
+        password_hash = await hash_password(password)
+        async with self.db.transaction():
+            await self.repo.set_password(account.id, password_hash)
+            await self.repo.end_sessions(account.id)
+            # Whoever could open the mail owns the address: a reset also verifies it.
+            await self.repo.set_verified(account.id, _iso(self.clock()))
+            await self._audit(account.email, account.id, None, "password.reset", None, None, client)
+            signed = await self._start_session(account)
+        return signed
+
+    # -- keys held by an account
+    async def keys_of(self, account: Account) -> list[ApiKey]:
+        return await self.key_repo.of_account(account.id)
+
+    async def _own_key(self, account: Account, key_id: str) -> ApiKey:
+        key = await self.key_repo.by_id(key_id)
+        if key is None or key.account_id != account.id:
+            raise NotFound("No such key on this account.")
         return key
 
-    async def create(
-        self, plan: str, name: str | None, limits: CustomLimits, *, account_id: str | None = None
+    async def _new_key(
+        self, account: Account, name: str, actor: str, client: str
     ) -> tuple[ApiKey, str]:
-        """Create a key; return it with the secret, which is shown this once and never stored."""
-        _check_plan(plan)
-        _check_limits(plan, limits)
-        secret = crypto.new_key()
-        key_id = crypto.new_key_id()
-        async with self.db.transaction():
-            await self.repo.insert(
-                key_id, name or key_id, crypto.display_prefix(secret), crypto.key_hash(secret),
-                plan, _now(), limits.per_minute, limits.daily, limits.default_page_size,
-                limits.max_page_size, account_id,
-            )  # fmt: skip
-        key = await self.repo.by_id(key_id)
-        assert key is not None
+        active = [k for k in await self.key_repo.of_account(account.id) if k.status == "active"]
+        if len(active) >= MAX_ACTIVE_KEYS:
+            raise InvalidField(
+                "name", f"An account holds at most {MAX_ACTIVE_KEYS} active keys; revoke one first."
+            )
+        if any(k.plan == "free" for k in active):
+            raise InvalidField(
+                "name",
+                "An account holds at most one active Free key: change that key's plan, or revoke it, first.",
+            )
+        key, secret = await self.keys.create("free", name, CustomLimits(), account_id=account.id)
+        await self._audit(actor, account.id, key.id, "key.created", None, "free", client)
         return key, secret
 
-    async def find(self, id_or_key: str) -> ApiKey:
-        key = await self.repo.by_id(id_or_key)
-        if key is None and crypto.well_formed(id_or_key):
-            key = await self.repo.by_hash(crypto.key_hash(id_or_key))
-        if key is None:
-            raise KeyCommandError(
-                f"no key {crypto.display_prefix(id_or_key) if id_or_key.startswith(crypto.PREFIX) else id_or_key!r}"
+    async def create_key(self, account: Account, raw_name: str, client: str) -> tuple[ApiKey, str]:
+        async with self.db.transaction():
+            count = len(await self.key_repo.of_account(account.id))
+            name = key_name(raw_name, f"Key {count + 1}")
+            return await self._new_key(account, name, account.email, client)
+
+    async def change_plan(self, account: Account, key_id: str, plan: str, client: str) -> ApiKey:
+        if plan not in SELF_SERVE_PLANS:
+            raise InvalidField(
+                "plan", "Choose Free, Developer or Pro; Enterprise is arranged with us."
             )
-        return key
-
-    async def set_plan(self, id_or_key: str, plan: str, limits: CustomLimits) -> ApiKey:
-        _check_plan(plan)
-        _check_limits(plan, limits)
-        key = await self.find(id_or_key)
         async with self.db.transaction():
-            await self.repo.set_plan(key.id, plan)
-            if limits.any():
-                await self.repo.set_limits(key.id, limits.per_minute, limits.daily,
-                                           limits.default_page_size, limits.max_page_size)  # fmt: skip
-        return await self.find(key.id)
+            key = await self._own_key(account, key_id)
+            if key.status != "active":
+                raise InvalidField("plan", "This key is revoked; create a new key instead.")
+            if key.plan == "enterprise":
+                raise InvalidField(
+                    "plan", "Enterprise keys are changed by our operators; write to us."
+                )
+            if plan == key.plan:
+                return key
+            if plan != "free" and not (await self._fresh(account)).verified:
+                raise InvalidField(
+                    "plan",
+                    "Confirm your email address first (see the link we mailed you) to choose a paid plan.",
+                )
+            if plan == "free":
+                others = [k for k in await self.key_repo.of_account(account.id)
+                          if k.status == "active" and k.plan == "free" and k.id != key.id]  # fmt: skip
+                if others:
+                    raise InvalidField("plan", "An account holds at most one active Free key.")
+            changed = await self.keys.set_plan(key.id, plan, CustomLimits())
+            await self._audit(account.email, account.id, key.id, "key.plan", key.plan, plan, client)
+        return changed
 
-    async def revoke(self, id_or_key: str) -> ApiKey:
-        key = await self.find(id_or_key)
+    async def revoke(self, account: Account, key_id: str, client: str) -> ApiKey:
         async with self.db.transaction():
-            await self.repo.revoke(key.id, _now())
-        return await self.find(key.id)
+            key = await self._own_key(account, key_id)
+            if key.status == "revoked":
+                return key
+            revoked = await self.keys.revoke(key.id)
+            await self._audit(
+                account.email, account.id, key.id, "key.revoked", "active", "revoked", client
+            )
+        return revoked
 
-    async def all(self) -> list[ApiKey]:
-        return await self.repo.all()
+    async def audit_of(self, account: Account | None, limit: int = 50) -> list[AuditEntry]:
+        return await self.repo.audit_of(account.id if account else None, limit)
+
+    async def _fresh(self, account: Account) -> Account:
+        found = await self.repo.by_id(account.id)
+        return found or account
+
+    # -- operators
+    async def all_accounts(self) -> list[tuple[Account, list[ApiKey]]]:
+        keys = await self.key_repo.all()
+        held: dict[str | None, list[ApiKey]] = {}
+        for key in keys:
+            held.setdefault(key.account_id, []).append(key)
+        return [(account, held.get(account.id, [])) for account in await self.repo.all()]
+
+    async def unattached_keys(self) -> list[ApiKey]:
+        return [key for key in await self.key_repo.all() if key.account_id is None]
+
+    async def operator_plan(
+        self, actor: Account, key_id: str, plan: str, limits: CustomLimits, client: str
+    ) -> ApiKey:
+        """An operator's plan change: any plan, and custom limits for Enterprise."""
+        if not actor.is_admin:
+            raise Forbidden("Operators only.")
+        if plan not in PLANS:
+            raise InvalidField("plan", "Choose Free, Developer, Pro or Enterprise.")
+        if plan != "enterprise" and limits.any():
+            raise InvalidField(
+                "perMinute", "Custom limits are for the Enterprise plan only; leave them empty."
+            )
+        async with self.db.transaction():
+            key = await self.key_repo.by_id(key_id)
+            if key is None:
+                raise NotFound("No such key.")
+            changed = await self.keys.set_plan(key.id, plan, limits)
+            to = plan if not limits.any() else f"{plan} {_limits_text(limits)}"
+            await self._audit(actor.email, key.account_id, key.id, "key.plan", key.plan, to, client)
+        return changed
+
+    async def disable(self, actor: str, raw_email: str, client: str) -> Account:
+        """Disable an account: its keys answer 401 revoked_api_key and its sessions end."""
+        email = normal_email(raw_email)
+        async with self.db.transaction():
+            account = await self.repo.by_email(email)
+            if account is None:
+                raise InvalidField("email", f"No account has the address {email}.")
+            await self.repo.set_status(account.id, "disabled")
+            await self.repo.end_sessions(account.id)
+            await self._audit(
+                actor, account.id, None, "account.disabled", account.status, "disabled", client
+            )
+        return await self._fresh(account)
+
+    async def create_account(
+        self, raw_email: str, password: str, *, admin: bool, actor: str
+    ) -> Account:
+        """An operator's account creation (the command line): the address counts as verified."""
+        email = normal_email(raw_email)
+        wrong = problem(password, email)
+        if wrong:
+            raise InvalidField("password", wrong)
+        now = self.clock()
+        account = Account(
+            id="acct_" + secrets.token_hex(8), email=email, password_hash=await hash_password(password),
+            status="active", is_admin=admin, email_verified_at=_iso(now), created_at=_iso(now),
+        )  # fmt: skip
+        async with self.db.transaction():
+            if await self.repo.by_email(email) is not None:
+                raise EmailTaken(
+                    f"An account with the address {email} exists already.", parameter="email"
+                )
+            await self.repo.insert(account)
+            await self._audit(actor, account.id, None, "account.created", None, email, "cli")
+        return account
+
+    async def set_admin(self, raw_email: str, actor: str) -> Account:
+        email = normal_email(raw_email)
+        async with self.db.transaction():
+            account = await self.repo.by_email(email)
+            if account is None:
+                raise InvalidField("email", f"No account has the address {email}.")
+            await self.repo.set_admin(account.id, True)
+            await self._audit(actor, account.id, None, "account.admin", "no", "yes", "cli")
+        return await self._fresh(account)
+
+    async def by_email(self, raw_email: str) -> Account | None:
+        return await self.repo.by_email(normal_email(raw_email))
+
+    async def create_key_for(
+        self, raw_email: str, plan: str, name: str | None, limits: CustomLimits, actor: str
+    ) -> tuple[ApiKey, str]:
+        """An operator's key for an account (any plan; the account's key limits do not bind
+        an operator, who may, say, give an Enterprise customer several keys)."""
+        account = await self.repo.by_email(normal_email(raw_email))
+        if account is None:
+            raise InvalidField("account", f"No account has the address {raw_email.strip()}.")
+        async with self.db.transaction():
+            key, secret = await self.keys.create(plan, name, limits, account_id=account.id)
+            await self._audit(actor, account.id, key.id, "key.created", None, plan, "cli")
+        return key, secret
+
+    async def _audit(
+        self, actor: str, account_id: str | None, key_id: str | None, action: str,
+        before: str | None, after: str | None, client: str | None,
+    ) -> None:  # fmt: skip
+        now = self.clock()
+        # Sorts by time, and within a process by order even when the clock stands still.
+        self._audit_us = max(int(now * 1_000_000), self._audit_us + 1)
+        entry_id = f"{self._audit_us:016x}-{secrets.token_hex(4)}"
+        await self.repo.audit(
+            AuditEntry(
+                entry_id, _iso(now), actor, account_id, key_id, action, before, after, client
+            )
+        )
 
 
-@contextlib.asynccontextmanager
-async def keys_of(database_url: str) -> AsyncIterator[KeyService]:
-    """The keys of the store at `database_url` (in its accounts store), for scripts and tests.
-
-    async with keys_of("var/propdata.db") as keys:
-        key, secret = await keys.create("free", "demo", CustomLimits())
-    """
-    db = await connect(accounts_url(database_url))
-    try:
-        await migrate_accounts(db)
-        yield KeyService(db)
-    finally:
-        await db.close()
+def _limits_text(limits: CustomLimits) -> str:
+    parts = []
+    if limits.per_minute is not None:
+        parts.append(f"{limits.per_minute}/min")
+    parts.append(f"{limits.daily}/day" if limits.daily is not None else "unlimited/day")
+    if limits.default_page_size is not None or limits.max_page_size is not None:
+        parts.append(f"pages {limits.default_page_size or '-'}/{limits.max_page_size or '-'}")
+    return ", ".join(parts)
 
 
-def _check_plan(plan: str) -> None:
-    if plan not in PLANS:
-        raise KeyCommandError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
-
-
-def _check_limits(plan: str, limits: CustomLimits) -> None:
-    if limits.any() and plan != "enterprise":
-        raise KeyCommandError("custom limits are for the enterprise plan only")
-    for name in ("per_minute", "daily", "default_page_size", "max_page_size"):
-        value = getattr(limits, name)
-        if value is not None and value < 1:
-            raise KeyCommandError(f"--{name.replace('_', '-')} must be at least 1")
-    if (
-        limits.default_page_size is not None
-        and limits.max_page_size is not None
-        and limits.default_page_size > limits.max_page_size
-    ):
-        raise KeyCommandError("--default-page-size must not exceed --max-page-size")
+def _duration(seconds: int) -> str:
+    if seconds < 90:
+        return f"{seconds} seconds"
+    minutes = (seconds + 59) // 60
+    return f"{minutes} minutes"

@@ -3,7 +3,7 @@
 Server-rendered (Jinja2 through Litestar); every form works without JavaScript. Outside /v1:
 no API key, never metered. Each POST carries `csrf_token`, tied to the session (or, before
 sign-in, to the browser's form cookie); a POST without a valid one gets 403 and changes
-nothing. What may be done is decided by `accounts.people.AccountService`; this module parses,
+nothing. What may be done is decided by `accounts.service.AccountService`; this module parses,
 answers and renders.
 """
 
@@ -27,9 +27,9 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Template
 from litestar.template.config import TemplateConfig
 
-from propdata.accounts.people import AccountService
+from propdata.accounts.keys import CustomLimits
 from propdata.accounts.schemas import Account, ApiKey
-from propdata.accounts.service import CustomLimits
+from propdata.accounts.service import AccountService
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
 from propdata.errors import Forbidden, InvalidField, NotFound, ServiceError

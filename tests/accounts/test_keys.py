@@ -10,9 +10,9 @@ import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
 
+from propdata.accounts.keys import CustomLimits, KeyCommandError, KeyService, keys_of
 from propdata.accounts.repository import AccountRepository
 from propdata.accounts.schemas import Account
-from propdata.accounts.service import CustomLimits, KeyCommandError, KeyService, keys_of
 from propdata.app import create_app
 from propdata.kit import crypto
 from propdata.kit.db import SQLiteDatabase

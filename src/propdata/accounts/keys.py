@@ -1,0 +1,164 @@
+"""Key decisions: creation, verification, plan changes, revocation."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from propdata.accounts.repository import KeyRepository
+from propdata.accounts.schemas import PLANS, ApiKey
+from propdata.config import accounts_url
+from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
+from propdata.kit import crypto
+from propdata.kit.db import Database, connect
+from propdata.migrations.schema import migrate_accounts
+
+
+class KeyCommandError(ValueError):
+    """An operator asked for something a key cannot do (unknown key, bad plan or limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CustomLimits:
+    per_minute: int | None = None
+    daily: int | None = None
+    default_page_size: int | None = None
+    max_page_size: int | None = None
+
+    def any(self) -> bool:
+        return any(v is not None for v in (self.per_minute, self.daily,
+                                           self.default_page_size, self.max_page_size))  # fmt: skip
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+VERIFIED_KEPT = 10_000
+"""Verified keys a process keeps (all are dropped when the count is reached)."""
+
+
+class KeyService:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.repo = KeyRepository(db)
+        self._verified: dict[str, ApiKey] = {}
+        """Active keys as last read, by their token, while the store's `changes()` marker
+        stays `_as_of`: any committed write to the accounts store (a plan, limits, a
+        revocation, an account disabled, by any process) moves it and drops them all."""
+        self._as_of: object | None = None
+
+    async def authenticate(self, authorization: str | None) -> ApiKey:
+        """Verify an Authorization header; raise the contract's 401 for each failure."""
+        if not authorization:
+            raise MissingApiKey()
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise MissingApiKey()
+        token = token.strip()
+        marker = self.db.changes()
+        if marker is not None:
+            if marker != self._as_of:
+                self._verified.clear()
+                self._as_of = marker
+            else:
+                kept = self._verified.get(token)
+                if kept is not None:
+                    return kept
+        if not crypto.well_formed(token):
+            raise InvalidApiKey()
+        key = await self.repo.by_hash(crypto.key_hash(token))
+        if key is None:
+            raise InvalidApiKey()
+        if key.status == "revoked":
+            raise RevokedApiKey()
+        if marker is not None:
+            if len(self._verified) >= VERIFIED_KEPT:
+                self._verified.clear()
+            self._verified[token] = key
+        return key
+
+    async def create(
+        self, plan: str, name: str | None, limits: CustomLimits, *, account_id: str | None = None
+    ) -> tuple[ApiKey, str]:
+        """Create a key; return it with the secret, which is shown this once and never stored."""
+        _check_plan(plan)
+        _check_limits(plan, limits)
+        secret = crypto.new_key()
+        key_id = crypto.new_key_id()
+        async with self.db.transaction():
+            await self.repo.insert(
+                key_id, name or key_id, crypto.display_prefix(secret), crypto.key_hash(secret),
+                plan, _now(), limits.per_minute, limits.daily, limits.default_page_size,
+                limits.max_page_size, account_id,
+            )  # fmt: skip
+        key = await self.repo.by_id(key_id)
+        assert key is not None
+        return key, secret
+
+    async def find(self, id_or_key: str) -> ApiKey:
+        key = await self.repo.by_id(id_or_key)
+        if key is None and crypto.well_formed(id_or_key):
+            key = await self.repo.by_hash(crypto.key_hash(id_or_key))
+        if key is None:
+            raise KeyCommandError(
+                f"no key {crypto.display_prefix(id_or_key) if id_or_key.startswith(crypto.PREFIX) else id_or_key!r}"
+            )
+        return key
+
+    async def set_plan(self, id_or_key: str, plan: str, limits: CustomLimits) -> ApiKey:
+        _check_plan(plan)
+        _check_limits(plan, limits)
+        key = await self.find(id_or_key)
+        async with self.db.transaction():
+            await self.repo.set_plan(key.id, plan)
+            if limits.any():
+                await self.repo.set_limits(key.id, limits.per_minute, limits.daily,
+                                           limits.default_page_size, limits.max_page_size)  # fmt: skip
+        return await self.find(key.id)
+
+    async def revoke(self, id_or_key: str) -> ApiKey:
+        key = await self.find(id_or_key)
+        async with self.db.transaction():
+            await self.repo.revoke(key.id, _now())
+        return await self.find(key.id)
+
+    async def all(self) -> list[ApiKey]:
+        return await self.repo.all()
+
+
+@contextlib.asynccontextmanager
+async def keys_of(database_url: str) -> AsyncIterator[KeyService]:
+    """The keys of the store at `database_url` (in its accounts store), for scripts and tests.
+
+    async with keys_of("var/propdata.db") as keys:
+        key, secret = await keys.create("free", "demo", CustomLimits())
+    """
+    db = await connect(accounts_url(database_url))
+    try:
+        await migrate_accounts(db)
+        yield KeyService(db)
+    finally:
+        await db.close()
+
+
+def _check_plan(plan: str) -> None:
+    if plan not in PLANS:
+        raise KeyCommandError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
+
+
+def _check_limits(plan: str, limits: CustomLimits) -> None:
+    if limits.any() and plan != "enterprise":
+        raise KeyCommandError("custom limits are for the enterprise plan only")
+    for name in ("per_minute", "daily", "default_page_size", "max_page_size"):
+        value = getattr(limits, name)
+        if value is not None and value < 1:
+            raise KeyCommandError(f"--{name.replace('_', '-')} must be at least 1")
+    if (
+        limits.default_page_size is not None
+        and limits.max_page_size is not None
+        and limits.default_page_size > limits.max_page_size
+    ):
+        raise KeyCommandError("--default-page-size must not exceed --max-page-size")
