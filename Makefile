@@ -28,7 +28,7 @@ run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line
 	@key=$$($(BIN)/propdata keys create --plan developer --name demo 2>/dev/null | tail -n 1); \
 	echo ""; \
 	echo "Demo key (Developer plan): $$key"; \
-	echo "Try:  curl -s -H 'Authorization: Bearer $$key' 'http://$(HOST):$(PORT)/v1/properties?city=Ames&state=IA&limit=3'"; \
+	echo "Try:  curl -s -H 'Authorization: Bearer $$key' 'http://$(HOST):$(PORT)/v1/properties?city=Houston&state=TX&status=forSale&limit=3'"; \
 	echo "Docs: http://$(HOST):$(PORT)/docs"; \
 	echo "Portal (sign up, keys, usage): http://$(HOST):$(PORT)/"; \
 	echo ""
