@@ -135,3 +135,40 @@ async def test_an_encoded_slash_is_no_path_to_another_resource(
         assert response.status_code == 404, path
         assert response.json()["error"]["code"] == "not_found"
     assert (await client.get("/v1/properties/t-001/history", headers=auth)).status_code == 200
+
+
+async def test_parameters_are_checked_before_the_cache(fresh: Any) -> None:
+    """A cached answer never changes whether a request is a 400."""
+    client, _, make_key = await fresh(cache_ttl=60)
+    auth = {"Authorization": f"Bearer {await make_key('developer')}"}
+    for cached, bad, parameter in (
+        ("/v1/properties?limit=30", "/v1/properties?limit=30&limit=1", "limit"),
+        ("/v1/properties?limit=30", "/v1/properties?limit=1&limit=30", "limit"),
+        ("/v1/properties?limit=1", "/v1/properties?limit=1&colour=red", "colour"),
+        ("/v1/properties?city=Ames", "/v1/properties?city=Ames&city=Ames", "city"),
+        ("/v1/markets/50010/history?months=2", "/v1/markets/50010/history?months=2&months=2",
+         "months"),
+    ):  # fmt: skip
+        assert (await client.get(cached, headers=auth)).status_code == 200
+        assert (await client.get(cached, headers=auth)).headers["x-cache"] == "HIT"
+        for _ in range(2):
+            answer = await client.get(bad, headers=auth)
+            assert answer.status_code == 400, (bad, answer.text)
+            assert answer.json()["error"]["parameter"] == parameter
+
+
+async def test_leading_zeros_are_plain_decimal_digits(fresh: Any) -> None:
+    """`030` is 30: the same answer, and the same cache entry, as `30`."""
+    client, _, make_key = await fresh(cache_ttl=60)
+    auth = {"Authorization": f"Bearer {await make_key('developer')}"}
+    plain = await client.get("/v1/properties?limit=30&minBeds=2&offset=5", headers=auth)
+    assert plain.status_code == 200 and plain.json()["meta"]["limit"] == 30
+    for spelling in ("limit=030&minBeds=02&offset=005", "limit=0030&minBeds=002&offset=05"):
+        zeros = await client.get(f"/v1/properties?{spelling}", headers=auth)
+        assert zeros.status_code == 200, (spelling, zeros.text)
+        assert zeros.json() == plain.json() and zeros.headers["x-cache"] == "HIT"
+    months = await client.get("/v1/markets/50010/history?months=06", headers=auth)
+    assert months.status_code == 200 and len(months.json()["data"]["history"]) <= 6
+    for zero in ("limit=000", "limit=00"):
+        answer = await client.get(f"/v1/properties?{zero}", headers=auth)
+        assert answer.status_code == 400 and answer.json()["error"]["parameter"] == "limit"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 from litestar import Request
 from litestar.exceptions import HTTPException
@@ -23,7 +23,14 @@ from litestar.middleware import ASGIMiddleware
 from propdata.accounts.keys import KeyService
 from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
-from propdata.errors import InvalidParameter, QuotaExceeded, RateLimitExceeded, ServiceError
+from propdata.api.guards import checked_query
+from propdata.errors import (
+    InvalidParameter,
+    NotFound,
+    QuotaExceeded,
+    RateLimitExceeded,
+    ServiceError,
+)
 from propdata.kit.cache import Cached, ResponseCache
 from propdata.kit.conditional import entity_tag, none_match
 from propdata.kit.limiter import Decision, Limiter
@@ -89,23 +96,22 @@ class MeteringMiddleware(ASGIMiddleware):
             return
 
         guard = key.failures_per_minute
-        pairs = sorted(
-            parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        )
         size: int | None = None
-        if opt.get("paged"):
-            # The one decision of the page size: the endpoint takes it from here.
-            try:
+        try:
+            # Every parameter rule before the cache: a cached answer never turns a 400 into 200.
+            pairs = sorted(checked_query(scope))
+            if opt.get("paged"):
+                # The one decision of the page size: the endpoint takes it from here.
                 size = paging.page_size(
                     dict(pairs).get(paging.LIMIT), key.default_page_size, key.max_page_size
                 )
-            except InvalidParameter:  # answered before admission: describe the windows
-                usage = await limiter.usage(key.id, key.per_minute, key.daily, guard)
-                add_headers(scope, rate_headers(usage))
-                _refuse(key, usage)
-                await limiter.fail(key.id)
-                raise
-            paging.remember(scope, size)
+                paging.remember(scope, size)
+        except (InvalidParameter, NotFound):  # answered before admission: describe the windows
+            usage = await limiter.usage(key.id, key.per_minute, key.daily, guard)
+            add_headers(scope, rate_headers(usage))
+            _refuse(key, usage)
+            await limiter.fail(key.id)
+            raise
         cache_key = None
         if services.cache_ttl > 0:
             cache_key = await self._cache_key(services, scope, pairs, size)

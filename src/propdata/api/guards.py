@@ -13,6 +13,7 @@ import re
 import types
 from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
+from urllib.parse import parse_qsl, urlencode
 
 from litestar import Request
 
@@ -81,18 +82,36 @@ def _shape(handler: Any) -> _Shape:
 async def check_request(request: Request[Any, Any, Any]) -> None:
     """400 for an unknown or repeated query parameter, a control character in any path or
     query value, or a number not written plainly; the parameter is named."""
-    raw_path = request.scope.get("raw_path") or b""
+    checked_query(request.scope)
+
+
+_CHECKED = "propdata.checked_query"
+
+
+def checked_query(scope: Any) -> list[tuple[str, str]]:
+    """The request's query pairs once `check_request`'s rules hold, or a 400 naming the
+    parameter. An integer's leading zeros are dropped (`030` is 30), and the scope's query
+    string is rewritten to match, so the response cache's key and the handler's parsing read
+    the same values. The metering middleware calls this before it consults the cache, so a
+    cached answer never changes whether a request is a 400; a second call is free."""
+    state = scope.setdefault("state", {})
+    done: list[tuple[str, str]] | None = state.get(_CHECKED)
+    if done is not None:
+        return done
+    raw_path = scope.get("raw_path") or b""
     if b"%2f" in raw_path.lower():
         # The server decodes %2F before routing, so "t-001%2Fhistory" would reach the history
         # of t-001. No id holds a slash: there is no such resource.
-        raise NotFound(f"No resource at {request.url.path}.")
-    shape = _shape(request.scope["route_handler"])
-    path_params: dict[str, Any] = request.scope.get("path_params", {})
+        raise NotFound(f"No resource at {scope.get('path', '')}.")
+    shape = _shape(scope["route_handler"])
+    path_params: dict[str, Any] = scope.get("path_params", {})
     for name, value in path_params.items():
         if isinstance(value, str) and _CONTROL.search(value):
             raise InvalidParameter(name, f"'{name}' must not hold control characters.")
+    pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
     seen: set[str] = set()
-    for name, value in request.query_params.multi_items():
+    rewritten = False
+    for position, (name, value) in enumerate(pairs):
         if name not in shape.allowed or name in path_params:
             known = ", ".join(sorted(shape.allowed - set(path_params))) or "none"
             raise InvalidParameter(
@@ -109,3 +128,14 @@ async def check_request(request: Request[Any, Any, Any]) -> None:
             pattern, expected = _NUMBERS[kind]
             if not pattern.fullmatch(value):
                 raise InvalidParameter(name, f"'{name}' must be {expected}.")
+            if kind is int and _LEADING_ZEROS.match(value):
+                pairs[position] = (name, _LEADING_ZEROS.sub(r"\1", value) or "0")
+                rewritten = True
+    if rewritten:
+        scope["query_string"] = urlencode(pairs).encode("ascii")
+    state[_CHECKED] = pairs
+    return pairs
+
+
+_LEADING_ZEROS = re.compile(r"^(-?)0+(?=[0-9])")
+"""Zeros before an integer's first significant digit (`030`, `-007`, `00`)."""
