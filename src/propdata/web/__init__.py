@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litestar import Request, Router
 from litestar.datastructures import CacheControlHeader
+from litestar.file_system import BaseLocalFileSystem
 from litestar.openapi.plugins import OpenAPIRenderPlugin
 from litestar.static_files import create_static_files_router
+
+if TYPE_CHECKING:
+    from litestar.types import PathType
+    from litestar.types.file_types import FileInfo
 
 STATIC = Path(str(resources.files("propdata.web").joinpath("static")))
 PORTAL_STATIC = Path(str(resources.files("propdata").joinpath("portal/static")))
@@ -65,9 +70,25 @@ class DocsPage(OpenAPIRenderPlugin):
         return _DOCS_PAGE.format(static=STATIC_PATH).encode()
 
 
+class _AssetFiles(BaseLocalFileSystem):
+    """The local file system, where a name no file can have is simply not there.
+
+    A NUL byte (`/static/%00`) makes `stat` raise ValueError and an overlong name OSError;
+    Litestar's static handler only expects FileNotFoundError, so both were 500s.
+    """
+
+    async def info(self, path: PathType, **kwargs: Any) -> FileInfo:
+        try:
+            return await super().info(path, **kwargs)
+        except (ValueError, OSError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise FileNotFoundError(str(path)[:200]) from exc
+
+
 def static_files() -> Router:
     """The assets under /static, cached by browsers for a day."""
     return create_static_files_router(
         path=STATIC_PATH, directories=[STATIC, PORTAL_STATIC], include_in_schema=False, name="static",
-        cache_control=CacheControlHeader(max_age=86_400, public=True),
+        cache_control=CacheControlHeader(max_age=86_400, public=True), file_system=_AssetFiles(),
     )  # fmt: skip
