@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import secrets
+from itertools import product
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient
@@ -45,6 +47,24 @@ async def test_bad_keys_are_401_with_their_code(
         assert response.headers["www-authenticate"].startswith("Bearer")
         assert "x-request-id" in response.headers
         assert "pmd_live_" not in response.text  # never echoed
+
+
+async def test_two_authorization_headers_are_a_400(client: Any, key: str) -> None:
+    """Neither the first nor the last wins: proxies and frameworks disagree on which counts."""
+    # The test client joins repeated headers with a comma, as a proxy may; httpx's own ASGI
+    # transport sends them apart, as uvicorn delivers them.
+    transport = httpx.ASGITransport(app=client.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as apart:
+        for first, second in ((key, "pmd_live_x"), ("pmd_live_x", key), (key, key)):
+            headers = [("Authorization", f"Bearer {first}"), ("Authorization", f"Bearer {second}")]
+            paths = ("/v1/auth/status", "/v1/properties?limit=1")
+            for path, sender in product(paths, (client, apart)):
+                response = await sender.get(path, headers=headers)
+                assert response.status_code == 400, (path, response.text)
+                error = response.json()["error"]
+                assert error["code"] == "invalid_parameter"
+                assert error["parameter"] == "Authorization"
+                assert "pmd_live_" not in response.text
 
 
 async def test_scheme_is_case_insensitive(client: Any, key: str) -> None:

@@ -85,6 +85,13 @@ class MeteringMiddleware(ASGIMiddleware):
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         services: Metering = scope["litestar_app"].state.services
         headers = dict(scope["headers"])
+        credentials = [value for name, value in scope["headers"] if name == b"authorization"]
+        if len(credentials) > 1 or b"," in b"".join(credentials):
+            # Which one a proxy or a framework would pick differs: refuse to guess. (Joined
+            # into one header, they are comma-separated; no key holds a comma.)
+            raise InvalidParameter(
+                "Authorization", "Send one Authorization header; this request has several."
+            )
         key = await services.keys.authenticate(_text(headers.get(b"authorization")))
         scope.setdefault("state", {})[STATE_KEY] = key
         limiter = services.limiter
