@@ -7,12 +7,14 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -169,30 +171,100 @@ async def test_a_used_up_daily_quota_names_the_hours(live: Live, limited_keys: l
         assert "(about 2" in message and " h " in message  # about 24 hours, said in hours
 
 
-async def test_streamable_http_with_the_http_flag(live: Live, key: str) -> None:
-    """`--http` serves the same tools over streamable HTTP, bound to 127.0.0.1."""
+@asynccontextmanager
+async def http_server(
+    live: Live,
+    key: str,
+    *flags: str,
+    token: str | None = "t0ken-for-tests",
+    host: str = "127.0.0.1",
+) -> AsyncIterator[tuple[int, asyncio.subprocess.Process]]:
+    """`propdata-client mcp --http` on a free port of `host`, until the block ends."""
     port = free_port()
     program, args = command()
     env = {**os.environ, "PROPDATA_API_KEY": key, "PROPDATA_BASE_URL": live.base_url}
+    env.pop("PROPDATA_MCP_TOKEN", None)
+    given = ["--token", token] if token else []
     server = await asyncio.create_subprocess_exec(
-        program, *args, "--http", "--port", str(port), env=env,
+        program, *args, "--http", "--host", host, "--port", str(port), *given, *flags, env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/mcp"
     try:
         for _ in range(200):
             try:
-                probe = await asyncio.to_thread(socket.create_connection, ("127.0.0.1", port), 0.2)
+                probe = await asyncio.to_thread(socket.create_connection, (host, port), 0.2)
                 probe.close()
                 break
             except OSError:
                 await asyncio.sleep(0.05)
-        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as s:
+        yield port, server
+    finally:
+        if server.returncode is None:
+            server.terminate()
+        _, errors = await asyncio.wait_for(server.communicate(), 10)
+        assert server.returncode in (0, -15), errors.decode()
+
+
+async def test_streamable_http_with_the_http_flag(live: Live, key: str) -> None:
+    """`--http` serves the same tools over streamable HTTP to a client with the token."""
+    async with http_server(live, key) as (port, _):
+        url = f"http://127.0.0.1:{port}/mcp"
+        bearer = httpx2.AsyncClient(headers={"Authorization": "Bearer t0ken-for-tests"})
+        streams = streamable_http_client(url, http_client=bearer)
+        async with bearer, streams as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             assert {tool.name for tool in (await s.list_tools()).tools} == TOOLS
             market = answer(await s.call_tool("get_market", {"zip_code": "50010", "months": 1}))
             assert market["city"] == "Ames" and len(market["history"]) == 1
-    finally:
-        server.terminate()
-        _, errors = await asyncio.wait_for(server.communicate(), 10)
-        assert server.returncode in (0, -15), errors.decode()
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "probe", "version": "1"}},
+}  # fmt: skip
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])  # the SDK checks only the first
+async def test_http_refuses_a_caller_without_the_token_or_from_a_foreign_origin(
+    live: Live, key: str, host: str
+) -> None:
+    """A web page the operator opens must not spend the operator's key through the server."""
+    async with http_server(live, key, host=host) as (port, _), httpx2.AsyncClient() as http:
+        url = f"http://{host}:{port}/mcp"
+        good = {**ACCEPT, "Authorization": "Bearer t0ken-for-tests"}
+        for headers in ({**ACCEPT}, {**ACCEPT, "Authorization": "Bearer wrong"},
+                        {**ACCEPT, "Authorization": "t0ken-for-tests"}):  # fmt: skip
+            refused = await http.post(url, json=INITIALIZE, headers=headers)
+            assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+        foreign = await http.post(
+            url, json=INITIALIZE, headers={**good, "Origin": "https://evil.example"}
+        )
+        assert foreign.status_code == 403, foreign.text
+        rebound = await http.post(url, json=INITIALIZE, headers={**good, "Host": "evil.example"})
+        assert rebound.status_code in (400, 421), rebound.text
+        allowed = await http.post(url, json=INITIALIZE, headers=good)
+        assert allowed.status_code == 200, allowed.text
+
+
+async def test_http_without_a_token_makes_one_on_loopback(live: Live, key: str) -> None:
+    async with http_server(live, key, token=None) as (port, server), httpx2.AsyncClient() as http:
+        assert server.stderr is not None
+        line = (await asyncio.wait_for(server.stderr.readline(), 10)).decode()
+        token = line.split("Bearer ")[1].strip().strip("'")
+        assert len(token) >= 40
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert (await http.post(url, json=INITIALIZE, headers=ACCEPT)).status_code == 401
+        made = {**ACCEPT, "Authorization": f"Bearer {token}"}
+        assert (await http.post(url, json=INITIALIZE, headers=made)).status_code == 200
+
+
+def test_http_on_another_address_without_a_token_is_refused(key: str) -> None:
+    program, args = command()
+    env = {**os.environ, "PROPDATA_API_KEY": key}
+    env.pop("PROPDATA_MCP_TOKEN", None)
+    done = subprocess.run([program, *args, "--http", "--host", "0.0.0.0", "--port", "1"],
+                          env=env, capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert done.returncode == 2
+    assert "without a token" in done.stderr and "0.0.0.0" in done.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import secrets
 import sys
 from collections.abc import Sequence
 
@@ -32,6 +33,16 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--port", type=int, default=8808, help="HTTP port (default 8808)")
     mcp.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     mcp.add_argument(
+        "--token",
+        default=None,
+        help="The bearer token HTTP clients must send (default: PROPDATA_MCP_TOKEN; on a "
+        "loopback address without one, a token is made and printed at start)",
+    )
+    mcp.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]",
+                     help="Another Host header to accept, e.g. mcp.example.com:443")  # fmt: skip
+    mcp.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                     help="A browser origin to accept, e.g. https://app.example.com")  # fmt: skip
+    mcp.add_argument(
         "--max-retry-wait",
         type=float,
         default=10.0,
@@ -57,9 +68,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.environ.get("PROPDATA_API_KEY", "").strip():
         print("propdata-client mcp: set PROPDATA_API_KEY to your API key.", file=sys.stderr)
         return 2
+    token = args.token or os.environ.get("PROPDATA_MCP_TOKEN", "").strip() or None
+    if args.http and token is None:
+        from propdata_client.mcp_server import LOOPBACK
+
+        if args.host not in LOOPBACK:
+            print(
+                f"propdata-client mcp: refusing to serve HTTP on {args.host} without a token:"
+                " anyone who reaches it would spend your API key. Give --token (or"
+                " PROPDATA_MCP_TOKEN), or bind 127.0.0.1.",
+                file=sys.stderr,
+            )
+            return 2
+        token = secrets.token_urlsafe(32)
+        print(f"propdata-client mcp: clients send 'Authorization: Bearer {token}'",
+              file=sys.stderr, flush=True)  # fmt: skip
     try:
         asyncio.run(serve(http=args.http, host=args.host, port=args.port, path=args.path,
-                          max_retry_wait=args.max_retry_wait))  # fmt: skip
+                          max_retry_wait=args.max_retry_wait, token=token,
+                          allowed_hosts=args.allow_host, allowed_origins=args.allow_origin))  # fmt: skip
     except KeyboardInterrupt:
         return 130
     return 0

@@ -11,6 +11,7 @@ Every failure is a tool error in plain words; a 429 says how many seconds to wai
 # No `from __future__ import annotations`: the MCP SDK reads the tools' annotations at runtime.
 
 import datetime as dt
+import hmac
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -421,6 +423,48 @@ def build_server(client: AsyncClient) -> MCPServer:
     return server
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class BearerGate:
+    """Answer 401 to any HTTP request without `Authorization: Bearer <token>`.
+
+    The MCP server spends the operator's API key on every tool call, so over HTTP it must know
+    who calls it: the token is compared in constant time, and never logged.
+    """
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = [v for k, v in scope.get("headers", []) if k == b"authorization"]
+            if len(given) != 1 or not hmac.compare_digest(given[0], self.expected):
+                body = b'{"error": "Send Authorization: Bearer <the MCP token printed at start>."}'
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
+                    (b"content-length", str(len(body)).encode()),
+                ]})  # fmt: skip
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def transport_security(host: str, port: int, hosts: Sequence[str] = (),
+                       origins: Sequence[str] = ()) -> TransportSecuritySettings:  # fmt: skip
+    """The Host and Origin checks, on whatever address the server binds: the loopback names
+    (and `host`) at `port`, plus the names and origins the operator allows."""
+    bound = [f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")]
+    if host not in LOOPBACK:
+        bound.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*bound, *hosts],
+        allowed_origins=[f"http://{name}" for name in bound] + list(origins),
+    )
+
+
 async def serve(
     *,
     http: bool = False,
@@ -428,11 +472,24 @@ async def serve(
     port: int = 8808,
     path: str = "/mcp",
     max_retry_wait: float = 10.0,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
 ) -> None:
-    """Run the MCP server until its transport closes: stdio, or streamable HTTP."""
+    """Run the MCP server until its transport closes: stdio, or streamable HTTP behind a
+    bearer token (`token`, required for HTTP) with the Host and Origin checks always on."""
     async with AsyncClient(max_retry_wait=max_retry_wait) as client:
         server = build_server(client)
-        if http:
-            await server.run_streamable_http_async(host=host, port=port, streamable_http_path=path)
-        else:
+        if not http:
             await server.run_stdio_async()
+            return
+        if not token:
+            raise ValueError("streamable HTTP needs a bearer token")
+        import uvicorn
+
+        app = server.streamable_http_app(
+            streamable_http_path=path, host=host,
+            transport_security=transport_security(host, port, allowed_hosts, allowed_origins),
+        )  # fmt: skip
+        config = uvicorn.Config(BearerGate(app, token), host=host, port=port, log_level="warning")
+        await uvicorn.Server(config).serve()
