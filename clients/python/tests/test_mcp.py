@@ -126,6 +126,44 @@ async def test_api_errors_are_tool_errors_in_words(live: Live, key: str) -> None
         assert "request id req_" in text(missing)
         bad = await s.call_tool("get_market", {"zip_code": "123"})
         assert bad.is_error  # refused by the input schema before any request
+        assert text(bad).startswith("Invalid parameter 'zip_code': ")
+
+
+async def test_bad_arguments_are_named_in_the_apis_words(live: Live, key: str) -> None:
+    """What the validator says ("String should match pattern ...") never reaches the agent."""
+    cases = {
+        "zip_code": ({"zip_code": "5001"}, "Five-digit ZIP code"),
+        "status": ({"status": "listed"}, "one of 'forSale'"),
+        "limit": ({"limit": 99}, "at most 25"),
+        "min_beds": ({"min_beds": "three"}, "whole number"),
+        "latitude": ({"latitude": "north"}, "a number"),
+    }
+    async with session(live, key) as s:
+        for name, (arguments, rule) in cases.items():
+            result = await s.call_tool("search_properties", arguments)
+            assert result.is_error, name
+            assert text(result).startswith(f"Invalid parameter '{name}': "), text(result)
+            assert rule in text(result), text(result)
+            for validator_words in ("should", "pattern", "validation error", "Input"):
+                assert validator_words not in text(result), text(result)
+
+
+async def test_search_takes_a_radius_and_a_box(live: Live, key: str) -> None:
+    async with session(live, key) as s:
+        near = answer(await s.call_tool("search_properties", {
+            "latitude": 42.03, "longitude": -93.62, "radius_miles": 30, "sort": "distance",
+            "order": "asc", "limit": 5}))  # fmt: skip
+        assert near["total"] > 0
+        distances = [row["distanceMiles"] for row in near["properties"]]
+        assert distances == sorted(distances) and all(d <= 30 for d in distances)
+        boxed = answer(await s.call_tool("search_properties", {
+            "bbox": "-93.70,41.98,-93.57,42.08", "limit": 5}))  # fmt: skip
+        assert boxed["total"] > 0
+        assert all("distanceMiles" not in row for row in boxed["properties"])
+        both = await s.call_tool("search_properties", {
+            "bbox": "-93.70,41.98,-93.57,42.08", "latitude": 42.0, "longitude": -93.6,
+            "radius_miles": 5})  # fmt: skip
+        assert both.is_error and "Invalid parameter 'bbox'" in text(both)
         nothing = await s.call_tool("get_market", {"zip_code": "99999"})
         assert nothing.is_error and "Not found" in text(nothing)
 

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from propdata_client._async import AsyncClient
 from propdata_client._version import __version__
@@ -156,9 +156,52 @@ def tool_error(exc: PropdataError) -> ToolError:
 # -- the server ---------------------------------------------------------------------------
 
 
+class _Server(MCPServer):
+    """The SDK's server, with a tool's argument errors in the API's own words."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                tool = self._tool_manager.get_tool(name)
+                schema = tool.parameters.get("properties", {}) if tool else {}
+                raise ToolError(argument_error(exc.__cause__, schema)) from None
+            raise
+
+
+def argument_error(exc: ValidationError, schema: Mapping[str, Any]) -> str:
+    """`Invalid parameter 'name': what it must be.` for each bad argument, as the API words
+    a 400, never the validator's own sentences."""
+    sentences = []
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error["loc"] else "arguments"
+        ctx = error.get("ctx") or {}
+        kind = error["type"]
+        if kind == "missing":
+            rule = "it is required"
+        elif kind == "extra_forbidden":
+            rule = f"this tool takes no such argument; it takes {', '.join(sorted(schema))}"
+        elif kind == "literal_error":
+            rule = f"it must be one of {ctx.get('expected', '')}"
+        elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+            words = {"greater_than_equal": "at least", "greater_than": "more than",
+                     "less_than_equal": "at most", "less_than": "less than"}  # fmt: skip
+            rule = f"it must be {words[kind]} {next(iter(ctx.values()), '')}"
+        elif kind.startswith("int"):
+            rule = "it must be a whole number"
+        elif kind.startswith(("float", "decimal")):
+            rule = "it must be a number"
+        else:
+            described = schema.get(name, {}).get("description")
+            rule = f"expected: {described}" if described else "it is not a valid value"
+        sentences.append(f"Invalid parameter '{name}': {rule}.")
+    return " ".join(sentences)
+
+
 def build_server(client: AsyncClient) -> MCPServer:
     """An MCP server whose tools call the API through `client`."""
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         "propdata",
         title="propdata: US property and market data",
         instructions=INSTRUCTIONS,
@@ -232,8 +275,26 @@ def build_server(client: AsyncClient) -> MCPServer:
         max_sqft: Annotated[int | None, Field(ge=0, description="Maximum living area.")] = None,
         min_year_built: Annotated[int | None, Field(ge=0)] = None,
         max_days_on_market: Annotated[int | None, Field(ge=0)] = None,
+        latitude: Annotated[
+            float | None, Field(ge=-90, le=90, description="Centre of a radius search.")
+        ] = None,
+        longitude: Annotated[
+            float | None, Field(ge=-180, le=180, description="Centre of a radius search.")
+        ] = None,
+        radius_miles: Annotated[
+            float | None,
+            Field(gt=0, le=100, description="Radius in miles around latitude, longitude."),
+        ] = None,
+        bbox: Annotated[
+            str | None,
+            Field(
+                description="A box 'west,south,east,north' in decimal degrees (not with a "
+                "radius), e.g. '-95.5,29.7,-95.3,29.8'."
+            ),
+        ] = None,
         sort: Annotated[
-            PropertySort | None, Field(description="Sort field (default lastUpdated).")
+            PropertySort | None,
+            Field(description="Sort field (default lastUpdated; distance with a radius)."),
         ] = None,
         order: Annotated[SortOrder | None, Field(description="asc or desc (default desc).")] = None,
         limit: Annotated[
@@ -243,7 +304,8 @@ def build_server(client: AsyncClient) -> MCPServer:
             int, Field(ge=0, description="Rows to skip: the nextOffset of the previous call.")
         ] = 0,
     ) -> str:
-        """Search US properties by location, status, type, price, bedrooms, bathrooms,
+        """Search US properties by location (ZIP code, city, state, a radius in miles around
+        a point, or a bounding box), status, type, price, bedrooms, bathrooms,
         size, age and days on market. Returns the total number of matches and one page of
         at most 25 summary rows (id, status, list price, address, beds, baths, square feet,
         days on market, last sale); nextOffset, when present, fetches the next page. Price
@@ -255,8 +317,9 @@ def build_server(client: AsyncClient) -> MCPServer:
                 property_type=property_type, min_price=min_price, max_price=max_price,
                 min_beds=min_beds, max_beds=max_beds, min_baths=min_baths, min_sqft=min_sqft,
                 max_sqft=max_sqft, min_year_built=min_year_built,
-                max_days_on_market=max_days_on_market, limit=min(limit, MAX_ROWS),
-                offset=offset, sort=sort, order=order,
+                max_days_on_market=max_days_on_market, latitude=latitude,
+                longitude=longitude, radius=radius_miles, bbox=bbox,
+                limit=min(limit, MAX_ROWS), offset=offset, sort=sort, order=order,
             )  # fmt: skip
         except PropdataError as exc:
             raise tool_error(exc) from exc
@@ -272,6 +335,7 @@ def build_server(client: AsyncClient) -> MCPServer:
                 "daysOnMarket": item.days_on_market,
                 "lastSalePrice": item.last_sale_price,
                 "lastSaleDate": item.last_sale_date,
+                **({} if item.distance_miles is None else {"distanceMiles": item.distance_miles}),
             }
             for item in page.data[:MAX_ROWS]
         ]
