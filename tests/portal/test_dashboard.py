@@ -182,3 +182,22 @@ async def test_home_lists_the_four_plans(person: Person) -> None:
     for text in ("Free", "Developer", "Pro", "Enterprise", "Custom", "49", "199",
                  'href="/signup"', 'href="/login"', 'href="/docs"'):  # fmt: skip
         assert text in page, text
+
+
+async def test_free_windows_belong_to_the_account(person: Person) -> None:
+    """Revoking a Free key and making another gives no new room (one Free key at a time)."""
+    key = await signed_up(person, "una@example.com")
+    for _ in range(6):
+        assert (await person.client.get("/v1/properties/t-000", headers=bearer(key))).is_success
+    kid = key_id(rows((await person.client.get("/dashboard")).text)[0])
+    assert (await person.submit("/dashboard", f"/dashboard/keys/{kid}/revoke")).status_code == 303
+    assert (await person.submit("/dashboard", "/dashboard/keys", name="again")).status_code == 303
+    again = new_key_of((await person.client.get("/dashboard")).text)
+    assert again and again != key
+    status = (await person.client.get("/v1/auth/status", headers=bearer(again))).json()["data"]
+    assert status["usage"]["minute"]["used"] == 6, status
+    answers = [
+        (await person.client.get("/v1/properties/t-000", headers=bearer(again))).status_code
+        for _ in range(6)
+    ]
+    assert answers == [200] * 4 + [429] * 2  # ten a minute, the revoked key's six included

@@ -28,7 +28,7 @@ from propdata.kit.limiter import Limiter
 )
 async def auth_status(key: Injected[ApiKey], limiter: Injected[Limiter]) -> AuthStatusResponse:
     """Describe the calling key: plan, limits and the usage of both windows."""
-    usage = await limiter.usage(key.id, key.per_minute, key.daily)
+    usage = await limiter.usage(key.window_id, key.per_minute, key.daily)
     day = None
     if usage.day is not None:
         day = WindowUsage(used=usage.day.used, remaining=usage.day.remaining, reset=usage.day.reset)

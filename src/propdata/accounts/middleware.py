@@ -97,7 +97,7 @@ class MeteringMiddleware(ASGIMiddleware):
         limiter = services.limiter
         opt = scope["route_handler"].opt
         if not opt.get("metered", True):
-            usage = await limiter.usage(key.id, key.per_minute, key.daily)
+            usage = await limiter.usage(key.window_id, key.per_minute, key.daily)
             add_headers(scope, rate_headers(usage))
             await next_app(scope, receive, send)
             return
@@ -114,24 +114,24 @@ class MeteringMiddleware(ASGIMiddleware):
                 )
                 paging.remember(scope, size)
         except (InvalidParameter, NotFound):  # answered before admission: describe the windows
-            usage = await limiter.usage(key.id, key.per_minute, key.daily, guard)
+            usage = await limiter.usage(key.window_id, key.per_minute, key.daily, guard)
             add_headers(scope, rate_headers(usage))
             _refuse(key, usage)
-            await limiter.fail(key.id)
+            await limiter.fail(key.window_id)
             raise
         cache_key = None
         if services.cache_ttl > 0:
             cache_key = await self._cache_key(services, scope, pairs, size)
             hit = await services.cache.get(cache_key)
             if hit is not None:
-                usage = await limiter.usage(key.id, key.per_minute, key.daily, guard)
+                usage = await limiter.usage(key.window_id, key.per_minute, key.daily, guard)
                 add_headers(scope, rate_headers(usage))
                 _refuse(key, usage)  # a key past the failed-request guard gets no hit either
                 add_headers(scope, {"X-Cache": "HIT"})
                 await _replay(hit, headers.get(b"if-none-match"), send)
                 return
 
-        decision = await limiter.admit(key.id, key.per_minute, key.daily, guard)
+        decision = await limiter.admit(key.window_id, key.per_minute, key.daily, guard)
         add_headers(scope, rate_headers(decision))
         _refuse(key, decision)
 
@@ -143,10 +143,10 @@ class MeteringMiddleware(ASGIMiddleware):
         async def settle(answered: int) -> None:
             """A 4xx or 5xx is refunded; a 4xx (but a 429) counts against the guard."""
             if decision.stamp is not None:
-                after = await limiter.refund(key.id, decision.stamp, key.per_minute, key.daily)
+                after = await limiter.refund(key.window_id, decision.stamp, key.per_minute, key.daily)
                 add_headers(scope, rate_headers(after))
             if 400 <= answered < 500 and answered != 429:
-                await limiter.fail(key.id)
+                await limiter.fail(key.window_id)
 
         async def metered_send(message: Message) -> None:
             nonlocal status, content_type, held

@@ -28,6 +28,16 @@ class ApiKey:
     """The portal account that holds the key; None for a key made by an operator alone."""
 
     @property
+    def window_id(self) -> str:
+        """Whose minute and day windows (and failed-request log) this key's requests count
+        in: a Free key held by a portal account counts in the account's, across all its Free
+        keys, revoked ones included, so revoking and re-creating a Free key gives no new room;
+        any other key counts in its own."""
+        if self.plan == "free" and self.account_id is not None:
+            return f"account:{self.account_id}:free"
+        return self.id
+
+    @property
     def failures_per_minute(self) -> int:
         """Failed requests (4xx but 429) the key may make in any 60 s: contract.md."""
         return max(20, 2 * self.per_minute)

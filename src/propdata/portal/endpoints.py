@@ -357,8 +357,8 @@ async def _dashboard(
 
 
 async def _key_row(key: ApiKey, limiter: Limiter, now: float) -> dict[str, Any]:
-    hours = await limiter.hourly(key.id, now - 31 * 86_400)
-    usage = await limiter.usage(key.id, key.per_minute, key.daily)
+    hours = await limiter.hourly(key.window_id, now - 31 * 86_400)
+    usage = await limiter.usage(key.window_id, key.per_minute, key.daily)
     if usage.day is not None:
         day = f"{usage.day.used:,} / {usage.day.limit:,}"
     else:  # no daily quota: the last 24 hours' counted requests, from the hourly counts
