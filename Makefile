@@ -48,6 +48,7 @@ fuzz: $(STAMP) ## Hypothesis on every import reader and schemathesis on the API 
 check: $(STAMP) ## Formatting, lint, types and the import rules (docs/architecture.md)
 	$(BIN)/ruff format --check src tests bench tools clients/python
 	$(BIN)/ruff check src tests bench tools clients/python
+	$(BIN)/python clients/python/tools/unasync.py --check
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pip-audit --progress-spinner off -r requirements.lock  # needs pypi.org or osv.dev
@@ -59,6 +60,7 @@ lock: ## Pin every dependency, with hashes, in requirements.lock (after changing
 format: $(STAMP) ## Format the code
 	$(BIN)/ruff format src tests bench tools clients/python
 	$(BIN)/ruff check --fix src tests bench tools clients/python
+	$(BIN)/python clients/python/tools/unasync.py
 
 valuation-report: $(STAMP) ## Write docs/valuation.md: the valuation model's accuracy on held-out real sales
 	$(BIN)/python tools/valuation_report.py

@@ -55,10 +55,11 @@ from propdata.accounts.keys import CustomLimits, keys_of  # noqa: E402
 from propdata.ingest import pipeline  # noqa: E402
 from propdata.kit.db import connect  # noqa: E402
 from propdata.migrations.schema import migrate  # noqa: E402
+from propdata.plans import BY_NAME, SELF_SERVE  # noqa: E402
 
 AS_OF = dt.date(2026, 11, 21)
 PG_URL = os.environ.get("PROPDATA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
-PLANS = {"free": 10, "developer": 100, "pro": 500}
+PLANS = {name: BY_NAME[name].per_minute for name in SELF_SERVE}
 """Plan -> per-minute limit; each key is driven at ten times it."""
 PROPERTIES = 3_000
 DOCS = ROOT / "docs" / "reliability.md"

@@ -19,6 +19,7 @@ from propdata.config import ConfigError, Settings, load_settings
 from propdata.kit import crypto
 from propdata.kit.db import Database, StoreUnavailable, connect
 from propdata.migrations.schema import initialised, migrate
+from propdata.plans import BY_NAME, NAMES, choice
 
 if TYPE_CHECKING:
     # Imported where used: `propdata serve` needs neither, and they cost its start-up
@@ -193,21 +194,23 @@ def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
         raise typer.Exit(2) from exc
 
 
+_PLAN_HELP = f"{choice(NAMES)}."
+_CUSTOM = f"({choice(tuple(name for name in NAMES if BY_NAME[name].customisable))})"
 PerMinute = Annotated[
-    int | None, typer.Option("--per-minute", help="Custom per-minute limit (enterprise).")
+    int | None, typer.Option("--per-minute", help=f"Custom per-minute limit {_CUSTOM}.")
 ]
-Daily = Annotated[int | None, typer.Option("--daily", help="Custom daily quota (enterprise).")]
+Daily = Annotated[int | None, typer.Option("--daily", help=f"Custom daily quota {_CUSTOM}.")]
 DefaultPage = Annotated[
-    int | None, typer.Option("--default-page-size", help="Custom default page size (enterprise).")
+    int | None, typer.Option("--default-page-size", help=f"Custom default page size {_CUSTOM}.")
 ]
 MaxPage = Annotated[
-    int | None, typer.Option("--max-page-size", help="Custom maximum page size (enterprise).")
+    int | None, typer.Option("--max-page-size", help=f"Custom maximum page size {_CUSTOM}.")
 ]
 
 
 @keys_app.command("create")
 def keys_create(
-    plan: Annotated[str, typer.Option(help="free, developer, pro or enterprise.")],
+    plan: Annotated[str, typer.Option(help=_PLAN_HELP)],
     name: Annotated[str | None, typer.Option(help="A label for the key.")] = None,
     per_minute: PerMinute = None,
     daily: Daily = None,
@@ -272,7 +275,7 @@ def _which_key(argument: str) -> str:
 @keys_app.command("plan")
 def keys_plan(
     key: KeyArgument,
-    plan: Annotated[str, typer.Argument(help="free, developer, pro or enterprise.")],
+    plan: Annotated[str, typer.Argument(help=_PLAN_HELP)],
     per_minute: PerMinute = None,
     daily: Daily = None,
     default_page_size: DefaultPage = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from propdata.plans import PLANS
 from tests.portal.conftest import Person, new_key_of, other
 
 
@@ -179,8 +180,15 @@ async def test_pages_carry_the_security_headers_and_no_rate_headers(person: Pers
 
 async def test_home_lists_the_four_plans(person: Person) -> None:
     page = (await person.client.get("/")).text
-    for text in ("Free", "Developer", "Pro", "Enterprise", "Custom", "49", "199",
-                 'href="/signup"', 'href="/login"', 'href="/docs"'):  # fmt: skip
+    for plan in PLANS:
+        row = page[page.index(f"<th>{plan.title}</th>") :].split("</tr>")[0]
+        cells = re.findall(r"<td>([^<]*)</td>", row)
+        assert cells == [
+            f"{plan.per_minute:,}", "Unlimited" if plan.daily is None else f"{plan.daily:,}",
+            f"{plan.default_page_size} / {plan.max_page_size:,}",
+            "Custom" if plan.price_usd is None else str(plan.price_usd),
+        ], plan.name  # fmt: skip
+    for text in ('href="/signup"', 'href="/login"', 'href="/docs"'):
         assert text in page, text
 
 

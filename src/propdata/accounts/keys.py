@@ -8,12 +8,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from propdata.accounts.repository import KeyRepository
-from propdata.accounts.schemas import PLANS, ApiKey
+from propdata.accounts.schemas import ApiKey
 from propdata.config import accounts_url
 from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
 from propdata.kit import crypto
 from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate_accounts
+from propdata.plans import BY_NAME, NAMES, choice
 
 
 class KeyCommandError(ValueError):
@@ -145,13 +146,14 @@ async def keys_of(database_url: str) -> AsyncIterator[KeyService]:
 
 
 def _check_plan(plan: str) -> None:
-    if plan not in PLANS:
-        raise KeyCommandError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
+    if plan not in BY_NAME:
+        raise KeyCommandError(f"unknown plan {plan!r}; choose one of {', '.join(NAMES)}")
 
 
 def _check_limits(plan: str, limits: CustomLimits) -> None:
-    if limits.any() and plan != "enterprise":
-        raise KeyCommandError("custom limits are for the enterprise plan only")
+    if limits.any() and not BY_NAME[plan].customisable:
+        customisable = tuple(name for name in NAMES if BY_NAME[name].customisable)
+        raise KeyCommandError(f"custom limits are for the {choice(customisable)} plan only")
     for name in ("per_minute", "daily", "default_page_size", "max_page_size"):
         value = getattr(limits, name)
         if value is not None and value < 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from propdata.accounts.schemas import Account, ApiKey, AuditEntry, Plan
+from propdata.accounts.schemas import Account, ApiKey, AuditEntry
 from propdata.kit.db import Database
 
 _IN_FORCE = {
@@ -122,12 +122,6 @@ class AccountRepository:
         row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'portal_secret'")
         assert row is not None, "migrate_accounts seeds the portal secret"
         return str(row[0])
-
-    async def plans(self) -> list[Plan]:
-        rows = await self.db.fetch_all(
-            "SELECT " + ", ".join(Plan.__dataclass_fields__) + " FROM plans ORDER BY per_minute"
-        )
-        return [Plan(*row) for row in rows]
 
     # -- accounts
     async def by_email(self, email: str) -> Account | None:

@@ -1,12 +1,10 @@
-"""Keys, plans and the auth status answer."""
+"""Keys, accounts, the audit log and the auth status answer (the plans: `propdata.plans`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from propdata.api.schemas import Base
-
-PLANS = ("free", "developer", "pro", "enterprise")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,17 +39,6 @@ class ApiKey:
     def failures_per_minute(self) -> int:
         """Failed requests (4xx but 429) the key may make in any 60 s: contract.md."""
         return max(20, 2 * self.per_minute)
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    name: str
-    per_minute: int
-    daily: int | None
-    default_page_size: int
-    max_page_size: int
-    price_usd: int | None
-    """None: priced by arrangement (Enterprise)."""
 
 
 @dataclass(frozen=True, slots=True)

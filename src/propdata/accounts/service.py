@@ -19,7 +19,7 @@ from email_validator import EmailNotValidError, validate_email
 from propdata.accounts.keys import CustomLimits, KeyService
 from propdata.accounts.passwords import hash_password, problem, verify_password
 from propdata.accounts.repository import AccountRepository, KeyRepository
-from propdata.accounts.schemas import PLANS, Account, ApiKey, AuditEntry, Plan
+from propdata.accounts.schemas import Account, ApiKey, AuditEntry
 from propdata.errors import (
     EmailTaken,
     Forbidden,
@@ -32,6 +32,7 @@ from propdata.kit import crypto
 from propdata.kit.db import Database
 from propdata.kit.limiter import Attempts, Limiter
 from propdata.kit.mail import Mailer
+from propdata.plans import BY_NAME, FREE, NAMES, SELF_SERVE, choice
 
 log = logging.getLogger("propdata.accounts")
 
@@ -42,7 +43,6 @@ TOUCH_EVERY = 300.0
 RESET_VALID = 3_600.0
 VERIFY_VALID = 7 * 86_400.0
 MAX_ACTIVE_KEYS = 10
-SELF_SERVE_PLANS = ("free", "developer", "pro")
 LOGIN_WINDOW = 900.0
 LOGIN_PER_EMAIL = 5
 LOGIN_PER_CLIENT = 20
@@ -110,9 +110,6 @@ class AccountService:
         self.clock = clock
         self._secret: str | None = None
         self._audit_us = 0
-
-    async def plans(self) -> list[Plan]:
-        return await self.repo.plans()
 
     # -- form tokens (CSRF): tied to the session, or before sign-in to a form cookie
     async def form_token(self, bound_to: str) -> str:
@@ -384,13 +381,13 @@ class AccountService:
             raise InvalidField(
                 "name", f"An account holds at most {MAX_ACTIVE_KEYS} active keys; revoke one first."
             )
-        if any(k.plan == "free" for k in active):
+        if any(k.plan == FREE.name for k in active):
             raise InvalidField(
                 "name",
                 "An account holds at most one active Free key: change that key's plan, or revoke it, first.",
             )
-        key, secret = await self.keys.create("free", name, CustomLimits(), account_id=account.id)
-        await self._audit(actor, account.id, key.id, "key.created", None, "free", client)
+        key, secret = await self.keys.create(FREE.name, name, CustomLimits(), account_id=account.id)
+        await self._audit(actor, account.id, key.id, "key.created", None, FREE.name, client)
         return key, secret
 
     async def create_key(self, account: Account, raw_name: str, client: str) -> tuple[ApiKey, str]:
@@ -400,28 +397,28 @@ class AccountService:
             return await self._new_key(account, name, account.email, client)
 
     async def change_plan(self, account: Account, key_id: str, plan: str, client: str) -> ApiKey:
-        if plan not in SELF_SERVE_PLANS:
+        if plan not in SELF_SERVE:
             raise InvalidField(
-                "plan", "Choose Free, Developer or Pro; Enterprise is arranged with us."
+                "plan", f"Choose {choice(SELF_SERVE, titles=True)}; Enterprise is arranged with us."
             )
         async with self.db.transaction():
             key = await self._own_key(account, key_id)
             if key.status != "active":
                 raise InvalidField("plan", "This key is revoked; create a new key instead.")
-            if key.plan == "enterprise":
+            if not BY_NAME[key.plan].self_serve:
                 raise InvalidField(
                     "plan", "Enterprise keys are changed by our operators; write to us."
                 )
             if plan == key.plan:
                 return key
-            if plan != "free" and not (await self._fresh(account)).verified:
+            if plan != FREE.name and not (await self._fresh(account)).verified:
                 raise InvalidField(
                     "plan",
                     "Confirm your email address first (see the link we mailed you) to choose a paid plan.",
                 )
-            if plan == "free":
+            if plan == FREE.name:
                 others = [k for k in await self.key_repo.of_account(account.id)
-                          if k.status == "active" and k.plan == "free" and k.id != key.id]  # fmt: skip
+                          if k.status == "active" and k.plan == FREE.name and k.id != key.id]  # fmt: skip
                 if others:
                     raise InvalidField("plan", "An account holds at most one active Free key.")
             changed = await self.keys.set_plan(key.id, plan, CustomLimits())
@@ -463,9 +460,9 @@ class AccountService:
         """An operator's plan change: any plan, and custom limits for Enterprise."""
         if not actor.is_admin:
             raise Forbidden("Operators only.")
-        if plan not in PLANS:
-            raise InvalidField("plan", "Choose Free, Developer, Pro or Enterprise.")
-        if plan != "enterprise" and limits.any():
+        if plan not in BY_NAME:
+            raise InvalidField("plan", f"Choose {choice(NAMES, titles=True)}.")
+        if not BY_NAME[plan].customisable and limits.any():
             raise InvalidField(
                 "perMinute", "Custom limits are for the Enterprise plan only; leave them empty."
             )

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from propdata.kit.db import Database, StoreUnavailable
+from propdata.plans import PLANS
 
 TABLES = [
     """
@@ -317,13 +318,36 @@ FEED_BACKFILL = (
 """A store made before the feed: every property it holds, as created, oldest first."""
 
 
-PLANS = [
-    # name, per_minute, daily (None = unlimited), default_page_size, max_page_size, price_usd
-    ("free", 10, 100, 10, 25, 0),
-    ("developer", 100, 10_000, 25, 100, 49),
-    ("pro", 500, 100_000, 50, 250, 199),
-    ("enterprise", 2_000, None, 100, 1_000, None),
-]
+PLAN_COLUMNS = ("name", "per_minute", "daily", "default_page_size", "max_page_size", "price_usd")
+"""What the `plans` table holds of each of `propdata.plans.PLANS` (keys join it for their
+limits); the rest of a plan is read from that module."""
+
+
+async def seed_plans(db: Database) -> None:
+    """Make the `plans` table hold what `propdata.plans` says, at every migrate.
+
+    A changed limit so reaches a store made earlier; an Enterprise key's own limits are
+    columns of the key and stay as they are. Reads first, and writes (taking the lock) only
+    when a plan differs.
+    """
+    wanted = [tuple(getattr(plan, c) for c in PLAN_COLUMNS) for plan in PLANS]
+    held = {
+        tuple(row) for row in await db.fetch_all(f"SELECT {', '.join(PLAN_COLUMNS)} FROM plans")
+    }
+    if held.issuperset(wanted):
+        return
+    if db.dialect == "postgresql":
+        row = await db.fetch_one("SELECT pg_is_in_recovery()")
+        if row and row[0]:
+            return  # a read replica: the primary is seeded, and a standby cannot write
+    updates = ", ".join(f"{c} = excluded.{c}" for c in PLAN_COLUMNS[1:])
+    async with db.transaction():
+        await db.executemany(
+            f"INSERT INTO plans ({', '.join(PLAN_COLUMNS)})"
+            f" VALUES ({', '.join('?' for _ in PLAN_COLUMNS)})"
+            f" ON CONFLICT (name) DO UPDATE SET {updates}",
+            wanted,
+        )
 
 
 _CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \((.*)\)", re.DOTALL)
@@ -463,16 +487,12 @@ async def migrate_accounts(db: Database, legacy: Database | None = None) -> None
     its keys are copied over once.
     """
     seeds: list[tuple[str, tuple[Any, ...]]] = [
-        ("INSERT INTO plans (name, per_minute, daily, default_page_size, max_page_size,"
-         " price_usd) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING", plan)
-        for plan in PLANS
-    ]  # fmt: skip
-    # The secret behind the portal's form tokens: one per store, so every instance agrees.
-    seeds.append(
+        # The secret behind the portal's form tokens: one per store, so every instance agrees.
         ("INSERT INTO meta (key, value) VALUES ('portal_secret', ?) ON CONFLICT (key) DO NOTHING",
          (secrets.token_hex(32),))
-    )  # fmt: skip
+    ]  # fmt: skip
     await _apply(db, "accounts", ACCOUNT_TABLES + ACCOUNT_INDEXES, seeds)
+    await seed_plans(db)
     if legacy is not None and legacy is not db:
         await _move_keys(legacy, db)
 

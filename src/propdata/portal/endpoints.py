@@ -37,6 +37,7 @@ from propdata.kit import crypto
 from propdata.kit.db import StoreUnavailable
 from propdata.kit.limiter import Limiter
 from propdata.kit.requests import request_id
+from propdata.plans import BY_NAME
 from propdata.portal import chart
 
 log = logging.getLogger("propdata.portal")
@@ -45,7 +46,6 @@ TEMPLATES = Path(str(resources.files("propdata.portal").joinpath("templates")))
 SESSION_COOKIE = "pd_session"
 FORM_COOKIE = "pd_form"
 NO_STORE = {"Cache-Control": "no-store"}
-PLAN_NAMES = {"free": "Free", "developer": "Developer", "pro": "Pro", "enterprise": "Enterprise"}
 _URL_ENCODED = RequestEncodingType.URL_ENCODED.value
 _MULTIPART = RequestEncodingType.MULTI_PART.value
 
@@ -144,7 +144,7 @@ async def page(
     token = await accounts.form_token(v.session or v.form_cookie)
     return Template(
         template_name=name,
-        context={"account": v.account, "csrf_token": token, "plans": PLAN_NAMES, **context},
+        context={"account": v.account, "csrf_token": token, "plans": BY_NAME, **context},
         status_code=status, headers={**NO_STORE, **(headers or {})}, cookies=_cookies(v),
     )  # fmt: skip
 
@@ -182,17 +182,7 @@ async def home(request: Request[Any, Any, Any], settings: Injected[Settings],
                accounts: Injected[AccountService]) -> Template:  # fmt: skip
     """What the service offers, the plans, where to start."""
     v = await visit(request, settings, accounts)
-    return await page(accounts, v, "home.html", plan_rows=await _plan_rows(accounts),
-                      request_base=str(request.base_url).rstrip("/"))  # fmt: skip
-
-
-async def _plan_rows(accounts: AccountService) -> list[dict[str, Any]]:
-    return [
-        {"name": PLAN_NAMES.get(plan.name, plan.name), "per_minute": plan.per_minute,
-         "daily": plan.daily, "default_page_size": plan.default_page_size,
-         "max_page_size": plan.max_page_size, "price_usd": plan.price_usd}
-        for plan in await accounts.plans()
-    ]  # fmt: skip
+    return await page(accounts, v, "home.html", request_base=str(request.base_url).rstrip("/"))
 
 
 @get("/signup")
@@ -367,7 +357,7 @@ async def _key_row(key: ApiKey, limiter: Limiter, now: float) -> dict[str, Any]:
     newest = max((h for h, n in hours.items() if n > 0), default=None)
     return {
         "key": key,
-        "plan_name": PLAN_NAMES.get(key.plan, key.plan),
+        "plan_name": BY_NAME[key.plan].title,
         "minute": f"{usage.minute.used:,} / {usage.minute.limit:,}",
         "day": day,
         "last_used": _last_used(newest, now),
@@ -552,7 +542,7 @@ def _error_page(request: Request[Any, Any, Any], status: int, title: str, messag
     return Template(
         template_name="notice.html", status_code=status,
         headers={**NO_STORE, **(headers or {})},
-        context={"account": None, "csrf_token": "", "plans": PLAN_NAMES, "title": title,
+        context={"account": None, "csrf_token": "", "plans": BY_NAME, "title": title,
                  "message": message, "request_id": request_id(request.scope)},
     )  # fmt: skip
 

@@ -1,4 +1,7 @@
-"""The asynchronous client: `AsyncClient`, the same methods as `Client`, awaited."""
+"""The asynchronous client, `AsyncClient`: `Client`'s methods, awaited.
+
+`_sync.py` is generated from this file by `clients/python/tools/unasync.py`: edit this one.
+"""
 
 from __future__ import annotations
 
@@ -41,13 +44,14 @@ def _args(values: dict[str, Any]) -> dict[str, Any]:
 
 
 class AsyncClient:
-    """An asyncio client of the propdata API: `Client`'s methods, awaited.
+    """An asyncio client of the propdata API.
 
     ```python
     from propdata_client import AsyncClient
 
     async with AsyncClient() as client:  # PROPDATA_API_KEY, PROPDATA_BASE_URL
-        print((await client.properties.get("syn-0000062")).list_price)
+        home = await client.properties.get("syn-0000062")
+        print(home.list_price)
         async for item in client.properties.search_all(zip_code="50010"):
             print(item.id)
     ```
@@ -57,8 +61,11 @@ class AsyncClient:
     `max_retries` times: a 429 after its `Retry-After` plus 0-1 s of jitter, a 503 or a
     connection error after a capped exponential backoff; a wait announced longer than
     `max_retry_wait` seconds raises at once. `sleep` replaces `asyncio.sleep` for those
-    waits; `http_client` replaces the `httpx.AsyncClient` the client makes (its base URL and headers are
-    not used: each request carries its own).
+    waits; `http_client` replaces the `httpx.AsyncClient` the client makes (its base URL and
+    headers are not used: each request carries its own). The client remembers the ETag and
+    body of the latest `etag_cache` answers (default 128; 0 turns it off) and asks for them
+    again with `If-None-Match`: a 304 is answered from memory (`last_not_modified` is then
+    True).
     """
 
     def __init__(
@@ -117,8 +124,12 @@ class AsyncClient:
             if known is not None:
                 headers = {**headers, "If-None-Match": known.etag}
             try:
-                response = await self._http.get(settings.base_url + path, params=params,
-                                                headers=headers, timeout=settings.timeout)  # fmt: skip
+                response = await self._http.get(
+                    settings.base_url + path,
+                    params=params,
+                    headers=headers,
+                    timeout=settings.timeout,
+                )
             except httpx.TransportError as exc:
                 error: PropdataError = _core.connection_error(exc)
                 cause = exc
@@ -199,7 +210,7 @@ class AsyncClient:
 
 
 class AsyncProperties:
-    """`client.properties` of an AsyncClient: property records, lookups, searches, history, valuations and
+    """`client.properties`: property records, lookups, searches, history, valuations and
     the change feed.
 
     Each method that reads records takes `fields` (wire names, dotted for nested ones, such
@@ -484,7 +495,7 @@ class AsyncProperties:
 
 
 class AsyncMarkets:
-    """`client.markets` of an AsyncClient: ZIP-code market snapshots, monthly history, market search."""
+    """`client.markets`: ZIP-code market snapshots, monthly history, market search."""
 
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
@@ -526,7 +537,7 @@ class AsyncMarkets:
 
 
 class AsyncAuth:
-    """`client.auth` of an AsyncClient: the calling key."""
+    """`client.auth`: the calling key."""
 
     def __init__(self, client: AsyncClient) -> None:
         self._client = client

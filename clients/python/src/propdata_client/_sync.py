@@ -1,4 +1,7 @@
-"""The synchronous client: `Client`."""
+"""The synchronous client, `Client`.
+
+Generated from `_async.py` by `clients/python/tools/unasync.py`: edit that file, not this.
+"""
 
 from __future__ import annotations
 
@@ -47,18 +50,22 @@ class Client:
     from propdata_client import Client
 
     with Client() as client:  # PROPDATA_API_KEY, PROPDATA_BASE_URL
-        print(client.properties.get("syn-0000062").list_price)
+        home = client.properties.get("syn-0000062")
+        print(home.list_price)
+        for item in client.properties.search_all(zip_code="50010"):
+            print(item.id)
     ```
 
     `api_key` and `base_url` default to the environment variables `PROPDATA_API_KEY` and
     `PROPDATA_BASE_URL` (then `http://127.0.0.1:8000`). Failed requests are retried up to
     `max_retries` times: a 429 after its `Retry-After` plus 0-1 s of jitter, a 503 or a
     connection error after a capped exponential backoff; a wait announced longer than
-    `max_retry_wait` seconds raises at once. `sleep` replaces `time.sleep` for those waits;
-    `http_client` replaces the `httpx.Client` the client makes (its base URL and headers are
-    not used: each request carries its own). The client remembers the ETag and body of the
-    latest `etag_cache` answers (default 128; 0 turns it off) and asks for them again with
-    `If-None-Match`: a 304 is answered from memory (`last_not_modified` is then True).
+    `max_retry_wait` seconds raises at once. `sleep` replaces `time.sleep` for those
+    waits; `http_client` replaces the `httpx.Client` the client makes (its base URL and
+    headers are not used: each request carries its own). The client remembers the ETag and
+    body of the latest `etag_cache` answers (default 128; 0 turns it off) and asks for them
+    again with `If-None-Match`: a 304 is answered from memory (`last_not_modified` is then
+    True).
     """
 
     def __init__(
@@ -117,8 +124,12 @@ class Client:
             if known is not None:
                 headers = {**headers, "If-None-Match": known.etag}
             try:
-                response = self._http.get(settings.base_url + path, params=params,
-                                          headers=headers, timeout=settings.timeout)  # fmt: skip
+                response = self._http.get(
+                    settings.base_url + path,
+                    params=params,
+                    headers=headers,
+                    timeout=settings.timeout,
+                )
             except httpx.TransportError as exc:
                 error: PropdataError = _core.connection_error(exc)
                 cause = exc
