@@ -5,9 +5,9 @@
 A build runs `ingest.pipeline` exactly as `propdata data generate` does (the synthetic
 records loaded, then the value and rent estimates, then the market statistics) and times
 each phase. Generating the records is not importing them, so the time spent waiting for the
-generator is measured and taken out of the import figure; both are recorded. (Since issue 13
-the generator runs in a child process beside the load, `synthetic.generate_apart`: what is
-taken out is the load's wait for it and the decoding of its chunks.) The figures of
+generator is measured and taken out of the import figure; both are recorded. (The generator
+runs in a child process beside the load, `synthetic.generate_apart`: what is taken out is
+the load's wait for it and the decoding of its chunks.) The figures of
 the build that made a store are kept in its manifest and reported again when it is reused.
 """
 
@@ -53,10 +53,10 @@ class Build:
     commit: str = ""
     """The code that built it (`code_version()`)."""
     estimates_s: float = 0.0
-    """The value and rent estimates' rebuild (0 in manifests of builds made before it ran)."""
+    """The value and rent estimates' rebuild (0 in a manifest that does not record it)."""
     total_s: float = 0.0
     """Wall time of the whole `data generate` pipeline: generation, load, estimates and
-    statistics (0 in manifests made before issue 13 recorded it)."""
+    statistics (0 in a manifest that does not record it)."""
     reused: bool = False
 
     @property

@@ -9,7 +9,7 @@ the search index from the table and write its snapshot. Prints one JSON line of 
 `generate` (inside the generator), `load` (the load phase without generation; of it
 `indexes` (rebuilding the deferred indexes), `commit`, `optimize` (ANALYZE)), `estimates`,
 `markets`, `index` (the search index snapshot), `total` (wall clock of all of it, start-up
-of the process excluded) and `load_records_per_s` (issue 13 target 6: `load` alone), and
+of the process excluded) and `load_records_per_s` (make bench's row 5a: `load` alone), and
 `cpu`: this process's CPU seconds of the load (with generation where it runs in this
 process), the two rebuilds and all of it (a shared machine moves CPU seconds less than wall
 seconds).

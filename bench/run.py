@@ -12,9 +12,11 @@ What it does, in order (docs/performance.md, "Benchmark (make bench)", explains 
    writes the request lists wrk rotates through (bench/wrk/rotate.lua).
 3. Serves the store as `propdata serve` does (uvicorn, uvloop, httptools, N workers), with
    PROPDATA_CACHE_TTL=0 for every figure that is not about the cache, and runs wrk on:
-   get-by-id over the sampled ids; the search mix; page 100,000 of a filtered search; and,
-   on a server with the cache on, a few repeated URLs (cache hits). Each run has a short
-   warm-up first. Memory is the resident size of each worker after the loads.
+   get-by-id over the sampled ids; the search mix; page 100,000 of a filtered search; the
+   radius mix; a deep page by cursor; and, on a server with the cache on, a few repeated
+   URLs (cache hits). Each run has a short warm-up first. It compares the sizes of whole
+   by-id answers with `fields=id,listPrice` ones, and reads each worker's memory (Rss,
+   anonymous, Pss) after the loads and again with the response cache full.
 4. Serves a bare ASGI app (bench/bare.py) answering the same get-by-id bytes on the same
    server and worker count, right before our get-by-id run, for the ratio.
 5. Serves the same SQLite file with datasette (its own environment, bench/.datasette-venv,
@@ -72,7 +74,7 @@ PG_URL = os.environ.get("BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/
 REDIS_URL = os.environ.get("BENCH_REDIS", "redis://127.0.0.1:6379/0")
 TIMES = "\u00d7"
 TARGETS = {
-    "ratio": 0.20,  # issue 13: 0.5 was beyond a lean design on this framework
+    "ratio": 0.20,  # 0.5 is beyond a lean design on this framework (docs/performance.md)
     "ratio_scaleout": 0.12,
     "search_p99_ms": 25.0,
     "datasette_ratio": 3.0,
@@ -84,7 +86,7 @@ TARGETS = {
     "import_rate_scaleout": 25_000,
     "generate_s": 90.0,
     "rebuild_s": 60.0,
-    "rss_mb": 150.0,  # issue 13, target 7
+    "rss_mb": 150.0,  # Pss of each worker, with the response cache full too
 }
 
 
@@ -597,7 +599,7 @@ def run_store(label: str, store_env: dict[str, str], key: str, reqs: Requests, a
         check_ok(server.base, reqs.cached, key, "cached URLs")
         prime(server.base, reqs.cached, key)
         run.cache = measure(server, reqs.cache, args, key, f"{label} cache hits", True)
-        # Issue 13, target 7: memory with the cache full. Distinct answers fill it: each
+        # Row 6 again with the cache full. Distinct answers fill it: each
         # worker's share of PROPDATA_CACHE_MB is a few seconds of the search mix.
         measure(server, reqs.search, args, key, f"{label} search mix, filling the cache")
         measure(server, reqs.ids, args, key, f"{label} get by id, filling the cache")
@@ -826,12 +828,11 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
         note = (
             f" (built {b.built_at} by {b.commit or 'an older harness'}, reused)" if b.reused else ""
         )
-        # Issue 13, target 6: 50,000 a second embedded, 25,000 on PostgreSQL.
         rate = t["import_rate"] if label == "embedded" else t["import_rate_scaleout"]
         rows.append(Row("5a. import (records/s, generation excluded)", label, b.import_rate,
                         result=f"{b.properties:,} in {b.import_s:.1f} s{note}",
                         target=f"≥ {rate:,}/s", met=b.import_rate >= rate))  # fmt: skip
-        if b.total_s:  # issue 13, target 5 (the first worker's search index comes after)
+        if b.total_s:  # the first worker's search index comes after this total
             rows.append(Row("5c. data generate end to end (generate, load, rebuilds)", label,
                             result=f"{b.total_s:.1f} s (generation waited for {b.generate_s:.1f} s,"
                             f" estimates {b.estimates_s:.1f} s){note}",

@@ -1,13 +1,13 @@
 """One search index snapshot build, as a server's first worker does it, and its memory.
 
     .venv/bin/python bench/snapshot_build.py --store <copy>/propdata.db
-    PYTHONPATH=/tmp/before/src .venv/bin/python bench/snapshot_build.py --store <copy>/propdata.db
+    PYTHONPATH=<another tree>/src .venv/bin/python bench/snapshot_build.py --store <copy>/propdata.db
 
 Builds the snapshot of the store's current data version into a new folder beside it
 (`<name>-probe-index`, removed after) through `PropertyService._obtain`, in this process
 with a worker's allocator settings, then prints the wall time, this process's peak (VmHWM)
 and remaining anonymous memory (RssAnon), and the peak of the child process that built it
-(none when the code builds in-process: put the code before first on PYTHONPATH).
+(none when the code measured builds in-process).
 """
 
 from __future__ import annotations

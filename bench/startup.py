@@ -1,4 +1,4 @@
-"""A worker's start-up to searches served by the index, and its memory (issue 13, 7 and 8).
+"""A worker's start-up to searches served by the index, and its memory.
 
     .venv/bin/python bench/startup.py --workers 1 2 --repeat 5 --scenarios snapshot cold build
     .venv/bin/python bench/startup.py --workers 2 1 --repeat 0 --memory 10 [--cache-ttl 0]
@@ -10,22 +10,22 @@ line of its log is stamped as it arrives. Figures, in seconds from the start of 
 - `first ok`: the first /health that says `"searchIndex": "ok"` (polled every 20 ms),
 - `all ready`: every worker has logged "search index ready" (its searches use the index).
 
-Scenarios: `plain`, nothing prepared (for the code before snapshots, whose every start reads
-the table); `snapshot`, the host's snapshot of the current data version exists and its pages
+Scenarios: `plain`, nothing prepared (for a revision without snapshots, whose every start
+reads the table); `snapshot`, the host's snapshot of the current data version exists and its pages
 are in the page cache (a restart); `cold`, it exists but is evicted from the page cache first
 (posix_fadvise DONTNEED on its files, nothing else); `build`, there is none (the first start
-after a load; before snapshots, every start of every worker was this).
+after a load).
 
 With --memory S, one more start per worker count, with the response cache on (TTL 3600 s,
-or --cache-ttl): S seconds each of the search mix, get by id and offset 100,000 (wrk, 16
-connections, the make bench request lists), enough to fill each worker's 64 MB response
-cache; then each worker's
-/proc/<pid>/smaps_rollup (Rss, Pss, Anonymous) and, from /proc/<pid>/smaps, what the index
-snapshot's mapped files add to its Rss and Pss. It also prints the start's times, which
+or --cache-ttl): S seconds each of the search mix, get by id, offset 100,000 and the radius
+mix (wrk, 16 connections, the make bench request lists), enough to fill each worker's share
+of PROPDATA_CACHE_MB, each followed by every worker's anonymous memory and Pss; then each
+worker's /proc/<pid>/smaps_rollup (Rss, Pss, Anonymous) and, from /proc/<pid>/smaps, what the
+index snapshot's mapped files add to its Rss and Pss. It also prints the start's times, which
 worker held the snapshot's lock (had it built: remove the store's `<name>-index` folder
 first for a start that builds), and each worker's memory once every index is ready.
 
-Run the code before snapshots by putting its source first: PYTHONPATH=/tmp/before/src.
+To measure another revision, put its source first: PYTHONPATH=<its tree>/src.
 """
 
 from __future__ import annotations

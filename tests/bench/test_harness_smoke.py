@@ -130,3 +130,15 @@ def test_write_docs_replaces_only_its_section(tmp_path: Path) -> None:
     plain.write_text("# Performance\n\nintro\n")
     run.write_docs(new, plain)
     assert plain.read_text() == f"# Performance\n\nintro\n\n{new}"
+
+
+def test_write_docs_finds_its_place_in_performance_md(tmp_path: Path) -> None:
+    run = bench_module("bench_run")
+    text = run.DOCS.read_text()
+    start = text.index("\n" + run.SECTION + "\n") + 1
+    end = text.index(run.END, start) + len(run.END)
+    assert text.count(run.SECTION) == 1 and text.count(run.END) == 1
+    doc = tmp_path / "performance.md"
+    doc.write_text(text)
+    run.write_docs(f"{run.SECTION}\nnew table\n{run.END}\n", doc)
+    assert doc.read_text() == text[:start] + f"{run.SECTION}\nnew table\n{run.END}" + text[end:]
