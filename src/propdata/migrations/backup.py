@@ -11,9 +11,10 @@ PROPDATA_DATABASE_URL=backup.db serves it.
 lock if one runs), and moves the data version past the one the store had, so no answer
 cached for the store's later data can be served for the restored data.
 
-The usage counters are not part of a backup: they are rolling windows of the last 24 hours,
-and each limiter process keeps its own map of them, which a file written under it would
-break. After a restore, keys go on from the counts they have.
+The usage file is not part of a backup: it holds rolling windows of the last 24 hours and
+hourly counts of the last 32 days (the dashboard's charts), and each limiter process keeps its
+own map of it, which a file written under it would break. After a restore, keys go on from the
+counts they have.
 
 PostgreSQL has its own tools: docs/deploy.md, "Backups".
 """
