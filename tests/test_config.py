@@ -47,6 +47,14 @@ def test_docs_list_every_setting() -> None:
     assert documented == set(ENV.values())
 
 
+def test_the_deployment_guide_says_how_each_setting_is_set_on_many_hosts() -> None:
+    """docs/deploy.md's table names every setting an operator sets (serve sets the last)."""
+    guide = (DOCS.parent / "deploy.md").read_text()
+    section = guide.split("## Every setting, on many hosts", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(PROPDATA_[A-Z_]+)`", section))
+    assert named == set(ENV.values())
+
+
 def test_the_cache_budget_is_the_host_s_shared_by_its_workers() -> None:
     assert (
         Settings().cache_bytes == 32 * 1024 * 1024
