@@ -2,7 +2,7 @@
 
 A snapshot loaded from disk answers what SQL answers (the comparison of test_index.py, run
 against the loaded arrays); the worker that needs it first has it built by a child process
-(it reads no table itself: tests/properties/test_build_snapshot.py); a second worker maps it
+(it reads no table itself: tests/search/test_build_snapshot.py); a second worker maps it
 without reading the table; a damaged one is rebuilt, never served; a load replaces it; two
 processes building at once make one.
 """
