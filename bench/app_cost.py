@@ -51,7 +51,7 @@ async def run(args: argparse.Namespace) -> list[float]:
     paths = (Path(args.requests) / f"{args.list}.txt").read_text().split()
     services = litestar.state.services
     for _ in range(600):  # searches: measure the index's path, not SQL's while it builds
-        if await services.properties.index_status() != "building":
+        if await services.search.index_status() != "building":
             break
         await asyncio.sleep(0.1)
     stubs = set(filter(None, args.stub.split(",")))

@@ -26,18 +26,18 @@ sys.path.insert(0, str(BENCH))
 import bench_data  # noqa: E402  (bench/ is not a package)
 import bench_mix  # noqa: E402
 
-from propdata.kit.addresses import city_key  # noqa: E402
 from propdata.kit.db import connect  # noqa: E402
-from propdata.properties import endpoints  # noqa: E402
-from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, SearchIndex  # noqa: E402
-from propdata.properties.repository import PropertyRepository, SearchFilters  # noqa: E402
-from propdata.properties.snapshot import Snapshots  # noqa: E402
+from propdata.search.filters import SearchFilters  # noqa: E402
+from propdata.search.index import INDEX_COLUMNS, IndexBuilder, SearchIndex  # noqa: E402
+from propdata.search.query import parse  # noqa: E402
+from propdata.search.repository import SearchRepository  # noqa: E402
+from propdata.search.snapshot import Snapshots  # noqa: E402
 
 
 async def _index(url: str) -> SearchIndex:
     db = await connect(url)
     try:
-        repo = PropertyRepository(db)
+        repo = SearchRepository(db)
         namespace = await repo.cache_namespace()
         found = Snapshots(Path(url).parent / "propdata-index").load(namespace)
         if found is not None:
@@ -54,20 +54,8 @@ async def _index(url: str) -> SearchIndex:
 
 def query(params: dict[str, Any]) -> tuple[SearchFilters, str, str, int, int]:
     """The service's arguments for a search of the mixes (API parameter names)."""
-    near = endpoints._near(params.get("latitude"), params.get("longitude"), params.get("radius"))
-    f = SearchFilters(
-        zip_code=params.get("zipCode"), city=city_key(params["city"]) if "city" in params else None,
-        state=str(params.get("state", "")).upper() or None, status=params.get("status"),
-        property_type=params.get("propertyType"), min_price=params.get("minPrice"),
-        max_price=params.get("maxPrice"), min_beds=params.get("minBeds"),
-        max_beds=params.get("maxBeds"), min_baths=params.get("minBaths"),
-        min_sqft=params.get("minSqft"), max_sqft=params.get("maxSqft"),
-        min_year_built=params.get("minYearBuilt"), max_days_on_market=params.get("maxDaysOnMarket"),
-        bbox=endpoints._bbox(params.get("bbox")), near=near,
-    )  # fmt: skip
-    sort = str(params.get("sort", "lastUpdated"))
-    order = str(params.get("order") or ("asc" if sort == "distance" else "desc"))
-    return f, sort, order, int(params.get("limit", 25)), int(params.get("offset", 0))
+    q = parse(params, int(params.get("limit", 25)))
+    return q.filters, q.sort, q.order, q.limit, q.offset
 
 
 def timed(

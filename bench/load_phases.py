@@ -41,7 +41,7 @@ from propdata.kit import db as kitdb
 from propdata.kit.db import connect
 from propdata.migrations.schema import migrate
 from propdata.properties.repository import PropertyRepository
-from propdata.properties.service import PropertyService
+from propdata.search.service import SearchService
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 AS_OF = dt.date(2026, 11, 21)
@@ -94,7 +94,7 @@ def _time_commit(clock: Clock) -> Callable[[], None]:
     return lambda: setattr(kitdb.SQLiteDatabase, "transaction", original)
 
 
-async def _index_ready(service: PropertyService) -> None:
+async def _index_ready(service: SearchService) -> None:
     """Until the search index of the current data answers (what a first worker waits for)."""
     service.warm()
     while await service.index_status() != "ok":  # noqa: ASYNC110 (polled, as /health is)
@@ -136,7 +136,7 @@ async def run(url: str, properties: int, seed: int, index_dir: Path) -> dict[str
         if outcome.reports[0].rejects:
             raise RuntimeError(f"{len(outcome.reports[0].rejects)} rejects")
         index_start = time.perf_counter()
-        service = PropertyService(db, snapshots=index_dir)
+        service = SearchService(db, snapshots=index_dir)
         await _index_ready(service)
         await service.close()
         end, cpu = time.perf_counter(), time.process_time() - cpu

@@ -4,7 +4,7 @@
     PYTHONPATH=<another tree>/src .venv/bin/python bench/snapshot_build.py --store <copy>/propdata.db
 
 Builds the snapshot of the store's current data version into a new folder beside it
-(`<name>-probe-index`, removed after) through `PropertyService._obtain`, in this process
+(`<name>-probe-index`, removed after) through `IndexKeeper._obtain`, in this process
 with a worker's allocator settings, then prints the wall time, this process's peak (VmHWM)
 and remaining anonymous memory (RssAnon), and the peak of the child process that built it
 (none when the code measured builds in-process).
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from propdata.kit import memory
 from propdata.kit.db import connect
-from propdata.properties.service import PropertyService
+from propdata.search.service import SearchService
 
 
 def status(name: str) -> float:
@@ -38,9 +38,9 @@ async def build(store: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     db = await connect(str(store))
     try:
-        service = PropertyService(db, snapshots=folder)
+        service = SearchService(db, snapshots=folder)
         started = time.perf_counter()
-        found = await service._obtain(await service.cache_namespace())
+        found = await service.indexes._obtain(await service.repo.cache_namespace())
         seconds = time.perf_counter() - started
         assert found is not None, "the data version moved during the build"
         child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

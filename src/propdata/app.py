@@ -41,6 +41,8 @@ from propdata.migrations.schema import migrate, migrate_accounts
 from propdata.portal import endpoints as portal
 from propdata.properties import endpoints as property_endpoints
 from propdata.properties.service import PropertyService
+from propdata.search import endpoints as search_endpoints
+from propdata.search.service import SearchService
 from propdata.valuation import endpoints as valuation_endpoints
 from propdata.valuation.service import ValuationService
 from propdata.web import DocsPage
@@ -66,6 +68,7 @@ class Services:
     accounts: AccountService
     """The portal's people, sessions and audit log (beside the keys, in the accounts store)."""
     properties: PropertyService
+    search: SearchService
     feed: FeedService
     markets: MarketService
     valuations: ValuationService
@@ -80,7 +83,7 @@ class Services:
         return await self.properties.cache_namespace()
 
     async def close(self) -> None:
-        await self.properties.close()
+        await self.search.close()
         await self.cache.close()
         await self.limiter.close()
         if self.accounts_db is not self.db:
@@ -147,9 +150,8 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         accounts=AccountService(
             accounts, keys, limiter, mailer, **({"clock": clock} if clock else {})
         ),
-        properties=PropertyService(
-            db, search_index=settings.search_index, snapshots=settings.index_path
-        ),
+        properties=PropertyService(db),
+        search=SearchService(db, search_index=settings.search_index, snapshots=settings.index_path),
         feed=FeedService(db),
         markets=MarketService(db),
         valuations=ValuationService(db),
@@ -192,7 +194,7 @@ async def health(services: Injected[Services]) -> Response[Health]:
     # Informational: while the index builds (at start, after a load) searches are exact but
     # answered by SQL, slower; that is not a degraded service.
     if checks["database"] == "ok":
-        checks["searchIndex"] = await services.properties.index_status()
+        checks["searchIndex"] = await services.search.index_status()
         # A load that died between its commit and its rebuild: new records without
         # estimates, stale market figures. `propdata serve` or any data command finishes it.
         if await services.properties.rebuild_pending():
@@ -240,6 +242,7 @@ DEPENDENCIES = {
         name: _provide(name)
         for name in (
             "properties",
+            "search",
             "feed",
             "markets",
             "valuations",
@@ -262,7 +265,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         services = await build_services(settings, clock)
         app.state.services = services
-        services.properties.warm()
+        services.search.warm()
         # Days on market grow and sales age out without a load (docs/api.md, decision 7).
         tasks = [
             asyncio.create_task(services.properties.keep_aged(settings.today)),
@@ -302,6 +305,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         path="/v1",
         route_handlers=[
             *feed_endpoints.HANDLERS,
+            *search_endpoints.HANDLERS,
             *property_endpoints.HANDLERS,
             *valuation_endpoints.HANDLERS,
             *market_endpoints.HANDLERS,

@@ -101,8 +101,8 @@ async def test_a_store_is_aged_once_a_day_by_one_process(aging_store: Store) -> 
     db_a, db_b = await open_db(aging_store), await open_db(aging_store)
     try:
         one, two = (
-            PropertyService(db_a, search_index=False),
-            PropertyService(db_b, search_index=False),
+            PropertyService(db_a),
+            PropertyService(db_b),
         )
         results = await asyncio.gather(one.age(LATER), two.age(LATER))
         done = [r for r in results if r is not None]

@@ -9,7 +9,8 @@ import msgspec
 import pytest
 
 from propdata.api.fields import names
-from propdata.properties.schemas import PropertyDetail, PropertySearchItem
+from propdata.properties.schemas import PropertyDetail
+from propdata.search.schemas import PropertySearchItem
 
 
 def bearer(secret: str) -> dict[str, str]:

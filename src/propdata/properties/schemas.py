@@ -6,11 +6,9 @@ that `propdata data import` accepts, so an export can be loaded back unchanged.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Literal, get_args
 
-import msgspec
-
-from propdata.api.schemas import Base, PageMeta
+from propdata.api.schemas import Base
 
 Status = Literal["forSale", "recentlySold", "forRent", "offMarket"]
 PropertyType = Literal["singleFamily", "condo", "townhouse", "multiFamily", "land"]
@@ -26,9 +24,6 @@ Event = Literal[
     "rentalRemoved",
 ]
 Source = Literal["mls", "publicRecord", "agent", "owner"]
-SortField = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated", "distance"]
-SortOrder = Literal["asc", "desc"]
-
 PROPERTY_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 """What a property id is: 1 to 64 ASCII letters, digits, '.', '_' or '-', starting with a
 letter or digit (the loader refuses any other; the API answers 400 for any other)."""
@@ -135,45 +130,6 @@ class PropertyLookupItem(Base):
     last_updated: str
 
 
-class PropertySearchItem(Base):
-    """One item of GET /v1/properties and /v1/properties/search."""
-
-    id: str
-    status: Status
-    list_price: int | None
-    address: ShortAddress
-    bedrooms_total: int | None
-    bathrooms_total: float | None
-    living_area: int | None
-    days_on_market: int | None
-    last_sale_price: int | None
-    last_sale_date: str | None
-    last_updated: str
-    distance_miles: Annotated[
-        float | None,
-        msgspec.Meta(
-            description="Great-circle (haversine) miles from the radius search's point, to two"
-            " decimals; null when the search has no radius",
-            examples=[1.27],
-        ),
-    ]
-
-
-class SearchMeta(PageMeta):
-    """`meta` of a property search: the page's place, and the cursor of the next page."""
-
-    next_cursor: Annotated[
-        str | None,
-        msgspec.Meta(
-            description="Opaque: send it as `cursor` with the same filters, sort and order for"
-            " the next page; null on the last page",
-            examples=[
-                "WzEsMiwiNDFjMDY1MTBiNDU0MGVlMCIsNywyMzAwLG51bGwsInQtMDI2Il0.ta8UjIiXfjolUvbMYm2Vyg"
-            ],
-        ),
-    ]
-
-
 class PropertyHistory(Base):
     """GET /v1/properties/{id}/history."""
 
@@ -188,19 +144,6 @@ class PropertyResponse(Base):
 
 class LookupResponse(Base):
     data: PropertyLookupItem
-
-
-class SearchResponse(Base):
-    meta: SearchMeta
-    data: list[PropertySearchItem]
-
-
-class EncodedSearchResponse(Base):
-    """A `SearchResponse` whose items are already encoded (a search index snapshot's, see
-    `properties.items`): the same bytes on the wire."""
-
-    meta: SearchMeta
-    data: msgspec.Raw
 
 
 class HistoryResponse(Base):

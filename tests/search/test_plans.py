@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from propdata.kit.db import Database, Row
-from propdata.properties.repository import SORT_COLUMNS, PropertyRepository, SearchFilters
+from propdata.search.filters import SORT_COLUMNS, SearchFilters
+from propdata.search.repository import SearchRepository
 
 
 class Capture:
@@ -132,7 +133,7 @@ async def test_search_reads_an_index(
 ) -> None:
     empty = empty_db
     capture = Capture(empty.dialect)
-    repo = PropertyRepository(capture)  # type: ignore[arg-type]
+    repo = SearchRepository(capture)  # type: ignore[arg-type]
     await repo.search_page(filters, sort, order, 25, 0)
     await repo.search_page(filters, sort, order, 25, 100_000)
     if filters != SearchFilters():
@@ -159,7 +160,7 @@ NEAR = (42.03, -93.62, 5.0)
 async def test_a_box_reads_the_geo_index(empty_db: Database, filters: SearchFilters) -> None:
     """A bbox, and the box around a radius, read a range of (latitude, longitude)."""
     capture = Capture(empty_db.dialect)
-    repo = PropertyRepository(capture)  # type: ignore[arg-type]
+    repo = SearchRepository(capture)  # type: ignore[arg-type]
     await repo.near_rows(filters, None)
     await repo.near_rows(filters, "listPrice")
     await repo.search_page(filters, "lastUpdated", "desc", 25, 0)
@@ -179,7 +180,7 @@ async def test_a_cursor_page_reads_the_sort_index(
     if sort == "lastUpdated" and value is None:
         pytest.skip("lastUpdated is never null")
     capture = Capture(empty_db.dialect)
-    repo = PropertyRepository(capture)  # type: ignore[arg-type]
+    repo = SearchRepository(capture)  # type: ignore[arg-type]
     mark = "2026-01-01T00:00:00Z" if sort == "lastUpdated" else value
     await repo.search_page(SearchFilters(), sort, order, 25, 0, (mark, "t-010"))
     alone = len(capture.statements)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from propdata.properties.cursor import Cursor, decode, digest, encode
+from propdata.search.cursor import Cursor, decode, digest, encode
 
 SECRET = "a" * 64
 

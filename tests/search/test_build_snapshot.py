@@ -22,13 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from propdata.properties import build_snapshot
-from propdata.properties import service as service_module
-from propdata.properties.repository import PropertyRepository
-from propdata.properties.service import PropertyService
-from propdata.properties.snapshot import ITEMS, BuildLock, Snapshots
+from propdata.search import build_snapshot
+from propdata.search import keeper as service_module
+from propdata.search.query import SearchQuery
+from propdata.search.repository import SearchRepository
+from propdata.search.service import SearchService
+from propdata.search.snapshot import ITEMS, BuildLock, Snapshots
 from tests.conftest import Store, build_store, drop_store, new_store, open_db
-from tests.properties.test_index_snapshot import (
+from tests.search.test_index_snapshot import (
     QUERY,
     counted,
     mapped,
@@ -36,11 +37,11 @@ from tests.properties.test_index_snapshot import (
     ready,
     snapshot_folders,
 )
-from tests.properties.test_items import built_with_items
+from tests.search.test_items import built_with_items
 
 __all__ = ["mixed"]  # test_index_snapshot's fixture (module scope), used here too
 
-REAL = "from propdata.properties import build_snapshot as b; sys.exit(b.main(sys.argv[1:]))"
+REAL = "from propdata.search import build_snapshot as b; sys.exit(b.main(sys.argv[1:]))"
 """The end of a test's child program: the real build, with the worker's arguments."""
 EXITS = "import sys; sys.exit(1)"
 KILLED_MIDWAY = """
@@ -71,7 +72,7 @@ from pathlib import Path
 Path(os.environ["TEST_CHILD_PID"]).write_text(str(os.getpid()))
 while not Path(os.environ["TEST_CHILD_GO"]).exists():
     time.sleep(0.01)
-from propdata.properties import build_snapshot
+from propdata.search import build_snapshot
 build_snapshot.PAGE = 5  # many pages: the parent is checked between them
 {REAL}
 """
@@ -123,16 +124,16 @@ async def test_the_child_writes_the_files_an_in_process_build_writes(
 ) -> None:
     db = await open_db(mixed)
     try:
-        service = PropertyService(db, snapshots=tmp_path / "child")
+        service = SearchService(db, snapshots=tmp_path / "child")
         reads = counted(service, monkeypatch)
         service.warm()
         index = await ready(service)
-        assert reads == [] and service.index_source == "table" and mapped(index)
+        assert reads == [] and service.indexes.source == "table" and mapped(index)
         assert index.items is not None and index.items.ready
         here = Snapshots(tmp_path / "here")  # the build as the worker made it before
         draft = here.draft(index.namespace)
         with (draft / ITEMS).open("wb") as items:
-            built = await built_with_items(PropertyRepository(db), items)
+            built = await built_with_items(SearchRepository(db), items)
         expected = here.write(built, draft)
         written = Snapshots(tmp_path / "child").path(index.namespace)
         files = sorted(p.name for p in expected.iterdir())
@@ -165,13 +166,13 @@ async def test_a_child_that_fails_leaves_the_worker_its_own_copy_and_nothing_ser
     folder = tmp_path / "index"
     db = await open_db(store)
     try:
-        service = PropertyService(db, snapshots=folder)
-        expected = await service.search(*QUERY)  # SQL
+        service = SearchService(db, snapshots=folder)
+        expected = await service.search(SearchQuery(*QUERY))  # SQL
         with caplog.at_level(logging.WARNING, logger="propdata"):
             service.warm()
             index = await ready(service)
-        assert service.index_source == "table" and not mapped(index)  # its own copy
-        assert index.size == 42 and await service.search(*QUERY) == expected
+        assert service.indexes.source == "table" and not mapped(index)  # its own copy
+        assert index.size == 42 and await service.search(SearchQuery(*QUERY)) == expected
         assert "build failed" in caplog.text
         assert snapshot_folders(folder) == []  # no snapshot, no draft
         assert Snapshots(folder).load(index.namespace) is None
@@ -188,8 +189,8 @@ async def test_a_service_that_closes_kills_its_child(
     folder = tmp_path / "index"
     db = await open_db(store)
     try:
-        service = PropertyService(db, snapshots=folder)
-        namespace = await service.cache_namespace()
+        service = SearchService(db, snapshots=folder)
+        namespace = await service.repo.cache_namespace()
         service.warm()
         pid = await child_pid(tmp_path / "pid")
         assert await service.index_status() == "building"
@@ -221,20 +222,20 @@ async def test_a_load_during_the_build_gives_start_again(
     folder = tmp_path / "index"
     db = await open_db(fresh_store)
     try:
-        service = PropertyService(db, snapshots=folder)
-        namespace = await service.cache_namespace()
-        obtained = asyncio.create_task(service._obtain(namespace))
+        service = SearchService(db, snapshots=folder)
+        namespace = await service.repo.cache_namespace()
+        obtained = asyncio.create_task(service.indexes._obtain(namespace))
         await child_pid(tmp_path / "pid")
-        repo = PropertyRepository(db)
+        repo = SearchRepository(db)
         async with db.transaction():
-            await repo.bump_data_version()  # a load lands while the child reads
+            await repo.store.bump_data_version()  # a load lands while the child reads
         (tmp_path / "go").touch()
         assert await obtained is None
         assert snapshot_folders(folder) == []
         monkeypatch.setattr(service_module, "BUILDER", ("-m", build_snapshot.__name__))
         service.warm()  # started again, for the new version
         index = await ready(service)
-        assert index.namespace == await service.cache_namespace() != namespace
+        assert index.namespace == await service.repo.cache_namespace() != namespace
         assert snapshot_folders(folder) == [Snapshots(folder).path(index.namespace).name]
         await service.close()
     finally:
@@ -246,13 +247,13 @@ WORKER = textwrap.dedent(
     import asyncio, sys, time
     from pathlib import Path
     from propdata.kit.db import connect
-    from propdata.properties import service as service_module
-    from propdata.properties.service import PropertyService
+    from propdata.search import keeper as service_module
+    from propdata.search.service import SearchService
 
     async def main(url: str, folder: str, code: str) -> None:
         service_module.BUILDER = ("-c", code)
         db = await connect(url)
-        service = PropertyService(db, snapshots=Path(folder))
+        service = SearchService(db, snapshots=Path(folder))
         service.warm()
         await asyncio.sleep(60)  # killed before
 
@@ -295,7 +296,7 @@ async def test_the_child_stops_between_pages_when_its_parent_changed(
     """In this process: the build's own check, with a parent that is not ours."""
     monkeypatch.setattr(build_snapshot, "PAGE", 5)
     db = await open_db(store)
-    namespace = await PropertyRepository(db).cache_namespace()
+    namespace = await SearchRepository(db).cache_namespace()
     await db.close()
     snapshots = Snapshots(tmp_path / "index")
     draft = snapshots.draft(namespace)

@@ -2,7 +2,7 @@
 
 A snapshot loaded from disk answers what SQL answers (the comparison of test_index.py, run
 against the loaded arrays); the worker that needs it first has it built by a child process
-(it reads no table itself: tests/properties/test_build_snapshot.py); a second worker maps it
+(it reads no table itself: tests/search/test_build_snapshot.py); a second worker maps it
 without reading the table; a damaged one is rebuilt, never served; a load replaces it; two
 processes building at once make one.
 """
@@ -28,12 +28,15 @@ from propdata.config import Settings
 from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
-from propdata.properties import index as index_module
-from propdata.properties import service as service_module
-from propdata.properties.index import IndexPage, SearchIndex
-from propdata.properties.repository import PropertyRepository, SearchFilters
-from propdata.properties.service import PropertyService
-from propdata.properties.snapshot import MANIFEST, BuildLock, Snapshots
+from propdata.search import arrays
+from propdata.search import index as index_module
+from propdata.search import keeper as service_module
+from propdata.search.filters import SearchFilters
+from propdata.search.index import IndexPage, SearchIndex
+from propdata.search.query import SearchQuery
+from propdata.search.repository import SearchRepository
+from propdata.search.service import SearchService
+from propdata.search.snapshot import MANIFEST, BuildLock, Snapshots
 from tests.conftest import (
     Store,
     build_store,
@@ -44,7 +47,7 @@ from tests.conftest import (
     settings_for,
 )
 from tests.factories import AS_OF, record
-from tests.properties.test_index import built, compare, index_ready, places, searches
+from tests.search.test_index import built, compare, index_ready, places, searches
 
 QUERY = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
 
@@ -71,7 +74,7 @@ async def fresh_store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
     await drop_store(made)
 
 
-def counted(service: PropertyService, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def counted(service: SearchService, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record each page the service reads from the table for an index."""
     reads: list[int] = []
     original = service.repo.index_page
@@ -85,12 +88,12 @@ def counted(service: PropertyService, monkeypatch: pytest.MonkeyPatch) -> list[i
     return reads
 
 
-async def ready(service: PropertyService) -> SearchIndex:
+async def ready(service: SearchService) -> SearchIndex:
     """Ask until the service's index answers for the current data version."""
     for _ in range(500):
         if await service.index_status() == "ok":
-            assert service._index is not None
-            return service._index
+            assert service.indexes._index is not None
+            return service.indexes._index
         await asyncio.sleep(0.01)
     raise AssertionError("the search index was not ready within 5 s")
 
@@ -120,16 +123,17 @@ async def test_a_snapshot_from_disk_answers_what_sql_and_the_built_index_answer(
     mixed: Store, tuning: dict[str, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     for name, value in tuning.items():
-        monkeypatch.setattr(index_module, name, value)
+        monkeypatch.setattr(arrays if name in ("_FIRST_CHUNK", "_LAST_CHUNK") else index_module,
+                            name, value)  # fmt: skip
     db = await open_db(mixed)
     try:
-        repo = PropertyRepository(db)
+        repo = SearchRepository(db)
         fresh = await built(repo)
         snapshots = Snapshots(tmp_path / "index")
         snapshots.write(fresh)
         loaded = snapshots.load(fresh.namespace)
         assert loaded is not None and mapped(loaded)
-        assert loaded.size == fresh.size == await repo.count()
+        assert loaded.size == fresh.size == await repo.store.count()
         assert loaded.codes == fresh.codes and loaded.known == fresh.known
         assert loaded.nbytes == fresh.nbytes
         nonempty = 0
@@ -144,7 +148,7 @@ async def test_a_snapshot_from_disk_answers_what_sql_and_the_built_index_answer(
 
 
 async def test_an_empty_store_round_trips(empty_db: Database, tmp_path: Path) -> None:
-    fresh = await built(PropertyRepository(empty_db))
+    fresh = await built(SearchRepository(empty_db))
     snapshots = Snapshots(tmp_path)
     snapshots.write(fresh)
     loaded = snapshots.load(fresh.namespace)
@@ -158,22 +162,22 @@ async def test_a_second_worker_maps_the_snapshot_without_reading_the_table(
     folder = tmp_path / "index"
     db = await open_db(store)
     try:
-        first = PropertyService(db, snapshots=folder)
+        first = SearchService(db, snapshots=folder)
         first_reads = counted(first, monkeypatch)
         first.warm()
         await ready(first)
-        assert first_reads == [] and first.index_source == "table"  # its child read the table
-        assert mapped(first._index)  # type: ignore[arg-type]  # the builder maps it too
-        namespace = await first.cache_namespace()
+        assert first_reads == [] and first.indexes.source == "table"  # its child read the table
+        assert mapped(first.indexes._index)  # type: ignore[arg-type]  # the builder maps it too
+        namespace = await first.repo.cache_namespace()
         assert snapshot_folders(folder) == [Snapshots(folder).path(namespace).name]
 
-        second = PropertyService(db, snapshots=folder)
+        second = SearchService(db, snapshots=folder)
         second_reads = counted(second, monkeypatch)
         second.warm()
         index = await ready(second)
-        assert second_reads == [] and second.index_source == "snapshot"
+        assert second_reads == [] and second.indexes.source == "snapshot"
         assert mapped(index)
-        assert await second.search(*QUERY) == await first.search(*QUERY)
+        assert await second.search(SearchQuery(*QUERY)) == await first.search(SearchQuery(*QUERY))
         await first.close()
         await second.close()
     finally:
@@ -193,7 +197,7 @@ async def test_a_second_app_on_the_store_starts_from_the_snapshot(fresh_store: S
             await index_ready(client)
             answer = await client.get("/v1/properties?state=IA&sort=listPrice", headers=headers)
             answers.append(answer.json())
-            sources.append(app.state.services.properties.index_source)
+            sources.append(app.state.services.search.indexes.source)
     assert sources == ["table", "snapshot"]
     assert answers[0] == answers[1]
     assert len(snapshot_folders(fresh_store.index_dir)) == 1
@@ -250,22 +254,22 @@ async def test_a_damaged_snapshot_is_rebuilt_never_served(
     folder = tmp_path / "index"
     db = await open_db(store)
     try:
-        first = PropertyService(db, snapshots=folder)
+        first = SearchService(db, snapshots=folder)
         first.warm()
-        expected = await first.search(*QUERY)
+        expected = await first.search(SearchQuery(*QUERY))
         await ready(first)
-        namespace = await first.cache_namespace()
+        namespace = await first.repo.cache_namespace()
         path = Snapshots(folder).path(namespace)
         damage(path)
         assert Snapshots(folder).load(namespace) is None  # never served
 
-        second = PropertyService(db, snapshots=folder)
+        second = SearchService(db, snapshots=folder)
         reads = counted(second, monkeypatch)
         second.warm()
-        assert await second.search(*QUERY) == expected  # from SQL while it rebuilds
+        assert await second.search(SearchQuery(*QUERY)) == expected  # from SQL while it rebuilds
         index = await ready(second)
-        assert reads == [] and second.index_source == "table" and mapped(index)  # a child's
-        assert await second.search(*QUERY) == expected
+        assert reads == [] and second.indexes.source == "table" and mapped(index)  # a child's
+        assert await second.search(SearchQuery(*QUERY)) == expected
         assert Snapshots(folder).load(namespace) is not None  # written again, whole
         assert snapshot_folders(folder) == [path.name]  # no temporary or set-aside folder
     finally:
@@ -280,7 +284,7 @@ async def test_a_write_that_dies_midway_leaves_nothing_that_looks_complete(
     folder = tmp_path / "index"
     db = await open_db(store)
     try:
-        index = await built(PropertyRepository(db))
+        index = await built(SearchRepository(db))
         snapshots = Snapshots(folder)
         real = np.lib.format.write_array
         written: list[int] = []
@@ -319,19 +323,21 @@ async def test_workers_wait_for_the_builder_and_take_over_if_it_dies(
     folder = tmp_path / "index"
     db = await open_db(store)
     try:
-        service = PropertyService(db, snapshots=folder)
-        namespace = await service.cache_namespace()
+        service = SearchService(db, snapshots=folder)
+        namespace = await service.repo.cache_namespace()
         holder = Snapshots(folder).lock(namespace)
         assert holder.acquire()
         reads = counted(service, monkeypatch)
-        expected = await service.search(*QUERY)  # SQL, and starts waiting for the snapshot
+        expected = await service.search(
+            SearchQuery(*QUERY)
+        )  # SQL, and starts waiting for the snapshot
         await asyncio.sleep(0.2)
         assert reads == [] and await service.index_status() == "building"
-        assert await service.search(*QUERY) == expected
+        assert await service.search(SearchQuery(*QUERY)) == expected
         holder.release()  # as when its process exits
         assert mapped(await ready(service))
-        assert reads == [] and service.index_source == "table"  # built by its child
-        assert await service.search(*QUERY) == expected
+        assert reads == [] and service.indexes.source == "table"  # built by its child
+        assert await service.search(SearchQuery(*QUERY)) == expected
     finally:
         await db.close()
 
@@ -350,7 +356,7 @@ async def test_a_load_makes_a_new_snapshot_and_old_ones_go(
 ) -> None:
     """Superseded snapshots stay for cursor walks while recent (KEEP_OLDER at most), the
     newest older one always (workers may still map it)."""
-    from propdata.properties import snapshot as snapshot_module
+    from propdata.search import snapshot as snapshot_module
 
     monkeypatch.setattr(snapshot_module, "KEEP_OLDER", 2)
     if not recent:
@@ -359,21 +365,23 @@ async def test_a_load_makes_a_new_snapshot_and_old_ones_go(
     folder = tmp_path / "index"
     db = await open_db(fresh_store)
     try:
-        service = PropertyService(db, snapshots=folder)
+        service = SearchService(db, snapshots=folder)
         service.warm()
         await ready(service)
         snapshots = Snapshots(folder)
-        versions = [snapshots.path(await service.cache_namespace()).name]
+        versions = [snapshots.path(await service.repo.cache_namespace()).name]
         for n in range(3):
             await _load_one(fresh_store, f"zz-new-{n}", 1 + n)
-            namespace = await service.cache_namespace()
+            namespace = await service.repo.cache_namespace()
             versions.append(snapshots.path(namespace).name)
             assert versions[-1] != versions[-2]  # a load bumps the data version
-            answer = await service.search(SearchFilters(state="IA"), "listPrice", "asc", 1, 0)
+            answer = await service.search(
+                SearchQuery(SearchFilters(state="IA"), "listPrice", "asc", 1, 0)
+            )
             assert answer.data[0].id == "zz-new-0"  # exact while it rebuilds (SQL)
             index = await ready(service)
             assert index.namespace == namespace and index.size == 43 + n
-            assert await service.search(SearchFilters(state="IA"), "listPrice", "asc", 1, 0) \
+            assert await service.search(SearchQuery(SearchFilters(state="IA"), "listPrice", "asc", 1, 0)) \
                 == answer  # fmt: skip
             # The one in use, the one before it, and (recent) one more.
             assert snapshot_folders(folder) == sorted(versions[-kept:])
@@ -388,7 +396,7 @@ async def test_another_stores_snapshots_are_left_alone(store: Store, tmp_path: P
     folder = tmp_path / "index"
     db = await open_db(store)
     try:
-        index = await built(PropertyRepository(db))
+        index = await built(SearchRepository(db))
         snapshots = Snapshots(folder)
         snapshots.write(index)
         store_id, _, version = index.namespace.rpartition(".")
@@ -405,20 +413,20 @@ CHILD = textwrap.dedent(
     import asyncio, json, sys, time
     from pathlib import Path
     from propdata.kit.db import connect
-    from propdata.properties.service import PropertyService
+    from propdata.search.service import SearchService
 
     async def main(url: str, folder: str, go: str) -> None:
         db = await connect(url)
-        service = PropertyService(db, snapshots=Path(folder))
+        service = SearchService(db, snapshots=Path(folder))
         builds = []
-        original = service._build_apart
+        original = service.indexes._build_apart
 
         async def build_apart(*args):
             builds.append(1)
             await asyncio.sleep(0.3)  # a build that takes a while
             return await original(*args)
 
-        service._build_apart = build_apart
+        service.indexes._build_apart = build_apart
         print("ready", flush=True)
         while not Path(go).exists():
             time.sleep(0.005)
@@ -427,8 +435,8 @@ CHILD = textwrap.dedent(
             if await service.index_status() == "ok":
                 break
             await asyncio.sleep(0.01)
-        index = service._index
-        print(json.dumps({"builds": len(builds), "source": service.index_source,
+        index = service.indexes._index
+        print(json.dumps({"builds": len(builds), "source": service.indexes.source,
                           "namespace": index.namespace, "size": index.size}), flush=True)
         await service.close()
         await db.close()
@@ -482,10 +490,10 @@ async def test_a_folder_that_cannot_be_written_leaves_a_private_index(
     blocked.write_text("not a folder")
     db = await open_db(store)
     try:
-        service = PropertyService(db, snapshots=blocked / "index")
+        service = SearchService(db, snapshots=blocked / "index")
         service.warm()
         index = await ready(service)
-        assert service.index_source == "table" and not mapped(index)
+        assert service.indexes.source == "table" and not mapped(index)
         assert index.size == 42
     finally:
         await db.close()

@@ -17,11 +17,14 @@ from propdata.app import HeadAsGet, create_app
 from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
-from propdata.properties import index as index_module
-from propdata.properties.cursor import Cursor
-from propdata.properties.index import INDEX_COLUMNS, IndexBuilder, IndexPage, SearchIndex
-from propdata.properties.repository import SORT_COLUMNS, PropertyRepository, SearchFilters
-from propdata.properties.service import PropertyService
+from propdata.search import arrays
+from propdata.search import index as index_module
+from propdata.search.cursor import Cursor
+from propdata.search.filters import SORT_COLUMNS, SearchFilters
+from propdata.search.index import INDEX_COLUMNS, IndexBuilder, IndexPage, SearchIndex
+from propdata.search.query import SearchQuery
+from propdata.search.repository import SearchRepository
+from propdata.search.service import SearchService
 from tests.conftest import Store, build_store, create_key, drop_store, new_store, open_db
 from tests.factories import AS_OF, record
 
@@ -50,7 +53,7 @@ async def index_ready(client: AsyncTestClient[Any]) -> None:
     raise AssertionError("the search index was not built within 5 s")
 
 
-async def built(repo: PropertyRepository, page: int = 700) -> SearchIndex:
+async def built(repo: SearchRepository, page: int = 700) -> SearchIndex:
     builder = IndexBuilder(await repo.cache_namespace())
     while True:
         rows = await repo.index_page(INDEX_COLUMNS, builder.last_id, page)
@@ -137,11 +140,11 @@ async def sql_page(
 ) -> tuple[int, list[str], list[float] | None, Any]:
     """What the SQL path answers: (total, ids, exact distances, the last row's sort value);
     `after` is a cursor's (value, distance, id)."""
-    service = PropertyService(db, search_index=False)
+    service = SearchService(db, search_index=False)
     repo = service.repo
     walk = None if after is None else Cursor(0, "", 0, after[0], after[1], after[2])
     if f.near is not None:
-        total, found = await service._near(f, sort, order, limit, offset, walk)
+        total, found = await service.sql.near(f, sort, order, limit, offset, walk)
         rows = [row for row, _ in found]
         distances: list[float] | None = [d for _, d in found]
     else:
@@ -196,12 +199,13 @@ async def test_index_answers_what_sql_answers(
     mixed: Store, tuning: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name, value in tuning.items():
-        monkeypatch.setattr(index_module, name, value)
+        monkeypatch.setattr(arrays if name in ("_FIRST_CHUNK", "_LAST_CHUNK") else index_module,
+                            name, value)  # fmt: skip
     db = await open_db(mixed)
     try:
-        repo = PropertyRepository(db)
+        repo = SearchRepository(db)
         index = await built(repo)
-        assert index.size == await repo.count()
+        assert index.size == await repo.store.count()
         nonempty = geo = 0
         for f, sort, order, limit, offset in searches(await places(db), 250):
             found = await compare(index, db, f, sort, order, limit, offset)
@@ -278,7 +282,7 @@ async def test_search_uses_the_index_once_built_and_follows_a_load(
                 "/v1/properties?state=IA&sort=listPrice&order=asc&limit=1", headers=headers
             )
             assert after.json() == during.json()
-            index = services.properties._index
+            index = services.search.indexes._index
             assert index is not None
             assert index.size == 43  # built again, with the loaded record
             assert (await client.get("/health")).json()["checks"]["searchIndex"] == "ok"
@@ -291,8 +295,8 @@ async def test_a_failing_build_is_retried_later_and_searches_go_on(
 ) -> None:
     """A build that fails is not started again by every search (each try reads the whole
     table), and searches keep answering from SQL meanwhile."""
-    from propdata.properties import service as service_module
-    from propdata.properties.service import PropertyService
+    from propdata.search import keeper as service_module
+    from propdata.search.service import SearchService
 
     tries: list[int] = []
 
@@ -303,17 +307,17 @@ async def test_a_failing_build_is_retried_later_and_searches_go_on(
     monkeypatch.setattr(IndexBuilder, "add", broken)
     db = await open_db(store)
     try:
-        properties = PropertyService(db)
+        properties = SearchService(db)
         query = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
-        expected = await properties.search(*query)  # starts the first build
-        assert properties._building is not None
-        await properties._building
+        expected = await properties.search(SearchQuery(*query))  # starts the first build
+        assert properties.indexes._building is not None
+        await properties.indexes._building
         for _ in range(3):
-            assert await properties.search(*query) == expected
+            assert await properties.search(SearchQuery(*query)) == expected
         assert len(tries) == 1 and await properties.index_status() == "building"
         monkeypatch.setattr(service_module, "INDEX_RETRY", 0)
-        await properties.search(*query)
-        await properties._building
+        await properties.search(SearchQuery(*query))
+        await properties.indexes._building
         assert len(tries) == 2
     finally:
         await db.close()
@@ -324,23 +328,26 @@ async def test_deep_pages_wait_for_the_index_while_it_builds(store: Store) -> No
     that many rows (seconds at a million), so such pages get a 503 with Retry-After until
     the index is ready. With the index turned off by the operator, SQL answers them all."""
     from propdata.errors import ServiceUnavailable
-    from propdata.properties.service import SQL_OFFSET_CAP, PropertyService
+    from propdata.search.engines import SQL_OFFSET_CAP
+    from propdata.search.service import SearchService
 
     deep = (SearchFilters(), "lastUpdated", "desc", 5, SQL_OFFSET_CAP + 1)
     db = await open_db(store)
     try:
-        building = PropertyService(db)
+        building = SearchService(db)
         with pytest.raises(ServiceUnavailable) as refused:
-            await building.search(*deep)  # the first search starts the build
+            await building.search(SearchQuery(*deep))  # the first search starts the build
         assert refused.value.headers["Retry-After"] == "5"
-        shallow = await building.search(SearchFilters(), "lastUpdated", "desc", 5, SQL_OFFSET_CAP)
+        shallow = await building.search(
+            SearchQuery(SearchFilters(), "lastUpdated", "desc", 5, SQL_OFFSET_CAP)
+        )
         assert shallow.meta.offset == SQL_OFFSET_CAP  # up to the cap, SQL answers
-        assert building._building is not None
-        await building._building
-        assert (await building.search(*deep)).data == []  # past the end: an empty page
+        assert building.indexes._building is not None
+        await building.indexes._building
+        assert (await building.search(SearchQuery(*deep))).data == []  # past the end: an empty page
         await building.close()
-        off = PropertyService(db, search_index=False)
-        assert (await off.search(*deep)).meta.total == 42
+        off = SearchService(db, search_index=False)
+        assert (await off.search(SearchQuery(*deep))).meta.total == 42
     finally:
         await db.close()
 
@@ -349,13 +356,9 @@ def test_a_point_s_cell_is_the_same_in_numpy_and_in_plain_floats() -> None:
     """A box's corners are placed in plain floats, the rows in numpy: one grid for both."""
     rng = random.Random(2)
     points = [(rng.uniform(-90, 90), rng.uniform(-180, 180)) for _ in range(20_000)]
-    points += [
-        (k * index_module.GEO_CELL - 90, k * index_module.GEO_CELL - 180) for k in range(721)
-    ]
+    points += [(k * arrays.GEO_CELL - 90, k * arrays.GEO_CELL - 180) for k in range(721)]
     points += [(-90.0, -180.0), (90.0, 180.0), (89.9999999, 179.9999999)]
-    cells = index_module.geo_cells(
-        np.array([p[0] for p in points]), np.array([p[1] for p in points])
-    )
-    columns = int(360 / index_module.GEO_CELL)
+    cells = arrays.geo_cells(np.array([p[0] for p in points]), np.array([p[1] for p in points]))
+    columns = int(360 / arrays.GEO_CELL)
     for (lat, lon), cell in zip(points, cells.tolist(), strict=True):
-        assert index_module._cell(lat, lon) == (cell // columns, cell % columns), (lat, lon)
+        assert arrays.cell(lat, lon) == (cell // columns, cell % columns), (lat, lon)

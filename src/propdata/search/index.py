@@ -5,7 +5,7 @@ on a column without an index makes SQLite (or PostgreSQL) visit every row: about
 1,000,000 properties. The same filters over columns in memory take a few milliseconds, and a
 page of any depth comes from walking a presorted order of the rows.
 
-The index answers exactly what `PropertyRepository.search_page` and `count_matches` answer
+The index answers exactly what `SearchRepository.search_page` and `count_matches` answer
 (the tests compare both on generated searches): the same filters with SQL's NULL semantics
 (NaN compares false), nulls last in both orders, ties broken by id in the sort's direction.
 Rows are kept in id order (byte order, as SQLite's BINARY and PostgreSQL's C collation), so
@@ -26,31 +26,44 @@ from __future__ import annotations
 import logging
 import math
 import operator
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
-from propdata.kit.geodesy import around, miles
-from propdata.properties import items as search_items
-from propdata.properties.items import ItemFile
-from propdata.properties.repository import SORT_COLUMNS, SearchFilters, SearchRow
+from propdata.kit.geodesy import miles
+from propdata.search import items as search_items
+from propdata.search.arrays import (
+    GEO_COLUMNS,
+    BoolArray,
+    Group,
+    cell,
+    geo_cells,
+    group,
+    nearest,
+    test,
+    walk,
+)
+from propdata.search.filters import (
+    CATEGORICAL,
+    FILTERS,
+    NUMERIC,
+    SORT_COLUMNS,
+    SearchFilters,
+    Test,
+    box,
+)
+from propdata.search.items import ItemFile
+from propdata.search.repository import SearchRow
 
 log = logging.getLogger("propdata")
 
-IntArray = npt.NDArray[np.int64] | npt.NDArray[np.int32]
-BoolArray = npt.NDArray[np.bool_]
-
-CATEGORICAL = ("zip_code", "city_key", "state", "status", "property_type")
 GROUPED = ("zip_code", "city_key", "state")
 """Categories with many values, kept also as the positions of each value's rows: an equality
 filter on one of them reads its rows' slice instead of comparing every row (at 1,000,000
 properties a ZIP code's 150 rows against a pass over the whole column and then its mask)."""
-NUMERIC = ("list_price", "bedrooms", "bathrooms", "living_area", "year_built", "days_on_market")
 INDEX_COLUMNS = ("id", *CATEGORICAL, *NUMERIC, "last_updated", "latitude", "longitude")
 """What the repository reads for the index, in this order, ordered by id."""
 ITEM_COLUMNS = tuple(name for name in SearchRow._fields if name not in INDEX_COLUMNS)
@@ -59,24 +72,17 @@ _PICK = operator.itemgetter(*((INDEX_COLUMNS + ITEM_COLUMNS).index(f) for f in S
 _UPDATED = INDEX_COLUMNS.index("last_updated")
 _LATITUDE = INDEX_COLUMNS.index("latitude")
 _LONGITUDE = INDEX_COLUMNS.index("longitude")
-GEO_CELL = 0.25
-"""Degrees of a grid cell: a 25-mile radius reads about five rows of cells."""
-_GEO_COLUMNS = int(360 / GEO_CELL)
-_GEO_ROWS = int(180 / GEO_CELL)
-
 _SELECTIVE = 16
 """Below 1/16 of the rows, filters go on over the matching positions instead of whole columns."""
 _SORT_DIRECTLY = 20_000
 """Up to this many matches, sort them; above, walk the presorted order of the column."""
-_FIRST_CHUNK = 4_096
-_LAST_CHUNK = 262_144
 
 
 @dataclass
 class IndexBuilder:
     """Collects pages of `INDEX_COLUMNS` rows (in id order) and makes the index; with
     `items`, rows of `INDEX_COLUMNS + ITEM_COLUMNS`, whose encoded search items it appends
-    to that file (a snapshot's, `properties.items`)."""
+    to that file (a snapshot's, `search.items`)."""
 
     namespace: str
     items: BinaryIO | None = None
@@ -191,65 +197,6 @@ class IndexBuilder:
         )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Group:
-    """The positions of one GROUPED category's rows by code (see `group`): in memory for an
-    index built here, read with pread from its file for one loaded from a snapshot. A
-    search reads one code's slice once; mapped, every slice a worker ever read would stay
-    in its resident memory (the three groups are 12 MB at 1,000,000 properties)."""
-
-    rows: npt.NDArray[np.int32] | None
-    path: Path | None = None
-    start: int = 0
-    """Where the positions begin in `path` (after the .npy header), in bytes."""
-    size: int = 0
-
-    def between(self, first: int, end: int) -> npt.NDArray[np.int32]:
-        """Positions `first` to `end` (one code's rows)."""
-        if self.rows is not None:
-            return self.rows[first:end]
-        assert self.path is not None
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            raw = os.pread(fd, (end - first) * 4, self.start + first * 4)
-        finally:
-            os.close(fd)
-        return np.frombuffer(raw, "<i4")
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * 4 if self.rows is None else self.rows.nbytes
-
-
-def group(
-    codes: npt.NDArray[Any], distinct: int
-) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
-    """The positions of the rows by code, ascending within a code, and where each code's
-    slice starts (`distinct + 1` entries: code c's rows are `rows[starts[c]:starts[c + 1]]`)."""
-    rows = np.argsort(codes, kind="stable").astype(np.int32)
-    starts = np.zeros(distinct + 1, np.int64)
-    np.cumsum(np.bincount(codes, minlength=distinct), out=starts[1:])
-    return rows, starts
-
-
-def geo_cells(
-    lats: npt.NDArray[np.float64], lons: npt.NDArray[np.float64]
-) -> npt.NDArray[np.int32]:
-    """The grid cell of each point: row (latitude) by row, columns by longitude."""
-    rows = np.clip(np.floor((lats + 90.0) / GEO_CELL), 0, _GEO_ROWS - 1).astype(np.int32)
-    columns = np.clip(np.floor((lons + 180.0) / GEO_CELL), 0, _GEO_COLUMNS - 1).astype(np.int32)
-    result: npt.NDArray[np.int32] = rows * np.int32(_GEO_COLUMNS) + columns
-    return result
-
-
-def _cell(lat: float, lon: float) -> tuple[int, int]:
-    """`geo_cells` of one point as (row, column), in plain floats: the same float64
-    arithmetic, without numpy's cost on one-element arrays."""
-    row = min(max(math.floor((lat + 90.0) / GEO_CELL), 0), _GEO_ROWS - 1)
-    column = min(max(math.floor((lon + 180.0) / GEO_CELL), 0), _GEO_COLUMNS - 1)
-    return row, column
-
-
 @dataclass(frozen=True, slots=True)
 class IndexPage:
     """One page the index found: the exact total, the ids in order, and for a radius
@@ -285,41 +232,13 @@ def _narrow(codes: npt.NDArray[np.int32], distinct: int) -> npt.NDArray[Any]:
 
 def _compact(values: npt.NDArray[np.float64]) -> npt.NDArray[Any]:
     """float32 when every value survives it exactly (half the memory), else float64;
-    comparisons stay exact through `_at_least`/`_at_most`. Not float16: numpy compares it in
+    comparisons stay exact through `arrays.at_least`/`at_most`. Not float16: numpy compares it in
     software, and range filters took 10 times as long."""
     with np.errstate(over="ignore"):
         small = values.astype(np.float32)
     if np.array_equal(small.astype(np.float64), values, equal_nan=True):
         return small
     return values
-
-
-def _bound(kind: Any, value: float) -> Any:
-    """`value` in the column's float type, or an infinity beyond its range (no warning)."""
-    largest = float(np.finfo(kind).max)
-    if abs(value) > largest:
-        return kind(np.inf if value > 0 else -np.inf)
-    return kind(value)
-
-
-def _at_least(column: npt.NDArray[Any], value: float, out: BoolArray | None = None) -> BoolArray:
-    """`column >= value` exactly, also when the column is float16/32 and the value is not
-    representable in it: the bound becomes the smallest value of the type not below it."""
-    kind = column.dtype.type
-    bound = _bound(kind, value)
-    if float(bound) < value:
-        bound = np.nextafter(bound, kind(np.inf))
-    result: BoolArray = np.greater_equal(column, bound, out=out)
-    return result
-
-
-def _at_most(column: npt.NDArray[Any], value: float, out: BoolArray | None = None) -> BoolArray:
-    kind = column.dtype.type
-    bound = _bound(kind, value)
-    if float(bound) > value:
-        bound = np.nextafter(bound, kind(-np.inf))
-    result: BoolArray = np.less_equal(column, bound, out=out)
-    return result
 
 
 @dataclass(eq=False)
@@ -349,7 +268,7 @@ class SearchIndex:
     geo_keys: npt.NDArray[np.int32]
     """The grid cell of each of `geo_order` (ascending)."""
     item_offsets: npt.NDArray[Any] | None = None
-    """Where each row's search item starts in the snapshot's items (`properties.items`)."""
+    """Where each row's search item starts in the snapshot's items (`search.items`)."""
     items: ItemFile | None = None
     """The snapshot's search items, when it has them (a private index has none)."""
     _scratch: list[BoolArray] = field(default_factory=list, repr=False)
@@ -419,7 +338,7 @@ class SearchIndex:
         descending = order == "desc"
         if sort == "distance":
             assert positions is not None and distances is not None
-            page = _nearest(positions, distances, descending, offset, limit, last)
+            page = nearest(positions, distances, descending, offset, limit, last)
             if page is None:
                 return None
         elif positions is not None and total <= _SORT_DIRECTLY:
@@ -439,7 +358,7 @@ class SearchIndex:
             sequences = self._sequences(column, descending)
             if last is not None:
                 sequences = self._past(sequences, column, descending, last)
-            page = _walk(sequences, mask, offset, limit)
+            page = walk(sequences, mask, offset, limit)
         shown: list[float] | None = None
         if distances is not None:
             assert positions is not None
@@ -503,38 +422,33 @@ class SearchIndex:
     ) -> tuple[BoolArray | None, npt.NDArray[np.int64] | None] | None:
         """The matching rows as a mask or as sorted positions (None, None: every row);
         None when a filter's value is not in the store at all."""
-        tests: list[tuple[npt.NDArray[Any], str, Any]] = []
+        tests: list[tuple[npt.NDArray[Any], Test, Any]] = []
         narrowest: tuple[int, int, str] | None = None  # (rows, code, category) of a group
-        for name, value in (("zip_code", f.zip_code), ("city_key", f.city), ("state", f.state),
-                            ("status", f.status), ("property_type", f.property_type)):  # fmt: skip
-            if value is not None:
-                code = self.codes[name].get(value)
-                if code is None:
-                    return None
-                if name in self.groups:
-                    starts = self.group_starts[name]
-                    rows = int(starts[code + 1]) - int(starts[code])
-                    if narrowest is None or rows < narrowest[0]:
-                        if narrowest is not None:
-                            tests.append((self.cats[narrowest[2]], "eq", narrowest[1]))
-                        narrowest = (rows, code, name)
-                        continue
-                tests.append((self.cats[name], "eq", code))
-        ranges: tuple[tuple[str, str, float | None], ...] = (
-            ("list_price", "ge", f.min_price), ("list_price", "le", f.max_price),
-            ("bedrooms", "ge", f.min_beds), ("bedrooms", "le", f.max_beds),
-            ("bathrooms", "ge", f.min_baths), ("living_area", "ge", f.min_sqft),
-            ("living_area", "le", f.max_sqft), ("year_built", "ge", f.min_year_built),
-            ("days_on_market", "le", f.max_days_on_market),
-        )  # fmt: skip
-        for name, op, bound in ranges:
-            if bound is not None:
-                tests.append((self.nums[name], op, bound))
+        for flt in FILTERS:  # equality first (FILTERS' order), then the ranges
+            value = getattr(f, flt.field)
+            if value is None:
+                continue
+            name = flt.column
+            if flt.test != "eq":
+                tests.append((self.nums[name], flt.test, value))
+                continue
+            code = self.codes[name].get(value)
+            if code is None:
+                return None
+            if name in self.groups:
+                starts = self.group_starts[name]
+                rows = int(starts[code + 1]) - int(starts[code])
+                if narrowest is None or rows < narrowest[0]:
+                    if narrowest is not None:
+                        tests.append((self.cats[narrowest[2]], "eq", narrowest[1]))
+                    narrowest = (rows, code, name)
+                    continue
+            tests.append((self.cats[name], "eq", code))
         mask: BoolArray | None = None
         positions: npt.NDArray[np.int64] | None = None
-        box = f.bbox if f.near is None else around(*f.near)
-        if box is not None:
-            positions = self._in_box(*box)  # not in order yet
+        area = box(f)
+        if area is not None:
+            positions = self._in_box(*area)  # not in order yet
         if narrowest is not None:
             rows, code, name = narrowest
             if positions is None and rows * _SELECTIVE < self.size:
@@ -547,15 +461,15 @@ class SearchIndex:
         first, spare = self._masks() if tests else (None, None)
         for column, op, value in tests:
             if positions is not None:
-                positions = positions[_test(column[positions], op, value)]
+                positions = positions[test(column[positions], op, value)]
                 continue
             if mask is None:
-                mask = _test(column, op, value, out=first)
+                mask = test(column, op, value, out=first)
             else:
-                np.logical_and(mask, _test(column, op, value, out=spare), out=mask)
+                np.logical_and(mask, test(column, op, value, out=spare), out=mask)
             if np.count_nonzero(mask) * _SELECTIVE < self.size:
                 positions, mask = np.flatnonzero(mask), None
-        if box is not None and positions is not None:
+        if area is not None and positions is not None:
             positions = np.sort(positions)  # the box's rows, filtered, in position order
         return mask, positions
 
@@ -563,10 +477,10 @@ class SearchIndex:
         self, west: float, south: float, east: float, north: float
     ) -> npt.NDArray[np.int64]:
         """The positions of the rows in the box (edges included), ascending."""
-        first_row, west_column = _cell(south, west)
-        last_row, east_column = _cell(north, east)
+        first_row, west_column = cell(south, west)
+        last_row, east_column = cell(north, east)
         # In the keys' own type: another would make numpy convert every key at each call.
-        rows = np.arange(first_row, last_row + 1, dtype=self.geo_keys.dtype) * _GEO_COLUMNS
+        rows = np.arange(first_row, last_row + 1, dtype=self.geo_keys.dtype) * GEO_COLUMNS
         starts = np.searchsorted(self.geo_keys, rows + west_column, side="left")
         ends = np.searchsorted(self.geo_keys, rows + east_column, side="right")
         parts = [
@@ -609,88 +523,3 @@ class SearchIndex:
         return [
             raw[s:e].tobytes().decode() for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
         ]
-
-
-def _test(column: npt.NDArray[Any], op: str, value: Any, out: BoolArray | None = None) -> BoolArray:
-    """The rows that pass one filter, into `out` when given (a mask of the column's length)."""
-    if op == "eq":
-        result: BoolArray = np.equal(column, value, out=out)
-        return result
-    return _at_least(column, value, out) if op == "ge" else _at_most(column, value, out)
-
-
-def _chunks(sequence: npt.NDArray[np.int32]) -> Iterator[npt.NDArray[np.int32]]:
-    """Growing slices: a shallow page of a common filter reads a few thousand rows."""
-    start, size = 0, _FIRST_CHUNK
-    while start < len(sequence):
-        yield sequence[start : start + size]
-        start += size
-        size = min(size * 2, _LAST_CHUNK)
-
-
-def _walk(
-    sequences: list[npt.NDArray[np.int32]], mask: BoolArray | None, offset: int, limit: int
-) -> npt.NDArray[np.int64]:
-    """Rows `offset` to `offset + limit` of the matches, in the order of `sequences`."""
-    if mask is None:
-        pieces: list[npt.NDArray[np.int32]] = []
-        for sequence in sequences:  # no copy of whole sequences: a page is sliced out
-            if offset >= len(sequence):
-                offset -= len(sequence)
-                continue
-            pieces.append(sequence[offset : offset + limit])
-            limit -= len(pieces[-1])
-            offset = 0
-            if limit <= 0:
-                break
-        return (np.concatenate(pieces) if pieces else np.zeros(0, np.int32)).astype(np.int64)
-    found: list[npt.NDArray[np.int32]] = []
-    skip, need = offset, limit
-    for sequence in sequences:
-        for chunk in _chunks(sequence):
-            hits = chunk[mask[chunk]]
-            if skip >= len(hits):
-                skip -= len(hits)
-                continue
-            taken = hits[skip : skip + need]
-            skip = 0
-            found.append(taken)
-            need -= len(taken)
-            if need == 0:
-                return np.concatenate(found).astype(np.int64)
-    return (np.concatenate(found) if found else np.zeros(0, np.int32)).astype(np.int64)
-
-
-def _nearest(
-    positions: npt.NDArray[np.int64],
-    distances: npt.NDArray[np.float64],
-    descending: bool,
-    offset: int,
-    limit: int,
-    last: int | None,
-) -> npt.NDArray[np.int64] | None:
-    """A page of `positions` by distance, ties by position (id), in the order's direction;
-    past the row at `last` when given (None when it is not among them)."""
-    if last is not None:
-        at = np.searchsorted(positions, last)
-        if at >= len(positions) or positions[at] != last:
-            return None
-        d = distances[at]
-        if descending:
-            past = (distances < d) | ((distances == d) & (positions < last))
-        else:
-            past = (distances > d) | ((distances == d) & (positions > last))
-        positions, distances = positions[past], distances[past]
-    want = offset + limit
-    if want < len(positions) // 4:  # only the nearest (farthest) `want` need a full sort
-        if descending:
-            bound = np.partition(distances, len(distances) - want)[len(distances) - want]
-            keep = distances >= bound
-        else:
-            bound = np.partition(distances, want - 1)[want - 1]
-            keep = distances <= bound
-        positions, distances = positions[keep], distances[keep]
-    ranked = positions[np.lexsort((positions, distances))]
-    if descending:
-        ranked = ranked[::-1]
-    return ranked[offset:want]

@@ -27,8 +27,9 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from propdata.properties.repository import SearchRow
-from propdata.properties.schemas import PropertySearchItem, ShortAddress
+from propdata.properties.schemas import ShortAddress
+from propdata.search.repository import SearchRow
+from propdata.search.schemas import PropertySearchItem
 
 _TAIL = b"null}"
 """How every item encoded without a distance ends (the search item's last field)."""

@@ -17,7 +17,7 @@ from propdata.app import HeadAsGet, create_app
 from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.properties.schemas import Coordinates
-from propdata.properties.snapshot import KEEP_OLDER
+from propdata.search.snapshot import KEEP_OLDER
 from tests.conftest import (
     Store,
     build_store,
@@ -28,7 +28,7 @@ from tests.conftest import (
     settings_for,
 )
 from tests.factories import AS_OF, event, record
-from tests.properties.test_index import index_ready
+from tests.search.test_index import index_ready
 
 EDGES = {  # bbox -93.7,42.0,-93.6,42.1: its four edges and a point just outside
     "edge-w": (42.05, -93.7),
@@ -414,24 +414,25 @@ async def test_a_private_index_keeps_the_walk_s_version_over_one_load(
 ) -> None:
     """Without snapshots (each worker builds its own index) the index a load replaced is
     kept for the walks begun on it (one version)."""
-    from propdata.properties.repository import SearchFilters
-    from propdata.properties.service import PropertyService
+    from propdata.search.filters import SearchFilters
+    from propdata.search.query import SearchQuery
+    from propdata.search.service import SearchService
 
     made = await new_store(backend, tmp_path)
     await build_store(made)
     await _reprice(made, {n: 100_000 + 1_000 * n for n in range(40)}, "2026-02-01")
     db = await open_db(made)
     try:
-        service = PropertyService(db, snapshots=None)
+        service = SearchService(db, snapshots=None)
         service.warm()
-        assert service._building is not None
-        await service._building
+        assert service.indexes._building is not None
+        await service.indexes._building
         query = (SearchFilters(zip_code="50014"), "listPrice", "asc", 10, 0)
-        first = await service.search(*query)
+        first = await service.search(SearchQuery(*query))
         expected = [f"w-{n:03d}" for n in range(40)]
         assert [i.id for i in first.data] == expected[:10]
         await _reprice(made, {10: 1, 11: 2, 3: 999_999}, "2026-03-01")  # across the boundary
-        second = await service.search(*query, cursor=first.meta.next_cursor)
+        second = await service.search(SearchQuery(*query, cursor=first.meta.next_cursor))
         assert [i.id for i in second.data] == expected[10:20]
         assert second.data[0].list_price == 1  # today's record, in the walk's place
         await service.close()

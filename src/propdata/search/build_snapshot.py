@@ -1,6 +1,6 @@
 """Build one data version's search index snapshot in a process of its own.
 
-    python -m propdata.properties.build_snapshot NAMESPACE DRAFT PARENT_PID
+    python -m propdata.search.build_snapshot NAMESPACE DRAFT PARENT_PID
     (the store's address in the environment: PROPDATA_DATABASE_URL)
 
 Why: the worker that built a snapshot in its own process (the whole `properties` table read
@@ -12,7 +12,7 @@ loop over a million rows between requests. Built here, all of it goes when this 
 exits; the worker maps the snapshot as every other worker does (docs/performance.md, "Issue
 13: the snapshot built in a child process").
 
-How (`PropertyService._build_apart` starts it):
+How (`IndexKeeper._build_apart` starts it):
 
 - The worker that holds the version's lock (`Snapshots.lock`) makes the draft folder
   (`Snapshots.draft`) and starts this module with `asyncio.create_subprocess_exec`: a new
@@ -47,9 +47,9 @@ from pathlib import Path
 
 from propdata.config import ENV, load_settings
 from propdata.kit.db import connect
-from propdata.properties.index import INDEX_COLUMNS, ITEM_COLUMNS, IndexBuilder
-from propdata.properties.repository import PropertyRepository
-from propdata.properties.snapshot import ITEMS, Snapshots
+from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, IndexBuilder
+from propdata.search.repository import SearchRepository
+from propdata.search.snapshot import ITEMS, Snapshots
 
 MOVED = 3
 """Exit status: the data version moved during the build; nothing was written."""
@@ -64,7 +64,7 @@ log = logging.getLogger("propdata")
 
 
 async def read_rows(
-    repo: PropertyRepository,
+    repo: SearchRepository,
     builder: IndexBuilder,
     page: int,
     between: Callable[[], Awaitable[None]],
@@ -100,7 +100,7 @@ async def build(store: str, namespace: str, draft: Path, parent: int) -> int:
     try:
         with (draft / ITEMS).open("wb") as items:
             builder = IndexBuilder(namespace, items)
-            if not await read_rows(PropertyRepository(db), builder, PAGE, between):
+            if not await read_rows(SearchRepository(db), builder, PAGE, between):
                 return MOVED
             index = builder.finish()
         snapshots.write(index, draft)

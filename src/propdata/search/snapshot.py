@@ -6,7 +6,7 @@ the index's arrays in files; every worker of a host maps the same files read-onl
 kernel keeps one copy of their pages in its page cache for all of them, and a worker that
 starts finds its index in milliseconds. Two parts are read with pread instead of mapped, so
 that what a worker reads of them never stays in its resident memory: the search items
-(`items.bin`, 333 MB at 1,000,000 properties) and the groups (`index.Group`).
+(`items.bin`, 333 MB at 1,000,000 properties) and the groups (`arrays.Group`).
 
 Layout, in one folder per host (`Settings.index_path`):
 
@@ -24,7 +24,7 @@ The manifest names every file with its dtype, shape, length and CRC-32, and a sn
 disagrees with it in any way (a file missing, truncated or changed) is never served: the
 service builds it again from the table. Old versions go once a newer one is in use, but
 those superseded less than `KEEP_SECONDS` ago stay (at most `KEEP_OLDER` of them): a cursor
-walk that began on one goes on in its order (properties.service). The newest older one
+walk that began on one goes on in its order (`search.keeper`). The newest older one
 always stays, for workers still mapping it.
 """
 
@@ -46,13 +46,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from propdata.properties.index import CATEGORICAL, GROUPED, NUMERIC, Group, SearchIndex
-from propdata.properties.items import ItemFile, crc_of
-from propdata.properties.repository import SORT_COLUMNS
+from propdata.search.arrays import Group
+from propdata.search.filters import CATEGORICAL, NUMERIC, SORT_COLUMNS
+from propdata.search.index import GROUPED, SearchIndex
+from propdata.search.items import ItemFile, crc_of
 
 FORMAT = 4
 ITEMS = "items.bin"
-"""The encoded search items (`properties.items`), beside the arrays; `item_offsets.npy`
+"""The encoded search items (`search.items`), beside the arrays; `item_offsets.npy`
 says where each row's starts."""
 """Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
 MANIFEST = "index.json"
@@ -109,7 +110,7 @@ def _fsync_folder(path: Path) -> None:
 def _group(
     arrays: dict[str, npt.NDArray[Any]], starts: dict[str, tuple[Path, int]], key: str
 ) -> Group:
-    """A group read from its file with pread (its map is dropped: see `index.Group`)."""
+    """A group read from its file with pread (its map is dropped: see `arrays.Group`)."""
     rows = arrays.pop(key)
     if rows.dtype.str != "<i4":
         raise Damaged(f"{key} is {rows.dtype.str}, not <i4")

@@ -16,15 +16,17 @@ from typing import BinaryIO
 import msgspec
 import numpy as np
 
-from propdata.properties.index import INDEX_COLUMNS, ITEM_COLUMNS, IndexBuilder, SearchIndex
-from propdata.properties.items import ItemFile
-from propdata.properties.repository import PropertyRepository, SearchFilters
-from propdata.properties.schemas import EncodedSearchResponse, SearchResponse
-from propdata.properties.service import PropertyService
-from propdata.properties.snapshot import ITEMS, MANIFEST, Snapshots
+from propdata.search.filters import SearchFilters
+from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, IndexBuilder, SearchIndex
+from propdata.search.items import ItemFile
+from propdata.search.query import SearchQuery
+from propdata.search.repository import SearchRepository
+from propdata.search.schemas import EncodedSearchResponse, SearchResponse
+from propdata.search.service import SearchService
+from propdata.search.snapshot import ITEMS, MANIFEST, Snapshots
 from tests.conftest import Store, open_db
-from tests.properties.test_index import places, searches
-from tests.properties.test_index_snapshot import mixed, ready
+from tests.search.test_index import places, searches
+from tests.search.test_index_snapshot import mixed, ready
 
 __all__ = ["mixed"]  # test_index_snapshot's fixture (module scope), used here too
 
@@ -34,14 +36,14 @@ async def test_encoded_pages_are_the_bytes_of_the_store_s_rows(
 ) -> None:
     db = await open_db(mixed)
     try:
-        service = PropertyService(db, snapshots=tmp_path / "index")
+        service = SearchService(db, snapshots=tmp_path / "index")
         service.warm()
         index = await ready(service)
         assert index.items is not None and index.items.ready
         encoded = 0
         for f, sort, order, limit, offset in searches(await places(db), 250):
-            plain = await service.search(f, sort, order, limit, offset)
-            fast = await service.search(f, sort, order, limit, offset, encoded=True)
+            plain = await service.search(SearchQuery(f, sort, order, limit, offset))
+            fast = await service.search(SearchQuery(f, sort, order, limit, offset), encoded=True)
             assert isinstance(plain, SearchResponse)
             encoded += isinstance(fast, EncodedSearchResponse)
             assert msgspec.json.encode(fast) == msgspec.json.encode(plain), (f, sort, order)
@@ -50,8 +52,10 @@ async def test_encoded_pages_are_the_bytes_of_the_store_s_rows(
                 assert fast.meta.next_cursor == cursor
                 if cursor is None:
                     break
-                plain = await service.search(f, sort, order, limit, 0, cursor)
-                fast = await service.search(f, sort, order, limit, 0, cursor, encoded=True)
+                plain = await service.search(SearchQuery(f, sort, order, limit, 0, cursor))
+                fast = await service.search(
+                    SearchQuery(f, sort, order, limit, 0, cursor), encoded=True
+                )
                 assert isinstance(plain, SearchResponse)
                 assert msgspec.json.encode(fast) == msgspec.json.encode(plain)
         assert encoded == 250
@@ -63,7 +67,7 @@ async def test_a_snapshot_s_items_are_checked_before_use(mixed: Store, tmp_path:
     """Items that do not match their checksum are never served: the store answers."""
     db = await open_db(mixed)
     try:
-        repo = PropertyRepository(db)
+        repo = SearchRepository(db)
         snapshots = Snapshots(tmp_path / "index")
         draft = snapshots.draft(await repo.cache_namespace())
         with (draft / ITEMS).open("wb") as out:
@@ -95,7 +99,7 @@ def test_a_page_of_items_is_a_json_array(tmp_path: Path) -> None:
     assert file.page(np.zeros(0, np.int64), None) == b"[]"
 
 
-async def built_with_items(repo: PropertyRepository, out: BinaryIO) -> SearchIndex:
+async def built_with_items(repo: SearchRepository, out: BinaryIO) -> SearchIndex:
     builder = IndexBuilder(await repo.cache_namespace(), out)
     while True:
         rows = await repo.index_page(INDEX_COLUMNS + ITEM_COLUMNS, builder.last_id, 700)
@@ -107,15 +111,17 @@ async def built_with_items(repo: PropertyRepository, out: BinaryIO) -> SearchInd
 async def test_items_that_go_away_leave_the_store_to_answer(mixed: Store, tmp_path: Path) -> None:
     db = await open_db(mixed)
     try:
-        service = PropertyService(db, snapshots=tmp_path / "index")
+        service = SearchService(db, snapshots=tmp_path / "index")
         service.warm()
         index = await ready(service)
         assert index.items is not None and index.items.ready
         query = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
-        expected = msgspec.json.encode(await service.search(*query))
+        expected = msgspec.json.encode(await service.search(SearchQuery(*query)))
         index.items.path.unlink()
-        assert msgspec.json.encode(await service.search(*query, encoded=True)) == expected
+        assert (
+            msgspec.json.encode(await service.search(SearchQuery(*query), encoded=True)) == expected
+        )
         assert not index.items.ready
-        assert isinstance(await service.search(*query, encoded=True), SearchResponse)
+        assert isinstance(await service.search(SearchQuery(*query), encoded=True), SearchResponse)
     finally:
         await db.close()

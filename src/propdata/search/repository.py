@@ -1,0 +1,168 @@
+"""Every SQL statement of property search: pages, counts, the radius path, the index's read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from propdata.kit.db import Database, Row
+from propdata.properties.repository import PropertyRepository
+from propdata.properties.schemas import Status
+from propdata.search.filters import SORT_COLUMNS, SQL_TESTS, SearchFilters, box, given
+
+
+class SearchRow(NamedTuple):
+    """What a search item shows of a property."""
+
+    id: str
+    status: Status
+    list_price: int | None
+    street_address: str | None
+    city: str
+    state: str
+    zip_code: str
+    bedrooms: int | None
+    bathrooms: float | None
+    living_area: int | None
+    days_on_market: int | None
+    last_sale_price: int | None
+    last_sale_date: str | None
+    last_updated: str
+
+
+class NearRow(NamedTuple):
+    """What the SQL path of a radius search reads of each record in the circle's box."""
+
+    id: str
+    value: Any
+    """The sort column's value (None for sort=distance)."""
+    latitude: float
+    longitude: float
+
+
+_PAGE = f"SELECT {', '.join(SearchRow._fields)}"
+
+
+class SearchRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.store = PropertyRepository(db)
+        """The store's identity and data version (`cache_namespace`) come from there."""
+
+    async def cache_namespace(self) -> str:
+        """The store's identity and data version (`PropertyRepository.cache_namespace`)."""
+        return await self.store.cache_namespace()
+
+    async def cursor_secret(self) -> str:
+        """The key that signs this store's search cursors (seeded by `migrate`)."""
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'cursor_secret'")
+        assert row is not None, "migrate seeds the cursor secret"
+        return str(row[0])
+
+    async def search_page(
+        self,
+        filters: SearchFilters,
+        sort: str,
+        order: str,
+        limit: int,
+        offset: int,
+        after: tuple[Any, str] | None = None,
+    ) -> list[SearchRow]:
+        """One page of matches, ordered with `id` as the tie-breaker; nulls last in either order.
+
+        `NULLS LAST` (SQLite 3.30+, PostgreSQL) lets both stores read the order from the
+        (column, id) index in either direction; `column IS NULL, ...` made SQLite sort in a
+        temporary B-tree. The search index answers instead whenever it is built.
+
+        `after`: the (sort value, id) of the last row of the previous page (a cursor): the
+        page starts past it, read from the same index as the first page (a row-value range,
+        then the nulls), so a deep page costs what the first one costs; `offset` is then 0.
+        """
+        where, params = _where(filters)
+        column = SORT_COLUMNS[sort]
+        direction = "DESC" if order == "desc" else "ASC"
+        order_by = f"{column} {direction} NULLS LAST, id {direction}"
+        if column == "last_updated":  # never null
+            order_by = f"last_updated {direction}, id {direction}"
+        if after is None:
+            rows = await self.db.fetch_all(
+                f"{_PAGE} FROM properties{where} ORDER BY {order_by} LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+                slow=True,  # a national sort or a deep offset takes seconds at a million rows
+            )
+            return [SearchRow._make(row) for row in rows]
+        value, last_id = after
+        past = ">" if order == "asc" else "<"
+        glue = " AND " if where else " WHERE "
+        rows = []
+        if value is not None:
+            rows = await self.db.fetch_all(
+                f"{_PAGE} FROM properties{where}{glue}({column}, id) {past} (?, ?)"
+                f" ORDER BY {order_by} LIMIT ?",
+                [*params, value, last_id, limit],
+                slow=True,
+            )
+        if len(rows) < limit and column != "last_updated":  # then the nulls, by id
+            rows += await self.db.fetch_all(
+                f"{_PAGE} FROM properties{where}{glue}{column} IS NULL"
+                + (f" AND id {past} ?" if value is None else "")
+                + f" ORDER BY {order_by} LIMIT ?",  # not just id: PostgreSQL then sorts them
+                [*params, *([last_id] if value is None else []), limit - len(rows)],
+                slow=True,
+            )
+        return [SearchRow._make(row) for row in rows]
+
+    async def near_rows(self, filters: SearchFilters, sort: str | None) -> list[NearRow]:
+        """Every record in the box around `filters.near` that passes the other filters,
+        with its coordinates and the value of `sort`'s column (None: distance)."""
+        where, params = _where(filters)
+        column = "NULL" if sort is None else SORT_COLUMNS[sort]
+        rows = await self.db.fetch_all(
+            f"SELECT id, {column}, latitude, longitude FROM properties{where}", params, slow=True
+        )
+        return [NearRow._make(row) for row in rows]
+
+    async def search_rows(self, ids: Sequence[str]) -> list[SearchRow]:
+        """Search items of these ids, in the order given (ids no longer stored are left out)."""
+        if not ids:
+            return []
+        rows = await self.db.fetch_all(
+            f"{_PAGE} FROM properties WHERE id IN ({', '.join('?' for _ in ids)})", list(ids)
+        )
+        by_id = {row[0]: SearchRow._make(row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def index_page(self, columns: Sequence[str], after: str | None, limit: int) -> list[Row]:
+        """One page of the search index's columns, in id order, after the id `after`."""
+        select = f"SELECT {', '.join(columns)} FROM properties"
+        if after is None:
+            return await self.db.fetch_all(f"{select} ORDER BY id LIMIT ?", (limit,), slow=True)
+        return await self.db.fetch_all(
+            f"{select} WHERE id > ? ORDER BY id LIMIT ?", (after, limit), slow=True
+        )
+
+    async def release_cache(self) -> None:
+        """Free SQLite's page cache of this connection (after reading the whole table once)."""
+        if self.db.dialect == "sqlite":
+            await self.db.execute("PRAGMA shrink_memory")
+
+    async def count_matches(self, filters: SearchFilters) -> int:
+        """The exact number of matches."""
+        where, params = _where(filters)
+        row = await self.db.fetch_one(f"SELECT count(*) FROM properties{where}", params, slow=True)
+        return int(row[0]) if row else 0
+
+
+def _where(f: SearchFilters) -> tuple[str, list[Any]]:
+    """The WHERE clause of `f` and its parameters, made from `filters.FILTERS`."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for test, value in given(f):
+        clauses.append(f"{test.column} {SQL_TESTS[test.test]} ?")
+        params.append(value)
+    area = box(f)
+    if area is not None:  # a range of the (latitude, longitude) index, then longitude in it
+        west, south, east, north = area
+        clauses += ["latitude >= ?", "latitude <= ?", "longitude >= ?", "longitude <= ?"]
+        params += [south, north, west, east]
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
