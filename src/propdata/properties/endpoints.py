@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from litestar import Request, Response, get
@@ -11,7 +12,7 @@ from litestar.params import PathParameter, QueryParameter
 from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.fields import answer, parameter, select
-from propdata.api.openapi import ANSWER_HEADERS, errors
+from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
 from propdata.api.params import (
     CITY,
     DECIMAL,
@@ -27,7 +28,7 @@ from propdata.api.params import (
     city_filter,
     state_code,
 )
-from propdata.errors import InvalidParameter
+from propdata.errors import AmbiguousAddress, InvalidParameter, NotFound, ServiceUnavailable
 from propdata.properties.repository import SearchFilters
 from propdata.properties.schemas import (
     PROPERTY_ID,
@@ -52,6 +53,7 @@ PropertyId = Annotated[
         pattern=PROPERTY_ID, max_length=64,
         description="Property id: 1 to 64 letters, digits, '.', '_' or '-', starting with a"
         " letter or digit",
+        examples=[Example(summary="A property of the demo data", value="ames-0001")],
     ),
 ]  # fmt: skip
 
@@ -147,8 +149,7 @@ async def search_properties(
             ge=-90,
             le=90,
             description="Latitude of a radius search's center, decimal degrees"
-            " from -90 to 90 (with longitude and radius)",
-            examples=[Example(value=42.0267)],
+            " from -90 to 90, such as 42.0267 (with longitude and radius)",
         ),
     ] = None,
     longitude: Annotated[
@@ -157,8 +158,7 @@ async def search_properties(
             ge=-180,
             le=180,
             description="Longitude of a radius search's center, decimal"
-            " degrees from -180 to 180 (with latitude and radius)",
-            examples=[Example(value=-93.6465)],
+            " degrees from -180 to 180, such as -93.6465 (with latitude and radius)",
         ),
     ] = None,
     radius: Annotated[
@@ -169,7 +169,6 @@ async def search_properties(
             description="Radius in miles, above 0 and at most 100 (with latitude"
             " and longitude): records within it, great-circle distance",
             schema_extra={"exclusiveMinimum": 0},
-            examples=[Example(value=2.5)],
         ),
     ] = None,
     bbox: Annotated[
@@ -177,8 +176,7 @@ async def search_properties(
         QueryParameter(
             max_length=200,
             pattern=BBOX_PATTERN,
-            description=BBOX,
-            examples=[Example(value="-93.70,41.98,-93.57,42.08")],
+            description=f"{BBOX}; such as -93.70,41.98,-93.57,42.08",
         ),
     ] = None,
     limit: PageLimit = None,  # declared for the reference; the size applied is paging's
@@ -244,7 +242,24 @@ async def search_properties(
 
 @get(
     "/properties/lookup",
-    responses=errors(400, 404, 409),
+    responses=errors(
+        404,
+        409,
+        examples=[
+            InvalidParameter(
+                "state",
+                "Invalid value for 'state'; expected: two-letter US state"
+                " code, any case, such as IA.",
+            ),
+            InvalidParameter("streetAddress", "The query parameter 'streetAddress' is required."),
+            NotFound("No property matches that address exactly."),
+            AmbiguousAddress(
+                "The address matches properties in several ZIP codes: 50010, 50014;"
+                " add zipCode to choose one."
+            ),
+        ],
+    ),
+    operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Look up a property by street address",
@@ -259,10 +274,11 @@ async def lookup_property(
             max_length=200,
             pattern=TEXT,
             description="Street address, with at least one letter or digit",
+            examples=[Example(value="123 Main St")],
         ),
     ],
-    city: Annotated[str, CITY],
-    state_: Annotated[str, STATE_CODE],
+    city: Annotated[str, replace(CITY, examples=[Example(value="Ames")])],
+    state_: Annotated[str, replace(STATE_CODE, examples=[Example(value="IA")])],
     zipCode: ZipQuery = None,
     fields: LookupFields = None,
 ) -> Response[LookupResponse]:
@@ -280,7 +296,18 @@ async def lookup_property(
 
 @get(
     "/properties/{id:str}",
-    responses=errors(404),
+    responses=errors(
+        404,
+        examples=[
+            InvalidParameter(
+                "id",
+                "Invalid value for 'id'; expected: property id: 1 to 64 letters,"
+                " digits, '.', '_' or '-', starting with a letter or digit.",
+            ),
+            NotFound("No property with id 'x-000'."),
+        ],
+    ),
+    operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Get a property",
@@ -296,7 +323,18 @@ async def get_property(
 
 @get(
     "/properties/{id:str}/history",
-    responses=errors(404),
+    responses=errors(
+        404,
+        examples=[
+            InvalidParameter(
+                "id",
+                "Invalid value for 'id'; expected: property id: 1 to 64 letters,"
+                " digits, '.', '_' or '-', starting with a letter or digit.",
+            ),
+            NotFound("No property with id 'x-000'."),
+        ],
+    ),
+    operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Price and tax history of a property",
@@ -310,14 +348,26 @@ async def get_property_history(
     return answer(HistoryResponse(data=await properties.history(id)), selection)
 
 
+SEARCH_ERRORS = errors(examples=[
+    InvalidParameter("limit", "'limit' must be at least 1."),
+    InvalidParameter("status", "Invalid value for 'status'; expected: one of forSale,"
+                     " recentlySold, forRent, offMarket."),
+    InvalidParameter("minPrice", "'minPrice' (500000) is greater than 'maxPrice' (100000)."),
+    InvalidParameter("bbox", "'bbox' cannot be combined with a radius search."),
+    ServiceUnavailable("Pages past offset 10,000 are served once the search index is ready (it"
+                       " is being built: seconds after a start or a data load); a cursor reaches"
+                       " any depth meanwhile."),
+])  # fmt: skip
 list_properties = get(
     "/properties", summary="Search properties", operation_id="searchProperties",
-    opt={"paged": True}, responses=errors(400), response_headers=ANSWER_HEADERS, tags=["properties"],
+    opt={"paged": True}, responses=SEARCH_ERRORS, response_headers=ANSWER_HEADERS,
+    tags=["properties"], operation_class=ApiOperation,
 )(search_properties)  # fmt: skip
 search_properties_alias = get(
     "/properties/search", summary="Search properties (same as /v1/properties)",
     operation_id="searchPropertiesAlias",
-    opt={"paged": True}, responses=errors(400), response_headers=ANSWER_HEADERS, tags=["properties"],
+    opt={"paged": True}, responses=SEARCH_ERRORS, response_headers=ANSWER_HEADERS,
+    tags=["properties"], operation_class=ApiOperation,
 )(search_properties)  # fmt: skip
 
 HANDLERS = [
