@@ -158,12 +158,29 @@ def test_calls_cover_every_operation(served: Served) -> None:
 def test_python_client_calls_every_operation(served: Served, generated: Any) -> None:
     client_module = importlib.import_module(f"{PACKAGE}.client")
 
-    def client(key: str | None = None, **options: Any) -> Any:
-        common = {"base_url": served.base, "raise_on_unexpected_status": True, **options}
-        if key is None:
-            return client_module.Client(**common)
-        return client_module.AuthenticatedClient(token=served.keys[key], **common)
+    opened: dict[str, Any] = {}
 
+    def client(key: str | None = None, **options: Any) -> Any:
+        """One client per key and options, kept open for every call that needs it."""
+        name = f"{key}:{sorted(options.items())}"
+        if name not in opened:
+            common = {"base_url": served.base, "raise_on_unexpected_status": True, **options}
+            made = (
+                client_module.Client(**common)
+                if key is None
+                else client_module.AuthenticatedClient(token=served.keys[key], **common)
+            )
+            opened[name] = made.__enter__()
+        return opened[name]
+
+    try:
+        _call_every_operation(served, client)
+    finally:
+        for made in opened.values():
+            made.__exit__(None, None, None)
+
+
+def _call_every_operation(served: Served, client: Callable[..., Any]) -> None:
     models = importlib.import_module(f"{PACKAGE}.models")
     seen: dict[str, set[int]] = {}
     for operation_id, calls in CALLS.items():
@@ -173,8 +190,7 @@ def test_python_client_calls_every_operation(served: Served, generated: Any) -> 
             key: str | None, kwargs: dict[str, Any], status: int, model: str, **options: Any
         ) -> None:
             op = operation_id  # noqa: B023
-            with client(key, **options) as via:
-                response = api.sync_detailed(client=via, **kwargs)  # noqa: B023
+            response = api.sync_detailed(client=client(key, **options), **kwargs)  # noqa: B023
             assert response.status_code == status, (op, kwargs, response.content)
             parsed = response.parsed
             assert type(parsed) is getattr(models, model), (op, status, type(parsed))
