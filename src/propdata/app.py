@@ -339,6 +339,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         exception_handlers=EXCEPTION_HANDLERS,
         before_send=[_add_headers],
         openapi_config=openapi,
+        plugins=[api_openapi.NullableChoice()],
         logging_config=None,
         debug=False,
     )

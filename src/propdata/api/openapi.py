@@ -10,8 +10,10 @@ which belongs to no operation: it is `components.responses.MethodNotAllowed`.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from litestar.datastructures import ResponseHeader
@@ -27,6 +29,7 @@ from litestar.openapi.spec import (
     Schema,
 )
 from litestar.openapi.spec.enums import OpenAPIType
+from litestar.plugins import OpenAPISchemaPlugin
 
 from propdata.api.guards import unknown_parameter
 from propdata.errors import (
@@ -41,6 +44,10 @@ from propdata.errors import (
     ServiceUnavailable,
     method_not_allowed,
 )
+
+if TYPE_CHECKING:
+    from litestar._openapi.schema_generation import SchemaCreator
+    from litestar.typing import FieldDefinition
 
 REQUEST_ID = "req_4aac3804e48847c9"
 """The request id of every example: the shape the server gives ('req_' and 16 hex digits)."""
@@ -279,3 +286,34 @@ def _headers(status: int, success: set[str], rated: bool, error: bool) -> list[s
     if status == 401:
         names.append("WWW-Authenticate")
     return names
+
+
+class NullableChoice(OpenAPISchemaPlugin):
+    """`Literal[...] | None` as `oneOf: [{type: string, enum: [...]}, {type: null}]`.
+
+    Litestar writes it `type: [null, string], enum: [..., null]`, valid JSON Schema from which
+    openapi-python-client makes three identical enum classes per field; one enum and a null
+    is what generators turn into `Enum | None`.
+    """
+
+    def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
+        return field_definition.is_optional and bool(_choices(field_definition.annotation))
+
+    def to_openapi_schema(
+        self, field_definition: FieldDefinition, schema_creator: SchemaCreator
+    ) -> Schema:
+        return Schema(
+            one_of=[
+                Schema(type=OpenAPIType.STRING, enum=_choices(field_definition.annotation)),
+                Schema(type=OpenAPIType.NULL),
+            ]
+        )
+
+
+def _choices(annotation: Any) -> list[str]:
+    """The strings of `Literal[...] | None`; [] for any other annotation."""
+    options = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    if not options or any(typing.get_origin(arg) is not typing.Literal for arg in options):
+        return []
+    values = [value for arg in options for value in typing.get_args(arg)]
+    return values if all(isinstance(value, str) for value in values) else []
