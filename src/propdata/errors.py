@@ -145,6 +145,11 @@ def method_not_allowed(method: str) -> MethodNotAllowed:
     )
 
 
+def internal_error(rid: str) -> ServiceError:
+    """The 500 of a request that failed unexpectedly: the id to quote, no stack trace."""
+    return ServiceError(f"Internal error; quote request id {rid} when reporting it.")
+
+
 class ServiceUnavailable(ServiceError):
     """The service cannot answer this now (not a store outage: those are StoreUnavailable)."""
 
@@ -326,9 +331,7 @@ def rejected_handler(request: Request[Any, Any, Any], exc: StoreRejected) -> Res
 def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     rid = request_id(request.scope)
     log.exception("unhandled error in request %s", rid, exc_info=exc)
-    return render(
-        request, 500, "internal_error", f"Internal error; quote request id {rid} when reporting it."
-    )
+    return service_error_handler(request, internal_error(rid))
 
 
 EXCEPTION_HANDLERS: dict[Any, Any] = {

@@ -42,6 +42,7 @@ from propdata.errors import (
     RevokedApiKey,
     ServiceError,
     ServiceUnavailable,
+    internal_error,
     method_not_allowed,
 )
 
@@ -109,9 +110,7 @@ _STANDARD: dict[int, list[tuple[str, _Example]]] = {
             431, "headers_too_large", "Request headers are limited to 16 KB in total.")),
     ],
     500: [
-        ("internalError", _Example(
-            500, "internal_error",
-            f"Internal error; quote request id {REQUEST_ID} when reporting it.")),
+        ("internalError", _of(internal_error(REQUEST_ID))),
     ],
     503: [
         ("storeUnreachable", _of(ServiceUnavailable(
@@ -202,7 +201,6 @@ def _refs(*names: str) -> dict[str, OpenAPIHeader | Reference]:
     return {name: Reference(ref=f"#/components/headers/{name}") for name in names}
 
 
-_METHOD_NOT_ALLOWED = method_not_allowed("POST")
 RESPONSES: dict[str, OpenAPIResponse | Reference] = {
     "MethodNotAllowed": OpenAPIResponse(
         description="Any method but GET and HEAD on an existing path, before the key is"
@@ -212,12 +210,7 @@ RESPONSES: dict[str, OpenAPIResponse | Reference] = {
             "application/json": OpenAPIMediaType(
                 schema=Reference(ref="#/components/schemas/ErrorResponse"),
                 examples={
-                    "methodNotAllowed": Example(
-                        value=_Example(
-                            _METHOD_NOT_ALLOWED.status, _METHOD_NOT_ALLOWED.code,
-                            _METHOD_NOT_ALLOWED.message,
-                        ).value()
-                    )
+                    "methodNotAllowed": Example(value=_of(method_not_allowed("POST")).value())
                 },
             )
         },
