@@ -7,14 +7,14 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import msgspec
 from litestar import Litestar, Request, Response, Router, get
 from litestar.datastructures import State
 from litestar.di import Provide
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.spec import Components, SecurityScheme
+from litestar.openapi import OpenAPIConfig, ResponseSpec
+from litestar.openapi.spec import Components, Example, SecurityScheme
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from propdata import __version__, web
@@ -22,8 +22,10 @@ from propdata.accounts import endpoints as account_endpoints
 from propdata.accounts.keys import KeyService
 from propdata.accounts.middleware import MeteringMiddleware, current_key
 from propdata.accounts.service import AccountService
+from propdata.api import openapi as api_openapi
 from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
+from propdata.api.openapi import ApiOperation, errors
 from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
 from propdata.feed import endpoints as feed_endpoints
@@ -160,13 +162,27 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
     )
 
 
+HealthStatus = Literal["ok", "degraded", "down"]
+
+
 class Health(msgspec.Struct):
-    status: str
+    status: HealthStatus
     checks: dict[str, str]
 
 
+HEALTH_DOWN = Health(status="down", checks={"database": "down: StoreUnavailable", "limiter": "ok",
+                                             "cache": "ok"})  # fmt: skip
+
+
 @get("/health", include_in_schema=True, summary="Service health", operation_id="getHealth",
-     tags=["operations"])  # fmt: skip
+     tags=["operations"], operation_class=ApiOperation,
+     responses={
+         503: ResponseSpec(Health, generate_examples=False, examples=[
+             Example(summary="down", value=msgspec.to_builtins(HEALTH_DOWN))],
+             description="Down: the database does not answer."),
+         **{status: spec for status, spec in errors(metered=False).items()
+            if status in (431, 500)},
+     })  # fmt: skip
 async def health(services: Injected[Services]) -> Response[Health]:
     """Report whether the stores answer: ok, degraded or down (no key, never counted)."""
     checks: dict[str, str] = {}
@@ -188,7 +204,7 @@ async def health(services: Injected[Services]) -> Response[Health]:
         checks["cache"] = "ok" if services.cache.status() == "ok" else unreachable
     except Exception as exc:
         checks["cache"] = f"degraded: {type(exc).__name__}"
-    status = "down" if checks["database"] != "ok" else "ok"
+    status: HealthStatus = "down" if checks["database"] != "ok" else "ok"
     if status == "ok" and any(v != "ok" for v in checks.values()):
         status = "degraded"
     # Informational: while the index builds (at start, after a load) searches are exact but
@@ -285,12 +301,16 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         version=__version__,
         description=(
             "United States property records and ZIP-level market statistics. Every /v1 request"
-            " carries `Authorization: Bearer <API_KEY>`. See docs/api.md for the full reference."
+            " carries `Authorization: Bearer <API_KEY>`. Every error answer is one shape,"
+            " `ErrorResponse`; each operation lists the statuses it can answer, and any method"
+            " but GET and HEAD answers 405 (`MethodNotAllowed` under components.responses)."
         ),
         path="/docs",
         render_plugins=[DocsPage()],
         components=Components(
-            security_schemes={"bearerAuth": SecurityScheme(type="http", scheme="bearer")}
+            security_schemes={"bearerAuth": SecurityScheme(type="http", scheme="bearer")},
+            headers=api_openapi.HEADERS,
+            responses=api_openapi.RESPONSES,
         ),
         use_handler_docstrings=True,
         create_examples=False,
@@ -323,6 +343,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         exception_handlers=EXCEPTION_HANDLERS,
         before_send=[_add_headers],
         openapi_config=openapi,
+        plugins=[api_openapi.NullableChoice()],
         logging_config=None,
         debug=False,
     )

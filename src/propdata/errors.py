@@ -6,6 +6,7 @@ import logging
 import math
 import re
 import time
+import typing
 from typing import Any
 
 import msgspec
@@ -31,6 +32,7 @@ class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: int
     requestId: str
     parameter: str | None = None
+    """400 only: the offending parameter's name (absent, never null, on every other answer)."""
 
 
 class ErrorResponse(msgspec.Struct):
@@ -132,6 +134,22 @@ class TooManyAttempts(ServiceError):
         super().__init__(message, headers={"Retry-After": str(retry_after)})
 
 
+class MethodNotAllowed(ServiceError):
+    status, code = 405, "method_not_allowed"
+
+
+def method_not_allowed(method: str) -> MethodNotAllowed:
+    """The 405 every path answers to a method but GET and HEAD, naming what it takes."""
+    return MethodNotAllowed(
+        f"{method} is not allowed here; use GET.", headers={"Allow": "GET, HEAD"}
+    )
+
+
+def internal_error(rid: str) -> ServiceError:
+    """The 500 of a request that failed unexpectedly: the id to quote, no stack trace."""
+    return ServiceError(f"Internal error; quote request id {rid} when reporting it.")
+
+
 class ServiceUnavailable(ServiceError):
     """The service cannot answer this now (not a store outage: those are StoreUnavailable)."""
 
@@ -173,37 +191,84 @@ def service_error_handler(request: Request[Any, Any, Any], exc: ServiceError) ->
 
 
 def validation_handler(request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
-    """Litestar's own parameter validation, rendered in the contract's shape with `parameter`."""
-    parameter, message = "query", str(exc.detail)
+    """Litestar's own parameter validation, rendered in the contract's shape with `parameter`.
+
+    The message says what the parameter takes, from its declaration (allowed values, range,
+    length, description), never the validator's own wording.
+    """
+    parameter, said = "query", str(exc.detail)
     extra = exc.extra if isinstance(exc.extra, list) else []
     if extra and isinstance(extra[0], dict):
         # Python names that clash with reserved words end in "_" (state_); the wire name does not.
         parameter = str(extra[0].get("key") or parameter).rstrip("_")
-        detail = str(extra[0].get("message") or "")
-        message = f"Invalid value for '{parameter}': {detail}" if detail else message
-        if "regex" in detail:  # never echo a pattern: say what the parameter takes
-            expected = _description(request, parameter) or "another format"
-            message = (
-                f"Invalid value for '{parameter}'; expected: {expected[:1].lower()}{expected[1:]}."
-            )
-    missing = _MISSING.search(message)
+        said = str(extra[0].get("message") or said)
+    missing = _MISSING.search(said)
     if missing:
         parameter = missing.group(1)
         message = f"The query parameter '{parameter}' is required."
+        return render(request, 400, "invalid_parameter", message, parameter)
+    expected = _expected(request, parameter)
+    message = (
+        f"Invalid value for '{parameter}'; expected: {expected}."
+        if expected
+        else f"Invalid value for '{parameter}'."
+    )
     return render(request, 400, "invalid_parameter", message, parameter)
 
 
-def _description(request: Request[Any, Any, Any], parameter: str) -> str | None:
-    """The declared description of a handler's parameter, by its wire name."""
+def _field(request: Request[Any, Any, Any], parameter: str) -> Any:
+    """The handler's declared parameter of this wire name (a FieldDefinition), or None."""
     handler = request.scope.get("route_handler")
     if handler is None:
         return None
     for name, field in handler.parsed_fn_signature.parameters.items():
-        definition = field.kwarg_definition
-        if (getattr(definition, "name", None) or name) == parameter:
-            description = getattr(definition, "description", None)
-            return str(description) if description else None
+        if (getattr(field.kwarg_definition, "name", None) or name.rstrip("_")) == parameter:
+            return field
     return None
+
+
+def _allowed(annotation: Any) -> list[str]:
+    """The values of a Literal inside `annotation` (alone or with None); [] for none."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return [str(value) for value in typing.get_args(annotation)]
+    return [value for arg in typing.get_args(annotation) for value in _allowed(arg)]
+
+
+def _number(value: float) -> str:
+    return f"{value:,}" if abs(value) >= 100_000 else f"{value:g}"
+
+
+def _expected(request: Request[Any, Any, Any], parameter: str) -> str | None:
+    """What a parameter takes, in words: its allowed values, its range or its description."""
+    field = _field(request, parameter)
+    if field is None:
+        return None
+    allowed = _allowed(field.annotation)
+    if allowed:
+        return "one of " + ", ".join(allowed)
+    definition = field.kwarg_definition
+    kinds = set(typing.get_args(field.annotation)) or {field.annotation}
+    if kinds & {int, float}:
+        low = getattr(definition, "ge", None)
+        above = getattr(definition, "gt", None)
+        high = getattr(definition, "le", None)
+        words = "a whole number" if int in kinds else "a number"
+        if above is not None:
+            words += f" above {_number(above)}"
+        elif low is not None and high is not None:
+            return f"{words} from {_number(low)} to {_number(high)}"
+        elif low is not None:
+            words += f" of at least {_number(low)}"
+        if high is not None:
+            words += f"{' and' if above is not None else ''} at most {_number(high)}"
+        return words
+    description = str(getattr(definition, "description", None) or "")
+    # "Five-digit ZIP code" reads "five-digit ZIP code"; "ZIP code or ..." keeps its case.
+    text = description[:1].lower() + description[1:] if description[1:2].islower() else description
+    length = getattr(definition, "max_length", None)
+    if length and str(length) not in text:
+        text = f"{text} (at most {length} characters)" if text else f"at most {length} characters"
+    return text or None
 
 
 def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
@@ -211,10 +276,7 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
         return render(request, 404, "not_found", f"No resource at {request.url.path}.")
     if isinstance(exc, MethodNotAllowedException):
         method = request.scope.get("state", {}).get(ORIGINAL_METHOD) or request.method
-        return render(
-            request, 405, "method_not_allowed",
-            f"{method} is not allowed here; use GET.", headers={"Allow": "GET, HEAD"},
-        )  # fmt: skip
+        return service_error_handler(request, method_not_allowed(method))
     status = exc.status_code if exc.status_code in STATUS_CODES else 400
     return render(request, status, STATUS_CODES.get(status, "invalid_parameter"), str(exc.detail))
 
@@ -269,9 +331,7 @@ def rejected_handler(request: Request[Any, Any, Any], exc: StoreRejected) -> Res
 def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     rid = request_id(request.scope)
     log.exception("unhandled error in request %s", rid, exc_info=exc)
-    return render(
-        request, 500, "internal_error", f"Internal error; quote request id {rid} when reporting it."
-    )
+    return service_error_handler(request, internal_error(rid))
 
 
 EXCEPTION_HANDLERS: dict[Any, Any] = {

@@ -13,14 +13,15 @@ from propdata.accounts.schemas import (
     WindowUsage,
 )
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import RATE_HEADERS, errors
+from propdata.api.openapi import RATE_HEADERS, ApiOperation, errors
 from propdata.kit.limiter import Limiter
 
 
 @get(
     "/auth/status",
     opt={"metered": False},
-    responses=errors(400, metered=False),
+    responses=errors(metered=False),
+    operation_class=ApiOperation,
     response_headers=RATE_HEADERS,
     tags=["account"],
     summary="Check the key and its usage",

@@ -18,7 +18,6 @@ from typing import Any, Union
 
 import msgspec
 from litestar import Response
-from litestar.openapi.spec import Example
 from litestar.params import QueryParameter
 
 from propdata.errors import InvalidParameter
@@ -68,10 +67,9 @@ def parameter(shape: type[msgspec.Struct]) -> Any:
     one = "|".join(re.escape(name) for name in names(shape))
     return QueryParameter(
         max_length=MAX_LENGTH,
-        description="Comma-separated wire names to keep (dotted for nested ones, such as"
-        " address.zipCode); id is always kept. An unknown name is a 400.",
+        description="Comma-separated wire names to keep (dotted for nested ones), such as"
+        f" {_example(shape)}; id is always kept. An unknown name is a 400.",
         schema_extra={"pattern": f"^(?:{one})(?:,(?:{one})){{0,{MAX_NAMES - 1}}}$"},
-        examples=[Example(summary="Two fields, one nested", value=_example(shape))],
     )
 
 
@@ -97,10 +95,17 @@ def select(raw: str | None, shape: type[msgspec.Struct]) -> Tree | None:
     for name in wanted:
         if not _known(shape, name.split(".")):
             raise InvalidParameter(
-                NAME, f"'{NAME}' names an unknown field '{name[:100]}'; see docs/api.md."
+                NAME, f"'{NAME}' names an unknown field '{name[:100]}'; {_known_names(shape)}."
             )
         paths.append(name.split("."))
     return _tree(shape, paths)
+
+
+def _known_names(shape: type[msgspec.Struct]) -> str:
+    """The names `fields` takes for `shape`, in words: its fields, and how nested ones go."""
+    nested = next((name for name in names(shape) if "." in name), None)
+    dotted = f", and nested ones dotted, such as {nested}" if nested else ""
+    return f"the fields are {', '.join(_children(shape))}{dotted}"
 
 
 def _known(shape: type[msgspec.Struct], parts: list[str]) -> bool:

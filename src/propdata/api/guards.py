@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import types
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 from urllib.parse import parse_qsl, urlencode
@@ -79,6 +80,15 @@ def _shape(handler: Any) -> _Shape:
     return shape
 
 
+def unknown_parameter(name: str, allowed: Iterable[str]) -> InvalidParameter:
+    """The 400 for a query parameter the operation does not take, listing those it does."""
+    known = ", ".join(sorted(allowed)) or "none"
+    return InvalidParameter(
+        name if not _CONTROL.search(name) else "query",
+        f"Unknown query parameter '{_CONTROL.sub('?', name)}'; this operation takes: {known}.",
+    )
+
+
 async def check_request(request: Request[Any, Any, Any]) -> None:
     """400 for an unknown or repeated query parameter, a control character in any path or
     query value, or a number not written plainly; the parameter is named."""
@@ -113,11 +123,7 @@ def checked_query(scope: Any) -> list[tuple[str, str]]:
     rewritten = False
     for position, (name, value) in enumerate(pairs):
         if name not in shape.allowed or name in path_params:
-            known = ", ".join(sorted(shape.allowed - set(path_params))) or "none"
-            raise InvalidParameter(
-                name if not _CONTROL.search(name) else "query",
-                f"Unknown query parameter '{_CONTROL.sub('?', name)}'; this operation takes: {known}.",
-            )
+            raise unknown_parameter(name, shape.allowed - set(path_params))
         if name in seen:
             raise InvalidParameter(name, f"The query parameter '{name}' is given more than once.")
         seen.add(name)

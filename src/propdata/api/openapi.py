@@ -1,42 +1,159 @@
-"""OpenAPI declarations every operation shares: its error answers and the rate headers."""
+"""OpenAPI declarations every operation shares: its error answers, their examples, the headers.
+
+The document states exactly what the server sends. Each operation lists every status it can
+answer: its own (`errors(404, ...)`), and those any /v1 operation can answer (400 for an
+unknown parameter, 401, 429 when metered, 431, 500, 503). Every error answer is the one
+`ErrorResponse` shape with a real example; every response names its headers by reference to
+`components.headers` (`ApiOperation` puts them on). A method other than GET and HEAD gets 405,
+which belongs to no operation: it is `components.responses.MethodNotAllowed`.
+"""
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 from litestar.datastructures import ResponseHeader
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.openapi.spec import (
+    Example,
+    OpenAPIHeader,
+    OpenAPIMediaType,
+    OpenAPIResponse,
+    Operation,
+    Parameter,
+    Reference,
+    Schema,
+)
+from litestar.openapi.spec.enums import OpenAPIType
+from litestar.plugins import OpenAPISchemaPlugin
 
-from propdata.errors import ErrorResponse
+from propdata.api.guards import unknown_parameter
+from propdata.errors import (
+    ErrorBody,
+    ErrorResponse,
+    InvalidApiKey,
+    MissingApiKey,
+    QuotaExceeded,
+    RateLimitExceeded,
+    RevokedApiKey,
+    ServiceError,
+    ServiceUnavailable,
+    internal_error,
+    method_not_allowed,
+)
+
+if TYPE_CHECKING:
+    from litestar._openapi.schema_generation import SchemaCreator
+    from litestar.typing import FieldDefinition
+
+REQUEST_ID = "req_4aac3804e48847c9"
+"""The request id of every example: the shape the server gives ('req_' and 16 hex digits)."""
 
 _DESCRIPTIONS = {
-    400: "A parameter is malformed, out of range, unknown or missing; `parameter` names it.",
-    401: "No key, or the key is unknown, malformed or revoked.",
+    400: "A parameter is malformed, out of range, unknown, repeated or missing; `parameter`"
+    " names it.",
+    401: "No key (`missing_api_key`), or the key is unknown or malformed (`invalid_api_key`)"
+    " or revoked (`revoked_api_key`).",
     404: "Nothing matches.",
-    409: "The address matches properties in several ZIP codes.",
-    429: "Per-minute limit or daily quota exceeded; see Retry-After.",
-    503: "A backing store is unreachable.",
+    409: "The address matches several properties.",
+    429: "Per-minute limit (`rate_limit_exceeded`), daily quota (`quota_exceeded`) or the"
+    " failed-request guard exceeded; wait Retry-After seconds.",
+    431: "Request headers over 16 KB in total: refused by the server before the API reads"
+    " them, and the connection is closed.",
+    500: "Never expected: the message names the request id to quote when reporting it.",
+    503: "A backing store is unreachable, or the service is busy; retry after Retry-After seconds.",
 }
 
 
-def errors(*statuses: int, metered: bool = True) -> dict[int, ResponseSpec]:
-    """OpenAPI responses for the error statuses an operation can answer (401, 503, and 429
-    when the operation is metered)."""
-    wanted = sorted({*statuses, 401, 503, *((429,) if metered else ())})
-    specs = {
-        status: ResponseSpec(data_container=ErrorResponse, description=_DESCRIPTIONS[status])
-        for status in wanted
-    }
+@dataclass(frozen=True)
+class _Example:
+    """An error body with the status and code of its own answer."""
+
+    status: int
+    code: str
+    message: str
+    parameter: str | None = None
+
+    def value(self) -> dict[str, object]:
+        body = ErrorBody(
+            code=self.code, message=self.message, status=self.status, requestId=REQUEST_ID,
+            parameter=self.parameter,
+        )  # fmt: skip
+        return msgspec.to_builtins(ErrorResponse(error=body))  # type: ignore[no-any-return]
+
+
+def _of(error: ServiceError) -> _Example:
+    return _Example(error.status, error.code, error.message, error.parameter)
+
+
+_STANDARD: dict[int, list[tuple[str, _Example]]] = {
+    401: [
+        ("missingKey", _of(MissingApiKey())),
+        ("invalidKey", _of(InvalidApiKey())),
+        ("revokedKey", _of(RevokedApiKey())),
+    ],
+    429: [
+        ("perMinute", _of(RateLimitExceeded(
+            "Rate limit of 100 requests per minute exceeded; retry after 42 seconds."))),
+        ("daily", _of(QuotaExceeded(
+            "Daily quota of 10000 requests used up; retry after 3600 seconds."))),
+        ("failedRequests", _of(RateLimitExceeded(
+            "Too many failed requests: at most 200 answers of 400-499 in 60 seconds; retry"
+            " after 17 seconds."))),
+    ],
+    431: [
+        ("headersTooLarge", _Example(
+            431, "headers_too_large", "Request headers are limited to 16 KB in total.")),
+    ],
+    500: [
+        ("internalError", _of(internal_error(REQUEST_ID))),
+    ],
+    503: [
+        ("storeUnreachable", _of(ServiceUnavailable(
+            "A backing store is unreachable; try again shortly."))),
+        ("busy", _of(ServiceUnavailable("The service is busy; try again shortly."))),
+    ],
+}  # fmt: skip
+"""Examples of the answers any operation can give, with the messages the server writes."""
+
+
+def errors(
+    *statuses: int, metered: bool = True, examples: Iterable[ServiceError] = ()
+) -> dict[int, ResponseSpec]:
+    """OpenAPI responses for the error statuses an operation can answer: `statuses` (its
+    own: 404, 409), and those of every /v1 operation (400, 401, 431, 500, 503, and 429 and
+    304 when the operation is metered). `examples` are real answers of this operation, shown
+    beside the standard ones (a 400 for an unknown parameter is added by `ApiOperation`)."""
+    own: dict[int, list[tuple[str, _Example]]] = {}
+    for error in examples:
+        named = own.setdefault(error.status, [])
+        named.append((f"{error.code}{len(named) + 1 if named else ''}", _of(error)))
+    wanted = sorted({*statuses, 400, 401, 431, 500, 503, *((429,) if metered else ())})
+    specs: dict[int, ResponseSpec] = {}
+    for status in wanted:
+        shown = own.get(status, []) + _STANDARD.get(status, [])
+        specs[status] = ResponseSpec(
+            data_container=ErrorResponse, description=_DESCRIPTIONS[status],
+            generate_examples=False,
+            examples=[Example(summary=name, value=example.value()) for name, example in shown]
+            or None,
+        )  # fmt: skip
     if metered:
         specs[304] = ResponseSpec(
-            data_container=None,
+            data_container=None, generate_examples=False,
             description="Not Modified: If-None-Match named this answer's ETag. No body;"
             " counted like the 200 it replaces (free when that 200 is a cache hit).",
-        )
+        )  # fmt: skip
     return dict(sorted(specs.items()))
 
 
 RATE_HEADERS = [
-    ResponseHeader(name="X-Request-Id", value="req_0123456789abcdef", documentation_only=True,
-                   description="Identifier of this request."),
+    ResponseHeader(name="X-Request-Id", value=REQUEST_ID, documentation_only=True,
+                   description="Identifier of this request (also the error body's requestId)."),
     ResponseHeader(name="X-RateLimit-Limit", documentation_only=True, value="100",
                    description="Requests allowed per minute for the key's plan."),
     ResponseHeader(name="X-RateLimit-Remaining", documentation_only=True, value="99",
@@ -60,3 +177,136 @@ ANSWER_HEADERS = [
                    " If-None-Match to get 304 Not Modified while the answer is unchanged."),
 ]  # fmt: skip
 """The headers of a data answer: the rate headers and its ETag."""
+_OTHER_HEADERS = [
+    ResponseHeader(name="Retry-After", documentation_only=True, value="42",
+                   description="Seconds to wait before trying again."),
+    ResponseHeader(name="WWW-Authenticate", documentation_only=True, value="Bearer",
+                   description="How to authenticate: a Bearer key."),
+    ResponseHeader(name="Allow", documentation_only=True, value="GET, HEAD",
+                   description="The methods this path takes."),
+]  # fmt: skip
+_RATE = {header.name for header in RATE_HEADERS} - {"X-Request-Id", "X-Cache"}
+
+HEADERS: dict[str, OpenAPIHeader | Reference] = {
+    header.name: OpenAPIHeader(
+        description=header.description,
+        schema=Schema(type=OpenAPIType.STRING, examples=[header.value]),
+    )
+    for header in [*ANSWER_HEADERS, *_OTHER_HEADERS]
+}
+"""`components.headers`: every header the responses name, described once."""
+
+
+def _refs(*names: str) -> dict[str, OpenAPIHeader | Reference]:
+    return {name: Reference(ref=f"#/components/headers/{name}") for name in names}
+
+
+RESPONSES: dict[str, OpenAPIResponse | Reference] = {
+    "MethodNotAllowed": OpenAPIResponse(
+        description="Any method but GET and HEAD on an existing path, before the key is"
+        " checked (an unknown path is a 404 whatever the method).",
+        headers=_refs("Allow", "X-Request-Id"),
+        content={
+            "application/json": OpenAPIMediaType(
+                schema=Reference(ref="#/components/schemas/ErrorResponse"),
+                examples={
+                    "methodNotAllowed": Example(value=_of(method_not_allowed("POST")).value())
+                },
+            )
+        },
+    )
+}  # fmt: skip
+"""`components.responses`: the 405 every path answers to other methods."""
+
+
+@dataclass
+class ApiOperation(Operation):
+    """An operation whose responses name their headers, whose 400 shows the answer to an
+    unknown parameter, and whose security is stated even when it is none (/health)."""
+
+    def __post_init__(self) -> None:
+        if self.security is None:
+            self.security = []
+        responses = self.responses or {}
+        success = responses.get("200")
+        shown = set((success.headers or {}) if isinstance(success, OpenAPIResponse) else {})
+        rated = bool(shown & _RATE)
+        for status, response in responses.items():
+            if isinstance(response, Reference):
+                continue
+            media = (response.content or {}).get("application/json")
+            # Litestar names the schema by its module here, "ErrorResponse" in the document.
+            schema = media.schema if media is not None else None
+            error = isinstance(schema, Reference) and schema.ref.endswith("ErrorResponse")
+            response.headers = _refs(*_headers(int(status), shown, rated, error)) or None
+            if media is not None and media.examples:
+                # Keyed by their summaries, not Litestar's "errorresponse-example-N".
+                media.examples = {
+                    example.summary or key: example
+                    for key, example in media.examples.items()
+                    if isinstance(example, Example)
+                }
+            if status == "400" and media is not None:
+                self._show_unknown_parameter(media)
+
+    def _show_unknown_parameter(self, media: OpenAPIMediaType) -> None:
+        query = sorted(
+            p.name
+            for p in self.parameters or []
+            if isinstance(p, Parameter) and p.param_in == "query"
+        )
+        error = unknown_parameter("colour", query)
+        example = Example(summary="unknownParameter", value=_of(error).value())
+        media.examples = {**(media.examples or {}), "unknownParameter": example}
+
+
+def _headers(status: int, success: set[str], rated: bool, error: bool) -> list[str]:
+    """The headers of one answer (an error body or not) of an operation whose 200 carries
+    `success`."""
+    if status == 200:
+        return [h.name for h in [*ANSWER_HEADERS, *_OTHER_HEADERS] if h.name in success] or [
+            "X-Request-Id", "X-Cache",
+        ]  # fmt: skip
+    if status == 431:  # written by the server itself
+        return ["X-Request-Id"]
+    names = ["X-Request-Id", "X-Cache"]
+    if rated and status != 401:  # no key, no windows to describe
+        names += [h.name for h in RATE_HEADERS if h.name in _RATE]
+    if status == 304:
+        names.append("ETag")
+    if status in (429, 503) and error:
+        names.append("Retry-After")
+    if status == 401:
+        names.append("WWW-Authenticate")
+    return names
+
+
+class NullableChoice(OpenAPISchemaPlugin):
+    """`Literal[...] | None` as `oneOf: [{type: string, enum: [...]}, {type: null}]`.
+
+    Litestar writes it `type: [null, string], enum: [..., null]`, valid JSON Schema from which
+    openapi-python-client makes three identical enum classes per field; one enum and a null
+    is what generators turn into `Enum | None`.
+    """
+
+    def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
+        return field_definition.is_optional and bool(_choices(field_definition.annotation))
+
+    def to_openapi_schema(
+        self, field_definition: FieldDefinition, schema_creator: SchemaCreator
+    ) -> Schema:
+        return Schema(
+            one_of=[
+                Schema(type=OpenAPIType.STRING, enum=_choices(field_definition.annotation)),
+                Schema(type=OpenAPIType.NULL),
+            ]
+        )
+
+
+def _choices(annotation: Any) -> list[str]:
+    """The strings of `Literal[...] | None`; [] for any other annotation."""
+    options = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    if not options or any(typing.get_origin(arg) is not typing.Literal for arg in options):
+        return []
+    values = [value for arg in options for value in typing.get_args(arg)]
+    return values if all(isinstance(value, str) for value in values) else []

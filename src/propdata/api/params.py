@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
+from litestar.openapi.spec import Example
 from litestar.params import PathParameter, QueryParameter
 
 from propdata.errors import InvalidParameter
@@ -49,8 +50,12 @@ CityQuery = Annotated[str | None, CITY]
 StateQuery = Annotated[str | None, STATE_CODE]
 ZipQuery = Annotated[str | None, ZIP_CODE]
 ZipPath = Annotated[
-    str, PathParameter(pattern=ZIP, description="Five-digit ZIP code, such as 50010")
-]
+    str,
+    PathParameter(
+        pattern=ZIP, description="Five-digit ZIP code, such as 50010",
+        examples=[Example(value="50010")],
+    ),
+]  # fmt: skip
 PageLimit = Annotated[
     int | None,
     QueryParameter(

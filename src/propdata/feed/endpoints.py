@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, get
-from litestar.openapi.spec import Example
 from litestar.params import QueryParameter
 
 from propdata.api import paging
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ANSWER_HEADERS, errors
+from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
 from propdata.api.params import PageLimit
+from propdata.errors import InvalidParameter
 from propdata.feed.schemas import ChangesResponse
 from propdata.feed.service import FeedService
 
@@ -19,7 +19,15 @@ from propdata.feed.service import FeedService
 @get(
     "/properties/changes",
     opt={"paged": True},
-    responses=errors(400),
+    responses=errors(
+        examples=[
+            InvalidParameter("limit", "'limit' must be at least 1."),
+            InvalidParameter(
+                "since", "'since' is not a cursor of this feed: pass meta.nextCursor as it came."
+            ),
+        ]
+    ),
+    operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Changes to property records, in the order the store made them",
@@ -36,9 +44,6 @@ async def list_changes(
             pattern=r"^[A-Za-z0-9_-]+$",
             description="meta.nextCursor of the previous page; without it the feed starts at"
             " the oldest change kept",
-            examples=[
-                Example(summary="A cursor from meta.nextCursor", value="ZjE6MTIwOmExYjJjM2Q0ZTVmNg")
-            ],
         ),
     ] = None,
     limit: PageLimit = None,  # declared for the reference; the size applied is paging's

@@ -9,7 +9,7 @@ from litestar.params import QueryParameter
 
 from propdata.api import paging
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ANSWER_HEADERS, errors
+from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
 from propdata.api.params import (
     CityQuery,
     PageLimit,
@@ -20,6 +20,7 @@ from propdata.api.params import (
     state_code,
     zip_code,
 )
+from propdata.errors import InvalidParameter, NotFound
 from propdata.markets.schemas import MarketHistoryResponse, MarketResponse, MarketSearchResponse
 from propdata.markets.service import MarketService
 
@@ -27,7 +28,16 @@ from propdata.markets.service import MarketService
 @get(
     "/markets/search",
     opt={"paged": True},
-    responses=errors(400),
+    responses=errors(
+        examples=[
+            InvalidParameter("limit", "'limit' must be at least 1."),
+            InvalidParameter(
+                "zipCode",
+                "Invalid value for 'zipCode'; expected: ZIP code or its first 1 to 4 digits.",
+            ),
+        ]
+    ),
+    operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["markets"],
     summary="Search markets",
@@ -57,7 +67,17 @@ async def search_markets(
 
 @get(
     "/markets/{zipCode:str}",
-    responses=errors(400, 404),
+    responses=errors(
+        404,
+        examples=[
+            InvalidParameter(
+                "zipCode",
+                "Invalid value for 'zipCode'; expected: five-digit ZIP code, such as 50010.",
+            ),
+            NotFound("No market data for ZIP code 99999."),
+        ],
+    ),
+    operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["markets"],
     summary="Market snapshot for a ZIP code",
@@ -70,7 +90,20 @@ async def get_market(markets: Injected[MarketService], zipCode: ZipPath) -> Mark
 
 @get(
     "/markets/{zipCode:str}/history",
-    responses=errors(400, 404),
+    responses=errors(
+        404,
+        examples=[
+            InvalidParameter(
+                "zipCode",
+                "Invalid value for 'zipCode'; expected: five-digit ZIP code, such as 50010.",
+            ),
+            InvalidParameter(
+                "months", "Invalid value for 'months'; expected: a whole number from 1 to 60."
+            ),
+            NotFound("No market data for ZIP code 99999."),
+        ],
+    ),
+    operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["markets"],
     summary="Monthly market history for a ZIP code",

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from litestar import Response, get
+from litestar.openapi.spec import Example
 from litestar.params import PathParameter, QueryParameter
 
 from propdata.api.dependencies import Injected
 from propdata.api.fields import answer, parameter, select
-from propdata.api.openapi import ANSWER_HEADERS, errors
+from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
 from propdata.api.params import CITY, STATE_CODE, TEXT, ZipQuery, city_filter, state_code
-from propdata.errors import InvalidParameter
+from propdata.errors import AmbiguousAddress, InvalidParameter, NotFound
 from propdata.properties.schemas import (
     PROPERTY_ID,
     HistoryResponse,
@@ -29,6 +31,7 @@ PropertyId = Annotated[
         pattern=PROPERTY_ID, max_length=64,
         description="Property id: 1 to 64 letters, digits, '.', '_' or '-', starting with a"
         " letter or digit",
+        examples=[Example(summary="A property of the demo data", value="ames-0001")],
     ),
 ]  # fmt: skip
 
@@ -40,7 +43,24 @@ HistoryFields = Annotated[str | None, parameter(PropertyHistory)]
 
 @get(
     "/properties/lookup",
-    responses=errors(400, 404, 409),
+    responses=errors(
+        404,
+        409,
+        examples=[
+            InvalidParameter(
+                "state",
+                "Invalid value for 'state'; expected: two-letter US state"
+                " code, any case, such as IA.",
+            ),
+            InvalidParameter("streetAddress", "The query parameter 'streetAddress' is required."),
+            NotFound("No property matches that address exactly."),
+            AmbiguousAddress(
+                "The address matches properties in several ZIP codes: 50010, 50014;"
+                " add zipCode to choose one."
+            ),
+        ],
+    ),
+    operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Look up a property by street address",
@@ -55,10 +75,11 @@ async def lookup_property(
             max_length=200,
             pattern=TEXT,
             description="Street address, with at least one letter or digit",
+            examples=[Example(value="123 Main St")],
         ),
     ],
-    city: Annotated[str, CITY],
-    state_: Annotated[str, STATE_CODE],
+    city: Annotated[str, replace(CITY, examples=[Example(value="Ames")])],
+    state_: Annotated[str, replace(STATE_CODE, examples=[Example(value="IA")])],
     zipCode: ZipQuery = None,
     fields: LookupFields = None,
 ) -> Response[LookupResponse]:
@@ -76,7 +97,18 @@ async def lookup_property(
 
 @get(
     "/properties/{id:str}",
-    responses=errors(404),
+    responses=errors(
+        404,
+        examples=[
+            InvalidParameter(
+                "id",
+                "Invalid value for 'id'; expected: property id: 1 to 64 letters,"
+                " digits, '.', '_' or '-', starting with a letter or digit.",
+            ),
+            NotFound("No property with id 'x-000'."),
+        ],
+    ),
+    operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Get a property",
@@ -92,7 +124,18 @@ async def get_property(
 
 @get(
     "/properties/{id:str}/history",
-    responses=errors(404),
+    responses=errors(
+        404,
+        examples=[
+            InvalidParameter(
+                "id",
+                "Invalid value for 'id'; expected: property id: 1 to 64 letters,"
+                " digits, '.', '_' or '-', starting with a letter or digit.",
+            ),
+            NotFound("No property with id 'x-000'."),
+        ],
+    ),
+    operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["properties"],
     summary="Price and tax history of a property",

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, Response, get
-from litestar.openapi.spec import Example
 from litestar.params import QueryParameter
 
 from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.fields import answer, parameter, select
-from propdata.api.openapi import ANSWER_HEADERS, errors
+from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
 from propdata.api.params import MAX_INT, NON_NEGATIVE, CityQuery, PageLimit, StateQuery, ZipQuery
+from propdata.errors import InvalidParameter, ServiceUnavailable
 from propdata.properties.schemas import PropertyType, Status
 from propdata.search.query import BBOX, BBOX_PATTERN, parse
 from propdata.search.schemas import PropertySearchItem, SearchResponse, SortField, SortOrder
@@ -62,8 +62,7 @@ async def search_properties(
             ge=-90,
             le=90,
             description="Latitude of a radius search's center, decimal degrees"
-            " from -90 to 90 (with longitude and radius)",
-            examples=[Example(value=42.0267)],
+            " from -90 to 90, such as 42.0267 (with longitude and radius)",
         ),
     ] = None,
     longitude: Annotated[
@@ -72,8 +71,7 @@ async def search_properties(
             ge=-180,
             le=180,
             description="Longitude of a radius search's center, decimal"
-            " degrees from -180 to 180 (with latitude and radius)",
-            examples=[Example(value=-93.6465)],
+            " degrees from -180 to 180, such as -93.6465 (with latitude and radius)",
         ),
     ] = None,
     radius: Annotated[
@@ -84,7 +82,6 @@ async def search_properties(
             description="Radius in miles, above 0 and at most 100 (with latitude"
             " and longitude): records within it, great-circle distance",
             schema_extra={"exclusiveMinimum": 0},
-            examples=[Example(value=2.5)],
         ),
     ] = None,
     bbox: Annotated[
@@ -92,8 +89,7 @@ async def search_properties(
         QueryParameter(
             max_length=200,
             pattern=BBOX_PATTERN,
-            description=BBOX,
-            examples=[Example(value="-93.70,41.98,-93.57,42.08")],
+            description=f"{BBOX}; such as -93.70,41.98,-93.57,42.08",
         ),
     ] = None,
     limit: PageLimit = None,  # declared for the reference; the size applied is paging's
@@ -145,14 +141,26 @@ async def search_properties(
     return answer(page, selection)
 
 
+SEARCH_ERRORS = errors(examples=[
+    InvalidParameter("limit", "'limit' must be at least 1."),
+    InvalidParameter("status", "Invalid value for 'status'; expected: one of forSale,"
+                     " recentlySold, forRent, offMarket."),
+    InvalidParameter("minPrice", "'minPrice' (500000) is greater than 'maxPrice' (100000)."),
+    InvalidParameter("bbox", "'bbox' cannot be combined with a radius search."),
+    ServiceUnavailable("Pages past offset 10,000 are served once the search index is ready (it"
+                       " is being built: seconds after a start or a data load); a cursor reaches"
+                       " any depth meanwhile."),
+])  # fmt: skip
 list_properties = get(
     "/properties", summary="Search properties", operation_id="searchProperties",
-    opt={"paged": True}, responses=errors(400), response_headers=ANSWER_HEADERS, tags=["properties"],
+    opt={"paged": True}, responses=SEARCH_ERRORS, response_headers=ANSWER_HEADERS,
+    tags=["properties"], operation_class=ApiOperation,
 )(search_properties)  # fmt: skip
 search_properties_alias = get(
     "/properties/search", summary="Search properties (same as /v1/properties)",
     operation_id="searchPropertiesAlias",
-    opt={"paged": True}, responses=errors(400), response_headers=ANSWER_HEADERS, tags=["properties"],
+    opt={"paged": True}, responses=SEARCH_ERRORS, response_headers=ANSWER_HEADERS,
+    tags=["properties"], operation_class=ApiOperation,
 )(search_properties)  # fmt: skip
 
 HANDLERS = [list_properties, search_properties_alias]

@@ -1,0 +1,75 @@
+"""The OpenAPI document's answers, read in-process: every error answer of every operation is
+the contract's error body with real examples of its own status; nothing of Litestar's own
+validation body and no generated example is left."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from propdata import errors
+from propdata.app import create_app
+from propdata.config import Settings
+
+CODES = {
+    cls.code: cls.status
+    for cls in vars(errors).values()
+    if isinstance(cls, type)
+    and issubclass(cls, errors.ServiceError)
+    and cls is not errors.ServiceError
+} | {"headers_too_large": 431, "internal_error": 500}
+EVERY_V1 = {"200", "400", "401", "431", "500", "503"}
+
+
+@pytest.fixture(scope="module")
+def document(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path = tmp_path_factory.mktemp("document") / "x.db"
+    schema: dict[str, Any] = create_app(Settings(database_url=str(path))).openapi_schema.to_schema()
+    return schema
+
+
+def _operations(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(path, op) for path, item in document["paths"].items() for op in item.values()]
+
+
+def test_every_error_answer_is_the_error_body_with_real_examples(document: dict[str, Any]) -> None:
+    for path, operation in _operations(document):
+        for status, response in operation["responses"].items():
+            if int(status) < 400 or (path == "/health" and status == "503"):
+                continue
+            media = response["content"]["application/json"]
+            assert media["schema"] == {"$ref": "#/components/schemas/ErrorResponse"}, (path, status)
+            assert media["examples"], (path, status)
+            for name, example in media["examples"].items():
+                body = example["value"]["error"]
+                assert body["status"] == int(status), (path, status, name)
+                assert CODES[body["code"]] == int(status), (path, status, name)
+                assert re.fullmatch(r"req_[0-9a-f]{16}", body["requestId"])
+                assert ("parameter" in body) == (status == "400"), (path, status, name)
+                assert body["message"].endswith("."), (path, status, body["message"])
+
+
+def test_every_operation_lists_what_it_can_answer(document: dict[str, Any]) -> None:
+    for path, operation in _operations(document):
+        statuses = set(operation["responses"])
+        if path == "/health":
+            assert statuses == {"200", "431", "500", "503"}
+            assert operation["security"] == []
+            continue
+        metered = path != "/v1/auth/status"
+        assert EVERY_V1 | ({"304", "429"} if metered else set()) <= statuses, path
+        retry = {
+            s for s, r in operation["responses"].items() if "Retry-After" in r.get("headers", {})
+        }
+        assert retry == {"429", "503"} & statuses, path
+    assert "MethodNotAllowed" in document["components"]["responses"]
+
+
+def test_no_litestar_validation_body_and_no_generated_examples(document: dict[str, Any]) -> None:
+    text = str(document)
+    for leftover in ("status_code", "'detail'", "'extra'", "Validation Exception"):
+        assert leftover not in text
+    for name, schema in document["components"]["schemas"].items():
+        assert "examples" not in schema, name
