@@ -31,9 +31,11 @@ from propdata.feed.service import FeedService
 from propdata.kit import memory
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
-from propdata.kit.limiter import Clock, Limiter, SQLiteLimiter
 from propdata.kit.mail import mailer_for
-from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
+from propdata.kit.ratelimit.base import Clock, Limiter
+from propdata.kit.ratelimit.redis import RedisLimiter
+from propdata.kit.ratelimit.resilient import ResilientLimiter
+from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from propdata.kit.requests import extra_headers, request_id
 from propdata.markets import endpoints as market_endpoints
 from propdata.markets.service import MarketService

@@ -26,7 +26,7 @@ from propdata.api import paging
 from propdata.errors import InvalidParameter, QuotaExceeded, RateLimitExceeded, ServiceError
 from propdata.kit.cache import Cached, ResponseCache
 from propdata.kit.conditional import entity_tag, none_match
-from propdata.kit.limiter import Decision, Limiter
+from propdata.kit.ratelimit.base import Decision, Limiter
 from propdata.kit.requests import add_headers
 
 if TYPE_CHECKING:
