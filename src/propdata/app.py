@@ -117,11 +117,7 @@ async def open_stores(settings: Settings) -> tuple[Database, Database]:
         db = await open_database(settings.database_url, both)
         return db, db
     db = await open_database(settings.database_url)
-
-    async def accounts_of(accounts: Database) -> None:
-        await migrate_accounts(accounts, legacy=db)
-
-    return db, await open_database(settings.accounts_url, accounts_of)
+    return db, await open_database(settings.accounts_url, migrate_accounts)
 
 
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -32,31 +32,35 @@ from propdata.kit.ratelimit.base import (
     retry_after_us,
     sum_hours,
 )
+from propdata.kit.steps import Step, upgrade_file
 
 T = TypeVar("T")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS limiter_keys (num INTEGER PRIMARY KEY, key_id TEXT UNIQUE NOT NULL,
-                                         day_count INTEGER NOT NULL DEFAULT 0,
-                                         minute_count INTEGER NOT NULL DEFAULT 0,
-                                         minute_floor INTEGER NOT NULL DEFAULT 0,
-                                         hour_at INTEGER NOT NULL DEFAULT 0,
-                                         hour_count INTEGER NOT NULL DEFAULT 0,
-                                         fail_at INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS limiter_log (num INTEGER NOT NULL, at INTEGER NOT NULL,
-                                        dup INTEGER NOT NULL, PRIMARY KEY (num, at, dup))
-                                        WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS limiter_failures (num INTEGER NOT NULL, at INTEGER NOT NULL,
-                                             dup INTEGER NOT NULL, PRIMARY KEY (num, at, dup))
-                                             WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS limiter_hours (num INTEGER NOT NULL, hour INTEGER NOT NULL,
-                                          count INTEGER NOT NULL, PRIMARY KEY (num, hour))
-                                          WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS limiter_attempts (name TEXT NOT NULL, at INTEGER NOT NULL,
-                                             dup INTEGER NOT NULL, until INTEGER NOT NULL,
-                                             PRIMARY KEY (name, at, dup)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS limiter_attempts_until ON limiter_attempts (until);
-"""
+STEPS: list[Step[Sequence[str]]] = [
+    # IF NOT EXISTS, so a counters file that holds these tables without a record of its
+    # steps (the layout this step describes) records step 1 unchanged.
+    Step(1, "the keys, their logs, hour buckets and attempt guards", (
+        """CREATE TABLE IF NOT EXISTS limiter_keys (
+            num INTEGER PRIMARY KEY, key_id TEXT UNIQUE NOT NULL,
+            day_count INTEGER NOT NULL DEFAULT 0, minute_count INTEGER NOT NULL DEFAULT 0,
+            minute_floor INTEGER NOT NULL DEFAULT 0, hour_at INTEGER NOT NULL DEFAULT 0,
+            hour_count INTEGER NOT NULL DEFAULT 0, fail_at INTEGER NOT NULL DEFAULT 0)""",
+        """CREATE TABLE IF NOT EXISTS limiter_log (
+            num INTEGER NOT NULL, at INTEGER NOT NULL, dup INTEGER NOT NULL,
+            PRIMARY KEY (num, at, dup)) WITHOUT ROWID""",
+        """CREATE TABLE IF NOT EXISTS limiter_failures (
+            num INTEGER NOT NULL, at INTEGER NOT NULL, dup INTEGER NOT NULL,
+            PRIMARY KEY (num, at, dup)) WITHOUT ROWID""",
+        """CREATE TABLE IF NOT EXISTS limiter_hours (
+            num INTEGER NOT NULL, hour INTEGER NOT NULL, count INTEGER NOT NULL,
+            PRIMARY KEY (num, hour)) WITHOUT ROWID""",
+        """CREATE TABLE IF NOT EXISTS limiter_attempts (
+            name TEXT NOT NULL, at INTEGER NOT NULL, dup INTEGER NOT NULL,
+            until INTEGER NOT NULL, PRIMARY KEY (name, at, dup)) WITHOUT ROWID""",
+        "CREATE INDEX IF NOT EXISTS limiter_attempts_until ON limiter_attempts (until)",
+    )),
+]  # fmt: skip
+"""The counters file's schema steps (kit.steps), applied when a limiter opens the file."""
 
 
 class SQLiteLimiter:
@@ -70,8 +74,7 @@ class SQLiteLimiter:
         self._conn.execute("PRAGMA busy_timeout=30000")
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
-        self._upgrade()
+        upgrade_file(self._conn, STEPS)
         # From now on a write lock is waited for on the event loop (kit.db.when_unlocked), and
         # only there: SQLite's own busy wait sleeps 1 ms at least, blocking the worker, when
         # another worker's admission holds the lock for some 40 µs.
@@ -88,51 +91,6 @@ class SQLiteLimiter:
             ).fetchone()
             num = self._nums[key_id] = int(row[0])
         return num
-
-    def _columns(self) -> set[str]:
-        return {row[1] for row in self._conn.execute("PRAGMA table_info(limiter_keys)")}
-
-    def _upgrade(self) -> None:
-        """Add the columns a counters file made before them lacks: the running minute count,
-        then the current hour's count, then the newest failure's time. Checked again under the write lock, so workers opening
-        an old file together upgrade it once."""
-        if {"minute_count", "hour_count", "fail_at"} <= self._columns():
-            return
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            columns = self._columns()
-            if "minute_count" not in columns:
-                conn.execute(
-                    "ALTER TABLE limiter_keys ADD COLUMN minute_count INTEGER NOT NULL DEFAULT 0"
-                )
-                conn.execute(
-                    "ALTER TABLE limiter_keys ADD COLUMN minute_floor INTEGER NOT NULL DEFAULT 0"
-                )
-                conn.execute(
-                    "UPDATE limiter_keys SET minute_count ="
-                    " (SELECT count(*) FROM limiter_log l WHERE l.num = limiter_keys.num)"
-                )
-            if "hour_count" not in columns:
-                # Requests admitted before this have no hour: counting starts now.
-                conn.execute(
-                    "ALTER TABLE limiter_keys ADD COLUMN hour_at INTEGER NOT NULL DEFAULT 0"
-                )
-                conn.execute(
-                    "ALTER TABLE limiter_keys ADD COLUMN hour_count INTEGER NOT NULL DEFAULT 0"
-                )
-            if "fail_at" not in columns:
-                conn.execute(
-                    "ALTER TABLE limiter_keys ADD COLUMN fail_at INTEGER NOT NULL DEFAULT 0"
-                )
-                conn.execute(
-                    "UPDATE limiter_keys SET fail_at = COALESCE((SELECT max(at) FROM"
-                    " limiter_failures f WHERE f.num = limiter_keys.num), 0)"
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def _decide(
         self,
