@@ -155,7 +155,7 @@ ACCOUNT_TABLES = [
         revoked_at TEXT,
         account_id TEXT
     )""",
-    # The portal (portal.md): people, their sessions, their one-time links, the audit log.
+    # The portal: people, their sessions, their one-time links, the audit log.
     """
     CREATE TABLE IF NOT EXISTS accounts (
         id TEXT PRIMARY KEY,

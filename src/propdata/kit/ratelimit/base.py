@@ -4,10 +4,9 @@ A request is admitted only when both windows (now - 60 s, now] and (now - 24 h, 
 room; the check and the record are one atomic step. An admitted request that ends 4xx/5xx
 is refunded; a refused one is never recorded.
 
-Beside them, each key has a third log, of failed requests (contract.md, "Abuse and bad
-input"): `fail` records one, and `admit` or `usage` given a `failures` limit refuse every
-request of the key while (now - 60 s, now] holds that many. It never touches the two
-metered windows.
+Beside them, each key has a third log, of failed requests: `fail` records one, and `admit`
+or `usage` given a `failures` limit refuse every request of the key while (now - 60 s, now]
+holds that many. It never touches the two metered windows.
 
 Two more things every limiter keeps, for dashboards and guards built above `kit`:
 

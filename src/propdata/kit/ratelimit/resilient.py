@@ -36,7 +36,9 @@ class ResilientLimiter:
     hours, so once Redis is back its counts for the outage's hours miss them (an
     undercount, per process, of what the fallbacks admitted). An attempt guard counts per
     process during an outage (N processes allow up to N times its limit), and the attempts
-    recorded then are forgotten when Redis answers again.
+    recorded then are forgotten when Redis answers again. The fallback holds what the
+    embedded limiter holds for each key it saw during the outage (its last day's log, 32
+    days of hour buckets) until the process ends.
     """
 
     def __init__(self, redis: RedisLimiter, fallback: SQLiteLimiter | None = None) -> None:
