@@ -22,8 +22,9 @@ import time
 import uuid
 from pathlib import Path
 
-from propdata.kit.limiter import Limiter, SQLiteLimiter
-from propdata.kit.redis_limiter import RedisLimiter
+from propdata.kit.ratelimit.base import Limiter
+from propdata.kit.ratelimit.redis import RedisLimiter
+from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from propdata.kit.redis_link import connect
 
 

@@ -716,7 +716,7 @@ def forget_redis_key(key_id: str) -> None:
     """Drop the bench key's limiter log from Redis (an unlimited key keeps a day of it)."""
     import redis
 
-    from propdata.kit.redis_limiter import RedisLimiter
+    from propdata.kit.ratelimit.redis import RedisLimiter
 
     redis.Redis.from_url(REDIS_URL).delete(*RedisLimiter.keys_of(key_id))
 

@@ -18,7 +18,9 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from propdata.app import HeadAsGet, create_app
-from propdata.kit.redis_limiter import MemoryLimiter, RedisLimiter, ResilientLimiter
+from propdata.kit.ratelimit.redis import RedisLimiter
+from propdata.kit.ratelimit.resilient import ResilientLimiter
+from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from propdata.kit.redis_link import connect
 from tests.conftest import FakeClock
 from tests.redis_support import RedisServer, free_port, new_key, sqlite_store
@@ -155,7 +157,9 @@ async def test_two_apps_share_counters_and_cache(
 
 async def test_a_refund_goes_to_the_limiter_that_recorded_it(server: RedisServer) -> None:
     clock = FakeClock()
-    limiter = ResilientLimiter(RedisLimiter(connect(server.url), clock), MemoryLimiter(clock))
+    limiter = ResilientLimiter(
+        RedisLimiter(connect(server.url), clock), SQLiteLimiter(":memory:", clock)
+    )
     limiter.outage.retry_every = 0.0
     try:
         in_redis = await limiter.admit("key_a", 10, 100)
@@ -186,7 +190,9 @@ async def test_connections_from_before_a_restart_do_not_look_like_an_outage(
     per-process fallback for a second, and the fallback admitted beyond the limit (2 over a
     Pro key's 500 in one minute). A dead pooled connection is now retried once on a new one."""
     clock = FakeClock()
-    limiter = ResilientLimiter(RedisLimiter(connect(server.url), clock), MemoryLimiter(clock))
+    limiter = ResilientLimiter(
+        RedisLimiter(connect(server.url), clock), SQLiteLimiter(":memory:", clock)
+    )
     try:
         # Several pooled connections, as a busy worker has.
         await asyncio.gather(*(limiter.admit(f"key_{n}", 10, 100) for n in range(6)))

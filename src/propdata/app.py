@@ -33,9 +33,11 @@ from propdata.feed.service import FeedService
 from propdata.kit import memory
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
-from propdata.kit.limiter import Clock, Limiter, SQLiteLimiter
 from propdata.kit.mail import mailer_for
-from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
+from propdata.kit.ratelimit.base import Clock, Limiter
+from propdata.kit.ratelimit.redis import RedisLimiter
+from propdata.kit.ratelimit.resilient import ResilientLimiter
+from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from propdata.kit.requests import extra_headers, request_id
 from propdata.markets import endpoints as market_endpoints
 from propdata.markets.service import MarketService
@@ -120,11 +122,7 @@ async def open_stores(settings: Settings) -> tuple[Database, Database]:
         db = await open_database(settings.database_url, both)
         return db, db
     db = await open_database(settings.database_url)
-
-    async def accounts_of(accounts: Database) -> None:
-        await migrate_accounts(accounts, legacy=db)
-
-    return db, await open_database(settings.accounts_url, accounts_of)
+    return db, await open_database(settings.accounts_url, migrate_accounts)
 
 
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:

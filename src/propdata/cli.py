@@ -309,7 +309,7 @@ def _accounts(work: Callable[[AccountService], Awaitable[T]]) -> T:
     from propdata.app import open_stores
     from propdata.errors import ServiceError
     from propdata.kit.mail import mailer_for
-    from propdata.kit.redis_limiter import MemoryLimiter
+    from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 
     settings = _settings()
     _check_store(settings, create=False)
@@ -320,7 +320,9 @@ def _accounts(work: Callable[[AccountService], Awaitable[T]]) -> T:
         try:
             # These commands send no mail and count no attempts; the service still needs both.
             mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
-            return await work(AccountService(store, KeyService(store), MemoryLimiter(), mailer))
+            return await work(
+                AccountService(store, KeyService(store), SQLiteLimiter(":memory:"), mailer)
+            )
         finally:
             if store is not db:
                 await store.close()

@@ -9,7 +9,6 @@ import pytest
 
 from propdata.feed.service import FeedService
 from propdata.ingest.loader import load
-from propdata.migrations.schema import migrate
 from tests.factories import AS_OF, catalogue, record
 
 
@@ -174,15 +173,3 @@ async def test_pruning_keeps_30_days_and_every_property_s_newest_change(fresh: A
     await load(db, [(1, record("t-000", list_price=177_000))], origin="import", as_of=AS_OF)
     assert await feed.prune(today + dt.timedelta(days=1)) == 0
     await db.close()
-
-
-async def test_a_store_made_before_the_feed_gets_its_properties_as_created(fresh: Any) -> None:
-    db = await fresh.db()
-    await db.execute("DELETE FROM property_changes")
-    await db.execute("DELETE FROM meta WHERE key = 'schema:data'")
-    await migrate(db)
-    rows = await db.fetch_all("SELECT property_id, change_type FROM property_changes")
-    held = await db.fetch_all("SELECT id FROM properties")
-    await db.close()
-    assert sorted(r[0] for r in rows) == sorted(r[0] for r in held)
-    assert {r[1] for r in rows} == {"created"}

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from propdata.kit.db import SQLiteDatabase
-from propdata.kit.limiter import SQLiteLimiter
+from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 
 HEAVY = (
     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000)"

@@ -23,7 +23,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from propdata.app import HeadAsGet, create_app
 from propdata.kit.cache import Cached, RedisCache, ResilientCache
-from propdata.kit.redis_limiter import RedisLimiter
+from propdata.kit.ratelimit.redis import RedisLimiter
 from propdata.kit.redis_link import connect
 from tests.conftest import FakeClock
 from tests.redis_support import RedisServer, new_key, sqlite_store, unavailable

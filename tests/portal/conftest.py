@@ -18,7 +18,7 @@ from propdata.accounts.service import AccountService
 from propdata.config import accounts_url
 from propdata.kit.db import Database, connect
 from propdata.kit.mail import OutboxMailer
-from propdata.kit.redis_limiter import MemoryLimiter
+from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from tests.conftest import FakeClock, KeyMaker
 
 TOKEN = re.compile(r'name="csrf_token" value="([^"]*)"')
@@ -69,7 +69,7 @@ class Person:
         """The accounts of the store, over a connection of the test's own (the app's pool
         belongs to the app's event loop, on another thread)."""
         assert self.db is not None
-        return AccountService(self.db, KeyService(self.db), MemoryLimiter(self.clock),
+        return AccountService(self.db, KeyService(self.db), SQLiteLimiter(":memory:", self.clock),
                               OutboxMailer(self.outbox, "test <t@localhost>"), self.clock)  # fmt: skip
 
 

@@ -14,7 +14,7 @@ from propdata.accounts.schemas import (
 )
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import RATE_HEADERS, ApiOperation, errors
-from propdata.kit.limiter import Limiter
+from propdata.kit.ratelimit.base import Limiter
 
 
 @get(

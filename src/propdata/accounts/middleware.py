@@ -33,7 +33,7 @@ from propdata.errors import (
 )
 from propdata.kit.cache import Cached, ResponseCache
 from propdata.kit.conditional import entity_tag, none_match
-from propdata.kit.limiter import Decision, Limiter
+from propdata.kit.ratelimit.base import Decision, Limiter
 from propdata.kit.requests import add_headers
 
 if TYPE_CHECKING:
@@ -143,7 +143,9 @@ class MeteringMiddleware(ASGIMiddleware):
         async def settle(answered: int) -> None:
             """A 4xx or 5xx is refunded; a 4xx (but a 429) counts against the guard."""
             if decision.stamp is not None:
-                after = await limiter.refund(key.window_id, decision.stamp, key.per_minute, key.daily)
+                after = await limiter.refund(
+                    key.window_id, decision.stamp, key.per_minute, key.daily
+                )
                 add_headers(scope, rate_headers(after))
             if 400 <= answered < 500 and answered != 429:
                 await limiter.fail(key.window_id)

@@ -30,8 +30,8 @@ from propdata.errors import (
 )
 from propdata.kit import crypto
 from propdata.kit.db import Database
-from propdata.kit.limiter import Attempts, Limiter
 from propdata.kit.mail import Mailer
+from propdata.kit.ratelimit.base import Attempts, Limiter
 from propdata.plans import BY_NAME, FREE, NAMES, SELF_SERVE, choice
 
 log = logging.getLogger("propdata.accounts")

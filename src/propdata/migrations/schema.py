@@ -1,17 +1,26 @@
-"""The one schema definition, applied by `migrate` (SQLite now; PostgreSQL uses the same tables)."""
+"""The one schema definition, for SQLite and PostgreSQL, and the numbered steps that make it.
+
+`STEPS` is one ordered list for both stores: each step belongs to the data store or the
+accounts store (one PostgreSQL database holds both at scale-out; embedded, each is a SQLite
+file). `migrate` and `migrate_accounts` run a store's steps through `kit.steps.upgrade`:
+each once, in order, recorded in the store's `schema_steps`.
+
+A step never changes once landed, and neither do the statements it runs: `TABLES`,
+`ACCOUNT_TABLES`, the indexes and the feed below are what steps 1 and 2 create. A schema
+change is a new step at the end of `STEPS` with its own statements (ALTER TABLE ...), and
+`table_columns` learns of it: tests/migrations/test_steps.py compares the columns of a
+store brought through every step with `table_columns`, on both stores.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-import msgspec
-
-from propdata.kit.db import Database, StoreUnavailable
+from propdata.kit.db import Database
+from propdata.kit.steps import Step, upgrade
 from propdata.plans import PLANS
 
 TABLES = [
@@ -147,7 +156,7 @@ ACCOUNT_TABLES = [
         revoked_at TEXT,
         account_id TEXT
     )""",
-    # The portal (portal.md): people, their sessions, their one-time links, the audit log.
+    # The portal: people, their sessions, their one-time links, the audit log.
     """
     CREATE TABLE IF NOT EXISTS accounts (
         id TEXT PRIMARY KEY,
@@ -230,6 +239,41 @@ POSTGRES_INDEXES = [
     "CREATE INDEX IF NOT EXISTS ix_prop_area_desc ON properties (living_area DESC NULLS LAST, id DESC)",
 ]
 
+_CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \((.*)\)", re.DOTALL)
+_PRIMARY = re.compile(r"PRIMARY KEY \(([^)]*)\)")
+
+
+def table_columns(
+    statements: list[str] | None = None,
+) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Every table of the data schema (or of `statements`, such as ACCOUNT_TABLES): (primary
+    key columns, the other columns), in their order.
+
+    Read off the CREATE TABLE statements, so everything that walks the whole store
+    (`propdata data copy`) and the change feed's triggers know every column without a second
+    list.
+    """
+    tables: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for statement in TABLES if statements is None else statements:
+        match = _CREATE.search(statement)
+        assert match is not None, statement
+        name, body = match[1], match[2]
+        columns: list[str] = []
+        key: list[str] = []
+        for line in (part.strip() for part in body.split("\n")):
+            composite = _PRIMARY.match(line)
+            if composite:
+                key = [c.strip() for c in composite[1].split(",")]
+            elif line:
+                column = line.split()[0]
+                columns.append(column)
+                if "PRIMARY KEY" in line:
+                    key = [column]
+        assert key, f"table {name} has no primary key"
+        tables[name] = (tuple(key), tuple(c for c in columns if c not in key))
+    return tables
+
+
 FEED_TABLE = """
     CREATE TABLE IF NOT EXISTS property_changes (
         seq {seq},
@@ -246,17 +290,11 @@ does not copy it, the target's triggers write it again as the properties arrive.
 
 _SQLITE_NOW = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 _POSTGRES_NOW = """(to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))"""
-_CHANGED_COLUMNS = (
-    "origin", "status", "list_price", "street_address", "city", "state", "zip_code", "county",
-    "fips_code", "bedrooms", "bathrooms", "living_area", "lot_size", "year_built",
-    "property_type", "days_on_market", "listing_type", "listing_date", "original_list_price",
-    "previous_list_price", "last_price_change_date", "removed_date", "last_sale_price",
-    "last_sale_date", "stories", "latitude", "longitude", "walk_score", "transit_score",
-    "bike_score", "rent_value", "rent_low", "rent_high", "rent_as_of", "value_value",
-    "value_low", "value_high", "value_as_of", "last_updated", "content_hash",
-)  # fmt: skip
-"""Columns whose change is a change of the record (every column but the id and the keys
-derived from the address); a load that changes only the histories changes content_hash."""
+_ADDRESS_KEYS = ("street_key", "city_key")
+_CHANGED_COLUMNS = tuple(c for c in table_columns()["properties"][1] if c not in _ADDRESS_KEYS)
+"""Columns whose change is a change of the record: every column of `properties` but the id
+and the keys derived from the address. A load that changes only the histories changes
+content_hash."""
 
 _FEED_ROW = "INSERT INTO property_changes (property_id, change_type, last_updated)"
 
@@ -299,7 +337,6 @@ FEED_POSTGRES = [
         END IF;
         RETURN NULL;
     END $$""",
-    "DROP TRIGGER IF EXISTS feed_created ON properties",  # the one a row, before the above
     """CREATE OR REPLACE TRIGGER feed_inserted AFTER INSERT ON properties
         REFERENCING NEW TABLE AS made FOR EACH STATEMENT EXECUTE FUNCTION propdata_feed_rows()""",
     """CREATE OR REPLACE TRIGGER feed_deleted AFTER DELETE ON properties
@@ -310,13 +347,6 @@ FEED_POSTGRES = [
         WHEN ({" OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in _CHANGED_COLUMNS)})
         EXECUTE FUNCTION propdata_feed()""",
 ]
-
-FEED_BACKFILL = (
-    f"{_FEED_ROW} SELECT id, 'created', last_updated FROM properties"
-    " WHERE NOT EXISTS (SELECT 1 FROM property_changes) ORDER BY last_updated, id"
-)
-"""A store made before the feed: every property it holds, as created, oldest first."""
-
 
 PLAN_COLUMNS = ("name", "per_minute", "daily", "default_page_size", "max_page_size", "price_usd")
 """What the `plans` table holds of each of `propdata.plans.PLANS` (keys join it for their
@@ -350,40 +380,6 @@ async def seed_plans(db: Database) -> None:
         )
 
 
-_CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \((.*)\)", re.DOTALL)
-_PRIMARY = re.compile(r"PRIMARY KEY \(([^)]*)\)")
-
-
-def table_columns(
-    statements: list[str] | None = None,
-) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    """Every table of the data schema (or of `statements`, such as ACCOUNT_TABLES): (primary
-    key columns, the other columns), in their order.
-
-    Read off the CREATE TABLE statements, so a table or column added there is known to
-    everything that walks the whole store (`propdata data copy`) without a second list.
-    """
-    tables: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    for statement in TABLES if statements is None else statements:
-        match = _CREATE.search(statement)
-        assert match is not None, statement
-        name, body = match[1], match[2]
-        columns: list[str] = []
-        key: list[str] = []
-        for line in (part.strip() for part in body.split("\n")):
-            composite = _PRIMARY.match(line)
-            if composite:
-                key = [c.strip() for c in composite[1].split(",")]
-            elif line:
-                column = line.split()[0]
-                columns.append(column)
-                if "PRIMARY KEY" in line:
-                    key = [column]
-        assert key, f"table {name} has no primary key"
-        tables[name] = (tuple(key), tuple(c for c in columns if c not in key))
-    return tables
-
-
 def ddl(statement: str, dialect: str) -> str:
     """One schema for both stores: SQLite's INTEGER/REAL become BIGINT/DOUBLE PRECISION, and
     text ids compare by bytes on both (SQLite's BINARY; PostgreSQL's "C", whatever the
@@ -395,206 +391,87 @@ def ddl(statement: str, dialect: str) -> str:
     return re.sub(r"\bREAL\b", "DOUBLE PRECISION", re.sub(r"\bINTEGER\b", "BIGINT", statement))
 
 
-async def migrate(db: Database) -> None:
-    """Bring the data schema up to date: tables, indexes, the data version and store id.
+Apply = Callable[[Database], Awaitable[None]]
 
-    Does nothing, and takes no lock, when the schema is already current: a server starting,
-    or a key command, never waits on a data load that holds the write lock.
-    """
+
+async def _data_tables(db: Database) -> None:
     extra = POSTGRES_INDEXES + FEED_POSTGRES if db.dialect == "postgresql" else FEED_SQLITE
-    seeds = [
-        ("INSERT INTO meta (key, value) VALUES ('data_version', '0') ON CONFLICT (key) DO NOTHING", ()),
+    for statement in TABLES + INDEXES + extra:
+        await db.execute(ddl(statement, db.dialect))
+    for key, value in (
+        ("data_version", "0"),
         # Tells this store's cached answers from another's in a shared Redis.
-        ("INSERT INTO meta (key, value) VALUES ('store_id', ?) ON CONFLICT (key) DO NOTHING",
-         (uuid.uuid4().hex,)),
+        ("store_id", uuid.uuid4().hex),
         # Signs search cursors (properties.cursor), so none can be forged or altered.
-        ("INSERT INTO meta (key, value) VALUES ('cursor_secret', ?) ON CONFLICT (key) DO NOTHING",
-         (secrets.token_hex(32),)),
-        (FEED_BACKFILL, ()),
-    ]  # fmt: skip
-    await _apply(db, "data", TABLES + INDEXES + extra, seeds, _pack_histories)
+        ("cursor_secret", secrets.token_hex(32)),
+    ):
+        await db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value)
+        )
 
 
-HISTORY_PAGE = 5_000
-"""Properties a page while an older store's history rows are packed (`_pack_histories`)."""
+async def _account_tables(db: Database) -> None:
+    for statement in ACCOUNT_TABLES + ACCOUNT_INDEXES:
+        await db.execute(ddl(statement, db.dialect))
+    # The secret behind the portal's form tokens: one per store, so every instance agrees.
+    await db.execute(
+        "INSERT INTO meta (key, value) VALUES ('portal_secret', ?) ON CONFLICT (key) DO NOTHING",
+        (secrets.token_hex(32),),
+    )
 
 
-async def _pack_histories(db: Database) -> None:
-    """Move an older store's `price_events` and `tax_records` rows into `property_histories`
-    (one row per property) and drop those tables; inside the migration's transaction, so a
-    store is either migrated whole or not at all. Nothing to do for a store made without them.
+def _forget(*keys: str) -> Apply:
+    async def forget(db: Database) -> None:
+        marks = ", ".join("?" for _ in keys)
+        await db.execute(f"DELETE FROM meta WHERE key IN ({marks})", keys)
+
+    return forget
+
+
+DATA, ACCOUNTS = "data", "accounts"
+
+STEPS: list[tuple[str, Step[Apply]]] = [
+    # Steps 1 and 2 are the layout a store had when stores began to record their steps.
+    # Every statement is IF NOT EXISTS, CREATE OR REPLACE or ON CONFLICT DO NOTHING, so
+    # such a store runs them without a change and records them.
+    (DATA, Step(1, "data tables, indexes, the change feed, the store's id and secret",
+                _data_tables)),
+    (ACCOUNTS, Step(2, "plans, keys, the portal's people, sessions, links and audit log",
+                    _account_tables)),
+    # That layout's bookkeeping: a fingerprint of the schema in `meta`, and the mark of
+    # keys once moved out of the data file.
+    (DATA, Step(3, "forget the schema fingerprint", _forget("schema:data"))),
+    (ACCOUNTS, Step(4, "forget the schema fingerprint and the keys' move",
+                    _forget("schema:accounts", "keys_moved"))),
+]  # fmt: skip
+"""Every schema step of both stores, in the order they were written."""
+
+
+def steps_of(part: str) -> list[Step[Apply]]:
+    """The steps of one store (DATA or ACCOUNTS), in order."""
+    return [step for owner, step in STEPS if owner == part]
+
+
+async def migrate(db: Database) -> None:
+    """Bring the data store up to date: its steps of `STEPS` it has not recorded.
+
+    Does nothing, and takes no lock, when the store is current: a server starting, or a key
+    command, never waits on a data load that holds the write lock.
     """
-    if not await _has_table(db, "price_events"):
-        return
-    taxes = await _has_table(db, "tax_records")
-    encode = msgspec.json.encode
-    after: str | None = None
-    while True:
-        where, params = ("", []) if after is None else (" WHERE id > ?", [after])
-        ids = [row[0] for row in await db.fetch_all(
-            f"SELECT id FROM properties{where} ORDER BY id LIMIT ?", [*params, HISTORY_PAGE]
-        )]  # fmt: skip
-        if not ids:
-            break
-        span = (ids[0], ids[-1])
-        events: dict[str, list[Any]] = {}
-        for pid, date, event, price, source in await db.fetch_all(
-            "SELECT property_id, date, event, price, source FROM price_events"
-            " WHERE property_id >= ? AND property_id <= ? ORDER BY property_id, seq",
-            span,
-        ):
-            events.setdefault(pid, []).append((date, event, price, source))
-        paid: dict[str, list[Any]] = {}
-        if taxes:
-            for pid, year, tax_paid, assessed in await db.fetch_all(
-                "SELECT property_id, year, tax_paid, assessed_value FROM tax_records"
-                " WHERE property_id >= ? AND property_id <= ? ORDER BY property_id, year DESC",
-                span,
-            ):
-                paid.setdefault(pid, []).append((year, tax_paid, assessed))
-        await db.copy_into(
-            "property_histories",
-            ("property_id", "price_history", "tax_history"),
-            [(i, encode(events.get(i, [])).decode(), encode(paid.get(i, [])).decode())
-             for i in ids],
-        )  # fmt: skip
-        after = ids[-1]
-    await db.execute("DROP TABLE price_events")
-    if taxes:
-        await db.execute("DROP TABLE tax_records")
+    await upgrade(db, steps_of(DATA))
+
+
+async def migrate_accounts(db: Database) -> None:
+    """Bring the accounts store up to date (its steps), then seed the plans."""
+    await upgrade(db, steps_of(ACCOUNTS))
+    await seed_plans(db)
 
 
 async def initialised(db: Database) -> bool:
     """Whether `migrate` ever ran on this store (commands that only read or manage a store
     refuse one that was never made, rather than make an empty one)."""
-    return await _has_table(db, "meta")
-
-
-async def _has_table(db: Database, name: str) -> bool:
     if db.dialect == "postgresql":
-        row = await db.fetch_one("SELECT to_regclass(?) IS NOT NULL", (name,))
+        row = await db.fetch_one("SELECT to_regclass('meta') IS NOT NULL")
         return bool(row and row[0])
-    row = await db.fetch_one(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-    )
+    row = await db.fetch_one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
     return row is not None
-
-
-async def migrate_accounts(db: Database, legacy: Database | None = None) -> None:
-    """Bring the accounts schema up to date (plans, keys); likewise a no-op when current.
-
-    `legacy`: the data store of an embedded install made before keys had their own file;
-    its keys are copied over once.
-    """
-    seeds: list[tuple[str, tuple[Any, ...]]] = [
-        # The secret behind the portal's form tokens: one per store, so every instance agrees.
-        ("INSERT INTO meta (key, value) VALUES ('portal_secret', ?) ON CONFLICT (key) DO NOTHING",
-         (secrets.token_hex(32),))
-    ]  # fmt: skip
-    await _apply(db, "accounts", ACCOUNT_TABLES + ACCOUNT_INDEXES, seeds)
-    await seed_plans(db)
-    if legacy is not None and legacy is not db:
-        await _move_keys(legacy, db)
-
-
-def _fingerprint(statements: list[str], seeds: list[tuple[str, tuple[Any, ...]]]) -> str:
-    text = "\n".join(statements) + repr([sql for sql, _ in seeds])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-async def _current(db: Database, part: str, fingerprint: str) -> bool:
-    """Whether `part` of the schema was applied as it is now (a read: no lock taken)."""
-    try:
-        row = await db.fetch_one("SELECT value FROM meta WHERE key = ?", (f"schema:{part}",))
-    except StoreUnavailable:
-        raise
-    except Exception:  # no meta table yet: a new store
-        return False
-    return row is not None and row[0] == fingerprint
-
-
-async def _apply(
-    db: Database,
-    part: str,
-    statements: list[str],
-    seeds: list[tuple[str, tuple[Any, ...]]],
-    upgrade: Callable[[Database], Awaitable[None]] | None = None,
-) -> None:
-    statements = [ddl(statement, db.dialect) for statement in statements]
-    fingerprint = _fingerprint(statements, seeds)
-    if await _current(db, part, fingerprint):
-        return
-    if db.dialect == "postgresql":
-        row = await db.fetch_one("SELECT pg_is_in_recovery()")
-        if row and row[0]:
-            return  # a read replica: the primary is migrated, and a standby cannot write
-    async with db.transaction():
-        if db.dialect == "postgresql":
-            # Several workers may start at once; one migrates, the others wait for it.
-            await db.execute("SELECT pg_advisory_xact_lock(7231001)")
-        for statement in statements:
-            await db.execute(statement)
-            await _add_new_columns(db, statement)
-        for sql, params in seeds:
-            await db.execute(sql, params)
-        if upgrade is not None:  # moves rows of an older layout, in the same transaction
-            await upgrade(db)
-        await db.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (f"schema:{part}", fingerprint),
-        )
-
-
-async def _add_new_columns(db: Database, statement: str) -> None:
-    """Add the columns a CREATE TABLE gained since the table was made (CREATE TABLE IF NOT
-    EXISTS leaves an existing table as it was): new columns are always nullable."""
-    if not statement.lstrip().startswith("CREATE TABLE"):
-        return
-    ((table, (key, others)),) = table_columns([statement]).items()
-    if db.dialect == "postgresql":
-        rows = await db.fetch_all(
-            "SELECT column_name FROM information_schema.columns"
-            " WHERE table_schema = current_schema() AND table_name = ?",
-            (table,),
-        )
-    else:
-        rows = [(row[1],) for row in await db.fetch_all(f"PRAGMA table_info({table})")]
-    present = {row[0] for row in rows}
-    for column in (*key, *others):
-        if column not in present:
-            line = next(
-                part.strip().rstrip(",") for part in statement.split("\n")
-                if part.strip().split(" ")[0] == column
-            )  # fmt: skip
-            await db.execute(f"ALTER TABLE {table} ADD COLUMN {line}")
-
-
-async def _move_keys(data: Database, accounts: Database) -> None:
-    """Copy the keys an older embedded install kept in its data file, once."""
-    moved = await accounts.fetch_one("SELECT value FROM meta WHERE key = 'keys_moved'")
-    if moved is not None:
-        return
-    rows: list[Any] = []
-    try:
-        columns = ", ".join(_KEY_COLUMNS)
-        rows = await data.fetch_all(f"SELECT {columns} FROM api_keys")
-    except StoreUnavailable:
-        raise
-    except Exception:  # no api_keys table in the data store: nothing to move
-        rows = []
-    async with accounts.transaction():
-        marks = ", ".join("?" for _ in _KEY_COLUMNS)
-        await accounts.executemany(
-            f"INSERT INTO api_keys ({', '.join(_KEY_COLUMNS)}) VALUES ({marks})"
-            " ON CONFLICT (id) DO NOTHING",
-            rows,
-        )
-        await accounts.execute(
-            # Workers starting together may both get here: the first one's mark stands.
-            "INSERT INTO meta (key, value) VALUES ('keys_moved', ?) ON CONFLICT (key) DO NOTHING",
-            (str(len(rows)),),
-        )
-
-
-_KEY_COLUMNS = ("id",) + table_columns(ACCOUNT_TABLES)["api_keys"][1]

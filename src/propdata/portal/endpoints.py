@@ -35,7 +35,7 @@ from propdata.config import Settings
 from propdata.errors import Forbidden, InvalidField, NotFound, ServiceError
 from propdata.kit import crypto
 from propdata.kit.db import StoreUnavailable
-from propdata.kit.limiter import Limiter
+from propdata.kit.ratelimit.base import Limiter
 from propdata.kit.requests import request_id
 from propdata.plans import BY_NAME
 from propdata.portal import chart

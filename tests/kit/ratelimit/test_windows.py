@@ -1,4 +1,4 @@
-"""One suite for every limiter: SQLite (embedded), Redis (scale-out) and memory (fallback).
+"""The sliding windows on every limiter: SQLite (embedded), Redis (scale-out), the fallback.
 
 Each edge case runs against all three with the same fake clock, and a random sequence of
 admissions, refunds and plan changes must get identical decisions from all three, so the
@@ -19,11 +19,12 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from propdata.kit.limiter import HOURLY_KEEP, Decision, Limiter, SQLiteLimiter
-from propdata.kit.redis_limiter import MemoryLimiter, RedisLimiter
+from propdata.kit.ratelimit.base import HOURLY_KEEP, Decision, Limiter
+from propdata.kit.ratelimit.redis import RedisLimiter
+from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from propdata.kit.redis_link import connect
 from tests.conftest import FakeClock
-from tests.kit.limiter_rig import Rig, forget, new_key
+from tests.kit.ratelimit.rig import Rig, fallback, forget, new_key
 from tests.redis_support import REDIS_URL, require_redis
 
 
@@ -240,9 +241,9 @@ async def test_random_traffic_gets_identical_decisions(seed: int, tmp_path: Path
     limiters: list[Limiter] = [
         SQLiteLimiter(str(tmp_path / "usage.db"), clock=clock),
         RedisLimiter(connect(REDIS_URL), clock=clock),
-        MemoryLimiter(clock),
+        fallback(clock),
     ]
-    # A key's daily quota is fixed (the Redis and memory logs keep only a minute without
+    # A key's daily quota is fixed (the Redis and fallback logs keep only a minute without
     # one); its per-minute limit and quota size change as plan changes would.
     keys: dict[str, int | None] = {new_key(): daily for daily in (None, 15, 60)}
     stamps: dict[str, list[list[tuple[int, int]]]] = {key: [] for key in keys}
@@ -395,15 +396,3 @@ def test_processes_and_threads_admit_exactly_the_limit() -> None:
             assert client.zcard(RedisLimiter.keys_of(key)[0]) == 10
     finally:
         forget(key)
-
-
-async def test_memory_limiter_drops_idle_keys() -> None:
-    clock = FakeClock()
-    limiter = MemoryLimiter(clock)
-    limiter.SWEEP_EVERY = 10
-    for n in range(5):
-        await limiter.admit(f"idle-{n}", 10, 100)
-    clock.advance(86_400 + 1)
-    for _ in range(10):
-        await limiter.usage("busy", 10, 100)
-    assert not limiter._logs

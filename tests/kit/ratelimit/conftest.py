@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FakeClock
-from tests.kit.limiter_rig import KINDS, Rig, forget, make_limiter, new_key
+from tests.kit.ratelimit.rig import KINDS, Rig, forget, make_limiter, new_key
 
 
 @pytest.fixture(params=KINDS)

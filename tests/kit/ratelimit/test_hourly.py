@@ -1,4 +1,4 @@
-"""Hourly counts of admitted requests, on every limiter (SQLite file, real Redis, memory).
+"""Hourly counts of admitted requests, on every limiter (SQLite file, real Redis, fallback).
 
 An admission counts in the hour that holds it, in the same step that records it; a refund
 that takes an entry back uncounts it from that entry's hour, however late; refusals,
@@ -7,17 +7,18 @@ that takes an entry back uncounts it from that entry's hour, however late; refus
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 import redis
 
-from propdata.kit.limiter import HOURLY_KEEP, SQLiteLimiter
-from propdata.kit.redis_limiter import MemoryLimiter, RedisLimiter, ResilientLimiter
+from propdata.kit.ratelimit.base import HOURLY_KEEP
+from propdata.kit.ratelimit.redis import RedisLimiter
+from propdata.kit.ratelimit.resilient import ResilientLimiter
+from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from propdata.kit.redis_link import connect
 from tests.conftest import FakeClock
-from tests.kit.limiter_rig import Rig, forget, new_key
+from tests.kit.ratelimit.rig import Rig, forget, new_key
 from tests.redis_support import REDIS_URL, RedisServer, require_redis
 
 H = 3600
@@ -30,24 +31,18 @@ def test_the_fake_clock_starts_on_an_hour() -> None:
 
 def stored_buckets(rig: Rig) -> int:
     """How many hour buckets the backend holds for the rig's key, whatever their age."""
-    if rig.kind == "sqlite":
-        assert rig.folder is not None
-        with sqlite3.connect(rig.folder / "usage.db") as conn:
-            rows = conn.execute(
-                "SELECT count(*) FROM limiter_hours h JOIN limiter_keys k ON k.num = h.num"
-                " WHERE k.key_id = ?",
-                (rig.key,),
-            ).fetchone()[0]
-            current = conn.execute(
-                "SELECT count(*) FROM limiter_keys WHERE key_id = ? AND hour_count > 0",
-                (rig.key,),
-            ).fetchone()[0]
-        return int(rows) + int(current)
     if rig.kind == "redis":
         with redis.Redis.from_url(REDIS_URL) as client:
             return int(client.hlen(RedisLimiter.keys_of(rig.key)[3]))
-    assert isinstance(rig.limiter, MemoryLimiter)
-    return len(rig.limiter._hours.get(rig.key, {}))
+    ((rows,),) = rig.sql(
+        "SELECT count(*) FROM limiter_hours h JOIN limiter_keys k ON k.num = h.num"
+        " WHERE k.key_id = ?",
+        (rig.key,),
+    )
+    ((current,),) = rig.sql(
+        "SELECT count(*) FROM limiter_keys WHERE key_id = ? AND hour_count > 0", (rig.key,)
+    )
+    return int(rows) + int(current)
 
 
 async def test_admissions_are_counted_in_the_hour_that_holds_them(rig: Rig) -> None:
@@ -146,7 +141,7 @@ async def test_a_refund_of_an_entry_that_is_not_there_changes_nothing(rig: Rig) 
 
 
 async def test_an_entry_past_the_kept_window_is_not_taken_back(rig: Rig) -> None:
-    """Without a daily quota the Redis and memory logs keep a minute; the SQLite limiter
+    """Without a daily quota the Redis log keeps a minute; the SQLite limiter
     follows the same rule, so a refund later than that leaves the hour's count alone."""
     limiter, clock, key = rig.limiter, rig.clock, rig.key
     late = await limiter.admit(key, 10, None)
@@ -211,40 +206,6 @@ async def test_a_clock_that_steps_back_counts_in_the_right_hours(rig: Rig) -> No
     assert await limiter.hourly(key, START) == {START + 2 * H: 1}
 
 
-async def test_old_sqlite_files_gain_hourly_counts(tmp_path: Path) -> None:
-    """A counters file from before the hour columns: upgraded in place; requests admitted
-    before it are not in any hour, and refunding one never takes a count below zero."""
-    path = tmp_path / "usage.db"
-    conn = sqlite3.connect(path)
-    conn.executescript(
-        "CREATE TABLE limiter_keys (num INTEGER PRIMARY KEY, key_id TEXT UNIQUE NOT NULL,"
-        " day_count INTEGER NOT NULL DEFAULT 0, minute_count INTEGER NOT NULL DEFAULT 0,"
-        " minute_floor INTEGER NOT NULL DEFAULT 0);"
-        "CREATE TABLE limiter_log (num INTEGER NOT NULL, at INTEGER NOT NULL,"
-        " dup INTEGER NOT NULL, PRIMARY KEY (num, at, dup)) WITHOUT ROWID;"
-        "CREATE TABLE limiter_failures (num INTEGER NOT NULL, at INTEGER NOT NULL,"
-        " dup INTEGER NOT NULL, PRIMARY KEY (num, at, dup)) WITHOUT ROWID;"
-        f"INSERT INTO limiter_keys VALUES (1, 'k', 1, 1, 0);"
-        f"INSERT INTO limiter_log VALUES (1, {(START - 10) * 1_000_000}, 0);"
-    )
-    conn.commit()
-    conn.close()
-    clock = FakeClock(START + 5)
-    limiter = SQLiteLimiter(str(path), clock=clock)
-    again = SQLiteLimiter(str(path), clock=clock)  # a second worker opening it: no error
-    try:
-        decision = await limiter.admit("k", 10, 100)
-        assert decision.allowed and decision.minute.used == 2
-        assert await limiter.hourly("k", START - H) == {START: 1}
-        await limiter.refund("k", ((START - 10) * 1_000_000, 0), 10, 100)  # from before
-        after = await again.usage("k", 10, 100)
-        assert after.minute.used == 1
-        assert await again.hourly("k", START - H) == {START: 1}
-    finally:
-        await limiter.close()
-        await again.close()
-
-
 async def test_redis_counts_in_redis_hours() -> None:
     """Production passes no clock: the buckets (and the range asked) come from Redis's TIME."""
     require_redis()
@@ -267,7 +228,7 @@ async def test_redis_counts_in_redis_hours() -> None:
 async def test_resilient_hourly_answers_from_the_fallback_in_an_outage(tmp_path: Path) -> None:
     server = RedisServer(cwd=tmp_path).start()
     clock = FakeClock()
-    limiter = ResilientLimiter(RedisLimiter(connect(server.url), clock), MemoryLimiter(clock))
+    limiter = ResilientLimiter(RedisLimiter(connect(server.url), clock))
     limiter.outage.retry_every = 0.0
     try:
         await limiter.admit("key_a", 10, 100)
@@ -290,13 +251,11 @@ async def test_resilient_hourly_answers_from_the_fallback_in_an_outage(tmp_path:
         server.kill()
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+@pytest.mark.parametrize("kind", ["file", "memory"])
 async def test_hourly_of_many_keys_stay_apart(kind: str, tmp_path: Path) -> None:
     clock = FakeClock()
-    limiter = (
-        SQLiteLimiter(str(tmp_path / "usage.db"), clock=clock)
-        if kind == "sqlite"
-        else MemoryLimiter(clock)
+    limiter = SQLiteLimiter(
+        str(tmp_path / "usage.db") if kind == "file" else ":memory:", clock=clock
     )
     keys = [new_key() for _ in range(5)]
     for hour in range(3):

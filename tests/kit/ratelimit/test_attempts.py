@@ -1,7 +1,7 @@
 """Attempt guards ("at most N attempts per name per window") on every limiter.
 
 A sliding log per name, (now - window, now], checked and recorded in one atomic step; the
-name is stored only as its SHA-256. Real SQLite files, the real Redis, the memory fallback.
+name is stored only as its SHA-256. Real SQLite files, the real Redis, the fallback.
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ import redis
 import redis.asyncio as aioredis
 from redis.crc import key_slot
 
-from propdata.kit.limiter import Attempts, Limiter, SQLiteLimiter
-from propdata.kit.redis_limiter import MemoryLimiter, RedisLimiter, ResilientLimiter
+from propdata.kit.ratelimit.base import Attempts, Limiter
+from propdata.kit.ratelimit.redis import RedisLimiter
+from propdata.kit.ratelimit.resilient import ResilientLimiter
+from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from propdata.kit.redis_link import connect
 from tests.conftest import FakeClock
-from tests.kit.limiter_rig import Rig, forget_names
+from tests.kit.ratelimit.rig import Rig, fallback, forget_names
 from tests.redis_support import REDIS_URL, RedisServer, require_redis
 
 
@@ -157,15 +159,12 @@ async def test_names_are_stored_hashed(rig: Rig) -> None:
             assert 900_000 < client.pttl(key) <= 901_000  # expires with the window
         forget_names(name)
     else:
-        assert isinstance(rig.limiter, MemoryLimiter)
-        assert list(rig.limiter._attempts) == [digest]
+        assert rig.sql("SELECT DISTINCT name FROM limiter_attempts") == [(digest,)]
 
 
 async def test_storage_stays_bounded(rig: Rig) -> None:
     """Names never seen again leave with their window, not only when touched."""
     limiter, clock = rig.limiter, rig.clock
-    if isinstance(limiter, MemoryLimiter):
-        limiter.SWEEP_EVERY = 50
     names = [_name() for _ in range(60)]
     for name in names:
         await limiter.attempt(name, 3, 60)
@@ -174,11 +173,7 @@ async def test_storage_stays_bounded(rig: Rig) -> None:
     survivor = _name()
     for _ in range(60):
         await limiter.attempt(survivor, 1000, 60)
-    if rig.kind == "sqlite":
-        assert rig.folder is not None
-        with sqlite3.connect(rig.folder / "usage.db") as conn:
-            assert conn.execute("SELECT count(*) FROM limiter_attempts").fetchone()[0] == 60
-    elif rig.kind == "redis":
+    if rig.kind == "redis":
         with redis.Redis.from_url(REDIS_URL) as client:
             key = RedisLimiter.attempt_key_of(names[0])
             assert 0 < client.pttl(key) <= 61_000  # Redis drops the idle ones by expiry
@@ -186,8 +181,10 @@ async def test_storage_stays_bounded(rig: Rig) -> None:
             assert client.zcard(key) == 1
         forget_names(*names, survivor)
     else:
-        assert isinstance(limiter, MemoryLimiter)
-        assert set(limiter._attempts) == {hashlib.sha256(survivor.encode()).hexdigest()}
+        survivor_digest = hashlib.sha256(survivor.encode()).hexdigest()
+        assert rig.sql("SELECT name, count(*) FROM limiter_attempts GROUP BY name") == [
+            (survivor_digest, 60)
+        ]
 
 
 async def test_concurrent_attempts_on_redis_never_pass_the_limit() -> None:
@@ -243,7 +240,7 @@ async def test_random_attempts_get_identical_answers(seed: int, tmp_path: Path) 
     limiters: list[Limiter] = [
         SQLiteLimiter(str(tmp_path / "usage.db"), clock=clock),
         RedisLimiter(connect(REDIS_URL), clock=clock),
-        MemoryLimiter(clock),
+        fallback(clock),
     ]
     names = {_name(): rng.choice([1.5, 60.0, 900.0]) for _ in range(3)}
     seen: set[bool] = set()
@@ -265,7 +262,7 @@ async def test_random_attempts_get_identical_answers(seed: int, tmp_path: Path) 
 async def test_resilient_attempts_fall_back_per_process(tmp_path: Path) -> None:
     server = RedisServer(cwd=tmp_path).start()
     clock = FakeClock()
-    limiter = ResilientLimiter(RedisLimiter(connect(server.url), clock), MemoryLimiter(clock))
+    limiter = ResilientLimiter(RedisLimiter(connect(server.url), clock))
     limiter.outage.retry_every = 0.0
     name = _name()
     try:

@@ -23,36 +23,28 @@ Attempt guards: one sorted set per name, `pd:att:{<sha256 of the name>}` (member
 "<µs>-<n>", n = how many entries already had that microsecond), trimmed to the window on
 every recording and expiring one window (plus a second) after the last one.
 
-Beside it: `MemoryLimiter`, the same log in one process's memory, and `ResilientLimiter`,
-which answers from Redis and falls back to the MemoryLimiter while Redis is unreachable.
+`resilient.ResilientLimiter` answers from it and falls back to an in-memory SQLiteLimiter
+while Redis is unreachable.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
-import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-from propdata.kit.limiter import (
-    DAY,
+from propdata.kit.ratelimit.base import (
     HOUR_US,
     HOURLY_KEEP,
-    MINUTE,
     Attempts,
     Clock,
     Decision,
     Window,
     attempt_digest,
     attempt_window_us,
-    hour_of_us,
     hourly_range,
-    reset_at,
     retry_after_us,
     sum_hours,
 )
-from propdata.kit.redis_link import Client, Outage, connect
+from propdata.kit.redis_link import Client, connect
 
 # Mirrors SQLiteLimiter._decide and _describe step by step; the float arithmetic of Reset
 # and Retry-After is written in the same order so both round the same way (Lua numbers are
@@ -247,10 +239,6 @@ _SCRIPT = _constants(_SCRIPT)
 _EXCEEDED = {1: "minute", 2: "day", 3: "failures"}
 
 
-def _at(entry: tuple[int, int]) -> int:
-    return entry[0]
-
-
 class RedisLimiter:
     """The Redis limiter; decisions identical to SQLiteLimiter's.
 
@@ -370,278 +358,8 @@ class RedisLimiter:
         return int(size or 0)
 
     def status(self) -> str:
-        """ "ok"; ResilientLimiter says "degraded" while it falls back to a MemoryLimiter."""
+        """ "ok"; ResilientLimiter says "degraded" while it answers from its fallback."""
         return "ok"
 
     async def close(self) -> None:
         await self.client.aclose()
-
-
-class MemoryLimiter:
-    """The same exact sliding logs in this process's memory: the fallback while Redis is away.
-
-    Its stamps carry a negative sequence number, so a ResilientLimiter can tell its entries
-    from Redis's (whose counter starts at 1) and send a refund to the one that recorded it.
-    """
-
-    SWEEP_EVERY = 10_000
-
-    def __init__(self, clock: Clock = time.time) -> None:
-        self.clock = clock
-        self._logs: dict[str, list[tuple[int, int]]] = {}
-        self._fails: dict[str, list[tuple[int, int]]] = {}
-        self._hours: dict[str, dict[int, int]] = {}
-        self._attempts: dict[str, list[tuple[int, int]]] = {}
-        """Attempt logs by the name's digest: (µs, same-µs number)."""
-        self._attempts_until: dict[str, int] = {}
-        """When each attempt log's newest entry leaves its window (µs): the sweep's guide."""
-        self._n = 0
-        self._calls = 0
-
-    def _decide(
-        self,
-        key_id: str,
-        per_minute: int,
-        daily: int | None,
-        record: bool,
-        failures: int | None = None,
-    ) -> Decision:
-        now_us = int(self.clock() * 1_000_000)
-        self._calls += 1
-        if self._calls % self.SWEEP_EVERY == 0:
-            self._sweep(now_us)
-        log = self._logs.setdefault(key_id, [])
-        minute_from = now_us - int(MINUTE * 1e6)
-        day_from = now_us - int(DAY * 1e6)
-        # Like the Redis log: without a daily quota only the last minute is kept.
-        keep_from = day_from if daily is not None else minute_from
-        del log[: bisect.bisect_right(log, keep_from, key=_at)]
-        before_minute = bisect.bisect_right(log, minute_from, key=_at)
-        minute_used, day_used = len(log) - before_minute, len(log)
-        fails: list[tuple[int, int]] = []
-        if failures is not None:
-            fails = self._fails.get(key_id, [])
-            del fails[: bisect.bisect_right(fails, minute_from, key=_at)]
-        guard_full = failures is not None and len(fails) >= failures
-        full = minute_used >= per_minute or (daily is not None and day_used >= daily) or guard_full
-        stamp: tuple[int, int] | None = None
-        if record and not full:
-            self._n += 1
-            stamp = (now_us, -self._n)
-            bisect.insort(log, (now_us, self._n))
-            minute_used += 1
-            day_used += 1
-            self._count_hour(key_id, hour_of_us(now_us), 1)
-        if not log:
-            del self._logs[key_id]
-
-        def nth(rank: int) -> int | None:
-            return log[rank][0] if 0 <= rank < len(log) else None
-
-        now = now_us / 1e6
-        minute = Window(per_minute, minute_used, reset_at(nth(before_minute) if minute_used else None, MINUTE, now))  # fmt: skip
-        day = Window(daily, day_used, reset_at(nth(0), DAY, now)) if daily is not None else None
-        guard = None
-        if failures is not None:
-            guard = Window(
-                failures, len(fails), reset_at(fails[0][0] if fails else None, MINUTE, now)
-            )
-        refused = record and full
-        if not (refused or guard_full):
-            return Decision(True, minute, day, stamp=stamp, failures=guard)
-        waits: dict[str, float] = {}
-        if refused and minute_used >= per_minute:
-            at = nth(before_minute + minute_used - per_minute)
-            waits["minute"] = (at / 1e6 + MINUTE - now) if at is not None else 0.0
-        if refused and daily is not None and day_used >= daily:
-            at = nth(day_used - daily)
-            waits["day"] = (at / 1e6 + DAY - now) if at is not None else 0.0
-        if guard_full and failures is not None:
-            waits["failures"] = fails[len(fails) - failures][0] / 1e6 + MINUTE - now
-        exceeded = max(waits, key=lambda w: waits[w])
-        retry = max(1, math.ceil(waits[exceeded] - 1e-9))
-        return Decision(False, minute, day, retry_after=retry, exceeded=exceeded, failures=guard)
-
-    def _count_hour(self, key_id: str, hour: int, change: int) -> None:
-        hours = self._hours.setdefault(key_id, {})
-        if hour not in hours:  # a new bucket: drop those past the retention
-            for old in [h for h in hours if h < hour - HOURLY_KEEP]:
-                del hours[old]
-        hours[hour] = hours.get(hour, 0) + change
-
-    def _sweep(self, now_us: int) -> None:
-        """Drop the logs of keys idle for a day (their hourly counts after the retention, the
-        attempt logs past their window), so a long outage cannot grow memory without end."""
-        day_from = now_us - int(DAY * 1e6)
-        for key_id in [k for k, log in self._logs.items() if not log or log[-1][0] <= day_from]:
-            del self._logs[key_id]
-        minute_from = now_us - int(MINUTE * 1e6)
-        for key_id in [k for k, f in self._fails.items() if not f or f[-1][0] <= minute_from]:
-            del self._fails[key_id]
-        oldest = hour_of_us(now_us) - HOURLY_KEEP
-        for key_id in [k for k, hours in self._hours.items() if max(hours, default=0) < oldest]:
-            del self._hours[key_id]
-        for digest in [d for d, until in self._attempts_until.items() if until <= now_us]:
-            del self._attempts_until[digest]
-            self._attempts.pop(digest, None)
-
-    async def admit(
-        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
-    ) -> Decision:
-        return self._decide(key_id, per_minute, daily, record=True, failures=failures)
-
-    async def usage(
-        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
-    ) -> Decision:
-        return self._decide(key_id, per_minute, daily, record=False, failures=failures)
-
-    async def fail(self, key_id: str) -> None:
-        self._n += 1
-        now_us = int(self.clock() * 1_000_000)
-        bisect.insort(self._fails.setdefault(key_id, []), (now_us, self._n))
-
-    async def refund(
-        self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
-    ) -> Decision:
-        log = self._logs.get(key_id, [])
-        # As in Redis: trimmed first, so an entry past the longest window kept is not there.
-        keep_from = int(self.clock() * 1_000_000) - int((MINUTE if daily is None else DAY) * 1e6)
-        del log[: bisect.bisect_right(log, keep_from, key=_at)]
-        entry = (stamp[0], -stamp[1])
-        i = bisect.bisect_left(log, entry)
-        if i < len(log) and log[i] == entry:
-            del log[i]
-            hour = hour_of_us(stamp[0])
-            hours = self._hours.get(key_id, {})
-            if hours.get(hour, 0) > 0:
-                hours[hour] -= 1
-        return self._decide(key_id, per_minute, daily, record=False)
-
-    async def hourly(self, key_id: str, since: float) -> dict[int, int]:
-        first, last = hourly_range(since, int(self.clock() * 1_000_000))
-        hours = self._hours.get(key_id, {})
-        return sum_hours((hour, n) for hour, n in hours.items() if first <= hour <= last)
-
-    async def attempt(self, name: str, limit: int, window: float, record: bool = True) -> Attempts:
-        window_us = attempt_window_us(limit, window)
-        digest = attempt_digest(name)
-        now_us = int(self.clock() * 1_000_000)
-        from_us = now_us - window_us
-        log = self._attempts.get(digest, [])
-        if record:
-            self._calls += 1
-            if self._calls % self.SWEEP_EVERY == 0:
-                self._sweep(now_us)
-            del log[: bisect.bisect_right(log, from_us, key=_at)]
-        first = bisect.bisect_right(log, from_us, key=_at)
-        used = len(log) - first
-        if used < limit:
-            if record:
-                dup = bisect.bisect_right(log, now_us, key=_at) - bisect.bisect_left(
-                    log, now_us, key=_at
-                )
-                bisect.insort(log, (now_us, dup))
-                self._attempts[digest] = log
-                self._attempts_until[digest] = max(
-                    self._attempts_until.get(digest, 0), now_us + window_us
-                )
-                used += 1
-            return Attempts(True, used, limit)
-        oldest = log[first + used - limit][0]
-        return Attempts(False, used, limit, retry_after_us(oldest, window_us, now_us))
-
-    async def forget(self, name: str) -> None:
-        log = self._attempts.get(attempt_digest(name))
-        if log:
-            log.pop()
-
-    def status(self) -> str:
-        """ "ok"; ResilientLimiter says "degraded" while it falls back to a MemoryLimiter."""
-        return "ok"
-
-    async def close(self) -> None:
-        self._logs.clear()
-        self._fails.clear()
-        self._hours.clear()
-        self._attempts.clear()
-        self._attempts_until.clear()
-
-
-class ResilientLimiter:
-    """Redis while it answers; the per-process MemoryLimiter while it does not.
-
-    While Redis is unreachable each process counts on its own (so N processes admit up to N
-    times a key's limit), `status()` says "degraded", one warning is logged per outage, and
-    Redis is tried again at most once a second. A refund goes to the limiter that recorded
-    the entry; one Redis recorded but cannot take back now stays counted (the safe side).
-
-    Hourly counts and attempt guards follow the same rule. During an outage `hourly` answers
-    from this process's fallback: only the requests this process admitted while Redis was
-    away, not Redis's counts. Requests admitted by a fallback are never added to Redis's
-    hours, so once Redis is back its counts for the outage's hours miss them (an
-    undercount, per process, of what the fallbacks admitted). An attempt guard counts per
-    process during an outage (N processes allow up to N times its limit), and the attempts
-    recorded then are forgotten when Redis answers again.
-    """
-
-    def __init__(self, redis: RedisLimiter, fallback: MemoryLimiter | None = None) -> None:
-        self.redis = redis
-        self.fallback = fallback or MemoryLimiter(redis.clock or time.time)
-        self.outage = Outage("limiter")
-
-    def status(self) -> str:
-        return "degraded" if self.outage.down else "ok"
-
-    async def _call(
-        self,
-        redis: Callable[[], Awaitable[Decision]],
-        fallback: Callable[[], Awaitable[Decision]],
-    ) -> Decision:
-        return await self.outage.call(redis, fallback)
-
-    async def admit(
-        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
-    ) -> Decision:
-        return await self._call(
-            lambda: self.redis.admit(key_id, per_minute, daily, failures),
-            lambda: self.fallback.admit(key_id, per_minute, daily, failures),
-        )
-
-    async def usage(
-        self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
-    ) -> Decision:
-        return await self._call(
-            lambda: self.redis.usage(key_id, per_minute, daily, failures),
-            lambda: self.fallback.usage(key_id, per_minute, daily, failures),
-        )
-
-    async def fail(self, key_id: str) -> None:
-        await self.outage.call(lambda: self.redis.fail(key_id), lambda: self.fallback.fail(key_id))
-
-    async def refund(
-        self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
-    ) -> Decision:
-        if stamp[1] < 0:  # recorded by the fallback
-            return await self.fallback.refund(key_id, stamp, per_minute, daily)
-        return await self._call(
-            lambda: self.redis.refund(key_id, stamp, per_minute, daily),
-            lambda: self.fallback.usage(key_id, per_minute, daily),
-        )
-
-    async def hourly(self, key_id: str, since: float) -> dict[int, int]:
-        return await self.outage.call(
-            lambda: self.redis.hourly(key_id, since), lambda: self.fallback.hourly(key_id, since)
-        )
-
-    async def attempt(self, name: str, limit: int, window: float, record: bool = True) -> Attempts:
-        return await self.outage.call(
-            lambda: self.redis.attempt(name, limit, window, record),
-            lambda: self.fallback.attempt(name, limit, window, record),
-        )
-
-    async def forget(self, name: str) -> None:
-        await self.outage.call(lambda: self.redis.forget(name), lambda: self.fallback.forget(name))
-
-    async def close(self) -> None:
-        await self.redis.close()
-        await self.fallback.close()

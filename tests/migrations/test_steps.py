@@ -1,0 +1,210 @@
+"""The schema steps of the data and accounts stores, on SQLite and PostgreSQL.
+
+Each step runs once and is recorded; a store at any step upgrades to the last and ends
+exactly like a new one; migrating a current store changes nothing; the tables hold the
+columns `table_columns` reports, and the change feed's trigger watches every one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from propdata.config import accounts_url
+from propdata.kit.db import Database, connect
+from propdata.kit.steps import upgrade
+from propdata.migrations.schema import (
+    ACCOUNT_TABLES,
+    ACCOUNTS,
+    DATA,
+    STEPS,
+    migrate,
+    migrate_accounts,
+    steps_of,
+    table_columns,
+)
+from tests.conftest import drop_store, new_store
+
+
+@dataclass
+class Stores:
+    data: Database
+    accounts: Database
+    shared: bool
+    """PostgreSQL: both are one database (one record of steps, one `meta`)."""
+
+
+@pytest.fixture
+async def stores(backend: str, tmp_path: Path) -> AsyncIterator[Stores]:
+    store = await new_store(backend, tmp_path)
+    data = await connect(store.url)
+    accounts = await connect(accounts_url(store.url))
+    yield Stores(data, accounts, accounts_url(store.url) == store.url)
+    await data.close()
+    await accounts.close()
+    await drop_store(store)
+
+
+async def recorded(db: Database) -> list[tuple[int, str]]:
+    rows = await db.fetch_all("SELECT version, name FROM schema_steps ORDER BY version")
+    return [(int(v), str(n)) for v, n in rows]
+
+
+async def layout(db: Database) -> list[tuple[Any, ...]]:
+    """Every table, column, index, trigger and function of the store, as text."""
+    if db.dialect != "postgresql":
+        rows = await db.fetch_all(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+        )
+        return [tuple(row) for row in rows]
+    here = "current_schema() || '.'"
+    queries = [
+        "SELECT table_name, column_name, data_type, is_nullable, column_default"
+        " FROM information_schema.columns WHERE table_schema = current_schema()"
+        " ORDER BY table_name, ordinal_position",
+        f"SELECT indexname, replace(indexdef, {here}, '') FROM pg_indexes"
+        " WHERE schemaname = current_schema() ORDER BY indexname",
+        f"SELECT t.tgname, replace(pg_get_triggerdef(t.oid), {here}, '') FROM pg_trigger t"
+        " JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = current_schema() AND NOT t.tgisinternal ORDER BY t.tgname",
+        "SELECT p.proname, p.prosrc FROM pg_proc p JOIN pg_namespace n"
+        " ON n.oid = p.pronamespace WHERE n.nspname = current_schema() ORDER BY p.proname",
+    ]
+    return [tuple(row) for query in queries for row in await db.fetch_all(query)]
+
+
+async def meta(db: Database) -> dict[str, str]:
+    return {str(k): str(v) for k, v in await db.fetch_all("SELECT key, value FROM meta")}
+
+
+async def migrate_both(stores: Stores) -> None:
+    await migrate(stores.data)
+    await migrate_accounts(stores.accounts)
+
+
+def test_the_steps_are_numbered_one_after_another() -> None:
+    assert [step.version for _, step in STEPS] == list(range(1, len(STEPS) + 1))
+    assert {part for part, _ in STEPS} == {DATA, ACCOUNTS}
+    assert len({step.name for _, step in STEPS}) == len(STEPS)
+
+
+async def test_each_step_runs_once_and_is_recorded(stores: Stores) -> None:
+    await migrate_both(stores)
+    data_steps = [(s.version, s.name) for s in steps_of(DATA)]
+    account_steps = [(s.version, s.name) for s in steps_of(ACCOUNTS)]
+    if stores.shared:
+        assert await recorded(stores.data) == sorted(data_steps + account_steps)
+    else:
+        assert await recorded(stores.data) == data_steps
+        assert await recorded(stores.accounts) == account_steps
+    assert await upgrade(stores.data, steps_of(DATA)) == []
+    assert await upgrade(stores.accounts, steps_of(ACCOUNTS)) == []
+
+
+async def test_migrating_a_current_store_changes_nothing(stores: Stores) -> None:
+    await migrate_both(stores)
+    before = [await layout(stores.data), await meta(stores.data), await recorded(stores.data),
+              await layout(stores.accounts), await meta(stores.accounts)]  # fmt: skip
+    assert {"data_version", "store_id", "cursor_secret"} <= set(before[1])
+    assert "portal_secret" in before[4]
+    await migrate_both(stores)
+    await migrate_both(stores)
+    after = [await layout(stores.data), await meta(stores.data), await recorded(stores.data),
+             await layout(stores.accounts), await meta(stores.accounts)]  # fmt: skip
+    assert after == before
+
+
+@pytest.mark.parametrize("part", [DATA, ACCOUNTS])
+async def test_a_store_at_every_step_upgrades_to_the_last(
+    backend: str, tmp_path: Path, part: str
+) -> None:
+    steps = steps_of(part)
+    migrator = migrate if part == DATA else migrate_accounts
+    ends = []
+    for reached in range(len(steps) + 1):
+        store = await new_store(backend, tmp_path / f"{part}-{reached}")
+        db = await connect(store.url)
+        try:
+            assert await upgrade(db, steps[:reached]) == [s.version for s in steps[:reached]]
+            await migrator(db)
+            assert [v for v, _ in await recorded(db)] == [s.version for s in steps]
+            ends.append(await layout(db))
+        finally:
+            await db.close()
+            await drop_store(store)
+    assert all(end == ends[0] for end in ends)
+
+
+async def test_a_store_made_before_steps_were_recorded_records_them_unchanged(
+    stores: Stores,
+) -> None:
+    """The layout of steps 1 and 2 with the fingerprints that layout kept in `meta`, and
+    no record of steps: it records every step, keeps its data and its ids, and loses only
+    the fingerprints."""
+    for db, part in ((stores.data, DATA), (stores.accounts, ACCOUNTS)):
+        async with db.transaction():
+            await steps_of(part)[0].apply(db)
+            await db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, 'f00d') ON CONFLICT (key) DO NOTHING",
+                (f"schema:{part}",),
+            )
+    await stores.accounts.execute(
+        "INSERT INTO meta (key, value) VALUES ('keys_moved', '0') ON CONFLICT (key) DO NOTHING"
+    )
+    await stores.data.execute(
+        "INSERT INTO market_history (zip_code, month, active_listings, sold_count)"
+        " VALUES ('02139', '2026-10', 12, 3)"
+    )
+    ids = await meta(stores.data), await meta(stores.accounts)
+    await migrate_both(stores)
+    for db, before in zip((stores.data, stores.accounts), ids, strict=True):
+        assert await meta(db) == {
+            k: v for k, v in before.items() if not k.startswith("schema:") and k != "keys_moved"
+        }
+    steps = {s.version for s in steps_of(DATA) + steps_of(ACCOUNTS)}
+    held = {v for v, _ in await recorded(stores.data) + await recorded(stores.accounts)}
+    assert held == steps
+    assert await stores.data.fetch_all("SELECT zip_code, sold_count FROM market_history") == [
+        ("02139", 3)
+    ]
+
+
+async def test_the_tables_hold_the_columns_table_columns_reports(stores: Stores) -> None:
+    await migrate_both(stores)
+    for db, statements in ((stores.data, None), (stores.accounts, ACCOUNT_TABLES)):
+        for table, (key, others) in table_columns(statements).items():
+            if db.dialect == "postgresql":
+                rows = await db.fetch_all(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema ="
+                    " current_schema() AND table_name = ? ORDER BY ordinal_position",
+                    (table,),
+                )
+                columns = [row[0] for row in rows]
+            else:
+                columns = [row[1] for row in await db.fetch_all(f"PRAGMA table_info({table})")]
+            assert sorted(columns) == sorted(key + others), table
+
+
+async def test_the_feed_watches_every_column_of_a_property_but_the_derived_keys(
+    stores: Stores,
+) -> None:
+    await migrate(stores.data)
+    if stores.data.dialect == "postgresql":
+        row = await stores.data.fetch_one(
+            "SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c"
+            " ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() AND t.tgname = 'feed_updated'"
+        )
+    else:
+        row = await stores.data.fetch_one(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'feed_updated'"
+        )
+    assert row is not None
+    trigger = str(row[0])
+    _, columns = table_columns()["properties"]
+    watched = {c for c in columns if f"old.{c} is" in trigger.lower()}
+    assert watched == set(columns) - {"street_key", "city_key"}
