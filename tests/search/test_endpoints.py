@@ -11,8 +11,9 @@ from tests.factories import AS_OF, catalogue
 
 SEARCH_FIELDS = {
     "id", "status", "listPrice", "address", "bedroomsTotal", "bathroomsTotal", "livingArea",
-    "daysOnMarket", "lastSalePrice", "lastSaleDate", "lastUpdated", "distanceMiles",
+    "daysOnMarket", "lastSalePrice", "lastSaleDate", "lastUpdated",
 }  # fmt: skip
+"""An item's fields; a radius search's items add `distanceMiles`."""
 
 
 def _rows() -> list[dict[str, Any]]:

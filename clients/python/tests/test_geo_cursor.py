@@ -61,7 +61,7 @@ def test_a_radius_search_sorted_by_distance(client: Client) -> None:
 def test_a_bounding_box(client: Client) -> None:
     page = client.properties.search(bbox=(-90.05, 40.95, -89.95, 41.05), sort="listPrice")
     assert sorted(i.id for i in page.data) == ["g-0", "g-1"]
-    assert all(i.distance_miles is None for i in page.data)  # no radius, no distance
+    assert all(i.distance_miles is None for i in page.data)  # no radius: absent, read as None
     same = client.properties.search(bbox="-90.05,40.95,-89.95,41.05", sort="listPrice")
     assert [i.id for i in same.data] == [i.id for i in page.data]
     iowa = client.properties.search(bbox=(-94, 42, -93, 43), limit=1)

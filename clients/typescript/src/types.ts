@@ -276,8 +276,8 @@ export interface PropertySummary {
   lastSalePrice: number | null;
   lastSaleDate: string | null;
   lastUpdated: string;
-  /** Miles from a radius search's center, two decimals; null without a radius. */
-  distanceMiles: number | null;
+  /** Miles from a radius search's center, two decimals; absent without a radius. */
+  distanceMiles?: number;
 }
 
 /** `GET /v1/properties/{id}/history` (`properties.history`). */

@@ -7,8 +7,9 @@ all: a third of a search request's CPU. A snapshot is one data version, so it ca
 every row's item already encoded as the API answers it; a page is then its items' bytes
 joined (`ItemFile.page`), byte for byte what encoding the rows' structs gives.
 
-Each item is kept as its JSON up to and including `"distanceMiles":` (the last field); the
-page appends `null}` or the distance. The file is read with `pread`, not mapped: its pages
+Each item is kept as its JSON up to and including `"distanceMiles":` (the last field); a
+radius search's page appends the distance and `}`, any other page cuts that last name off
+(`distanceMiles` is on radius searches' items only). The file is read with `pread`, not mapped: its pages
 stay in the host's page cache, shared by every worker, and never count in a worker's
 resident memory (a mapped file's touched pages would, up to its 300 MB at 1,000,000).
 """
@@ -33,6 +34,8 @@ from propdata.search.schemas import PropertySearchItem
 
 _TAIL = b"null}"
 """How every item encoded without a distance ends (the search item's last field)."""
+_LAST_NAME = b',"distanceMiles":'
+"""What a kept item ends with: cut off where the search has no radius."""
 _encode = msgspec.json.Encoder().encode
 VERIFY_INLINE = 16 << 20
 """Bytes of items checked before the index is used; a larger file is checked on a thread."""
@@ -52,8 +55,9 @@ def crc_of(path: Path) -> int:
     return crc
 
 
-def search_item(r: SearchRow, distance: float | None) -> PropertySearchItem:
-    """The wire item of a row (`distance`: miles, already rounded, or None)."""
+def search_item(r: SearchRow, distance: float | msgspec.UnsetType | None) -> PropertySearchItem:
+    """The wire item of a row (`distance`: miles, already rounded; UNSET off a radius search,
+    None only to make the kept form, which ends in `"distanceMiles":null}`)."""
     return PropertySearchItem(
         id=r.id, status=r.status, list_price=r.list_price,
         address=ShortAddress(street_address=r.street_address, city=r.city, state=r.state,
@@ -69,7 +73,7 @@ def encoded(rows: Sequence[SearchRow]) -> list[bytes]:
     out = []
     for r in rows:
         item = _encode(search_item(r, None))
-        assert item.endswith(_TAIL)
+        assert item.endswith(_LAST_NAME + _TAIL)
         out.append(item[: -len(_TAIL)])
     return out
 
@@ -125,7 +129,8 @@ def join(parts: list[bytes], distances: Sequence[float] | None) -> bytes:
     """The JSON array of encoded items, with their distances (rounded to two places, as the
     API shows them) when given, else null."""
     if distances is None:
-        return b"[" + b"null},".join(parts) + (b"null}]" if parts else b"]")
+        cut = -len(_LAST_NAME)
+        return b"[" + b"},".join(p[:cut] for p in parts) + (b"}]" if parts else b"]")
     tails = [_encode(round(d, 2)) + b"}" for d in distances]
     return b"[" + b",".join(p + t for p, t in zip(parts, tails, strict=True)) + b"]"
 

@@ -28,13 +28,13 @@ class PropertySearchItem(Base):
     last_sale_date: str | None
     last_updated: str
     distance_miles: Annotated[
-        float | None,
+        float | msgspec.UnsetType | None,
         msgspec.Meta(
             description="Great-circle (haversine) miles from the radius search's point, to two"
-            " decimals; null when the search has no radius",
+            " decimals; present only on a radius search's items",
             examples=[1.27],
         ),
-    ]
+    ] = msgspec.UNSET
 
 
 class SearchMeta(PageMeta):

@@ -110,7 +110,9 @@ class SearchService:
                 version=version, search=search_id, delivered=offset + len(rows),
                 value=mark[0], distance=mark[1], last_id=mark[2],
             ))  # fmt: skip
-        shown = [None] * len(rows) if distances is None else [round(d, 2) for d in distances]
+        shown: list[float | msgspec.UnsetType] = (
+            [msgspec.UNSET] * len(rows) if distances is None else [round(d, 2) for d in distances]
+        )
         items = [search_item(r, d) for r, d in zip(rows, shown, strict=True)]
         meta = SearchMeta(total=found.total, limit=limit, offset=offset, next_cursor=next_cursor)
         return SearchResponse(meta=meta, data=items)

@@ -196,8 +196,9 @@ class PropertySummary(Model):
     last_sale_price: int | None
     last_sale_date: dt.date | None
     last_updated: dt.datetime
-    distance_miles: float | None
-    """Miles from a radius search's point (two decimals); None without a radius."""
+    distance_miles: float | None = None
+    """Miles from a radius search's point (two decimals); None (absent on the wire) without a
+    radius."""
 
 
 class PropertyHistory(Model):
