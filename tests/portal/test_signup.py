@@ -180,3 +180,34 @@ async def test_idle_sessions_leave_the_store(person: Person) -> None:
     person.clock.advance(14 * 86_400 + 1)
     await person.log_in("ida@example.com")  # a new session sweeps the idle one out
     assert len(await db.fetch_all("SELECT token_hash FROM sessions")) == 1
+
+
+async def test_a_planted_form_cookie_forges_no_signed_in_form(person: Person, fresh: Any) -> None:
+    # The attacker's own browser: a form cookie and the token it carries.
+    attacker_client, _, _ = await fresh(cache_ttl=0)
+    attacker = other(person, attacker_client)
+    planted_token = await attacker.token("/signup")
+    planted_cookie = attacker.client.cookies["pd_form"]
+    # The victim signs in; the attacker's cookie is planted in the victim's browser.
+    key = await person.sign_up("vic@example.com")
+    assert key.status_code == 303
+    kid = re.findall(r'data-key-id="([^"]+)"', (await person.client.get("/dashboard")).text)[0]
+    person.client.cookies.set("pd_form", planted_cookie)
+    forged = await person.client.post(
+        f"/dashboard/keys/{kid}/revoke", data={"csrf_token": planted_token},
+        follow_redirects=False,
+    )  # fmt: skip
+    assert forged.status_code == 403
+    assert 'data-testid="key-status">active' in (await person.client.get("/dashboard")).text
+
+
+async def test_a_token_from_before_log_in_is_refused_after_it(person: Person) -> None:
+    await person.sign_up("wyn@example.com")
+    await person.submit("/dashboard", "/logout")
+    before = await person.token("/login")
+    assert (await person.log_in("wyn@example.com")).status_code == 303
+    made = await person.client.post(
+        "/dashboard/keys", data={"csrf_token": before, "name": "x"}, follow_redirects=False
+    )
+    assert made.status_code == 403
+    assert (await person.client.get("/dashboard")).text.count('data-testid="key-row"') == 1

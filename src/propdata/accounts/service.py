@@ -122,11 +122,9 @@ class AccountService:
             self._secret = await self.repo.secret()
         return crypto.sign(self._secret, "form", crypto.token_hash(bound_to))
 
-    async def form_token_ok(self, sent: str, bound_to: list[str]) -> bool:
-        for value in bound_to:
-            if value and secrets.compare_digest(sent, await self.form_token(value)):
-                return True
-        return False
+    async def form_token_ok(self, sent: str, bound_to: str) -> bool:
+        """Whether `sent` is the token of `bound_to` (a session, or with none a form cookie)."""
+        return bool(bound_to) and secrets.compare_digest(sent, await self.form_token(bound_to))
 
     # -- attempts (the limiter's sliding logs, under hashed names)
     async def _scoped(self, name: str) -> str:

@@ -1,9 +1,9 @@
 """The developer portal's pages and forms (portal.md): sign-up, log-in, dashboard, admin.
 
 Server-rendered (Jinja2 through Litestar); every form works without JavaScript. Outside /v1:
-no API key, never metered. Each POST carries `csrf_token`, tied to the session (or, before
-sign-in, to the browser's form cookie); a POST without a valid one gets 403 and changes
-nothing. What may be done is decided by `accounts.service.AccountService`; this module parses,
+no API key, never metered. Each POST carries `csrf_token`, tied to the session itself (or,
+with no session, to the browser's form cookie); a POST without a valid one, or with a token of
+another session or of before sign-in, gets 403 and changes nothing. What may be done is decided by `accounts.service.AccountService`; this module parses,
 answers and renders.
 """
 
@@ -168,7 +168,9 @@ async def _checked(
     """The visitor and the form, once the form token is the visitor's own; else 403."""
     v = await visit(request, settings, accounts)
     form = await _form(request)
-    bound = [v.session or ""] + ([] if v.new_form_cookie else [v.form_cookie])
+    # Signed in, only the session's own token will do: a form cookie (which another site
+    # can plant) binds the forms of sign-in and sign-up alone.
+    bound = v.session or ("" if v.new_form_cookie else v.form_cookie)
     if not await accounts.form_token_ok(form.get("csrf_token", ""), bound):
         raise Forbidden(
             "This form has expired or did not come from this site; reload the page and send it again."
