@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
+import pytest
+
+from propdata.errors import ServiceError, TooManyAttempts
 from tests.portal.conftest import STRONG, Person, new_key_of, other
 
 
@@ -211,3 +215,32 @@ async def test_a_token_from_before_log_in_is_refused_after_it(person: Person) ->
     )
     assert made.status_code == 403
     assert (await person.client.get("/dashboard")).text.count('data-testid="key-row"') == 1
+
+
+async def test_failed_sign_ups_count_toward_the_hourly_limit(person: Person) -> None:
+    assert (await person.sign_up("taken@example.com")).status_code == 303
+    await person.submit("/dashboard", "/logout")
+    for _ in range(9):  # probing for registered addresses is one sign-up each
+        assert (await person.sign_up("taken@example.com")).status_code == 409
+    limited = await person.sign_up("fresh@example.com")
+    assert limited.status_code == 429 and "retry-after" in limited.headers
+    assert (await person.sign_up("taken@example.com")).status_code == 429
+
+
+async def test_a_refused_sign_up_costs_no_password_hash(person: Person) -> None:
+    import time
+
+    from propdata.accounts.passwords import hash_password
+
+    accounts = person.accounts()
+    for i in range(10):
+        with contextlib.suppress(ServiceError):
+            await accounts.sign_up(f"h{i}@example.com", "short", "10.0.0.9", "http://x")
+    started = time.perf_counter()
+    await hash_password(STRONG)
+    one_hash = time.perf_counter() - started
+    started = time.perf_counter()
+    for i in range(20):
+        with pytest.raises(TooManyAttempts):
+            await accounts.sign_up(f"r{i}@example.com", STRONG, "10.0.0.9", "http://x")
+    assert time.perf_counter() - started < 4 * one_hash  # 20 hashes would take 20 times one

@@ -146,41 +146,31 @@ class AccountService:
                 f"Too many {what}; try again in {_duration(wait)}.", retry_after=wait
             )
 
-    async def _check(self, name: str, limit: int, window: float, what: str) -> None:
-        attempt = await self._attempt(name, limit, window, record=False)
-        if not attempt.allowed:
-            wait = attempt.retry_after or 1
-            raise TooManyAttempts(
-                f"Too many {what}; try again in {_duration(wait)}.", retry_after=wait
-            )
-
     # -- sign-up, log-in, sessions
     async def sign_up(
         self, raw_email: str, password: str, client: str, base: str
     ) -> tuple[SignedIn, str]:
-        """A new account, signed in, with one Free key: returns the session and the key."""
-        email = normal_email(raw_email)
-        wrong = problem(password, email)
-        if wrong:
-            raise InvalidField("password", wrong)
-        await self._check(
-            f"signup:client:{client}",
-            SIGNUPS_PER_CLIENT,
-            SIGNUP_WINDOW,
-            "sign-ups from your network",
-        )
-        if await self.repo.by_email(email) is not None:
-            raise EmailTaken(
-                "An account with that email address exists already; log in instead.",
-                parameter="email",
-            )
-        password_hash = await hash_password(password)
+        """A new account, signed in, with one Free key: returns the session and the key.
+
+        Every try, refused or not, takes one of the client address's sign-ups first: so
+        probing which addresses are registered is limited like signing up, and a refused
+        try costs no password hash."""
         await self._allow(
             f"signup:client:{client}",
             SIGNUPS_PER_CLIENT,
             SIGNUP_WINDOW,
             "sign-ups from your network",
         )
+        email = normal_email(raw_email)
+        wrong = problem(password, email)
+        if wrong:
+            raise InvalidField("password", wrong)
+        if await self.repo.by_email(email) is not None:
+            raise EmailTaken(
+                "An account with that email address exists already; log in instead.",
+                parameter="email",
+            )
+        password_hash = await hash_password(password)
         now = self.clock()
         account = Account(
             id="acct_" + secrets.token_hex(8), email=email, password_hash=password_hash,
