@@ -60,6 +60,22 @@ async def test_a_reset_link_lasts_one_hour(person: Person) -> None:
     assert (await person.client.get(link)).status_code == 400
 
 
+async def test_a_refused_password_leaves_the_reset_link_as_it_was(person: Person) -> None:
+    await person.sign_up("rex@example.com")
+    await person.submit("/dashboard", "/logout")
+    await person.submit("/forgot", "/forgot", email="rex@example.com")
+    link = person.link("reset")
+    person.clock.advance(50 * 60)
+    assert (await person.submit(link, link, password="short")).status_code == 400
+    person.clock.advance(5 * 60)  # not shortened by the refusal
+    assert (await person.client.get(link)).status_code == 200
+    person.clock.advance(4 * 60 + 30)
+    assert (await person.submit(link, link, password="short")).status_code == 400
+    person.clock.advance(31)  # nor lengthened: an hour after it was sent, it is dead
+    assert (await person.client.get(link)).status_code == 400
+    assert (await person.submit("/forgot", link, password=NEW)).status_code in (400, 403)
+
+
 async def make_operator(person: Person, address: str = "root@example.com") -> None:
     accounts: AccountService = person.accounts()
     await accounts.create_account(address, STRONG, admin=True, actor="test")

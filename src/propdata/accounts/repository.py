@@ -250,6 +250,15 @@ class AccountRepository:
             )
         return str(row[0]) if row else None
 
+    async def token_account(self, token_hash: str, purpose: str, now: float) -> str | None:
+        """The account of a live link, which stays as it is."""
+        row = await self.db.fetch_one(
+            "SELECT account_id FROM account_tokens WHERE token_hash = ? AND purpose = ?"
+            " AND expires_at > ?",
+            (token_hash, purpose, now),
+        )
+        return str(row[0]) if row else None
+
     async def token_live(self, token_hash: str, purpose: str, now: float) -> bool:
         row = await self.db.fetch_one(
             "SELECT 1 FROM account_tokens WHERE token_hash = ? AND purpose = ? AND expires_at > ?",

@@ -293,8 +293,10 @@ class AccountService:
         await self.repo.set_verified(account_id, _iso(self.clock()))
         return await self.repo.by_id(account_id)
 
-    async def forgot(self, raw_email: str, client: str, base: str) -> None:
-        """Mail a reset link when the account exists; the same outcome either way."""
+    async def forgot(self, raw_email: str, client: str) -> str:
+        """Check a reset request and take one of the client's allowances: the address to
+        pass to `mail_reset`, which the caller runs after answering, so the answer takes
+        the same time whether or not the address has an account."""
         email = normal_email(raw_email)
         await self._allow(
             f"forgot:client:{client}",
@@ -302,12 +304,16 @@ class AccountService:
             LOGIN_WINDOW,
             "reset requests from your network",
         )
+        return email
+
+    async def mail_reset(self, email: str, base: str) -> None:
+        """Mail a reset link when the account exists (valid for one hour from now)."""
         account = await self.repo.by_email(email)
         if account is None or account.status != "active":
             return
         attempt = await self._attempt(f"mail:{email}", MAILS_PER_EMAIL, 3_600.0, record=True)
         if not attempt.allowed:
-            return  # quietly: the answer must not tell whether the address has an account
+            return  # quietly: no one fills an inbox through us
         token = crypto.new_token()
         await self.repo.drop_tokens(account.id, "reset")
         await self.repo.insert_token(
@@ -327,23 +333,18 @@ class AccountService:
     async def reset(self, token: str, password: str, client: str) -> SignedIn:
         """Set a new password from a mailed link; every session of the account ends and the
         person is signed in afresh."""
-        if not await self.reset_link_live(token):
-            raise InvalidField(
-                "token", "This reset link has expired or was used; ask for a new one."
-            )
-        account_id = await self.repo.take_token(crypto.token_hash(token), "reset", self.clock())
+        dead = InvalidField("token", "This reset link has expired or was used; ask for a new one.")
+        token_hash = crypto.token_hash(token)
+        account_id = await self.repo.token_account(token_hash, "reset", self.clock())
         account = await self.repo.by_id(account_id) if account_id else None
         if account is None or account.status != "active":
-            raise InvalidField(
-                "token", "This reset link has expired or was used; ask for a new one."
-            )
+            raise dead
+        # A refused password leaves the link as it was: live until an hour after it was sent.
         wrong = problem(password, account.email)
         if wrong:
-            # The link stays usable for the rest of its hour: put it back.
-            await self.repo.insert_token(
-                crypto.token_hash(token), account.id, "reset", self.clock() + 60.0
-            )
             raise InvalidField("password", wrong)
+        if await self.repo.take_token(token_hash, "reset", self.clock()) != account.id:
+            raise dead  # used by a request that came in meanwhile
         password_hash = await hash_password(password)
         async with self.db.transaction():
             await self.repo.set_password(account.id, password_hash)

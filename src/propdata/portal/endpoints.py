@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from litestar import Request, Response, Router, get, post
+from litestar.background_tasks import BackgroundTask
 from litestar.datastructures import Cookie
 from litestar.enums import RequestEncodingType
 from litestar.exceptions import HTTPException, NotFoundException
@@ -273,12 +274,25 @@ async def forgot(request: Request[Any, Any, Any], settings: Injected[Settings],
     v, form = await _checked(request, settings, accounts)
     email = form.get("email", "")
     try:
-        await accounts.forgot(email, v.client, link_base(request, settings))
+        address = await accounts.forgot(email, v.client)
     except ServiceError as exc:
         return await _form_failed(accounts, v, "forgot.html", exc, email=email)
-    return await page(accounts, v, "notice.html", title="Check your mail",
-                      message="If an account has that address, we have sent it a link to choose"
-                      " a new password. The link works for one hour.")  # fmt: skip
+    notice = await page(accounts, v, "notice.html", title="Check your mail",
+                        message="If an account has that address, we have sent it a link to choose"
+                        " a new password. The link works for one hour.")  # fmt: skip
+    # After the answer is sent: its time must not tell whether the address has an account.
+    notice.background = BackgroundTask(
+        _quietly, accounts.mail_reset, address, link_base(request, settings)
+    )
+    return notice
+
+
+async def _quietly(job: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """Run work the answer has gone without: its failure is logged, never raised."""
+    try:
+        await job(*args)
+    except Exception:
+        log.exception("portal: background work %s failed", getattr(job, "__name__", job))
 
 
 @get("/reset/{token:str}")
