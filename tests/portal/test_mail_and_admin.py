@@ -76,6 +76,43 @@ async def test_a_refused_password_leaves_the_reset_link_as_it_was(person: Person
     assert (await person.submit("/forgot", link, password=NEW)).status_code in (400, 403)
 
 
+async def test_a_reset_of_an_unconfirmed_address_revokes_the_keys_made_before_it(
+    person: Person, fresh: Any
+) -> None:
+    # Someone signs up with another person's address and keeps the key.
+    squatter_client, _, _ = await fresh(cache_ttl=0)
+    squatter = other(person, squatter_client)
+    await squatter.sign_up("uma@example.com")
+    kept = new_key_of((await squatter.client.get("/dashboard")).text)
+    assert kept
+    # The address's owner resets the password from the mail.
+    await person.submit("/forgot", "/forgot", email="uma@example.com")
+    link = person.link("reset")
+    assert (await person.submit(link, link, password=NEW)).status_code == 303
+    dashboard = (await person.client.get("/dashboard")).text
+    assert 'data-testid="notice"' in dashboard and "revoked" in dashboard
+    assert 'data-testid="key-status">active' not in dashboard
+    answer = await person.client.get(
+        "/v1/properties/t-000", headers={"Authorization": f"Bearer {kept}"}
+    )
+    assert answer.status_code == 401 and answer.json()["error"]["code"] == "revoked_api_key"
+    assert (await squatter.client.get("/dashboard", follow_redirects=False)).status_code == 303
+
+
+async def test_a_reset_of_a_confirmed_address_keeps_the_keys(person: Person) -> None:
+    await person.sign_up("val@example.com")
+    key = new_key_of((await person.client.get("/dashboard")).text)
+    await person.client.get(person.link("verify"))
+    await person.submit("/forgot", "/forgot", email="val@example.com")
+    link = person.link("reset")
+    assert (await person.submit(link, link, password=NEW)).status_code == 303
+    answer = await person.client.get(
+        "/v1/properties/t-000", headers={"Authorization": f"Bearer {key}"}
+    )
+    assert answer.status_code == 200
+    assert 'data-testid="notice"' not in (await person.client.get("/dashboard")).text
+
+
 async def make_operator(person: Person, address: str = "root@example.com") -> None:
     accounts: AccountService = person.accounts()
     await accounts.create_account(address, STRONG, admin=True, actor="test")

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import msgspec
 from email_validator import EmailNotValidError, validate_email
 
 from propdata.accounts.keys import CustomLimits, KeyService
@@ -61,6 +62,13 @@ class SignedIn:
 
     account: Account
     token: str
+
+
+class Flash(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What a session's next page shows once: a new key's secret, a sentence of what changed."""
+
+    key: str | None = None
+    notice: str | None = None
 
 
 def _iso(at: float) -> str:
@@ -256,13 +264,20 @@ class AccountService:
     async def log_out(self, token: str) -> None:
         await self.repo.end_session(crypto.token_hash(token))
 
-    async def set_flash(self, token: str, text: str) -> None:
-        """Keep `text` for the session's next page, sealed under its cookie token."""
+    async def set_flash(self, token: str, flash: Flash) -> None:
+        """Keep `flash` for the session's next page, sealed under its cookie token."""
+        text = msgspec.json.encode(flash).decode()
         await self.repo.set_flash(crypto.token_hash(token), crypto.seal(token, text))
 
-    async def take_flash(self, token: str) -> str | None:
+    async def take_flash(self, token: str) -> Flash:
         sealed = await self.repo.take_flash(crypto.token_hash(token))
-        return crypto.unseal(token, sealed) if sealed else None
+        text = crypto.unseal(token, sealed) if sealed else None
+        if not text:
+            return Flash()
+        try:
+            return msgspec.json.decode(text, type=Flash)
+        except msgspec.ValidationError:
+            return Flash()
 
     # -- mailed links
     async def send_verification(self, account: Account, base: str, *, limited: bool = True) -> None:
@@ -332,7 +347,8 @@ class AccountService:
 
     async def reset(self, token: str, password: str, client: str) -> SignedIn:
         """Set a new password from a mailed link; every session of the account ends and the
-        person is signed in afresh."""
+        person is signed in afresh. When the address was never confirmed, whoever signed up
+        with it may not have been its owner: the keys made before the reset are revoked."""
         dead = InvalidField("token", "This reset link has expired or was used; ask for a new one.")
         token_hash = crypto.token_hash(token)
         account_id = await self.repo.token_account(token_hash, "reset", self.clock())
@@ -352,7 +368,22 @@ class AccountService:
             # Whoever could open the mail owns the address: a reset also verifies it.
             await self.repo.set_verified(account.id, _iso(self.clock()))
             await self._audit(account.email, account.id, None, "password.reset", None, None, client)
+            revoked = 0
+            if not account.verified:
+                for key in await self.key_repo.of_account(account.id):
+                    if key.status == "active":
+                        await self.keys.revoke(key.id)
+                        await self._audit(account.email, account.id, key.id, "key.revoked",
+                                          "active", "revoked", client)  # fmt: skip
+                        revoked += 1
             signed = await self._start_session(account)
+        if revoked:
+            await self.set_flash(signed.token, Flash(notice=(
+                f"Your password is changed. The address had not been confirmed, so the"
+                f" {revoked} key{'s' if revoked > 1 else ''} made before the reset"
+                f" {'were' if revoked > 1 else 'was'} revoked: whoever signed up with it may not"
+                " have been you. Create a new key below."
+            )))  # fmt: skip
         return signed
 
     # -- keys held by an account

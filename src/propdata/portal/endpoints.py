@@ -30,7 +30,7 @@ from litestar.template.config import TemplateConfig
 
 from propdata.accounts.keys import CustomLimits
 from propdata.accounts.schemas import Account, ApiKey
-from propdata.accounts.service import AccountService
+from propdata.accounts.service import AccountService, Flash
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
 from propdata.errors import Forbidden, InvalidField, NotFound, ServiceError
@@ -222,7 +222,7 @@ async def signup(request: Request[Any, Any, Any], settings: Injected[Settings],
         )
     except ServiceError as exc:
         return await _form_failed(accounts, v, "signup.html", exc, email=email)
-    await accounts.set_flash(signed.token, secret)
+    await accounts.set_flash(signed.token, Flash(key=secret))
     return _see_other(v, "/dashboard", session=signed.token)
 
 
@@ -359,14 +359,15 @@ async def _dashboard(
     status: int = 200, error: ServiceError | None = None, headers: Mapping[str, str] | None = None,
 ) -> Template:  # fmt: skip
     assert v.account is not None and v.session is not None
-    new_key = await accounts.take_flash(v.session)
+    flash = await accounts.take_flash(v.session)
     keys = await accounts.keys_of(v.account)
     now = accounts.clock()
     rows = [await _key_row(key, limiter, now) for key in keys]
     audit = await accounts.audit_of(v.account, 20)
     base = str(request.base_url).rstrip("/")
     return await page(
-        accounts, v, "dashboard.html", status=status, headers=headers, keys=rows, new_key=new_key,
+        accounts, v, "dashboard.html", status=status, headers=headers, keys=rows, new_key=flash.key,
+        notice=flash.notice,
         audit=audit, error=error, base_url=base,
         active=sum(1 for key in keys if key.status == "active"),
     )  # fmt: skip
@@ -439,7 +440,7 @@ async def create_key(request: Request[Any, Any, Any], settings: Injected[Setting
     async def create(v: Visit, form: dict[str, str]) -> None:
         assert v.account is not None and v.session is not None
         _, secret = await accounts.create_key(v.account, form.get("name", ""), v.client)
-        await accounts.set_flash(v.session, secret)
+        await accounts.set_flash(v.session, Flash(key=secret))
 
     return await _on_dashboard(request, settings, accounts, limiter, create)
 
