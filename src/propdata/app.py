@@ -89,11 +89,11 @@ class Services:
 
 
 async def open_database(
-    url: str, migrator: Callable[[Database], Awaitable[None]] = migrate
+    url: str, migrator: Callable[[Database], Awaitable[None]] = migrate, *, private: bool = False
 ) -> Database:
     """Open and migrate a store. PostgreSQL that is down at start is not fatal: the server
     answers 503 and migrates when it first reaches the database."""
-    db = await connect(url, lazy=True)
+    db = await connect(url, lazy=True, private=private)
     try:
         await migrator(db)
     except StoreUnavailable as exc:
@@ -119,7 +119,7 @@ async def open_stores(settings: Settings) -> tuple[Database, Database]:
     async def accounts_of(accounts: Database) -> None:
         await migrate_accounts(accounts, legacy=db)
 
-    return db, await open_database(settings.accounts_url, accounts_of)
+    return db, await open_database(settings.accounts_url, accounts_of, private=True)
 
 
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
@@ -145,7 +145,12 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         accounts_db=accounts,
         keys=keys,
         accounts=AccountService(
-            accounts, keys, limiter, mailer, **({"clock": clock} if clock else {})
+            accounts,
+            keys,
+            limiter,
+            mailer,
+            **({"clock": clock} if clock else {}),
+            session_lifetime=settings.session_days * 86_400,
         ),
         properties=PropertyService(
             db, search_index=settings.search_index, snapshots=settings.index_path
@@ -218,6 +223,16 @@ async def _add_headers(message: Message, scope: Scope) -> None:
         if name.lower().encode() not in present:
             headers.append((name.lower().encode(), value.encode()))
     message["headers"] = headers
+
+
+STRICT_TRANSPORT = "max-age=31536000"
+"""Browsers keep to https for a year once they have seen it over https (PROPDATA_PUBLIC_URL)."""
+
+
+async def _strict_transport(message: Message, scope: Scope) -> None:
+    if message["type"] == "http.response.start":
+        message["headers"] = [*message.get("headers", []),
+                              (b"strict-transport-security", STRICT_TRANSPORT.encode())]  # fmt: skip
 
 
 def _services(state: State) -> Services:
@@ -317,7 +332,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
-        before_send=[_add_headers],
+        before_send=[_add_headers]
+        + ([_strict_transport] if (settings.public_url or "").startswith("https://") else []),
         openapi_config=openapi,
         logging_config=None,
         debug=False,

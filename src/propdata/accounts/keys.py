@@ -136,7 +136,7 @@ async def keys_of(database_url: str) -> AsyncIterator[KeyService]:
     async with keys_of("var/propdata.db") as keys:
         key, secret = await keys.create("free", "demo", CustomLimits())
     """
-    db = await connect(accounts_url(database_url))
+    db = await connect(accounts_url(database_url), private=True)
     try:
         await migrate_accounts(db)
         yield KeyService(db)

@@ -173,13 +173,16 @@ class AccountRepository:
         )
 
     # -- sessions
-    async def session(self, token_hash: str, idle_from: float) -> tuple[Account, float] | None:
-        """The account of a live session (seen after `idle_from`) and when it was last seen."""
+    async def session(
+        self, token_hash: str, idle_from: float, made_from: str
+    ) -> tuple[Account, float] | None:
+        """The account of a live session (seen after `idle_from`, made after `made_from`)
+        and when it was last seen."""
         row = await self.db.fetch_one(
             "SELECT s.seen_at, " + ", ".join(f"a.{c}" for c in Account.__dataclass_fields__)
             + " FROM sessions s JOIN accounts a ON a.id = s.account_id"
-            " WHERE s.token_hash = ? AND s.seen_at > ?",
-            (token_hash, idle_from),
+            " WHERE s.token_hash = ? AND s.seen_at > ? AND s.created_at > ?",
+            (token_hash, idle_from, made_from),
         )  # fmt: skip
         if row is None:
             return None
@@ -223,8 +226,12 @@ class AccountRepository:
             (account_id, keep or ""),
         )
 
-    async def end_idle_sessions(self, idle_from: float) -> None:
-        await self.db.execute("DELETE FROM sessions WHERE seen_at <= ?", (idle_from,))
+    async def end_idle_sessions(self, idle_from: float, made_from: str) -> None:
+        """End the sessions last seen by `idle_from` or made by `made_from` (UTC ISO text,
+        which sorts as time does)."""
+        await self.db.execute(
+            "DELETE FROM sessions WHERE seen_at <= ? OR created_at <= ?", (idle_from, made_from)
+        )
 
     # -- one-time links (verify the address, reset the password)
     async def insert_token(

@@ -38,6 +38,8 @@ log = logging.getLogger("propdata.accounts")
 
 SESSION_IDLE = 14 * 86_400.0
 """A session ends after 14 days without a request (portal.md)."""
+SESSION_LIFETIME = 30 * 86_400.0
+"""A session ends this long after sign-in however active it is (PROPDATA_SESSION_DAYS)."""
 TOUCH_EVERY = 300.0
 """A session's last-seen time is written at most this often: not a write per page view."""
 RESET_VALID = 3_600.0
@@ -108,8 +110,10 @@ class AccountService:
         limiter: Limiter,
         mailer: Mailer,
         clock: Clock = time.time,
+        session_lifetime: float = SESSION_LIFETIME,
     ) -> None:
         self.db = db
+        self.session_lifetime = session_lifetime
         self.repo = AccountRepository(db)
         self.key_repo = KeyRepository(db)
         self.keys = keys
@@ -239,9 +243,9 @@ class AccountService:
     async def _start_session(self, account: Account) -> SignedIn:
         token = crypto.new_token()
         now = self.clock()
-        # Sessions idle past their 14 days are refused on sight; each new one sweeps them
-        # out, so the table holds live sessions only (ix_sessions_seen finds them).
-        await self.repo.end_idle_sessions(now - SESSION_IDLE)
+        # Sessions idle past their 14 days, or past their lifetime, are refused on sight;
+        # each new one sweeps them out, so the table holds live sessions only.
+        await self.repo.end_idle_sessions(now - SESSION_IDLE, _iso(now - self.session_lifetime))
         await self.repo.insert_session(crypto.token_hash(token), account.id, _iso(now), now)
         return SignedIn(account, token)
 
@@ -251,7 +255,9 @@ class AccountService:
             return None
         now = self.clock()
         token_hash = crypto.token_hash(token)
-        found = await self.repo.session(token_hash, now - SESSION_IDLE)
+        found = await self.repo.session(
+            token_hash, now - SESSION_IDLE, _iso(now - self.session_lifetime)
+        )
         if found is None:
             return None
         account, seen = found

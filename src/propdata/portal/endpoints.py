@@ -432,6 +432,14 @@ async def _on_dashboard(
     return _see_other(v, "/dashboard")
 
 
+@get("/dashboard/keys")
+async def keys_page(request: Request[Any, Any, Any], settings: Injected[Settings],
+                    accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
+    """The keys are listed on the dashboard: go there (a reload after creating a key lands here)."""
+    v = await visit(request, settings, accounts)
+    return _see_other(v, "/dashboard#keys" if v.account else "/login")
+
+
 @post("/dashboard/keys", status_code=303)
 async def create_key(request: Request[Any, Any, Any], settings: Injected[Settings],
                      accounts: Injected[AccountService], limiter: Injected[Limiter]) -> Response[Any]:  # fmt: skip
@@ -614,7 +622,7 @@ def router() -> Router:
         path="/",
         route_handlers=[
             home, signup_page, signup, login_page, login, logout, forgot_page, forgot,
-            reset_page, reset, verify, dashboard, create_key, change_plan, revoke_key,
+            reset_page, reset, verify, dashboard, keys_page, create_key, change_plan, revoke_key,
             resend_verification, admin, admin_plan, admin_disable,
         ],
         exception_handlers={
