@@ -137,7 +137,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
     else:
         limiter = SQLiteLimiter(settings.usage_path, **({"clock": clock} if clock else {}))
         cache = MemoryCache(settings.cache_bytes)
-    keys = KeyService(accounts)
+    keys = KeyService(accounts, **({"clock": clock} if clock else {}))
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     return Services(
         settings=settings,

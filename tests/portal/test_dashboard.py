@@ -112,6 +112,15 @@ async def test_someone_elses_key_is_not_found(person: Person, fresh: Any) -> Non
     assert 'data-testid="key-status">active' in page
 
 
+async def test_a_new_key_reads_never_used_until_it_is(person: Person) -> None:
+    key = await signed_up(person, "lou@example.com")
+    first = " ".join(rows((await person.client.get("/dashboard")).text)[0].split())
+    assert "· never used" in first and "last used" not in first
+    assert (await person.client.get("/v1/properties/t-000", headers=bearer(key))).status_code == 200
+    row = " ".join(rows((await person.client.get("/dashboard")).text)[0].split())
+    assert "last used within the last hour" in row
+
+
 async def test_usage_counts_what_the_metering_counts(person: Person, fresh: Any) -> None:
     key = await signed_up(person, "lee@example.com")
     headers = bearer(key)

@@ -387,21 +387,24 @@ async def _key_row(key: ApiKey, limiter: Limiter, now: float) -> dict[str, Any]:
         "plan_name": PLAN_NAMES.get(key.plan, key.plan),
         "minute": f"{usage.minute.used:,} / {usage.minute.limit:,}",
         "day": day,
-        "last_used": _last_used(newest, now),
+        "last_used": _last_used(newest, key.created_at, now),
         "chart": chart.usage_svg(key.id, hours, now),
         "totals": chart.totals(hours, now),
     }
 
 
-def _last_used(hour: int | None, now: float) -> str:
+def _last_used(hour: int | None, created_at: str, now: float) -> str:
+    """When the key last made a counted request, in words ("never used" for a key younger
+    than the 30 days of counts that has none)."""
     if hour is None:
-        return "not in the last 30 days"
+        created = dt.datetime.fromisoformat(created_at.replace("Z", "+00:00")).timestamp()
+        return "never used" if now - created < 30 * 86_400 else "not used in the last 30 days"
     if now - hour < 3600:
-        return "within the last hour"
+        return "last used within the last hour"
     ago = int((now - hour) // 3600)
     if ago < 48:
-        return f"about {ago} hours ago"
-    return dt.datetime.fromtimestamp(hour, dt.UTC).strftime("%Y-%m-%d")
+        return f"last used about {ago} hours ago"
+    return "last used " + dt.datetime.fromtimestamp(hour, dt.UTC).strftime("%Y-%m-%d")
 
 
 async def _signed_in(
