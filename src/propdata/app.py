@@ -13,6 +13,7 @@ import msgspec
 from litestar import Litestar, Request, Response, Router, get
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,7 +26,7 @@ from propdata.accounts.service import AccountService
 from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.config import Settings, load_settings
-from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
+from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD, http_error_handler
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
 from propdata.kit import memory
@@ -225,6 +226,13 @@ async def _add_headers(message: Message, scope: Scope) -> None:
     message["headers"] = headers
 
 
+def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    """A browser outside the API gets a page; everyone else the contract's JSON error."""
+    if portal.wants_page(request):
+        return portal.error_page(request, exc)
+    return http_error_handler(request, exc)
+
+
 STRICT_TRANSPORT = "max-age=31536000"
 """Browsers keep to https for a year once they have seen it over https (PROPDATA_PUBLIC_URL)."""
 
@@ -331,7 +339,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         template_config=portal.templates(),
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
-        exception_handlers=EXCEPTION_HANDLERS,
+        exception_handlers={**EXCEPTION_HANDLERS, HTTPException: _http_error},
         before_send=[_add_headers]
         + ([_strict_transport] if (settings.public_url or "").startswith("https://") else []),
         openapi_config=openapi,

@@ -45,6 +45,7 @@ TEMPLATES = Path(str(resources.files("propdata.portal").joinpath("templates")))
 
 SESSION_COOKIE = "pd_session"
 FORM_COOKIE = "pd_form"
+VISIT_STATE = "propdata.portal.visit"
 NO_STORE = {"Cache-Control": "no-store"}
 PLAN_NAMES = {"free": "Free", "developer": "Developer", "pro": "Pro", "enterprise": "Enterprise"}
 _URL_ENCODED = RequestEncodingType.URL_ENCODED.value
@@ -61,6 +62,8 @@ class Visit:
     new_form_cookie: bool
     client: str
     secure: bool
+    form_token: str = ""
+    """The token this visitor's forms carry (bound to the session, else to the form cookie)."""
 
 
 def client_address(request: Request[Any, Any, Any], settings: Settings) -> str:
@@ -116,11 +119,17 @@ async def visit(
     new = not (16 <= len(form_cookie) <= 128)
     if new:
         form_cookie = crypto.new_token()
-    return Visit(
-        account=account, session=token if account else None, form_cookie=form_cookie,
+    session = token if account else None
+    v = Visit(
+        account=account, session=session, form_cookie=form_cookie,
         new_form_cookie=new, client=client_address(request, settings),
         secure=(settings.public_url or "").startswith("https://"),
+        form_token=await accounts.form_token(session or form_cookie),
     )  # fmt: skip
+    # An error page rendered for this request shows who is signed in (exception handlers
+    # cannot look the session up themselves: they are not coroutines).
+    request.state[VISIT_STATE] = v
+    return v
 
 
 def _cookies(v: Visit, session: str | None = None, end_session: bool = False) -> list[Cookie]:
@@ -142,10 +151,10 @@ async def page(
     headers: Mapping[str, str] | None = None, **context: Any,
 ) -> Template:  # fmt: skip
     """A page, with what every page needs: the visitor, a form token, the cookies."""
-    token = await accounts.form_token(v.session or v.form_cookie)
     return Template(
         template_name=name,
-        context={"account": v.account, "csrf_token": token, "plans": PLAN_NAMES, **context},
+        context={"account": v.account, "csrf_token": v.form_token, "plans": PLAN_NAMES,
+                 **context},
         status_code=status, headers={**NO_STORE, **(headers or {})}, cookies=_cookies(v),
     )  # fmt: skip
 
@@ -499,8 +508,12 @@ async def _operator(request: Request[Any, Any, Any], settings: Settings,
         v, fields = await _checked(request, settings, accounts)
     else:
         v, fields = await visit(request, settings, accounts), {}
-    if v.account is None or not v.account.is_admin:
-        raise Forbidden("Operators only. Log in with an operator's account to see this page.")
+    if v.account is None:
+        raise Forbidden(
+            "This page is for the service's operators: log in with an operator's account."
+        )
+    if not v.account.is_admin:
+        raise Forbidden("This page is for the service's operators only; your account is not one.")
     return v, fields
 
 
@@ -577,11 +590,23 @@ async def _form_failed(accounts: AccountService, v: Visit, template: str, exc: S
 
 def _error_page(request: Request[Any, Any, Any], status: int, title: str, message: str,
                 headers: Mapping[str, str] | None = None) -> Template:  # fmt: skip
+    """An error as a page, with the way forward for who is asking: a signed-in person is
+    sent to the dashboard, never to log in."""
+    v: Visit | None = request.state.get(VISIT_STATE)
+    account = v.account if v else None
+    if account is not None:
+        link, link_text = "/dashboard", "Go to your dashboard"
+    elif status in (401, 403) and v is not None:
+        link, link_text = "/login", "Log in"
+    else:
+        link, link_text = "/", "Go to the home page"
     return Template(
         template_name="notice.html", status_code=status,
         headers={**NO_STORE, **(headers or {})},
-        context={"account": None, "csrf_token": "", "plans": PLAN_NAMES, "title": title,
-                 "message": message, "request_id": request_id(request.scope)},
+        context={"account": account, "csrf_token": v.form_token if v else "",
+                 "visitor_unknown": v is None, "plans": PLAN_NAMES, "title": title,
+                 "message": message, "request_id": request_id(request.scope), "link": link,
+                 "link_text": link_text},
     )  # fmt: skip
 
 
@@ -598,6 +623,22 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Template
     headers = {"Allow": "GET, HEAD, POST"} if status == 405 else None
     message = "Use the page's own form." if status == 405 else str(exc.detail)
     return _error_page(request, status, "That did not work", message, headers)
+
+
+_NOT_PAGES = ("/v1/", "/static/", "/openapi.json", "/health", "/docs")
+
+
+def wants_page(request: Request[Any, Any, Any]) -> bool:
+    """Whether an error should be a page: a browser (Accept: text/html) outside the API."""
+    path = request.url.path
+    if path == "/v1" or path.startswith(_NOT_PAGES):
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def error_page(request: Request[Any, Any, Any], exc: HTTPException) -> Template:
+    """A path no route takes, or a method a page does not take, as a page for a browser."""
+    return _http_error(request, exc)
 
 
 def _unavailable(request: Request[Any, Any, Any], exc: StoreUnavailable) -> Template:
