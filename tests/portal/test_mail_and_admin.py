@@ -204,3 +204,38 @@ def test_accounts_command_line(tmp_path: Any, monkeypatch: Any) -> None:
 
     (attached,) = asyncio.run(keys_of_ops())
     assert attached.account_id is not None and attached.plan == "pro"
+
+
+def test_plan_changes_and_revocations_on_the_command_line_are_audited(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("PROPDATA_DATABASE_URL", str(tmp_path / "p.db"))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["data", "init"]).exit_code == 0
+    assert (
+        runner.invoke(cli, ["accounts", "create", "zed@example.com"], input=STRONG + "\n").exit_code
+        == 0
+    )
+    made = runner.invoke(cli, ["keys", "create", "--plan", "free", "--account", "zed@example.com"])
+    assert made.exit_code == 0, made.output
+    secret = made.output.strip().splitlines()[-1]
+
+    async def entries() -> list[Any]:
+        from propdata.accounts.repository import AccountRepository, KeyRepository
+        from propdata.kit.db import connect
+
+        db = await connect(str(tmp_path / "p-accounts.db"))
+        try:
+            (key,) = await KeyRepository(db).all()
+            return [key, *await AccountRepository(db).audit_of(None)]
+        finally:
+            await db.close()
+
+    key, *_ = asyncio.run(entries())
+    assert runner.invoke(cli, ["keys", "plan", key.id, "pro"]).exit_code == 0
+    assert runner.invoke(cli, ["keys", "revoke", "-"], input=secret + "\n").exit_code == 0
+    assert runner.invoke(cli, ["keys", "plan", key.id, "gold"]).exit_code == 2
+    _, *audit = asyncio.run(entries())
+    done = [(e.action, e.key_id, e.from_value, e.to_value, e.actor, e.account_id) for e in audit]
+    assert ("key.plan", key.id, "free", "pro", "cli", key.account_id) in done
+    assert ("key.revoked", key.id, "active", "revoked", "cli", key.account_id) in done

@@ -499,10 +499,33 @@ class AccountService:
             key = await self.key_repo.by_id(key_id)
             if key is None:
                 raise NotFound("No such key.")
-            changed = await self.keys.set_plan(key.id, plan, limits)
-            to = plan if not limits.any() else f"{plan} {_limits_text(limits)}"
-            await self._audit(actor.email, key.account_id, key.id, "key.plan", key.plan, to, client)
+            return await self._plan_audited(actor.email, key, plan, limits, client)
+
+    async def _plan_audited(
+        self, actor: str, key: ApiKey, plan: str, limits: CustomLimits, client: str
+    ) -> ApiKey:
+        changed = await self.keys.set_plan(key.id, plan, limits)
+        to = plan if not limits.any() else f"{plan} {_limits_text(limits)}"
+        await self._audit(actor, key.account_id, key.id, "key.plan", key.plan, to, client)
         return changed
+
+    async def command_plan(
+        self, id_or_key: str, plan: str, limits: CustomLimits, actor: str = "cli"
+    ) -> ApiKey:
+        """The command line's plan change (any plan, any key), written to the audit log."""
+        async with self.db.transaction():
+            key = await self.keys.find(id_or_key)
+            return await self._plan_audited(actor, key, plan, limits, "cli")
+
+    async def command_revoke(self, id_or_key: str, actor: str = "cli") -> ApiKey:
+        """The command line's revocation, written to the audit log."""
+        async with self.db.transaction():
+            key = await self.keys.find(id_or_key)
+            revoked = await self.keys.revoke(key.id)
+            if key.status != "revoked":
+                await self._audit(actor, key.account_id, key.id, "key.revoked", "active",
+                                  "revoked", "cli")  # fmt: skip
+        return revoked
 
     async def disable(self, actor: str, raw_email: str, client: str) -> Account:
         """Disable an account: its keys answer 401 revoked_api_key and its sessions end."""
