@@ -191,3 +191,35 @@ async def test_home_lists_the_four_plans(person: Person) -> None:
     for text in ("Free", "Developer", "Pro", "Enterprise", "Custom", "49", "199",
                  'href="/signup"', 'href="/login"', 'href="/docs"'):  # fmt: skip
         assert text in page, text
+
+
+async def test_a_paid_plan_is_confirmed_on_its_own_page_then_the_dashboard_says_so(
+    person: Person,
+) -> None:
+    key = await signed_up(person, "pat@example.com")
+    kid = key_id(rows((await person.client.get("/dashboard")).text)[0])
+    dashboard = (await person.client.get("/dashboard")).text
+    assert f'action="/dashboard/keys/{kid}/plan" method="get"' in dashboard
+    await verify(person)
+    confirm = await person.client.get(f"/dashboard/keys/{kid}/plan?plan=pro")
+    assert confirm.status_code == 200
+    text = " ".join(confirm.text.split())
+    assert "$199" in text and "500" in text and "100,000" in text
+    assert f'action="/dashboard/keys/{kid}/plan" method="post"' in confirm.text
+    # nothing changed yet
+    before = await person.client.get("/v1/auth/status", headers=bearer(key))
+    assert before.json()["data"]["plan"] == "free"
+    done = await person.submit(
+        f"/dashboard/keys/{kid}/plan?plan=pro", f"/dashboard/keys/{kid}/plan", plan="pro"
+    )
+    assert done.status_code == 303
+    after = (await person.client.get("/dashboard")).text
+    assert 'data-testid="notice"' in after and "Pro" in after.split('data-testid="notice"')[1][:300]
+    assert (await person.client.get("/v1/auth/status", headers=bearer(key))).json()["data"][
+        "plan"
+    ] == "pro"
+    for bad in ("enterprise", "gold"):
+        assert (
+            await person.client.get(f"/dashboard/keys/{kid}/plan?plan={bad}")
+        ).status_code == 400
+    assert (await person.client.get("/dashboard/keys/key_nope/plan?plan=pro")).status_code == 404

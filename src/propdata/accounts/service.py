@@ -425,26 +425,35 @@ class AccountService:
             name = key_name(raw_name, f"Key {count + 1}")
             return await self._new_key(account, name, account.email, client)
 
-    async def change_plan(self, account: Account, key_id: str, plan: str, client: str) -> ApiKey:
+    async def plan_offer(self, account: Account, key_id: str, plan: str) -> tuple[ApiKey, Plan]:
+        """The key and the plan a person may move it to (what the confirmation page shows);
+        refused as `change_plan` would refuse it."""
+        key = await self._own_key(account, key_id)
+        await self._check_choice(account, key, plan)
+        (offered,) = [p for p in await self.repo.plans() if p.name == plan]
+        return key, offered
+
+    async def _check_choice(self, account: Account, key: ApiKey, plan: str) -> None:
         if plan not in SELF_SERVE_PLANS:
             raise InvalidField(
                 "plan", "Choose Free, Developer or Pro; Enterprise is arranged with us."
             )
+        if key.status != "active":
+            raise InvalidField("plan", "This key is revoked; create a new key instead.")
+        if key.plan == "enterprise":
+            raise InvalidField("plan", "Enterprise keys are changed by our operators; write to us.")
+        if plan != key.plan and plan != "free" and not (await self._fresh(account)).verified:
+            raise InvalidField(
+                "plan",
+                "Confirm your email address first (see the link we mailed you) to choose a paid plan.",
+            )
+
+    async def change_plan(self, account: Account, key_id: str, plan: str, client: str) -> ApiKey:
         async with self.db.transaction():
             key = await self._own_key(account, key_id)
-            if key.status != "active":
-                raise InvalidField("plan", "This key is revoked; create a new key instead.")
-            if key.plan == "enterprise":
-                raise InvalidField(
-                    "plan", "Enterprise keys are changed by our operators; write to us."
-                )
+            await self._check_choice(account, key, plan)
             if plan == key.plan:
                 return key
-            if plan != "free" and not (await self._fresh(account)).verified:
-                raise InvalidField(
-                    "plan",
-                    "Confirm your email address first (see the link we mailed you) to choose a paid plan.",
-                )
             if plan == "free":
                 others = [k for k in await self.key_repo.of_account(account.id)
                           if k.status == "active" and k.plan == "free" and k.id != key.id]  # fmt: skip

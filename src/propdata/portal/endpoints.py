@@ -471,10 +471,29 @@ async def change_plan(request: Request[Any, Any, Any], key_id: FromPath[str], se
     """Move a key to Free, Developer or Pro: its next API request runs under the new limits."""
 
     async def change(v: Visit, form: dict[str, str]) -> None:
-        assert v.account is not None
-        await accounts.change_plan(v.account, key_id, form.get("plan", ""), v.client)
+        assert v.account is not None and v.session is not None
+        key = await accounts.change_plan(v.account, key_id, form.get("plan", ""), v.client)
+        name = PLAN_NAMES.get(key.plan, key.plan)
+        daily = f"{key.daily:,} a day" if key.daily is not None else "no daily quota"
+        await accounts.set_flash(v.session, Flash(notice=(
+            f"{key.name} is on the {name} plan from its next request: {key.per_minute:,}"
+            f" requests a minute, {daily}, pages up to {key.max_page_size}."
+        )))  # fmt: skip
 
     return await _on_dashboard(request, settings, accounts, limiter, change)
+
+
+@get("/dashboard/keys/{key_id:str}/plan")
+async def plan_page(request: Request[Any, Any, Any], key_id: FromPath[str], settings: Injected[Settings],
+                    accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
+    """Confirm a plan change: the plan's price and limits, and the button that applies it."""
+    v = await visit(request, settings, accounts)
+    if v.account is None:
+        return _see_other(v, "/login")
+    choice = request.query_params.get("plan", "")
+    key, offered = await accounts.plan_offer(v.account, key_id, choice)
+    return await page(accounts, v, "plan.html", key=key, offer=offered,
+                      current=PLAN_NAMES.get(key.plan, key.plan))  # fmt: skip
 
 
 @post("/dashboard/keys/{key_id:str}/revoke", status_code=303)
@@ -666,7 +685,7 @@ def router() -> Router:
         path="/",
         route_handlers=[
             home, signup_page, signup, login_page, login, logout, forgot_page, forgot,
-            reset_page, reset, verify, dashboard, keys_page, create_key, change_plan, revoke_key,
+            reset_page, reset, verify, dashboard, keys_page, create_key, change_plan, plan_page, revoke_key,
             resend_verification, admin, admin_plan, admin_disable,
         ],
         exception_handlers={
