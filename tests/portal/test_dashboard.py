@@ -223,3 +223,35 @@ async def test_a_paid_plan_is_confirmed_on_its_own_page_then_the_dashboard_says_
             await person.client.get(f"/dashboard/keys/{kid}/plan?plan={bad}")
         ).status_code == 400
     assert (await person.client.get("/dashboard/keys/key_nope/plan?plan=pro")).status_code == 404
+
+
+async def test_billing_shows_each_keys_plan_days_and_their_cost(person: Person) -> None:
+    # The test clock starts on 2027-01-15 at 08:00 UTC.
+    await signed_up(person, "bo@example.com")
+    await verify(person)
+    kid = key_id(rows((await person.client.get("/dashboard")).text)[0])
+    person.clock.advance(5 * 86_400)  # Jan 20, 08:00
+    assert (
+        await person.submit("/dashboard", f"/dashboard/keys/{kid}/plan", plan="pro")
+    ).status_code == 303
+    person.clock.advance(10 * 86_400)
+    assert (await person.client.get("/dashboard")).status_code == 200  # not idle
+    person.clock.advance(11 * 86_400)  # Feb 10, 08:00
+    page = await person.client.get("/dashboard/billing")
+    assert page.status_code == 200, page.text[-1500:]
+    found = [" ".join(re.sub(r"<[^>]+>", " ", r).split())
+             for r in re.findall(r'<tr data-testid="billing-row".*?</tr>', page.text, re.S)]  # fmt: skip
+    assert found == [
+        f"Default key {kid} 2027-02 Pro 9.3 $199 $66.33",
+        f"Default key {kid} 2027-01 Free 5.0 $0 $0.00",
+        f"Default key {kid} 2027-01 Pro 11.7 $199 $74.89",
+    ], found
+    csv_file = await person.client.get("/dashboard/billing.csv")
+    assert csv_file.status_code == 200 and csv_file.headers["content-type"].startswith("text/csv")
+    assert "attachment" in csv_file.headers["content-disposition"]
+    lines = csv_file.text.strip().splitlines()
+    assert lines[0] == "keyId,name,month,plan,days,priceUsdPerMonth,costUsd"
+    assert f"{kid},Default key,2027-01,pro,11.667,199,74.89" in lines
+    await person.submit("/dashboard", "/logout")
+    away = await person.client.get("/dashboard/billing", follow_redirects=False)
+    assert away.status_code == 303 and away.headers["location"] == "/login"

@@ -287,6 +287,13 @@ class AccountRepository:
              entry.from_value, entry.to_value, entry.client),
         )  # fmt: skip
 
+    async def key_history(self, account_id: str) -> list[AuditEntry]:
+        """Every key entry of one account, oldest first (what its billing is computed from)."""
+        rows = await self.db.fetch_all(
+            _AUDIT + " WHERE account_id = ? AND action LIKE 'key.%' ORDER BY at, id", (account_id,)
+        )
+        return [AuditEntry(*row) for row in rows]
+
     async def audit_of(self, account_id: str | None, limit: int = 50) -> list[AuditEntry]:
         """The newest entries, of one account or (None) of all."""
         if account_id is None:

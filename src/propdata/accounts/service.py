@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import msgspec
 from email_validator import EmailNotValidError, validate_email
 
+from propdata.accounts import billing
 from propdata.accounts.keys import CustomLimits, KeyService
 from propdata.accounts.passwords import hash_password, problem, verify_password
 from propdata.accounts.repository import AccountRepository, KeyRepository
@@ -473,6 +474,12 @@ class AccountService:
                 account.email, account.id, key.id, "key.revoked", "active", "revoked", client
             )
         return revoked
+
+    async def billing(self, account: Account) -> list[billing.Line]:
+        """The account's statement for the current and the last month."""
+        keys = await self.key_repo.of_account(account.id)
+        history = await self.repo.key_history(account.id)
+        return billing.statement(keys, history, await self.repo.plans(), self.clock())
 
     async def audit_of(self, account: Account | None, limit: int = 50) -> list[AuditEntry]:
         return await self.repo.audit_of(account.id if account else None, limit)

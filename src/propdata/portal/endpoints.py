@@ -9,7 +9,9 @@ answers and renders.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -508,6 +510,48 @@ async def revoke_key(request: Request[Any, Any, Any], key_id: FromPath[str], set
     return await _on_dashboard(request, settings, accounts, limiter, revoke)
 
 
+@get("/dashboard/billing")
+async def billing_page(request: Request[Any, Any, Any], settings: Injected[Settings],
+                       accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
+    """Each key's plan days this month and last, and what they cost."""
+    v = await visit(request, settings, accounts)
+    if v.account is None:
+        return _see_other(v, "/login")
+    lines = await accounts.billing(v.account)
+    months = sorted({line.month for line in lines} | {_month(accounts.clock(), 0),
+                     _month(accounts.clock(), 1)}, reverse=True)  # fmt: skip
+    totals = {m: sum(line.cost_usd or 0 for line in lines if line.month == m) for m in months}
+    custom = {m for m in months if any(line.cost_usd is None for line in lines if line.month == m)}
+    return await page(accounts, v, "billing.html", lines=lines, months=months, totals=totals,
+                      custom=custom)  # fmt: skip
+
+
+def _month(now: float, back: int) -> str:
+    from propdata.accounts.billing import month_bounds
+
+    return month_bounds(now, back)[0]
+
+
+@get("/dashboard/billing.csv")
+async def billing_csv(request: Request[Any, Any, Any], settings: Injected[Settings],
+                      accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
+    """The statement as CSV."""
+    v = await visit(request, settings, accounts)
+    if v.account is None:
+        return _see_other(v, "/login")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["keyId", "name", "month", "plan", "days", "priceUsdPerMonth", "costUsd"])
+    for line in await accounts.billing(v.account):
+        writer.writerow([
+            line.key_id, line.key_name, line.month, line.plan, f"{line.days:.3f}",
+            "" if line.price_usd is None else line.price_usd,
+            "" if line.cost_usd is None else f"{line.cost_usd:.2f}",
+        ])  # fmt: skip
+    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers={
+        **NO_STORE, "Content-Disposition": 'attachment; filename="propdata-billing.csv"'})  # fmt: skip
+
+
 @post("/dashboard/verify", status_code=303)
 async def resend_verification(request: Request[Any, Any, Any], settings: Injected[Settings],
                               accounts: Injected[AccountService], limiter: Injected[Limiter]) -> Response[Any]:  # fmt: skip
@@ -685,7 +729,7 @@ def router() -> Router:
         path="/",
         route_handlers=[
             home, signup_page, signup, login_page, login, logout, forgot_page, forgot,
-            reset_page, reset, verify, dashboard, keys_page, create_key, change_plan, plan_page, revoke_key,
+            reset_page, reset, verify, dashboard, keys_page, billing_page, billing_csv, create_key, change_plan, plan_page, revoke_key,
             resend_verification, admin, admin_plan, admin_disable,
         ],
         exception_handlers={
