@@ -13,6 +13,7 @@ import msgspec
 from litestar import Litestar, Request, Response, Router, get
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.spec import Components, Example, SecurityScheme
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,7 +28,7 @@ from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.api.openapi import ApiOperation, errors
 from propdata.config import Settings, load_settings
-from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
+from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD, http_error_handler
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
 from propdata.kit import memory
@@ -96,11 +97,11 @@ class Services:
 
 
 async def open_database(
-    url: str, migrator: Callable[[Database], Awaitable[None]] = migrate
+    url: str, migrator: Callable[[Database], Awaitable[None]] = migrate, *, private: bool = False
 ) -> Database:
     """Open and migrate a store. PostgreSQL that is down at start is not fatal: the server
     answers 503 and migrates when it first reaches the database."""
-    db = await connect(url, lazy=True)
+    db = await connect(url, lazy=True, private=private)
     try:
         await migrator(db)
     except StoreUnavailable as exc:
@@ -122,7 +123,7 @@ async def open_stores(settings: Settings) -> tuple[Database, Database]:
         db = await open_database(settings.database_url, both)
         return db, db
     db = await open_database(settings.database_url)
-    return db, await open_database(settings.accounts_url, migrate_accounts)
+    return db, await open_database(settings.accounts_url, migrate_accounts, private=True)
 
 
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
@@ -140,7 +141,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
     else:
         limiter = SQLiteLimiter(settings.usage_path, **({"clock": clock} if clock else {}))
         cache = MemoryCache(settings.cache_bytes)
-    keys = KeyService(accounts)
+    keys = KeyService(accounts, **({"clock": clock} if clock else {}))
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     return Services(
         settings=settings,
@@ -148,7 +149,12 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         accounts_db=accounts,
         keys=keys,
         accounts=AccountService(
-            accounts, keys, limiter, mailer, **({"clock": clock} if clock else {})
+            accounts,
+            keys,
+            limiter,
+            mailer,
+            **({"clock": clock} if clock else {}),
+            session_lifetime=settings.session_days * 86_400,
         ),
         properties=PropertyService(db),
         search=SearchService(db, search_index=settings.search_index, snapshots=settings.index_path),
@@ -234,6 +240,23 @@ async def _add_headers(message: Message, scope: Scope) -> None:
         if name.lower().encode() not in present:
             headers.append((name.lower().encode(), value.encode()))
     message["headers"] = headers
+
+
+def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    """A browser outside the API gets a page; everyone else the contract's JSON error."""
+    if portal.wants_page(request):
+        return portal.error_page(request, exc)
+    return http_error_handler(request, exc)
+
+
+STRICT_TRANSPORT = "max-age=31536000"
+"""Browsers keep to https for a year once they have seen it over https (PROPDATA_PUBLIC_URL)."""
+
+
+async def _strict_transport(message: Message, scope: Scope) -> None:
+    if message["type"] == "http.response.start":
+        message["headers"] = [*message.get("headers", []),
+                              (b"strict-transport-security", STRICT_TRANSPORT.encode())]  # fmt: skip
 
 
 def _services(state: State) -> Services:
@@ -338,8 +361,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         template_config=portal.templates(),
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
-        exception_handlers=EXCEPTION_HANDLERS,
-        before_send=[_add_headers],
+        exception_handlers={**EXCEPTION_HANDLERS, HTTPException: _http_error},
+        before_send=[_add_headers]
+        + ([_strict_transport] if (settings.public_url or "").startswith("https://") else []),
         openapi_config=openapi,
         plugins=[api_openapi.NullableChoice()],
         logging_config=None,

@@ -286,16 +286,27 @@ def keys_plan(
 
     limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
     named = _which_key(key)
-    updated = _keys(lambda svc: svc.set_plan(named, plan.lower(), limits))
+    updated = _keys(lambda svc: _audited(svc).command_plan(named, plan.lower(), limits))
     err.print(f"{updated.id} is now on the {updated.plan} plan ({updated.per_minute}/min,"
               f" {'unlimited' if updated.daily is None else updated.daily}/day).")  # fmt: skip
+
+
+def _audited(keys: KeyService) -> AccountService:
+    """The keys' store as accounts, whose changes go to the audit log (no mail, no limits)."""
+    from propdata.accounts.service import AccountService
+    from propdata.kit.mail import OutboxMailer
+    from propdata.kit.ratelimit.sqlite import SQLiteLimiter
+
+    return AccountService(
+        keys.db, keys, SQLiteLimiter(":memory:"), OutboxMailer("var/outbox", "cli")
+    )
 
 
 @keys_app.command("revoke")
 def keys_revoke(key: KeyArgument) -> None:
     """Revoke a key; its next request is refused."""
     named = _which_key(key)
-    revoked = _keys(lambda svc: svc.revoke(named))
+    revoked = _keys(lambda svc: _audited(svc).command_revoke(named))
     err.print(f"{revoked.id} is revoked.")
 
 

@@ -58,6 +58,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """PROPDATA_PUBLIC_URL: the service's address as people reach it (https://api.example.com),
     used in mailed links; https:// also marks session cookies Secure. Unset: the address the
     server listens on (never the request's Host header, which a client chooses)."""
+    session_days: float = 30.0
+    """PROPDATA_SESSION_DAYS: a portal session ends this many days after sign-in however often
+    it is used (beside the 14 days without a request that also end it)."""
     trusted_proxies: str = ""
     """PROPDATA_TRUSTED_PROXIES: comma-separated addresses or networks of the proxies in front
     (10.0.0.0/8,127.0.0.1); from them X-Forwarded-For names the client for the portal's
@@ -159,6 +162,7 @@ ENV = {
     "mail_from": "PROPDATA_MAIL_FROM",
     "public_url": "PROPDATA_PUBLIC_URL",
     "trusted_proxies": "PROPDATA_TRUSTED_PROXIES",
+    "session_days": "PROPDATA_SESSION_DAYS",
 }
 
 
@@ -193,6 +197,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         ("http://", "https://")
     ):
         raise ConfigError("PROPDATA_PUBLIC_URL must be an http:// or https:// URL")
+    if not 0 < settings.session_days <= 366:
+        raise ConfigError("PROPDATA_SESSION_DAYS must be more than 0 and at most 366")
     try:
         _networks(settings.trusted_proxies)
     except ValueError as exc:

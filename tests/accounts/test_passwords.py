@@ -20,6 +20,14 @@ def test_policy() -> None:
     assert len(passwords.common_passwords()) == 10_000
 
 
+def test_a_common_password_with_digits_or_symbols_added_is_common() -> None:
+    for weak in ("password1234", "qwertyuiop123", "iloveyou1234", "Sunshine2024!",
+                 "1234password", "dragon!!!!!!!", "monkey123456"):  # fmt: skip
+        assert "common" in (passwords.problem(weak) or ""), weak
+    for fine in ("correct horse battery staple 42", "tangerine-lorry-mosaic", "Xq7!vR2#pL9m"):
+        assert passwords.problem(fine) is None, fine
+
+
 async def test_argon2id_hashes_and_verifies() -> None:
     stored = await passwords.hash_password("correct horse battery staple")
     assert stored.startswith("$argon2id$")

@@ -69,7 +69,8 @@ class Person:
         """The accounts of the store, over a connection of the test's own (the app's pool
         belongs to the app's event loop, on another thread)."""
         assert self.db is not None
-        return AccountService(self.db, KeyService(self.db), SQLiteLimiter(":memory:", self.clock),
+        return AccountService(self.db, KeyService(self.db, self.clock),
+                              SQLiteLimiter(":memory:", self.clock),
                               OutboxMailer(self.outbox, "test <t@localhost>"), self.clock)  # fmt: skip
 
 

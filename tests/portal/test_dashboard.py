@@ -114,6 +114,15 @@ async def test_someone_elses_key_is_not_found(person: Person, fresh: Any) -> Non
     assert 'data-testid="key-status">active' in page
 
 
+async def test_a_new_key_reads_never_used_until_it_is(person: Person) -> None:
+    key = await signed_up(person, "lou@example.com")
+    first = " ".join(rows((await person.client.get("/dashboard")).text)[0].split())
+    assert "· never used" in first and "last used" not in first
+    assert (await person.client.get("/v1/properties/t-000", headers=bearer(key))).status_code == 200
+    row = " ".join(rows((await person.client.get("/dashboard")).text)[0].split())
+    assert "last used within the last hour" in row
+
+
 async def test_usage_counts_what_the_metering_counts(person: Person, fresh: Any) -> None:
     key = await signed_up(person, "lee@example.com")
     headers = bearer(key)
@@ -210,3 +219,67 @@ async def test_free_windows_belong_to_the_account(person: Person) -> None:
         for _ in range(6)
     ]
     assert answers == [200] * 4 + [429] * 2  # ten a minute, the revoked key's six included
+
+
+async def test_a_paid_plan_is_confirmed_on_its_own_page_then_the_dashboard_says_so(
+    person: Person,
+) -> None:
+    key = await signed_up(person, "pat@example.com")
+    kid = key_id(rows((await person.client.get("/dashboard")).text)[0])
+    dashboard = (await person.client.get("/dashboard")).text
+    assert f'action="/dashboard/keys/{kid}/plan" method="get"' in dashboard
+    await verify(person)
+    confirm = await person.client.get(f"/dashboard/keys/{kid}/plan?plan=pro")
+    assert confirm.status_code == 200
+    text = " ".join(confirm.text.split())
+    assert "$199" in text and "500" in text and "100,000" in text
+    assert f'action="/dashboard/keys/{kid}/plan" method="post"' in confirm.text
+    # nothing changed yet
+    before = await person.client.get("/v1/auth/status", headers=bearer(key))
+    assert before.json()["data"]["plan"] == "free"
+    done = await person.submit(
+        f"/dashboard/keys/{kid}/plan?plan=pro", f"/dashboard/keys/{kid}/plan", plan="pro"
+    )
+    assert done.status_code == 303
+    after = (await person.client.get("/dashboard")).text
+    assert 'data-testid="notice"' in after and "Pro" in after.split('data-testid="notice"')[1][:300]
+    assert (await person.client.get("/v1/auth/status", headers=bearer(key))).json()["data"][
+        "plan"
+    ] == "pro"
+    for bad in ("enterprise", "gold"):
+        assert (
+            await person.client.get(f"/dashboard/keys/{kid}/plan?plan={bad}")
+        ).status_code == 400
+    assert (await person.client.get("/dashboard/keys/key_nope/plan?plan=pro")).status_code == 404
+
+
+async def test_billing_shows_each_keys_plan_days_and_their_cost(person: Person) -> None:
+    # The test clock starts on 2027-01-15 at 08:00 UTC.
+    await signed_up(person, "bo@example.com")
+    await verify(person)
+    kid = key_id(rows((await person.client.get("/dashboard")).text)[0])
+    person.clock.advance(5 * 86_400)  # Jan 20, 08:00
+    assert (
+        await person.submit("/dashboard", f"/dashboard/keys/{kid}/plan", plan="pro")
+    ).status_code == 303
+    person.clock.advance(10 * 86_400)
+    assert (await person.client.get("/dashboard")).status_code == 200  # not idle
+    person.clock.advance(11 * 86_400)  # Feb 10, 08:00
+    page = await person.client.get("/dashboard/billing")
+    assert page.status_code == 200, page.text[-1500:]
+    found = [" ".join(re.sub(r"<[^>]+>", " ", r).split())
+             for r in re.findall(r'<tr data-testid="billing-row".*?</tr>', page.text, re.S)]  # fmt: skip
+    assert found == [
+        f"Default key {kid} 2027-02 Pro 9.3 $199 $66.33",
+        f"Default key {kid} 2027-01 Free 5.0 $0 $0.00",
+        f"Default key {kid} 2027-01 Pro 11.7 $199 $74.89",
+    ], found
+    csv_file = await person.client.get("/dashboard/billing.csv")
+    assert csv_file.status_code == 200 and csv_file.headers["content-type"].startswith("text/csv")
+    assert "attachment" in csv_file.headers["content-disposition"]
+    lines = csv_file.text.strip().splitlines()
+    assert lines[0] == "keyId,name,month,plan,days,priceUsdPerMonth,costUsd"
+    assert f"{kid},Default key,2027-01,pro,11.667,199,74.89" in lines
+    await person.submit("/dashboard", "/logout")
+    away = await person.client.get("/dashboard/billing", follow_redirects=False)
+    assert away.status_code == 303 and away.headers["location"] == "/login"

@@ -60,6 +60,59 @@ async def test_a_reset_link_lasts_one_hour(person: Person) -> None:
     assert (await person.client.get(link)).status_code == 400
 
 
+async def test_a_refused_password_leaves_the_reset_link_as_it_was(person: Person) -> None:
+    await person.sign_up("rex@example.com")
+    await person.submit("/dashboard", "/logout")
+    await person.submit("/forgot", "/forgot", email="rex@example.com")
+    link = person.link("reset")
+    person.clock.advance(50 * 60)
+    assert (await person.submit(link, link, password="short")).status_code == 400
+    person.clock.advance(5 * 60)  # not shortened by the refusal
+    assert (await person.client.get(link)).status_code == 200
+    person.clock.advance(4 * 60 + 30)
+    assert (await person.submit(link, link, password="short")).status_code == 400
+    person.clock.advance(31)  # nor lengthened: an hour after it was sent, it is dead
+    assert (await person.client.get(link)).status_code == 400
+    assert (await person.submit("/forgot", link, password=NEW)).status_code in (400, 403)
+
+
+async def test_a_reset_of_an_unconfirmed_address_revokes_the_keys_made_before_it(
+    person: Person, fresh: Any
+) -> None:
+    # Someone signs up with another person's address and keeps the key.
+    squatter_client, _, _ = await fresh(cache_ttl=0)
+    squatter = other(person, squatter_client)
+    await squatter.sign_up("uma@example.com")
+    kept = new_key_of((await squatter.client.get("/dashboard")).text)
+    assert kept
+    # The address's owner resets the password from the mail.
+    await person.submit("/forgot", "/forgot", email="uma@example.com")
+    link = person.link("reset")
+    assert (await person.submit(link, link, password=NEW)).status_code == 303
+    dashboard = (await person.client.get("/dashboard")).text
+    assert 'data-testid="notice"' in dashboard and "revoked" in dashboard
+    assert 'data-testid="key-status">active' not in dashboard
+    answer = await person.client.get(
+        "/v1/properties/t-000", headers={"Authorization": f"Bearer {kept}"}
+    )
+    assert answer.status_code == 401 and answer.json()["error"]["code"] == "revoked_api_key"
+    assert (await squatter.client.get("/dashboard", follow_redirects=False)).status_code == 303
+
+
+async def test_a_reset_of_a_confirmed_address_keeps_the_keys(person: Person) -> None:
+    await person.sign_up("val@example.com")
+    key = new_key_of((await person.client.get("/dashboard")).text)
+    await person.client.get(person.link("verify"))
+    await person.submit("/forgot", "/forgot", email="val@example.com")
+    link = person.link("reset")
+    assert (await person.submit(link, link, password=NEW)).status_code == 303
+    answer = await person.client.get(
+        "/v1/properties/t-000", headers={"Authorization": f"Bearer {key}"}
+    )
+    assert answer.status_code == 200
+    assert 'data-testid="notice"' not in (await person.client.get("/dashboard")).text
+
+
 async def make_operator(person: Person, address: str = "root@example.com") -> None:
     accounts: AccountService = person.accounts()
     await accounts.create_account(address, STRONG, admin=True, actor="test")
@@ -151,3 +204,38 @@ def test_accounts_command_line(tmp_path: Any, monkeypatch: Any) -> None:
 
     (attached,) = asyncio.run(keys_of_ops())
     assert attached.account_id is not None and attached.plan == "pro"
+
+
+def test_plan_changes_and_revocations_on_the_command_line_are_audited(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("PROPDATA_DATABASE_URL", str(tmp_path / "p.db"))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["data", "init"]).exit_code == 0
+    assert (
+        runner.invoke(cli, ["accounts", "create", "zed@example.com"], input=STRONG + "\n").exit_code
+        == 0
+    )
+    made = runner.invoke(cli, ["keys", "create", "--plan", "free", "--account", "zed@example.com"])
+    assert made.exit_code == 0, made.output
+    secret = made.output.strip().splitlines()[-1]
+
+    async def entries() -> list[Any]:
+        from propdata.accounts.repository import AccountRepository, KeyRepository
+        from propdata.kit.db import connect
+
+        db = await connect(str(tmp_path / "p-accounts.db"))
+        try:
+            (key,) = await KeyRepository(db).all()
+            return [key, *await AccountRepository(db).audit_of(None)]
+        finally:
+            await db.close()
+
+    key, *_ = asyncio.run(entries())
+    assert runner.invoke(cli, ["keys", "plan", key.id, "pro"]).exit_code == 0
+    assert runner.invoke(cli, ["keys", "revoke", "-"], input=secret + "\n").exit_code == 0
+    assert runner.invoke(cli, ["keys", "plan", key.id, "gold"]).exit_code == 2
+    _, *audit = asyncio.run(entries())
+    done = [(e.action, e.key_id, e.from_value, e.to_value, e.actor, e.account_id) for e in audit]
+    assert ("key.plan", key.id, "free", "pro", "cli", key.account_id) in done
+    assert ("key.revoked", key.id, "active", "revoked", "cli", key.account_id) in done

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
+import pytest
+
+from propdata.errors import ServiceError, TooManyAttempts
 from tests.portal.conftest import STRONG, Person, new_key_of, other
 
 
@@ -180,3 +184,63 @@ async def test_idle_sessions_leave_the_store(person: Person) -> None:
     person.clock.advance(14 * 86_400 + 1)
     await person.log_in("ida@example.com")  # a new session sweeps the idle one out
     assert len(await db.fetch_all("SELECT token_hash FROM sessions")) == 1
+
+
+async def test_a_planted_form_cookie_forges_no_signed_in_form(person: Person, fresh: Any) -> None:
+    # The attacker's own browser: a form cookie and the token it carries.
+    attacker_client, _, _ = await fresh(cache_ttl=0)
+    attacker = other(person, attacker_client)
+    planted_token = await attacker.token("/signup")
+    planted_cookie = attacker.client.cookies["pd_form"]
+    # The victim signs in; the attacker's cookie is planted in the victim's browser.
+    key = await person.sign_up("vic@example.com")
+    assert key.status_code == 303
+    kid = re.findall(r'data-key-id="([^"]+)"', (await person.client.get("/dashboard")).text)[0]
+    person.client.cookies.set("pd_form", planted_cookie)
+    forged = await person.client.post(
+        f"/dashboard/keys/{kid}/revoke", data={"csrf_token": planted_token},
+        follow_redirects=False,
+    )  # fmt: skip
+    assert forged.status_code == 403
+    assert 'data-testid="key-status">active' in (await person.client.get("/dashboard")).text
+
+
+async def test_a_token_from_before_log_in_is_refused_after_it(person: Person) -> None:
+    await person.sign_up("wyn@example.com")
+    await person.submit("/dashboard", "/logout")
+    before = await person.token("/login")
+    assert (await person.log_in("wyn@example.com")).status_code == 303
+    made = await person.client.post(
+        "/dashboard/keys", data={"csrf_token": before, "name": "x"}, follow_redirects=False
+    )
+    assert made.status_code == 403
+    assert (await person.client.get("/dashboard")).text.count('data-testid="key-row"') == 1
+
+
+async def test_failed_sign_ups_count_toward_the_hourly_limit(person: Person) -> None:
+    assert (await person.sign_up("taken@example.com")).status_code == 303
+    await person.submit("/dashboard", "/logout")
+    for _ in range(9):  # probing for registered addresses is one sign-up each
+        assert (await person.sign_up("taken@example.com")).status_code == 409
+    limited = await person.sign_up("fresh@example.com")
+    assert limited.status_code == 429 and "retry-after" in limited.headers
+    assert (await person.sign_up("taken@example.com")).status_code == 429
+
+
+async def test_a_refused_sign_up_costs_no_password_hash(person: Person) -> None:
+    import time
+
+    from propdata.accounts.passwords import hash_password
+
+    accounts = person.accounts()
+    for i in range(10):
+        with contextlib.suppress(ServiceError):
+            await accounts.sign_up(f"h{i}@example.com", "short", "10.0.0.9", "http://x")
+    started = time.perf_counter()
+    await hash_password(STRONG)
+    one_hash = time.perf_counter() - started
+    started = time.perf_counter()
+    for i in range(20):
+        with pytest.raises(TooManyAttempts):
+            await accounts.sign_up(f"r{i}@example.com", STRONG, "10.0.0.9", "http://x")
+    assert time.perf_counter() - started < 4 * one_hash  # 20 hashes would take 20 times one

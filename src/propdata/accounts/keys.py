@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from propdata.accounts.repository import KeyRepository
@@ -33,8 +34,8 @@ class CustomLimits:
                                            self.default_page_size, self.max_page_size))  # fmt: skip
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _iso(at: float) -> str:
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 VERIFIED_KEPT = 10_000
@@ -42,8 +43,9 @@ VERIFIED_KEPT = 10_000
 
 
 class KeyService:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self.db = db
+        self.clock = clock
         self.repo = KeyRepository(db)
         self._verified: dict[str, ApiKey] = {}
         """Active keys as last read, by their token, while the store's `changes()` marker
@@ -92,7 +94,7 @@ class KeyService:
         async with self.db.transaction():
             await self.repo.insert(
                 key_id, name or key_id, crypto.display_prefix(secret), crypto.key_hash(secret),
-                plan, _now(), limits.per_minute, limits.daily, limits.default_page_size,
+                plan, _iso(self.clock()), limits.per_minute, limits.daily, limits.default_page_size,
                 limits.max_page_size, account_id,
             )  # fmt: skip
         key = await self.repo.by_id(key_id)
@@ -123,7 +125,7 @@ class KeyService:
     async def revoke(self, id_or_key: str) -> ApiKey:
         key = await self.find(id_or_key)
         async with self.db.transaction():
-            await self.repo.revoke(key.id, _now())
+            await self.repo.revoke(key.id, _iso(self.clock()))
         return await self.find(key.id)
 
     async def all(self) -> list[ApiKey]:
@@ -137,7 +139,7 @@ async def keys_of(database_url: str) -> AsyncIterator[KeyService]:
     async with keys_of("var/propdata.db") as keys:
         key, secret = await keys.create("free", "demo", CustomLimits())
     """
-    db = await connect(accounts_url(database_url))
+    db = await connect(accounts_url(database_url), private=True)
     try:
         await migrate_accounts(db)
         yield KeyService(db)

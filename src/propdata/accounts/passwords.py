@@ -1,4 +1,7 @@
-"""Passwords (portal.md): 12 to 128 characters, not one of the 10,000 most common, Argon2id.
+"""Passwords: 12 to 128 characters, not one of the 10,000 most common, Argon2id.
+
+The common list holds few entries of 12 characters or more, and people reach 12 by adding
+digits or symbols to a common one (`password1234`): such a password counts as common too.
 
 Hashing takes tens of milliseconds and 64 MiB by design, so callers run it off the event loop
 (`hash_password` and `verify_password` are coroutines that do).
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import string
 from importlib import resources
 
 from argon2 import PasswordHasher
@@ -34,6 +38,27 @@ def common_passwords() -> frozenset[str]:
     )
 
 
+_PADDING = frozenset(string.digits + string.punctuation + " ")
+_SHORTEST_WORD = 4
+"""A common entry this short or longer, padded, is refused (shorter ones are syllables)."""
+
+
+def is_common(lowered: str) -> bool:
+    """Whether a lower-cased password is a common one, or one with digits, symbols or spaces
+    added before or after it."""
+    common = common_passwords()
+    if lowered in common:
+        return True
+    for cut in range(_SHORTEST_WORD, len(lowered)):
+        head, tail = lowered[:cut], lowered[cut:]
+        if head in common and _PADDING.issuperset(tail):
+            return True
+        head, tail = lowered[:-cut], lowered[-cut:]
+        if tail in common and _PADDING.issuperset(head):
+            return True
+    return False
+
+
 def problem(password: str, email: str = "") -> str | None:
     """What is wrong with a new password, in words for the person, or None."""
     if len(password) < MIN_LENGTH:
@@ -41,7 +66,7 @@ def problem(password: str, email: str = "") -> str | None:
     if len(password) > MAX_LENGTH:
         return f"Use at most {MAX_LENGTH} characters."
     lowered = password.lower()
-    if lowered in common_passwords():
+    if is_common(lowered):
         return "That password is one of the most common ones; choose another."
     if email and lowered in (email.lower(), email.lower().partition("@")[0]):
         return "Do not use your email address as your password."

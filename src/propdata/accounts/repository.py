@@ -167,13 +167,16 @@ class AccountRepository:
         )
 
     # -- sessions
-    async def session(self, token_hash: str, idle_from: float) -> tuple[Account, float] | None:
-        """The account of a live session (seen after `idle_from`) and when it was last seen."""
+    async def session(
+        self, token_hash: str, idle_from: float, made_from: str
+    ) -> tuple[Account, float] | None:
+        """The account of a live session (seen after `idle_from`, made after `made_from`)
+        and when it was last seen."""
         row = await self.db.fetch_one(
             "SELECT s.seen_at, " + ", ".join(f"a.{c}" for c in Account.__dataclass_fields__)
             + " FROM sessions s JOIN accounts a ON a.id = s.account_id"
-            " WHERE s.token_hash = ? AND s.seen_at > ?",
-            (token_hash, idle_from),
+            " WHERE s.token_hash = ? AND s.seen_at > ? AND s.created_at > ?",
+            (token_hash, idle_from, made_from),
         )  # fmt: skip
         if row is None:
             return None
@@ -217,8 +220,12 @@ class AccountRepository:
             (account_id, keep or ""),
         )
 
-    async def end_idle_sessions(self, idle_from: float) -> None:
-        await self.db.execute("DELETE FROM sessions WHERE seen_at <= ?", (idle_from,))
+    async def end_idle_sessions(self, idle_from: float, made_from: str) -> None:
+        """End the sessions last seen by `idle_from` or made by `made_from` (UTC ISO text,
+        which sorts as time does)."""
+        await self.db.execute(
+            "DELETE FROM sessions WHERE seen_at <= ? OR created_at <= ?", (idle_from, made_from)
+        )
 
     # -- one-time links (verify the address, reset the password)
     async def insert_token(
@@ -244,6 +251,15 @@ class AccountRepository:
             )
         return str(row[0]) if row else None
 
+    async def token_account(self, token_hash: str, purpose: str, now: float) -> str | None:
+        """The account of a live link, which stays as it is."""
+        row = await self.db.fetch_one(
+            "SELECT account_id FROM account_tokens WHERE token_hash = ? AND purpose = ?"
+            " AND expires_at > ?",
+            (token_hash, purpose, now),
+        )
+        return str(row[0]) if row else None
+
     async def token_live(self, token_hash: str, purpose: str, now: float) -> bool:
         row = await self.db.fetch_one(
             "SELECT 1 FROM account_tokens WHERE token_hash = ? AND purpose = ? AND expires_at > ?",
@@ -264,6 +280,13 @@ class AccountRepository:
             (entry.id, entry.at, entry.actor, entry.account_id, entry.key_id, entry.action,
              entry.from_value, entry.to_value, entry.client),
         )  # fmt: skip
+
+    async def key_history(self, account_id: str) -> list[AuditEntry]:
+        """Every key entry of one account, oldest first (what its billing is computed from)."""
+        rows = await self.db.fetch_all(
+            _AUDIT + " WHERE account_id = ? AND action LIKE 'key.%' ORDER BY at, id", (account_id,)
+        )
+        return [AuditEntry(*row) for row in rows]
 
     async def audit_of(self, account_id: str | None, limit: int = 50) -> list[AuditEntry]:
         """The newest entries, of one account or (None) of all."""

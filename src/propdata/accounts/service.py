@@ -14,8 +14,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import msgspec
 from email_validator import EmailNotValidError, validate_email
 
+from propdata.accounts import billing
 from propdata.accounts.keys import CustomLimits, KeyService
 from propdata.accounts.passwords import hash_password, problem, verify_password
 from propdata.accounts.repository import AccountRepository, KeyRepository
@@ -32,12 +34,14 @@ from propdata.kit import crypto
 from propdata.kit.db import Database
 from propdata.kit.mail import Mailer
 from propdata.kit.ratelimit.base import Attempts, Limiter
-from propdata.plans import BY_NAME, FREE, NAMES, SELF_SERVE, choice
+from propdata.plans import BY_NAME, FREE, NAMES, SELF_SERVE, Plan, choice
 
 log = logging.getLogger("propdata.accounts")
 
 SESSION_IDLE = 14 * 86_400.0
 """A session ends after 14 days without a request (portal.md)."""
+SESSION_LIFETIME = 30 * 86_400.0
+"""A session ends this long after sign-in however active it is (PROPDATA_SESSION_DAYS)."""
 TOUCH_EVERY = 300.0
 """A session's last-seen time is written at most this often: not a write per page view."""
 RESET_VALID = 3_600.0
@@ -61,6 +65,13 @@ class SignedIn:
 
     account: Account
     token: str
+
+
+class Flash(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What a session's next page shows once: a new key's secret, a sentence of what changed."""
+
+    key: str | None = None
+    notice: str | None = None
 
 
 def _iso(at: float) -> str:
@@ -100,8 +111,10 @@ class AccountService:
         limiter: Limiter,
         mailer: Mailer,
         clock: Clock = time.time,
+        session_lifetime: float = SESSION_LIFETIME,
     ) -> None:
         self.db = db
+        self.session_lifetime = session_lifetime
         self.repo = AccountRepository(db)
         self.key_repo = KeyRepository(db)
         self.keys = keys
@@ -119,11 +132,9 @@ class AccountService:
             self._secret = await self.repo.secret()
         return crypto.sign(self._secret, "form", crypto.token_hash(bound_to))
 
-    async def form_token_ok(self, sent: str, bound_to: list[str]) -> bool:
-        for value in bound_to:
-            if value and secrets.compare_digest(sent, await self.form_token(value)):
-                return True
-        return False
+    async def form_token_ok(self, sent: str, bound_to: str) -> bool:
+        """Whether `sent` is the token of `bound_to` (a session, or with none a form cookie)."""
+        return bool(bound_to) and secrets.compare_digest(sent, await self.form_token(bound_to))
 
     # -- attempts (the limiter's sliding logs, under hashed names)
     async def _scoped(self, name: str) -> str:
@@ -145,41 +156,31 @@ class AccountService:
                 f"Too many {what}; try again in {_duration(wait)}.", retry_after=wait
             )
 
-    async def _check(self, name: str, limit: int, window: float, what: str) -> None:
-        attempt = await self._attempt(name, limit, window, record=False)
-        if not attempt.allowed:
-            wait = attempt.retry_after or 1
-            raise TooManyAttempts(
-                f"Too many {what}; try again in {_duration(wait)}.", retry_after=wait
-            )
-
     # -- sign-up, log-in, sessions
     async def sign_up(
         self, raw_email: str, password: str, client: str, base: str
     ) -> tuple[SignedIn, str]:
-        """A new account, signed in, with one Free key: returns the session and the key."""
-        email = normal_email(raw_email)
-        wrong = problem(password, email)
-        if wrong:
-            raise InvalidField("password", wrong)
-        await self._check(
-            f"signup:client:{client}",
-            SIGNUPS_PER_CLIENT,
-            SIGNUP_WINDOW,
-            "sign-ups from your network",
-        )
-        if await self.repo.by_email(email) is not None:
-            raise EmailTaken(
-                "An account with that email address exists already; log in instead.",
-                parameter="email",
-            )
-        password_hash = await hash_password(password)
+        """A new account, signed in, with one Free key: returns the session and the key.
+
+        Every try, refused or not, takes one of the client address's sign-ups first: so
+        probing which addresses are registered is limited like signing up, and a refused
+        try costs no password hash."""
         await self._allow(
             f"signup:client:{client}",
             SIGNUPS_PER_CLIENT,
             SIGNUP_WINDOW,
             "sign-ups from your network",
         )
+        email = normal_email(raw_email)
+        wrong = problem(password, email)
+        if wrong:
+            raise InvalidField("password", wrong)
+        if await self.repo.by_email(email) is not None:
+            raise EmailTaken(
+                "An account with that email address exists already; log in instead.",
+                parameter="email",
+            )
+        password_hash = await hash_password(password)
         now = self.clock()
         account = Account(
             id="acct_" + secrets.token_hex(8), email=email, password_hash=password_hash,
@@ -240,9 +241,9 @@ class AccountService:
     async def _start_session(self, account: Account) -> SignedIn:
         token = crypto.new_token()
         now = self.clock()
-        # Sessions idle past their 14 days are refused on sight; each new one sweeps them
-        # out, so the table holds live sessions only (ix_sessions_seen finds them).
-        await self.repo.end_idle_sessions(now - SESSION_IDLE)
+        # Sessions idle past their 14 days, or past their lifetime, are refused on sight;
+        # each new one sweeps them out, so the table holds live sessions only.
+        await self.repo.end_idle_sessions(now - SESSION_IDLE, _iso(now - self.session_lifetime))
         await self.repo.insert_session(crypto.token_hash(token), account.id, _iso(now), now)
         return SignedIn(account, token)
 
@@ -252,7 +253,9 @@ class AccountService:
             return None
         now = self.clock()
         token_hash = crypto.token_hash(token)
-        found = await self.repo.session(token_hash, now - SESSION_IDLE)
+        found = await self.repo.session(
+            token_hash, now - SESSION_IDLE, _iso(now - self.session_lifetime)
+        )
         if found is None:
             return None
         account, seen = found
@@ -265,13 +268,20 @@ class AccountService:
     async def log_out(self, token: str) -> None:
         await self.repo.end_session(crypto.token_hash(token))
 
-    async def set_flash(self, token: str, text: str) -> None:
-        """Keep `text` for the session's next page, sealed under its cookie token."""
+    async def set_flash(self, token: str, flash: Flash) -> None:
+        """Keep `flash` for the session's next page, sealed under its cookie token."""
+        text = msgspec.json.encode(flash).decode()
         await self.repo.set_flash(crypto.token_hash(token), crypto.seal(token, text))
 
-    async def take_flash(self, token: str) -> str | None:
+    async def take_flash(self, token: str) -> Flash:
         sealed = await self.repo.take_flash(crypto.token_hash(token))
-        return crypto.unseal(token, sealed) if sealed else None
+        text = crypto.unseal(token, sealed) if sealed else None
+        if not text:
+            return Flash()
+        try:
+            return msgspec.json.decode(text, type=Flash)
+        except msgspec.DecodeError:  # not sealed by this service: nothing to show
+            return Flash()
 
     # -- mailed links
     async def send_verification(self, account: Account, base: str, *, limited: bool = True) -> None:
@@ -302,8 +312,10 @@ class AccountService:
         await self.repo.set_verified(account_id, _iso(self.clock()))
         return await self.repo.by_id(account_id)
 
-    async def forgot(self, raw_email: str, client: str, base: str) -> None:
-        """Mail a reset link when the account exists; the same outcome either way."""
+    async def forgot(self, raw_email: str, client: str) -> str:
+        """Check a reset request and take one of the client's allowances: the address to
+        pass to `mail_reset`, which the caller runs after answering, so the answer takes
+        the same time whether or not the address has an account."""
         email = normal_email(raw_email)
         await self._allow(
             f"forgot:client:{client}",
@@ -311,12 +323,16 @@ class AccountService:
             LOGIN_WINDOW,
             "reset requests from your network",
         )
+        return email
+
+    async def mail_reset(self, email: str, base: str) -> None:
+        """Mail a reset link when the account exists (valid for one hour from now)."""
         account = await self.repo.by_email(email)
         if account is None or account.status != "active":
             return
         attempt = await self._attempt(f"mail:{email}", MAILS_PER_EMAIL, 3_600.0, record=True)
         if not attempt.allowed:
-            return  # quietly: the answer must not tell whether the address has an account
+            return  # quietly: no one fills an inbox through us
         token = crypto.new_token()
         await self.repo.drop_tokens(account.id, "reset")
         await self.repo.insert_token(
@@ -335,24 +351,20 @@ class AccountService:
 
     async def reset(self, token: str, password: str, client: str) -> SignedIn:
         """Set a new password from a mailed link; every session of the account ends and the
-        person is signed in afresh."""
-        if not await self.reset_link_live(token):
-            raise InvalidField(
-                "token", "This reset link has expired or was used; ask for a new one."
-            )
-        account_id = await self.repo.take_token(crypto.token_hash(token), "reset", self.clock())
+        person is signed in afresh. When the address was never confirmed, whoever signed up
+        with it may not have been its owner: the keys made before the reset are revoked."""
+        dead = InvalidField("token", "This reset link has expired or was used; ask for a new one.")
+        token_hash = crypto.token_hash(token)
+        account_id = await self.repo.token_account(token_hash, "reset", self.clock())
         account = await self.repo.by_id(account_id) if account_id else None
         if account is None or account.status != "active":
-            raise InvalidField(
-                "token", "This reset link has expired or was used; ask for a new one."
-            )
+            raise dead
+        # A refused password leaves the link as it was: live until an hour after it was sent.
         wrong = problem(password, account.email)
         if wrong:
-            # The link stays usable for the rest of its hour: put it back.
-            await self.repo.insert_token(
-                crypto.token_hash(token), account.id, "reset", self.clock() + 60.0
-            )
             raise InvalidField("password", wrong)
+        if await self.repo.take_token(token_hash, "reset", self.clock()) != account.id:
+            raise dead  # used by a request that came in meanwhile
         password_hash = await hash_password(password)
         async with self.db.transaction():
             await self.repo.set_password(account.id, password_hash)
@@ -360,7 +372,22 @@ class AccountService:
             # Whoever could open the mail owns the address: a reset also verifies it.
             await self.repo.set_verified(account.id, _iso(self.clock()))
             await self._audit(account.email, account.id, None, "password.reset", None, None, client)
+            revoked = 0
+            if not account.verified:
+                for key in await self.key_repo.of_account(account.id):
+                    if key.status == "active":
+                        await self.keys.revoke(key.id)
+                        await self._audit(account.email, account.id, key.id, "key.revoked",
+                                          "active", "revoked", client)  # fmt: skip
+                        revoked += 1
             signed = await self._start_session(account)
+        if revoked:
+            await self.set_flash(signed.token, Flash(notice=(
+                f"Your password is changed. The address had not been confirmed, so the"
+                f" {revoked} key{'s' if revoked > 1 else ''} made before the reset"
+                f" {'were' if revoked > 1 else 'was'} revoked: whoever signed up with it may not"
+                " have been you. Create a new key below."
+            )))  # fmt: skip
         return signed
 
     # -- keys held by an account
@@ -396,26 +423,34 @@ class AccountService:
             name = key_name(raw_name, f"Key {count + 1}")
             return await self._new_key(account, name, account.email, client)
 
-    async def change_plan(self, account: Account, key_id: str, plan: str, client: str) -> ApiKey:
+    async def plan_offer(self, account: Account, key_id: str, plan: str) -> tuple[ApiKey, Plan]:
+        """The key and the plan a person may move it to (what the confirmation page shows);
+        refused as `change_plan` would refuse it."""
+        key = await self._own_key(account, key_id)
+        await self._check_choice(account, key, plan)
+        return key, BY_NAME[plan]
+
+    async def _check_choice(self, account: Account, key: ApiKey, plan: str) -> None:
         if plan not in SELF_SERVE:
             raise InvalidField(
                 "plan", f"Choose {choice(SELF_SERVE, titles=True)}; Enterprise is arranged with us."
             )
+        if key.status != "active":
+            raise InvalidField("plan", "This key is revoked; create a new key instead.")
+        if not BY_NAME[key.plan].self_serve:
+            raise InvalidField("plan", "Enterprise keys are changed by our operators; write to us.")
+        if plan != key.plan and plan != FREE.name and not (await self._fresh(account)).verified:
+            raise InvalidField(
+                "plan",
+                "Confirm your email address first (see the link we mailed you) to choose a paid plan.",
+            )
+
+    async def change_plan(self, account: Account, key_id: str, plan: str, client: str) -> ApiKey:
         async with self.db.transaction():
             key = await self._own_key(account, key_id)
-            if key.status != "active":
-                raise InvalidField("plan", "This key is revoked; create a new key instead.")
-            if not BY_NAME[key.plan].self_serve:
-                raise InvalidField(
-                    "plan", "Enterprise keys are changed by our operators; write to us."
-                )
+            await self._check_choice(account, key, plan)
             if plan == key.plan:
                 return key
-            if plan != FREE.name and not (await self._fresh(account)).verified:
-                raise InvalidField(
-                    "plan",
-                    "Confirm your email address first (see the link we mailed you) to choose a paid plan.",
-                )
             if plan == FREE.name:
                 others = [k for k in await self.key_repo.of_account(account.id)
                           if k.status == "active" and k.plan == FREE.name and k.id != key.id]  # fmt: skip
@@ -435,6 +470,12 @@ class AccountService:
                 account.email, account.id, key.id, "key.revoked", "active", "revoked", client
             )
         return revoked
+
+    async def billing(self, account: Account) -> list[billing.Line]:
+        """The account's statement for the current and the last month."""
+        keys = await self.key_repo.of_account(account.id)
+        history = await self.repo.key_history(account.id)
+        return billing.statement(keys, history, self.clock())
 
     async def audit_of(self, account: Account | None, limit: int = 50) -> list[AuditEntry]:
         return await self.repo.audit_of(account.id if account else None, limit)
@@ -470,10 +511,33 @@ class AccountService:
             key = await self.key_repo.by_id(key_id)
             if key is None:
                 raise NotFound("No such key.")
-            changed = await self.keys.set_plan(key.id, plan, limits)
-            to = plan if not limits.any() else f"{plan} {_limits_text(limits)}"
-            await self._audit(actor.email, key.account_id, key.id, "key.plan", key.plan, to, client)
+            return await self._plan_audited(actor.email, key, plan, limits, client)
+
+    async def _plan_audited(
+        self, actor: str, key: ApiKey, plan: str, limits: CustomLimits, client: str
+    ) -> ApiKey:
+        changed = await self.keys.set_plan(key.id, plan, limits)
+        to = plan if not limits.any() else f"{plan} {_limits_text(limits)}"
+        await self._audit(actor, key.account_id, key.id, "key.plan", key.plan, to, client)
         return changed
+
+    async def command_plan(
+        self, id_or_key: str, plan: str, limits: CustomLimits, actor: str = "cli"
+    ) -> ApiKey:
+        """The command line's plan change (any plan, any key), written to the audit log."""
+        async with self.db.transaction():
+            key = await self.keys.find(id_or_key)
+            return await self._plan_audited(actor, key, plan, limits, "cli")
+
+    async def command_revoke(self, id_or_key: str, actor: str = "cli") -> ApiKey:
+        """The command line's revocation, written to the audit log."""
+        async with self.db.transaction():
+            key = await self.keys.find(id_or_key)
+            revoked = await self.keys.revoke(key.id)
+            if key.status != "revoked":
+                await self._audit(actor, key.account_id, key.id, "key.revoked", "active",
+                                  "revoked", "cli")  # fmt: skip
+        return revoked
 
     async def disable(self, actor: str, raw_email: str, client: str) -> Account:
         """Disable an account: its keys answer 401 revoked_api_key and its sessions end."""

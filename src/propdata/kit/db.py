@@ -17,6 +17,7 @@ import concurrent.futures
 import contextlib
 import contextvars
 import itertools
+import os
 import sqlite3
 import threading
 import time
@@ -183,10 +184,12 @@ class SQLiteDatabase:
 
     dialect = "sqlite"
 
-    def __init__(self, path: str, *, readonly: bool = False) -> None:
+    def __init__(self, path: str, *, readonly: bool = False, private: bool = False) -> None:
         self.path = path
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+            if private and not readonly:
+                _make_private(path)
         self._conn = _connect_sqlite(path, readonly=readonly)
         self._depth = 0
         self._owner: asyncio.Task[Any] | None = None
@@ -566,11 +569,24 @@ def address(db: Database) -> str | None:
     return None
 
 
-async def connect(url: str, *, lazy: bool = False) -> Database:
+def _make_private(path: str) -> None:
+    """Let only this user read the file (SQLite gives its -wal and -shm files the same mode)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    for extra in (path + "-wal", path + "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(extra, 0o600)
+
+
+async def connect(url: str, *, lazy: bool = False, private: bool = False) -> Database:
     """Open the database a PROPDATA_DATABASE_URL names: a SQLite path or sqlite:/// URL, or
-    a postgresql:// URL (query parameters such as ?search_path=... become server settings)."""
+    a postgresql:// URL (query parameters such as ?search_path=... become server settings).
+    `private`: a SQLite file only this user may read (the accounts store)."""
     if url.startswith(("postgresql://", "postgres://")):
         db = PostgresDatabase(url)
         return db if lazy else await db.open()
     path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
-    return SQLiteDatabase(path)
+    return SQLiteDatabase(path, private=private)

@@ -10,6 +10,7 @@ import asyncio
 import datetime as dt
 import email.policy
 import logging
+import os
 import smtplib
 import ssl
 import uuid
@@ -49,12 +50,19 @@ class OutboxMailer:
 
     async def send(self, to: str, subject: str, text: str) -> None:
         msg = message(self.sender, to, subject, text)
-        self.folder.mkdir(parents=True, exist_ok=True)
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
         path = self.folder / f"{stamp}-{uuid.uuid4().hex[:12]}.eml"
-        await asyncio.to_thread(path.write_bytes, msg.as_bytes())
+        await asyncio.to_thread(self._write, path, msg.as_bytes())
         links = " ".join(word for word in text.split() if word.startswith(("http://", "https://")))
         log.info("mail to %s (%s) written to %s; link: %s", to, subject, path, links or "none")
+
+    def _write(self, path: Path, data: bytes) -> None:
+        """Write a message only the service's user can read: it holds sign-in links."""
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.folder.chmod(0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
 
 
 class SmtpMailer:

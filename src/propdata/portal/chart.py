@@ -14,7 +14,9 @@ from markupsafe import Markup
 HOUR = 3600
 DAY = 86_400
 WIDTH, HEIGHT = 720, 150
-LEFT, RIGHT, TOP, BOTTOM = 52, 12, 26, 26
+LEFT, RIGHT, TOP, BOTTOM = 12, 52, 26, 26
+"""The scale and the titles stand at the right, by the recent end: where a phone, scrolling
+the chart inside its box, opens it."""
 
 
 def hourly_series(hours: dict[int, int], now: float) -> list[tuple[int, int]]:
@@ -59,9 +61,9 @@ def _bars(series: list[tuple[int, int]], title: str, label_every: int, fmt: str,
     plot_h = HEIGHT - TOP - BOTTOM
     slot = plot_w / len(series)
     parts = [
-        f'<text x="{LEFT}" y="{y0 + 16}" class="chart-title">{escape(title)}</text>',
-        f'<text x="{LEFT - 6}" y="{y0 + TOP + 4}" text-anchor="end" class="chart-axis">{peak:,}</text>',
-        f'<text x="{LEFT - 6}" y="{y0 + TOP + plot_h}" text-anchor="end" class="chart-axis">0</text>',
+        f'<text x="{WIDTH - RIGHT}" y="{y0 + 16}" text-anchor="end" class="chart-title">{escape(title)}</text>',
+        f'<text x="{WIDTH - RIGHT + 6}" y="{y0 + TOP + 4}" class="chart-axis">{peak:,}</text>',
+        f'<text x="{WIDTH - RIGHT + 6}" y="{y0 + TOP + plot_h}" class="chart-axis">0</text>',
         f'<line x1="{LEFT}" y1="{y0 + TOP}" x2="{WIDTH - RIGHT}" y2="{y0 + TOP}" class="chart-grid"/>',
         f'<line x1="{LEFT}" y1="{y0 + TOP + plot_h / 2}" x2="{WIDTH - RIGHT}" y2="{y0 + TOP + plot_h / 2}" class="chart-grid"/>',
         f'<line x1="{LEFT}" y1="{y0 + TOP + plot_h}" x2="{WIDTH - RIGHT}" y2="{y0 + TOP + plot_h}" class="chart-base"/>',

@@ -1,15 +1,17 @@
 """The developer portal's pages and forms (portal.md): sign-up, log-in, dashboard, admin.
 
 Server-rendered (Jinja2 through Litestar); every form works without JavaScript. Outside /v1:
-no API key, never metered. Each POST carries `csrf_token`, tied to the session (or, before
-sign-in, to the browser's form cookie); a POST without a valid one gets 403 and changes
-nothing. What may be done is decided by `accounts.service.AccountService`; this module parses,
+no API key, never metered. Each POST carries `csrf_token`, tied to the session itself (or,
+with no session, to the browser's form cookie); a POST without a valid one, or with a token of
+another session or of before sign-in, gets 403 and changes nothing. What may be done is decided by `accounts.service.AccountService`; this module parses,
 answers and renders.
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from litestar import Request, Response, Router, get, post
+from litestar.background_tasks import BackgroundTask
 from litestar.datastructures import Cookie
 from litestar.enums import RequestEncodingType
 from litestar.exceptions import HTTPException, NotFoundException
@@ -29,7 +32,7 @@ from litestar.template.config import TemplateConfig
 
 from propdata.accounts.keys import CustomLimits
 from propdata.accounts.schemas import Account, ApiKey
-from propdata.accounts.service import AccountService
+from propdata.accounts.service import AccountService, Flash
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
 from propdata.errors import Forbidden, InvalidField, NotFound, ServiceError
@@ -45,6 +48,7 @@ TEMPLATES = Path(str(resources.files("propdata.portal").joinpath("templates")))
 
 SESSION_COOKIE = "pd_session"
 FORM_COOKIE = "pd_form"
+VISIT_STATE = "propdata.portal.visit"
 NO_STORE = {"Cache-Control": "no-store"}
 _URL_ENCODED = RequestEncodingType.URL_ENCODED.value
 _MULTIPART = RequestEncodingType.MULTI_PART.value
@@ -60,6 +64,8 @@ class Visit:
     new_form_cookie: bool
     client: str
     secure: bool
+    form_token: str = ""
+    """The token this visitor's forms carry (bound to the session, else to the form cookie)."""
 
 
 def client_address(request: Request[Any, Any, Any], settings: Settings) -> str:
@@ -115,11 +121,17 @@ async def visit(
     new = not (16 <= len(form_cookie) <= 128)
     if new:
         form_cookie = crypto.new_token()
-    return Visit(
-        account=account, session=token if account else None, form_cookie=form_cookie,
+    session = token if account else None
+    v = Visit(
+        account=account, session=session, form_cookie=form_cookie,
         new_form_cookie=new, client=client_address(request, settings),
         secure=(settings.public_url or "").startswith("https://"),
+        form_token=await accounts.form_token(session or form_cookie),
     )  # fmt: skip
+    # An error page rendered for this request shows who is signed in (exception handlers
+    # cannot look the session up themselves: they are not coroutines).
+    request.state[VISIT_STATE] = v
+    return v
 
 
 def _cookies(v: Visit, session: str | None = None, end_session: bool = False) -> list[Cookie]:
@@ -141,10 +153,9 @@ async def page(
     headers: Mapping[str, str] | None = None, **context: Any,
 ) -> Template:  # fmt: skip
     """A page, with what every page needs: the visitor, a form token, the cookies."""
-    token = await accounts.form_token(v.session or v.form_cookie)
     return Template(
         template_name=name,
-        context={"account": v.account, "csrf_token": token, "plans": BY_NAME, **context},
+        context={"account": v.account, "csrf_token": v.form_token, "plans": BY_NAME, **context},
         status_code=status, headers={**NO_STORE, **(headers or {})}, cookies=_cookies(v),
     )  # fmt: skip
 
@@ -168,7 +179,9 @@ async def _checked(
     """The visitor and the form, once the form token is the visitor's own; else 403."""
     v = await visit(request, settings, accounts)
     form = await _form(request)
-    bound = [v.session or ""] + ([] if v.new_form_cookie else [v.form_cookie])
+    # Signed in, only the session's own token will do: a form cookie (which another site
+    # can plant) binds the forms of sign-in and sign-up alone.
+    bound = v.session or ("" if v.new_form_cookie else v.form_cookie)
     if not await accounts.form_token_ok(form.get("csrf_token", ""), bound):
         raise Forbidden(
             "This form has expired or did not come from this site; reload the page and send it again."
@@ -209,7 +222,7 @@ async def signup(request: Request[Any, Any, Any], settings: Injected[Settings],
         )
     except ServiceError as exc:
         return await _form_failed(accounts, v, "signup.html", exc, email=email)
-    await accounts.set_flash(signed.token, secret)
+    await accounts.set_flash(signed.token, Flash(key=secret))
     return _see_other(v, "/dashboard", session=signed.token)
 
 
@@ -261,12 +274,25 @@ async def forgot(request: Request[Any, Any, Any], settings: Injected[Settings],
     v, form = await _checked(request, settings, accounts)
     email = form.get("email", "")
     try:
-        await accounts.forgot(email, v.client, link_base(request, settings))
+        address = await accounts.forgot(email, v.client)
     except ServiceError as exc:
         return await _form_failed(accounts, v, "forgot.html", exc, email=email)
-    return await page(accounts, v, "notice.html", title="Check your mail",
-                      message="If an account has that address, we have sent it a link to choose"
-                      " a new password. The link works for one hour.")  # fmt: skip
+    notice = await page(accounts, v, "notice.html", title="Check your mail",
+                        message="If an account has that address, we have sent it a link to choose"
+                        " a new password. The link works for one hour.")  # fmt: skip
+    # After the answer is sent: its time must not tell whether the address has an account.
+    notice.background = BackgroundTask(
+        _quietly, accounts.mail_reset, address, link_base(request, settings)
+    )
+    return notice
+
+
+async def _quietly(job: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """Run work the answer has gone without: its failure is logged, never raised."""
+    try:
+        await job(*args)
+    except Exception:
+        log.exception("portal: background work %s failed", getattr(job, "__name__", job))
 
 
 @get("/reset/{token:str}")
@@ -333,14 +359,15 @@ async def _dashboard(
     status: int = 200, error: ServiceError | None = None, headers: Mapping[str, str] | None = None,
 ) -> Template:  # fmt: skip
     assert v.account is not None and v.session is not None
-    new_key = await accounts.take_flash(v.session)
+    flash = await accounts.take_flash(v.session)
     keys = await accounts.keys_of(v.account)
     now = accounts.clock()
     rows = [await _key_row(key, limiter, now) for key in keys]
     audit = await accounts.audit_of(v.account, 20)
     base = str(request.base_url).rstrip("/")
     return await page(
-        accounts, v, "dashboard.html", status=status, headers=headers, keys=rows, new_key=new_key,
+        accounts, v, "dashboard.html", status=status, headers=headers, keys=rows, new_key=flash.key,
+        notice=flash.notice,
         audit=audit, error=error, base_url=base,
         active=sum(1 for key in keys if key.status == "active"),
     )  # fmt: skip
@@ -360,21 +387,24 @@ async def _key_row(key: ApiKey, limiter: Limiter, now: float) -> dict[str, Any]:
         "plan_name": BY_NAME[key.plan].title,
         "minute": f"{usage.minute.used:,} / {usage.minute.limit:,}",
         "day": day,
-        "last_used": _last_used(newest, now),
+        "last_used": _last_used(newest, key.created_at, now),
         "chart": chart.usage_svg(key.id, hours, now),
         "totals": chart.totals(hours, now),
     }
 
 
-def _last_used(hour: int | None, now: float) -> str:
+def _last_used(hour: int | None, created_at: str, now: float) -> str:
+    """When the key last made a counted request, in words ("never used" for a key younger
+    than the 30 days of counts that has none)."""
     if hour is None:
-        return "not in the last 30 days"
+        created = dt.datetime.fromisoformat(created_at.replace("Z", "+00:00")).timestamp()
+        return "never used" if now - created < 30 * 86_400 else "not used in the last 30 days"
     if now - hour < 3600:
-        return "within the last hour"
+        return "last used within the last hour"
     ago = int((now - hour) // 3600)
     if ago < 48:
-        return f"about {ago} hours ago"
-    return dt.datetime.fromtimestamp(hour, dt.UTC).strftime("%Y-%m-%d")
+        return f"last used about {ago} hours ago"
+    return "last used " + dt.datetime.fromtimestamp(hour, dt.UTC).strftime("%Y-%m-%d")
 
 
 async def _signed_in(
@@ -405,6 +435,14 @@ async def _on_dashboard(
     return _see_other(v, "/dashboard")
 
 
+@get("/dashboard/keys")
+async def keys_page(request: Request[Any, Any, Any], settings: Injected[Settings],
+                    accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
+    """The keys are listed on the dashboard: go there (a reload after creating a key lands here)."""
+    v = await visit(request, settings, accounts)
+    return _see_other(v, "/dashboard#keys" if v.account else "/login")
+
+
 @post("/dashboard/keys", status_code=303)
 async def create_key(request: Request[Any, Any, Any], settings: Injected[Settings],
                      accounts: Injected[AccountService], limiter: Injected[Limiter]) -> Response[Any]:  # fmt: skip
@@ -413,7 +451,7 @@ async def create_key(request: Request[Any, Any, Any], settings: Injected[Setting
     async def create(v: Visit, form: dict[str, str]) -> None:
         assert v.account is not None and v.session is not None
         _, secret = await accounts.create_key(v.account, form.get("name", ""), v.client)
-        await accounts.set_flash(v.session, secret)
+        await accounts.set_flash(v.session, Flash(key=secret))
 
     return await _on_dashboard(request, settings, accounts, limiter, create)
 
@@ -424,10 +462,29 @@ async def change_plan(request: Request[Any, Any, Any], key_id: FromPath[str], se
     """Move a key to Free, Developer or Pro: its next API request runs under the new limits."""
 
     async def change(v: Visit, form: dict[str, str]) -> None:
-        assert v.account is not None
-        await accounts.change_plan(v.account, key_id, form.get("plan", ""), v.client)
+        assert v.account is not None and v.session is not None
+        key = await accounts.change_plan(v.account, key_id, form.get("plan", ""), v.client)
+        name = BY_NAME[key.plan].title
+        daily = f"{key.daily:,} a day" if key.daily is not None else "no daily quota"
+        await accounts.set_flash(v.session, Flash(notice=(
+            f"{key.name} is on the {name} plan from its next request: {key.per_minute:,}"
+            f" requests a minute, {daily}, pages up to {key.max_page_size}."
+        )))  # fmt: skip
 
     return await _on_dashboard(request, settings, accounts, limiter, change)
+
+
+@get("/dashboard/keys/{key_id:str}/plan")
+async def plan_page(request: Request[Any, Any, Any], key_id: FromPath[str], settings: Injected[Settings],
+                    accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
+    """Confirm a plan change: the plan's price and limits, and the button that applies it."""
+    v = await visit(request, settings, accounts)
+    if v.account is None:
+        return _see_other(v, "/login")
+    choice = request.query_params.get("plan", "")
+    key, offered = await accounts.plan_offer(v.account, key_id, choice)
+    return await page(accounts, v, "plan.html", key=key, offer=offered,
+                      current=BY_NAME[key.plan].title)  # fmt: skip
 
 
 @post("/dashboard/keys/{key_id:str}/revoke", status_code=303)
@@ -440,6 +497,48 @@ async def revoke_key(request: Request[Any, Any, Any], key_id: FromPath[str], set
         await accounts.revoke(v.account, key_id, v.client)
 
     return await _on_dashboard(request, settings, accounts, limiter, revoke)
+
+
+@get("/dashboard/billing")
+async def billing_page(request: Request[Any, Any, Any], settings: Injected[Settings],
+                       accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
+    """Each key's plan days this month and last, and what they cost."""
+    v = await visit(request, settings, accounts)
+    if v.account is None:
+        return _see_other(v, "/login")
+    lines = await accounts.billing(v.account)
+    months = sorted({line.month for line in lines} | {_month(accounts.clock(), 0),
+                     _month(accounts.clock(), 1)}, reverse=True)  # fmt: skip
+    totals = {m: sum(line.cost_usd or 0 for line in lines if line.month == m) for m in months}
+    custom = {m for m in months if any(line.cost_usd is None for line in lines if line.month == m)}
+    return await page(accounts, v, "billing.html", lines=lines, months=months, totals=totals,
+                      custom=custom)  # fmt: skip
+
+
+def _month(now: float, back: int) -> str:
+    from propdata.accounts.billing import month_bounds
+
+    return month_bounds(now, back)[0]
+
+
+@get("/dashboard/billing.csv")
+async def billing_csv(request: Request[Any, Any, Any], settings: Injected[Settings],
+                      accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
+    """The statement as CSV."""
+    v = await visit(request, settings, accounts)
+    if v.account is None:
+        return _see_other(v, "/login")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["keyId", "name", "month", "plan", "days", "priceUsdPerMonth", "costUsd"])
+    for line in await accounts.billing(v.account):
+        writer.writerow([
+            line.key_id, line.key_name, line.month, line.plan, f"{line.days:.3f}",
+            "" if line.price_usd is None else line.price_usd,
+            "" if line.cost_usd is None else f"{line.cost_usd:.2f}",
+        ])  # fmt: skip
+    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers={
+        **NO_STORE, "Content-Disposition": 'attachment; filename="propdata-billing.csv"'})  # fmt: skip
 
 
 @post("/dashboard/verify", status_code=303)
@@ -461,8 +560,12 @@ async def _operator(request: Request[Any, Any, Any], settings: Settings,
         v, fields = await _checked(request, settings, accounts)
     else:
         v, fields = await visit(request, settings, accounts), {}
-    if v.account is None or not v.account.is_admin:
-        raise Forbidden("Operators only. Log in with an operator's account to see this page.")
+    if v.account is None:
+        raise Forbidden(
+            "This page is for the service's operators: log in with an operator's account."
+        )
+    if not v.account.is_admin:
+        raise Forbidden("This page is for the service's operators only; your account is not one.")
     return v, fields
 
 
@@ -539,11 +642,23 @@ async def _form_failed(accounts: AccountService, v: Visit, template: str, exc: S
 
 def _error_page(request: Request[Any, Any, Any], status: int, title: str, message: str,
                 headers: Mapping[str, str] | None = None) -> Template:  # fmt: skip
+    """An error as a page, with the way forward for who is asking: a signed-in person is
+    sent to the dashboard, never to log in."""
+    v: Visit | None = request.state.get(VISIT_STATE)
+    account = v.account if v else None
+    if account is not None:
+        link, link_text = "/dashboard", "Go to your dashboard"
+    elif status in (401, 403) and v is not None:
+        link, link_text = "/login", "Log in"
+    else:
+        link, link_text = "/", "Go to the home page"
     return Template(
         template_name="notice.html", status_code=status,
         headers={**NO_STORE, **(headers or {})},
-        context={"account": None, "csrf_token": "", "plans": BY_NAME, "title": title,
-                 "message": message, "request_id": request_id(request.scope)},
+        context={"account": account, "csrf_token": v.form_token if v else "",
+                 "visitor_unknown": v is None, "plans": BY_NAME, "title": title,
+                 "message": message, "request_id": request_id(request.scope), "link": link,
+                 "link_text": link_text},
     )  # fmt: skip
 
 
@@ -560,6 +675,22 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Template
     headers = {"Allow": "GET, HEAD, POST"} if status == 405 else None
     message = "Use the page's own form." if status == 405 else str(exc.detail)
     return _error_page(request, status, "That did not work", message, headers)
+
+
+_NOT_PAGES = ("/v1/", "/static/", "/openapi.json", "/health", "/docs")
+
+
+def wants_page(request: Request[Any, Any, Any]) -> bool:
+    """Whether an error should be a page: a browser (Accept: text/html) outside the API."""
+    path = request.url.path
+    if path == "/v1" or path.startswith(_NOT_PAGES):
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def error_page(request: Request[Any, Any, Any], exc: HTTPException) -> Template:
+    """A path no route takes, or a method a page does not take, as a page for a browser."""
+    return _http_error(request, exc)
 
 
 def _unavailable(request: Request[Any, Any, Any], exc: StoreUnavailable) -> Template:
@@ -587,7 +718,7 @@ def router() -> Router:
         path="/",
         route_handlers=[
             home, signup_page, signup, login_page, login, logout, forgot_page, forgot,
-            reset_page, reset, verify, dashboard, create_key, change_plan, revoke_key,
+            reset_page, reset, verify, dashboard, keys_page, billing_page, billing_csv, create_key, change_plan, plan_page, revoke_key,
             resend_verification, admin, admin_plan, admin_disable,
         ],
         exception_handlers={
