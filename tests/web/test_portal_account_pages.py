@@ -98,7 +98,10 @@ def test_account_pages(browser: Any, served: tuple[str, Path], width: int) -> No
         assert inside(page, table, width)
     shot("dashboard-plan-changed", full=True)
     page.goto(server + "/dashboard/billing")
-    assert page.get_by_test_id("billing-row").count() == 2  # Free, then Pro, this month
+    # Free, then Pro, this month; the Free row only when its span lasted a whole timestamp
+    # step (a fast run moves to Pro within the second the key was made).
+    billed = page.get_by_test_id("billing-row").all_inner_texts()
+    assert 1 <= len(billed) <= 2 and "Pro" in billed[-1], billed
     shot("billing", full=True)
     with page.expect_download() as download:
         page.get_by_role("link", name="Download CSV").click()
