@@ -170,9 +170,35 @@ def test_commands_that_only_read_or_manage_never_make_a_store(tmp_path: Path) ->
 def test_every_store_command_says_which_store_it_used(env: dict[str, str]) -> None:
     path = env["PROPDATA_DATABASE_URL"]
     for args in (("data", "status"), ("keys", "list"), ("accounts", "list")):
-        code, _, err = run(env, *args)
+        code, out, err = run(env, *args)
         assert code == 0, err
-        assert f"store: {path}" in err, args
+        assert f"store: {path}" in (out if args[0] == "data" else err), args
+
+
+def test_data_status_tells_counts_the_last_load_and_the_index(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    code, out, _ = run(env, "data", "status")
+    assert code == 0 and "last load: none" in out and "properties: 0" in out
+    code, _, err = run(env, "data", "generate", "--properties", "200")
+    assert code == 0, err
+    code, out, _ = run(env, "data", "status")
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0] == f"store: {env['PROPDATA_DATABASE_URL']}"
+    assert "properties: 200" in out
+    synthetic = next(line for line in lines if line.strip().startswith("synthetic: 200 ("))
+    statuses = dict(
+        (part.split()[0], int(part.split()[1].replace(",", "")))
+        for part in synthetic.split("(", 1)[1].rstrip(")").split(", ")
+    )
+    assert sum(statuses.values()) == 200 and set(statuses) <= {
+        "forSale", "forRent", "recentlySold", "offMarket"}  # fmt: skip
+    assert "last load: " in out and "synthetic: 200 new, 0 updated" in out
+    assert "search index: not built for this data version" in out
+    assert lines[-1] == "rebuild: done"
+    off = {**env, "PROPDATA_SEARCH_INDEX": "0"}
+    assert "search index: off" in run(off, "data", "status")[1]
 
 
 def test_data_init_makes_an_empty_store_once(tmp_path: Path) -> None:

@@ -65,9 +65,10 @@ def _no_store(settings: Settings) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _check_store(settings: Settings, *, create: bool) -> None:
+def _check_store(settings: Settings, *, create: bool, announce: bool = True) -> None:
     """Say which store a command uses; refuse a missing embedded store unless `create`."""
-    err.print(f"store: {settings.store_label}", highlight=False, soft_wrap=True)
+    if announce:
+        err.print(f"store: {settings.store_label}", highlight=False, soft_wrap=True)
     if not create and settings.store_file is not None and not settings.store_file.exists():
         raise _no_store(settings)
 
@@ -85,11 +86,16 @@ async def _require_made(settings: Settings) -> None:
         await db.close()
 
 
-def _run(work: Callable[[Database, Settings], Awaitable[T]], *, create: bool = False) -> T:
+def _run(
+    work: Callable[[Database, Settings], Awaitable[T]],
+    *,
+    create: bool = False,
+    announce: bool = True,
+) -> T:
     """Run `work` against the data store. Only commands that load data (`create`) may make
     a store that does not exist: a key made in a store no server reads is lost."""
     settings = _settings()
-    _check_store(settings, create=create)
+    _check_store(settings, create=create, announce=announce)
 
     async def main() -> T:
         db = await connect(settings.database_url)
@@ -520,21 +526,57 @@ def data_init() -> None:
 
 @data_app.command("status")
 def data_status() -> None:
-    """Show what the store holds and whether a load's rebuild is still to be done."""
+    """Show the store: records by origin and status, the last load, the search index; exit 1
+    while a load's rebuild is still to be done."""
     from propdata.properties.repository import PropertyRepository
+    from propdata.search.snapshot import Snapshots
 
-    async def work(db: Database, _: Settings) -> tuple[int, int, str | None]:
+    async def work(db: Database, settings: Settings) -> dict[str, Any]:
         repo = PropertyRepository(db)
-        return await repo.count(), await repo.data_version(), await repo.rebuild_pending()
+        return {
+            "counts": await repo.counts(), "version": await repo.data_version(),
+            "pending": await repo.rebuild_pending(), "last": await repo.last_load(),
+            "namespace": await repo.cache_namespace(),
+        }  # fmt: skip
 
-    count, version, pending = _run(work)
-    print(f"properties: {count}")
-    print(f"data version: {version}")
-    if pending:
+    settings = _settings()
+    found = _run(work, announce=False)  # the store is the report's first line
+    print(f"store: {settings.store_label}")
+    counts: list[tuple[str, str, int]] = found["counts"]
+    print(f"properties: {sum(n for _, _, n in counts)}")
+    origins: dict[str, dict[str, int]] = {}
+    for origin, status, n in counts:
+        origins.setdefault(origin, {})[status] = n
+    for origin, statuses in origins.items():
+        parts = ", ".join(f"{status} {n:,}" for status, n in statuses.items())
+        print(f"  {origin}: {sum(statuses.values()):,} ({parts})")
+    print(f"data version: {found['version']}")
+    last = found["last"]
+    if last is None:
+        print("last load: none")
+    else:
+        print(f"last load: {last['at']}, {last['origin']}: {last['inserted']} new,"
+              f" {last['updated']} updated, {last['unchanged']} unchanged,"
+              f" {last['removed']} removed, {last['rejected']} rejected")  # fmt: skip
+    print(f"search index: {_index_state(settings, found['namespace'], Snapshots)}")
+    if found["pending"]:
         print("rebuild: pending (a load's estimates and market statistics were not rebuilt;"
               " run `propdata data rebuild`, or start `propdata serve`, to finish it)")  # fmt: skip
         raise typer.Exit(1)
     print("rebuild: done")
+
+
+def _index_state(settings: Settings, namespace: str, snapshots: Any) -> str:
+    """Whether this host holds the search index snapshot of the store's data version."""
+    if not settings.search_index:
+        return "off (PROPDATA_SEARCH_INDEX=0: searches are answered by the store)"
+    if settings.index_path is None:
+        return "in memory only (an in-memory store has no snapshot folder)"
+    kept = snapshots(settings.index_path)
+    if kept.identity(namespace) is None:
+        return (f"not built for this data version in {settings.index_path} (the first server"
+                " to start builds it; searches are answered by the store meanwhile)")  # fmt: skip
+    return f"ready for this data version, in {kept.path(namespace)}"
 
 
 @data_app.command("rebuild")

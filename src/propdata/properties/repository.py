@@ -410,6 +410,30 @@ class PropertyRepository:
             rows,
         )
 
+    async def counts(self) -> list[tuple[str, str, int]]:
+        """(origin, status, records) of every pair the store holds, by origin then status."""
+        rows = await self.db.fetch_all(
+            "SELECT origin, status, count(*) FROM properties GROUP BY origin, status"
+            " ORDER BY origin, status"
+        )
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    async def record_load(self, summary: dict[str, object]) -> None:
+        """Keep what the last load did, in its own transaction (`propdata data status`)."""
+        await self.db.execute(
+            "INSERT INTO meta (key, value) VALUES ('last_load', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (msgspec.json.encode(summary).decode(),),
+        )
+
+    async def last_load(self) -> dict[str, object] | None:
+        """What `record_load` kept of the last load, or None before the first."""
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'last_load'")
+        if row is None:
+            return None
+        found: dict[str, object] = msgspec.json.decode(str(row[0]))
+        return found
+
     async def rebuild_pending(self) -> str | None:
         """The data version a load left without its estimates and market statistics
         rebuilt, or None when they are up to date (see `mark_rebuild_pending`)."""
