@@ -179,7 +179,7 @@ def test_data_status_tells_counts_the_last_load_and_the_index(
     env: dict[str, str], tmp_path: Path
 ) -> None:
     code, out, _ = run(env, "data", "status")
-    assert code == 0 and "last load: none" in out and "properties: 0" in out
+    assert code == 0 and "last load that changed records: none" in out and "properties: 0" in out
     code, _, err = run(env, "data", "generate", "--properties", "200")
     assert code == 0, err
     code, out, _ = run(env, "data", "status")
@@ -194,7 +194,7 @@ def test_data_status_tells_counts_the_last_load_and_the_index(
     )
     assert sum(statuses.values()) == 200 and set(statuses) <= {
         "forSale", "forRent", "recentlySold", "offMarket"}  # fmt: skip
-    assert "last load: " in out and "synthetic: 200 new, 0 updated" in out
+    assert "last load that changed records: " in out and "synthetic: 200 new, 0 updated" in out
     assert "search index: not built for this data version" in out
     assert lines[-1] == "rebuild: done"
     off = {**env, "PROPDATA_SEARCH_INDEX": "0"}

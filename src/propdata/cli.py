@@ -553,9 +553,9 @@ def data_status() -> None:
     print(f"data version: {found['version']}")
     last = found["last"]
     if last is None:
-        print("last load: none")
+        print("last load that changed records: none")
     else:
-        print(f"last load: {last['at']}, {last['origin']}: {last['inserted']} new,"
+        print(f"last load that changed records: {last['at']}, {last['origin']}: {last['inserted']} new,"
               f" {last['updated']} updated, {last['unchanged']} unchanged,"
               f" {last['removed']} removed, {last['rejected']} rejected")  # fmt: skip
     print(f"search index: {_index_state(settings, found['namespace'], Snapshots)}")

@@ -361,12 +361,14 @@ async def load(
         if report.changed:  # a load that only deletes changes answers too
             await repo.bump_data_version()
             await repo.mark_rebuild_pending()  # cleared by ingest.pipeline.rebuild
-        await repo.record_load({
-            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "origin": origin, "inserted": report.inserted, "updated": report.updated,
-            "unchanged": report.unchanged, "removed": report.removed,
-            "rejected": len(report.rejects),
-        })  # fmt: skip
+            # Only a load that changed records is kept: one that changed nothing leaves the
+            # store exactly as it was, its bookkeeping included.
+            await repo.record_load({
+                "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+                "origin": origin, "inserted": report.inserted, "updated": report.updated,
+                "unchanged": report.unchanged, "removed": report.removed,
+                "rejected": len(report.rejects),
+            })  # fmt: skip
     if report.changed:
         await repo.optimize()
     return report
