@@ -92,6 +92,7 @@ def _workers(supervisor: int) -> list[int]:
     return [p for p in run._children(supervisor) if "spawn_main" in run._cmdline(p)]
 
 
+@pytest.mark.slow
 def test_keep_alive_connections_opened_at_once_end_up_spread_evenly(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
