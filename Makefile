@@ -10,10 +10,10 @@ export PROPDATA_DATABASE_URL ?= $(DB)
 
 BENCH_ARGS ?= --properties 1000000 --duration 20 --connections 16 --workers 2 --scaleout
 
-.PHONY: help run test check format fuzz lock soak bench bench-smoke clean clean-bench valuation-report
+.PHONY: help run test test-fast check audit format fuzz lock soak bench bench-smoke clean clean-bench valuation-report
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-17s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,9 @@ test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where 
 	$(BIN)/pytest -q -n 2 --dist loadfile
 	PROPDATA_PYTHON=$(abspath $(BIN))/python clients/typescript/run-tests.sh
 
+test-fast: $(STAMP) ## The inner loop: the embedded store's tests not marked slow (about 2 minutes; make test runs all)
+	PROPDATA_TEST_BACKENDS=embedded $(BIN)/pytest -q -n 2 --dist loadfile -m "not slow"
+
 soak: $(STAMP) ## 5 minutes past every key's limit, with PostgreSQL and Redis faults; table into docs/reliability.md
 	$(BIN)/python bench/soak.py --seconds 300 --faults --write-docs
 
@@ -51,7 +54,12 @@ check: $(STAMP) ## Formatting, lint, types and the import rules (docs/architectu
 	$(BIN)/python clients/python/tools/unasync.py --check
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pip-audit --progress-spinner off -r requirements.lock  # needs pypi.org or osv.dev
+
+audit: $(STAMP) ## pip-audit every pinned package; fails unless each one was audited (needs pypi.org)
+	@# --strict: a package the service could not look up fails the audit, never passes unchecked.
+	$(BIN)/pip-audit --strict --progress-spinner off -r requirements.lock || { \
+		echo "make audit: FAILED: not every package was audited (see above), so nothing is known"; \
+		echo "about their vulnerabilities. pip-audit needs pypi.org's JSON API."; exit 1; }
 
 lock: ## Pin every dependency, with hashes, in requirements.lock (after changing pyproject.toml)
 	$(BIN)/pip-compile --quiet --strip-extras --generate-hashes --allow-unsafe \

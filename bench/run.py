@@ -124,7 +124,7 @@ class Load:
     warmup_requests: int = 0
     spread: list[int] = field(default_factory=list)
     """Connections each worker held halfway through the run, most first (the accept race
-    and kit/serving.py's evening out decide it)."""
+    and kit/serving/spread.py's evening out decide it)."""
 
     @property
     def rps(self) -> float:
@@ -368,11 +368,11 @@ def uvicorn_server(name: str, python: Path, app: str, env: dict[str, str], worke
     the same way)."""
     port = free_port()
     if http != "httptools":
-        from propdata.kit import serving
+        from propdata.kit.serving import spread
 
         slots = logs / f"{name}-workers"
-        serving.WorkerSlots.create(slots, workers)
-        env = {**env, serving.SLOTS_ENV: str(slots)}
+        spread.WorkerSlots.create(slots, workers)
+        env = {**env, spread.SLOTS_ENV: str(slots)}
     argv = [str(python), "-m", "uvicorn", app, "--app-dir", str(BENCH), "--host", "127.0.0.1",
             "--port", str(port), "--workers", str(workers), "--loop", "uvloop", "--http",
             http, "--log-level", "warning", "--no-access-log"]  # fmt: skip
@@ -584,7 +584,7 @@ def run_store(label: str, store_env: dict[str, str], key: str, reqs: Requests, a
         bare = uvicorn_server("bare", Path(sys.executable), "bare:app",
                               {"BENCH_BARE_BODIES": str(bodies_file)}, args.workers,
                               reqs.id_paths[0], logs,
-                              http="propdata.kit.serving:BoundedHttpToolsProtocol")  # fmt: skip
+                              http="propdata.kit.serving.protocol:BoundedHttpToolsProtocol")  # fmt: skip
         with bare:
             run.bare = measure(bare, reqs.ids, args, None, f"{label} bare ASGI get by id")
         run.ids = measure(server, reqs.ids, args, key, f"{label} get by id")
@@ -957,7 +957,7 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   worker), then the warm-up and the run; wrk counts the `X-Cache` answers.
 - **Connections per worker**: how many of wrk's connections each worker held halfway
   through the run (read from /proc). The workers race to accept them; `propdata serve`
-  evens the spread out (kit/serving.py), and the bare app is served with the same protocol,
+  evens the spread out (kit/serving/spread.py), and the bare app is served with the same protocol,
   so its ceiling is spread alike.
 - Latencies are wrk's, closed loop (each connection waits for its answer), so at saturation
   p99 includes queueing. The machine is shared: compare ratios taken in the same run.

@@ -3,7 +3,7 @@
     .venv/bin/python bench/spread.py --list search --rounds 3 --runs 4 --seconds 5
 
 The workers of one server race to accept each connection, and a keep-alive connection stays
-with the worker that won it (kit/serving.py). Each round starts two servers in turn on the
+with the worker that won it (kit/serving/spread.py). Each round starts two servers in turn on the
 make bench store (bench/.data/sqlite-p1000000-s7-2026-11-21, built by bench/run.py), two
 workers each, the response cache off:
 
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from propdata.kit.serving import SLOTS_ENV
+from propdata.kit.serving.spread import SLOTS_ENV
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -35,7 +35,7 @@ import bench_data  # noqa: E402
 import run as harness  # noqa: E402
 
 STORE = BENCH / ".data" / "sqlite-p1000000-s7-2026-11-21" / "propdata.db"
-PROTOCOL = "propdata.kit.serving:BoundedHttpToolsProtocol"
+PROTOCOL = "propdata.kit.serving.protocol:BoundedHttpToolsProtocol"
 
 
 def server(variant: str, env: dict[str, str], logs: Path) -> harness.Server:

@@ -13,6 +13,8 @@ import pytest
 
 from tests.factories import AS_OF
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:

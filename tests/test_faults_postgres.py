@@ -15,6 +15,8 @@ from tests.conftest import PG_URL, build_store, create_key, drop_store, new_stor
 from tests.live import Proxy
 from tests.redis_support import free_port
 
+pytestmark = pytest.mark.slow
+
 
 async def test_postgresql_outage_is_503_and_heals_without_restart(tmp_path: Path) -> None:
     store = await new_store("scaleout", tmp_path)

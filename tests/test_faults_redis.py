@@ -25,6 +25,8 @@ from propdata.kit.redis_link import connect
 from tests.conftest import FakeClock
 from tests.redis_support import RedisServer, free_port, new_key, sqlite_store
 
+pytestmark = pytest.mark.slow
+
 UNREACHABLE = "degraded: redis unreachable"
 
 

@@ -11,9 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import build_store, create_key, new_store
 from tests.live import run_apart, serving_process
+
+pytestmark = pytest.mark.slow
 
 
 def _workers(supervisor: int) -> set[int]:

@@ -21,6 +21,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance, response
 from tests.conftest import Store, build_store, create_key, drop_store, new_store
 from tests.live import run_apart, running_server
 
+pytestmark = pytest.mark.slow
+
 OPAQUE = {"since", "cursor"}
 """Cursors, which only the service can tell apart from any other string."""
 RANGE_PARAMETERS = {"minPrice", "minBeds", "minSqft"}

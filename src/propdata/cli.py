@@ -133,21 +133,24 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
 ) -> None:
     """Serve the API (uvicorn with uvloop and httptools)."""
-    import uvicorn
+    from propdata.kit.serving import server
+    from propdata.kit.serving.limits import ClientLimits
 
-    from propdata.kit import serving
-
+    settings = _settings()
     _finish_interrupted_load()
     # The workers share the host's memory budgets (the embedded cache's: config.cache_mb).
     os.environ["PROPDATA_WORKERS"] = str(workers)
-    # Their connections' count, to spread them evenly (kit/serving.py).
-    with serving.shared_slots(workers):
-        uvicorn.run(
-            "propdata.app:asgi", factory=True, host=host, port=port, workers=workers,
-            loop="uvloop", log_level="warning", access_log=False,
-            # httptools, with request headers bounded at 16 KB (contract.md): kit/serving.py
-            http="propdata.kit.serving:BoundedHttpToolsProtocol",
-        )  # fmt: skip
+    limits = ClientLimits(settings.head_timeout, settings.body_timeout, settings.max_connections)
+    server.run(
+        "propdata.app:asgi", limits=limits, announce=_listening,
+        factory=True, host=host, port=port, workers=workers,
+        loop="uvloop", log_level="warning", access_log=False,
+    )  # fmt: skip
+
+
+def _listening(url: str, workers: int) -> None:
+    print(f"propdata: listening on {url} with {workers} worker{'s' if workers > 1 else ''}",
+          file=sys.stderr, flush=True)  # fmt: skip
 
 
 def _finish_interrupted_load() -> None:

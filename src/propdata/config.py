@@ -65,6 +65,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """PROPDATA_TRUSTED_PROXIES: comma-separated addresses or networks of the proxies in front
     (10.0.0.0/8,127.0.0.1); from them X-Forwarded-For names the client for the portal's
     attempt limits. Empty: the socket peer is the client."""
+    head_timeout: float = 10.0
+    """PROPDATA_HEAD_TIMEOUT: seconds `propdata serve` waits for a request's head (its line and
+    headers) to arrive whole, from the connection's opening or the request's first byte."""
+    body_timeout: float = 10.0
+    """PROPDATA_BODY_TIMEOUT: seconds `propdata serve` waits for the next bytes of a request
+    body before answering 408 and closing the connection."""
+    max_connections: int = 500
+    """PROPDATA_MAX_CONNECTIONS: open connections per worker of `propdata serve`; one more is
+    answered 503 and closed. Keep workers times this under the open-files limit."""
 
     def today(self) -> dt.date:
         return self.as_of or dt.datetime.now(dt.UTC).date()
@@ -163,6 +172,9 @@ ENV = {
     "public_url": "PROPDATA_PUBLIC_URL",
     "trusted_proxies": "PROPDATA_TRUSTED_PROXIES",
     "session_days": "PROPDATA_SESSION_DAYS",
+    "head_timeout": "PROPDATA_HEAD_TIMEOUT",
+    "body_timeout": "PROPDATA_BODY_TIMEOUT",
+    "max_connections": "PROPDATA_MAX_CONNECTIONS",
 }
 
 
@@ -185,6 +197,11 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         raise ConfigError("PROPDATA_CACHE_MB must be more than 0 and at most 1000000")
     if not 1 <= settings.workers <= 1024:
         raise ConfigError("PROPDATA_WORKERS must be a whole number from 1 to 1024")
+    for name in ("head_timeout", "body_timeout"):
+        if not 0 < getattr(settings, name) <= 3600:
+            raise ConfigError(f"{ENV[name]} must be more than 0 and at most 3600 seconds")
+    if not 1 <= settings.max_connections <= 1_000_000:
+        raise ConfigError("PROPDATA_MAX_CONNECTIONS must be a whole number from 1 to 1000000")
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("PROPDATA_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR")
     if settings.redis_url is not None and not settings.redis_url.startswith(

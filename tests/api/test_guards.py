@@ -105,6 +105,7 @@ async def test_no_plan_is_served_a_page_above_its_maximum_from_the_cache(fresh: 
         assert answer.status_code == 400 and answer.headers["x-cache"] == "MISS", bad
 
 
+@pytest.mark.slow
 async def test_the_guard_never_takes_one_apps_handler_for_anothers(store: Store, key: str) -> None:
     """Issue 11.11, the flaky answer without `meta`: the guard kept each handler's query
     names under id(handler); a handler of a closed app freed its address, another app's

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,8 @@ from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import SQLiteDatabase
 from propdata.migrations.schema import migrate
 from propdata.properties.schemas import PropertyDetail
+
+pytestmark = pytest.mark.slow
 
 AS_OF = dt.date(2026, 11, 21)
 EXAMPLES = int(os.environ.get("PROPDATA_FUZZ_EXAMPLES", "120"))

@@ -77,6 +77,7 @@ def test_an_interrupted_load_is_reported_then_finished_by_a_command(tmp_path: Pa
     assert status.exit_code == 0 and "rebuild: done" in status.stdout
 
 
+@pytest.mark.slow
 def test_health_says_so_and_serve_finishes_it_before_serving(tmp_path: Path) -> None:
     path = tmp_path / "propdata.db"
     run_apart(_store_with_an_interrupted_load(path))
@@ -116,6 +117,7 @@ def test_a_load_during_a_rebuild_keeps_its_own_mark(tmp_path: Path) -> None:
     assert not stale and fresh
 
 
+@pytest.mark.slow
 def test_a_load_killed_halfway_leaves_the_old_data_whole(tmp_path: Path) -> None:
     """kill -9 in the middle of `propdata data generate`: one transaction, so nothing of
     it is stored, and no rebuild is left pending."""

@@ -263,6 +263,7 @@ async def test_load_through_the_loader(fresh_db: SQLiteDatabase) -> None:
     assert row is not None and row[0] == 5_000 and row[1] >= 20
 
 
+@pytest.mark.slow
 def test_generated_apart_the_records_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(synthetic, "APART_FROM", 1)
     monkeypatch.setattr(synthetic, "CHUNK", 7)

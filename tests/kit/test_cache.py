@@ -5,6 +5,8 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from propdata.app import SERVING_PAGE_CACHE_KIB, build_services
 from propdata.config import Settings
 from propdata.kit.cache import Cached, MemoryCache
@@ -18,6 +20,7 @@ def _key(i: int) -> str:
     return f"0f3c9a1e5b7d4c2a9e8f6b1d3c5a7e9f.41|/v1/properties/syn-{i:07d}?|0"
 
 
+@pytest.mark.slow
 async def test_what_entries_cost_stays_within_the_budget() -> None:
     """Issue 11.6: only bodies were counted, so 1.3 million small entries (460 MB) fitted
     in a 64 MB cache. Keys and per-entry overhead count now."""

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 from typer.testing import CliRunner
 
 from propdata.accounts.keys import keys_of
@@ -43,6 +44,7 @@ async def _key_works(path: Path, secret: str) -> bool:
         return (await keys.authenticate(f"Bearer {secret}")).plan == "enterprise"
 
 
+@pytest.mark.slow
 def test_backup_and_restore_while_requests_run(tmp_path: Path) -> None:
     live = tmp_path / "live" / "propdata.db"
     run_apart(_build(live, 1_500, 1))

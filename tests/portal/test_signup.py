@@ -135,12 +135,14 @@ async def test_log_ins_are_limited_per_email(person: Person) -> None:
     assert (await person.log_in("fay@example.com")).status_code == 303
 
 
+@pytest.mark.slow
 async def test_log_ins_are_limited_per_client_address(person: Person) -> None:
     for i in range(20):
         assert (await person.log_in(f"x{i}@example.com", "wrong password 123")).status_code == 401
     assert (await person.log_in("x99@example.com", "wrong password 123")).status_code == 429
 
 
+@pytest.mark.slow
 async def test_sign_ups_are_limited_per_client_address(person: Person) -> None:
     for i in range(10):
         assert (await person.sign_up(f"s{i}@example.com")).status_code == 303
@@ -162,6 +164,7 @@ async def test_sessions_expire_after_fourteen_idle_days(person: Person) -> None:
     assert (await person.client.get("/dashboard", follow_redirects=False)).status_code == 303
 
 
+@pytest.mark.slow
 async def test_parallel_wrong_passwords_never_pass_the_limit(person: Person) -> None:
     import asyncio
 

@@ -329,6 +329,7 @@ WALKS = [
 
 
 @pytest.mark.parametrize("query", WALKS)
+@pytest.mark.slow
 async def test_a_cursor_walk_outlives_loads_without_overlap_or_skip(
     backend: str, tmp_path: Any, query: str
 ) -> None:

@@ -351,6 +351,7 @@ async def _load_one(made: Store, name: str, price: int) -> None:
 
 
 @pytest.mark.parametrize("recent", [False, True], ids=["expired", "recent"])
+@pytest.mark.slow
 async def test_a_load_makes_a_new_snapshot_and_old_ones_go(
     fresh_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recent: bool
 ) -> None:
@@ -446,6 +447,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_two_processes_building_at_once_make_one_snapshot(store: Store, tmp_path: Path) -> None:
     folder, go = tmp_path / "index", tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}

@@ -16,6 +16,8 @@ from tests.conftest import Store, build_store, drop_store, new_store
 from tests.live import run_apart, running_server
 from tests.web.conftest import IMAGES
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -15,6 +15,8 @@ from tests.conftest import Store, build_store, drop_store, new_store
 from tests.live import run_apart, running_server
 from tests.web.conftest import IMAGES
 
+pytestmark = pytest.mark.slow
+
 PASSWORD = "correct horse battery staple 42"
 
 

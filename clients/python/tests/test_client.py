@@ -20,6 +20,8 @@ from propdata_client import (
     PropertySummary,
 )
 
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from conftest import Live
 

@@ -18,6 +18,8 @@ from propdata_client import (
 )
 from propdata_client.errors import error_for
 
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from conftest import Live
 

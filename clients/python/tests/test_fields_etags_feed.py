@@ -21,6 +21,8 @@ from propdata_client import (
     PropertyChange,
 )
 
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from conftest import Live
 

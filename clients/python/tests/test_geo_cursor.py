@@ -14,6 +14,8 @@ from tests.factories import record
 
 from propdata_client import AsyncClient, Client, InvalidParameterError, PropertyPage
 
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from conftest import Live
 

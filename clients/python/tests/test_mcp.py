@@ -23,6 +23,8 @@ from tests.redis_support import free_port
 
 from propdata_client import Client
 
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from conftest import Live
 

@@ -31,6 +31,8 @@ from propdata_client.models import (
     Valuation,
 )
 
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from conftest import Live
 

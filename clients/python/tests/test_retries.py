@@ -32,6 +32,8 @@ from propdata_client import (
 from propdata_client._core import RetryPolicy
 from propdata_client.errors import error_for
 
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from conftest import Live
 

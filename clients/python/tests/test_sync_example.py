@@ -11,9 +11,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from tests.factories import record
 
 from propdata_client import Client
+
+pytestmark = pytest.mark.slow
 
 if TYPE_CHECKING:
     from conftest import Live

@@ -233,6 +233,7 @@ async def test_the_guard_and_a_full_minute_take_the_longer_wait(rig: Rig) -> Non
 
 
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.slow
 async def test_random_traffic_gets_identical_decisions(seed: int, tmp_path: Path) -> None:
     require_redis()
     rng = random.Random(seed)
@@ -380,6 +381,7 @@ def _admit_from_threads(key: str, threads: int, each: int) -> list[tuple[bool, i
         return [result for future in futures for result in future.result()]
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_processes_and_threads_admit_exactly_the_limit() -> None:
     require_redis()

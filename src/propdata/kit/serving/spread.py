@@ -1,27 +1,17 @@
-"""uvicorn's httptools protocol for `propdata serve`: a bound on request headers, and the
-connections spread evenly over the workers.
+"""Keep-alive connections spread evenly over the workers of `propdata serve --workers N`.
 
-uvicorn reads a request's head with no limit: a client sending a 40 MB header made a worker
-hold it all (67 MB more resident memory) before the application could refuse anything.
-Here the bytes a request's head takes are counted as they arrive; once its headers pass
-MAX_HEADER_BYTES (16 KB), whether the head is complete or still arriving, the connection is
-answered 431 Request Header Fields Too Large and closed, having buffered at most one more
-read, and the application never sees the request.
-
-    uvicorn.run(..., http="propdata.kit.serving:BoundedHttpToolsProtocol")
-
-The workers of `propdata serve --workers N` share one listening socket and race to accept
-each connection; a keep-alive connection then stays with the worker that won it. When a
-client opens its connections at once, one worker often wins most of them: wrk's 16
-connections went 16/0 to one of two workers in 4 runs of 12, which then answered half as
-many searches with p50 doubled (docs/performance.md, "connections spread over the
-workers"). A proxy's pool of upstream connections is such a client. So each
-worker counts its open connections in a small file shared by the host's workers
-(`WorkerSlots`, one slot per worker); a worker holding more than one connection more than
-the least busy live worker answers the next request on one of its connections with
-`Connection: close` (as HTTP/1.1 lets a server do, and as clients handle by reconnecting).
-The reconnection goes to whichever worker accepts first, most often an idle one, so the
-spread evens out after a few answers; a worker with its fair share never closes anything.
+The workers share one listening socket and race to accept each connection; a keep-alive
+connection then stays with the worker that won it. When a client opens its connections at
+once, one worker often wins most of them: wrk's 16 connections went 16/0 to one of two
+workers in 4 runs of 12, which then answered half as many searches with p50 doubled
+(docs/performance.md, "connections spread over the workers"). A proxy's pool of upstream
+connections is such a client. So each worker counts its open connections in a small file
+shared by the host's workers (`WorkerSlots`, one slot per worker); a worker holding more than
+one connection more than the least busy live worker answers the next request on one of its
+connections with `Connection: close` (as HTTP/1.1 lets a server do, and as clients handle by
+reconnecting). The reconnection goes to whichever worker accepts first, most often an idle
+one, so the spread evens out after a few answers; a worker with its fair share never closes
+anything.
 """
 
 from __future__ import annotations
@@ -39,12 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-MAX_HEADER_BYTES = 16 * 1024
-"""Request headers beyond this, in total, are refused (contract.md, "Sizes")."""
-REQUEST_LINE_SLACK = 16
-"""The request line's bytes around its URL: method, spaces, HTTP/1.1 and CRLF (about)."""
-
 
 log = logging.getLogger("propdata")
 
@@ -168,16 +152,13 @@ def worker_slots() -> WorkerSlots | None:
     return _slots[0]
 
 
-class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    """HttpToolsProtocol that answers 431 to a request whose headers pass 16 KB, and sends
-    a connection back to be accepted again while its worker holds more than its share."""
+class SpreadingProtocol(HttpToolsProtocol):
+    """HttpToolsProtocol that counts its worker's connections and, while the worker holds
+    more than its share, answers the next request with `Connection: close`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._spread = worker_slots()
-        self._head_bytes = 0
-        self._head_done = False
-        self._refused = False
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
@@ -186,63 +167,14 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
-        # uvicorn cancels the keep-alive timer on a clean close only: after a reset the timer
-        # would hold this connection's objects until it fires (5 s).
-        if self.timeout_keep_alive_task is not None:
-            self.timeout_keep_alive_task.cancel()
-            self.timeout_keep_alive_task = None
         if self._spread is not None:
             self._spread.opened(-1)
             self._spread = None  # counted once, whatever calls follow
 
-    def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return
-        if not self._head_done:
-            self._head_bytes += len(data)
-        super().data_received(data)
-        if self._head_done or self._refused:
-            return
-        url = len(getattr(self, "url", b"") or b"")
-        if self._head_bytes - url - REQUEST_LINE_SLACK > MAX_HEADER_BYTES:
-            self._refuse()
-
     def on_headers_complete(self) -> None:
-        self._head_done = True
-        # A head that arrived in one read is complete before data_received can count it.
-        size = sum(len(name) + len(value) + 4 for name, value in self.headers)
-        if size > MAX_HEADER_BYTES:
-            self._refuse()  # the app never sees the request
-            return
         super().on_headers_complete()
         spread = self._spread
-        if spread is not None and not self.pipeline and spread.crowded():
+        if spread is None or self.transport.is_closing() or self.pipeline:
+            return  # refused before the application, or queued behind another request
+        if spread.crowded():
             self.cycle.keep_alive = False  # answered, then closed: the client reconnects
-
-    def on_body(self, body: bytes) -> None:
-        if not self._refused:
-            super().on_body(body)
-
-    def on_message_complete(self) -> None:
-        if self._refused:
-            return
-        super().on_message_complete()
-        self._head_bytes = 0  # the next request on this connection starts afresh
-        self._head_done = False
-
-    def _refuse(self) -> None:
-        self._refused = True
-        request_id = "req_" + os.urandom(8).hex()
-        body = (
-            b'{"error":{"code":"headers_too_large","message":"Request headers are limited to'
-            b' 16 KB in total.","status":431,"requestId":"' + request_id.encode() + b'"}}'
-        )
-        head = (
-            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-            b"content-type: application/json\r\n"
-            b"content-length: " + str(len(body)).encode() + b"\r\n"
-            b"x-request-id: " + request_id.encode() + b"\r\n"
-            b"connection: close\r\n\r\n"
-        )
-        self.transport.write(head + body)
-        self.transport.close()

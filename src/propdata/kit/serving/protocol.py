@@ -1,0 +1,22 @@
+"""The HTTP protocol `propdata serve` gives uvicorn: httptools with the client limits
+(limits.py) and the connections spread over the workers (spread.py).
+
+    uvicorn.run(..., http="propdata.kit.serving.protocol:BoundedHttpToolsProtocol")
+"""
+
+from __future__ import annotations
+
+from propdata.kit.serving.limits import LimitedProtocol
+from propdata.kit.serving.spread import SpreadingProtocol
+
+
+class BoundedHttpToolsProtocol(SpreadingProtocol, LimitedProtocol):
+    """HttpToolsProtocol holding each client to its limits and each worker to its share."""
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        # uvicorn cancels the keep-alive timer on a clean close only: after a reset the timer
+        # would hold this connection's objects until it fires (5 s).
+        if self.timeout_keep_alive_task is not None:
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = None
