@@ -402,7 +402,7 @@ async def _data_tables(db: Database) -> None:
         ("data_version", "0"),
         # Tells this store's cached answers from another's in a shared Redis.
         ("store_id", uuid.uuid4().hex),
-        # Signs search cursors (properties.cursor), so none can be forged or altered.
+        # Signs search cursors (search.cursor), so none can be forged or altered.
         ("cursor_secret", secrets.token_hex(32)),
     ):
         await db.execute(

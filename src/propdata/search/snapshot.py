@@ -1,7 +1,7 @@
 """Search index snapshots: written once per data version, memory-mapped by every worker.
 
-Why: each worker used to build its own copy of the search index by reading the whole
-`properties` table (5-10 s and about 58 MB a worker at 1,000,000 properties). A snapshot is
+Why: building the search index means reading the whole `properties` table (5-10 s and about
+58 MB of heap at 1,000,000 properties), which no worker should do for itself. A snapshot is
 the index's arrays in files; every worker of a host maps the same files read-only, so the
 kernel keeps one copy of their pages in its page cache for all of them, and a worker that
 starts finds its index in milliseconds. Two parts are read with pread instead of mapped, so
@@ -52,10 +52,10 @@ from propdata.search.index import GROUPED, SearchIndex
 from propdata.search.items import ItemFile, crc_of
 
 FORMAT = 4
+"""Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
 ITEMS = "items.bin"
 """The encoded search items (`search.items`), beside the arrays; `item_offsets.npy`
 says where each row's starts."""
-"""Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
 MANIFEST = "index.json"
 KEEP_OLDER = 3
 """Superseded versions of a store kept at most."""

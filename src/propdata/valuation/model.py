@@ -1,8 +1,8 @@
 """The automated valuation model: a hedonic regression corrected by comparable sales.
 
 Pure numpy, no I/O: `fit` learns from priced homes (sales, or rentals), `predict` values
-other homes at a given month. The same code values the store (`valuation.service`) and
-is measured on held-out real sales (`valuation.report`).
+other homes at a given month. The same code values the store (`valuation.rebuild`) and is
+measured on held-out real sales (`tools/valuation_report.py`, which writes docs/valuation.md).
 
 How an estimate is made, in log price:
 
