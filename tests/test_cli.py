@@ -49,7 +49,7 @@ def test_keys_plan_and_revoke_by_id_or_key(env: dict[str, str]) -> None:
 
 
 def test_a_key_can_come_from_standard_input(env: dict[str, str]) -> None:
-    """Issue 11.10: a key given as an argument lands in `ps` and shell history; `-` reads it
+    """A key given as an argument lands in `ps` and shell history; `-` reads it
     from standard input instead, and a key on the command line gets a warning."""
     _, out, _ = run(env, "keys", "create", "--plan", "free")
     key = out.strip().splitlines()[-1]

@@ -58,8 +58,6 @@ def test_the_deployment_guide_says_how_each_setting_is_set_on_many_hosts() -> No
 
 
 def test_the_cache_budget_is_the_host_s_shared_by_its_workers() -> None:
-    assert (
-        Settings().cache_bytes == 32 * 1024 * 1024
-    )  # issue 13: a full cache keeps a worker under 150 MB
+    assert Settings().cache_bytes == 32 * 1024 * 1024  # a full cache keeps a worker under 150 MB
     settings = load_settings({"PROPDATA_CACHE_MB": "48", "PROPDATA_WORKERS": "3"})
     assert settings.cache_bytes == 16 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""A disk that fills during a load: a clean error, and the old data whole (issue 11)."""
+"""A disk that fills during a load: a clean error, and the old data whole."""
 
 from __future__ import annotations
 

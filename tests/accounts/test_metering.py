@@ -267,8 +267,8 @@ async def test_kept_search_totals_follow_a_load(fresh: Any) -> None:
 async def test_failed_requests_are_limited_without_touching_the_metered_counts(
     fresh: Any,
 ) -> None:
-    """Issue 11.2: every 4xx was refunded and never limited (a Free key made 45 requests
-    ending 404 in a minute, all served). Now max(20, 2 x per minute) in any 60 s."""
+    """A 4xx is refunded but limited: max(20, 2 x per minute) in any 60 s, so a Free key
+    cannot make 45 requests ending 404 in a minute."""
     client, clock, make_key = await fresh(cache_ttl=0)
     headers = bearer(await make_key("free"))  # 10 a minute: 20 failures allowed
     first = clock.now

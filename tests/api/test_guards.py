@@ -1,7 +1,7 @@
-"""contract.md "Abuse and bad input": hostile parameters get a 400 naming them, on both stores.
+"""Hostile parameters get a 400 naming them, on both stores.
 
-Before the guard: `minPrice=1e3` and `offset=1e1` were read leniently as numbers, and a NUL
-byte in a path or query value reached PostgreSQL, which answered with a 500 and a traceback.
+Without the guard, `minPrice=1e3` and `offset=1e1` would be read leniently as numbers, and a
+NUL byte in a path or query value would reach PostgreSQL, which answers a 500.
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ async def test_a_control_character_in_a_parameter_name_is_refused(
 
 
 async def test_no_plan_is_served_a_page_above_its_maximum_from_the_cache(fresh: Any) -> None:
-    """Issue 11, hole 1: the cache key read `limit` with int(), the endpoint leniently."""
+    """The cache key and the endpoint read `limit` the same way (one lenient reader would let
+    a spelling the other refuses share a cached page)."""
     client, _, make_key = await fresh(cache_ttl=60)
     big = {"Authorization": f"Bearer {await make_key('enterprise')}"}
     free = {"Authorization": f"Bearer {await make_key('free')}"}
@@ -107,10 +108,10 @@ async def test_no_plan_is_served_a_page_above_its_maximum_from_the_cache(fresh: 
 
 @pytest.mark.slow
 async def test_the_guard_never_takes_one_apps_handler_for_anothers(store: Store, key: str) -> None:
-    """Issue 11.11, the flaky answer without `meta`: the guard kept each handler's query
-    names under id(handler); a handler of a closed app freed its address, another app's
-    handler got it, and a search was refused as taking no parameters (reproduced on the
-    old tree at the 14th app of this loop)."""
+    """The guard keys each handler's query names by the function it wraps, never by
+    id(handler): a closed app's handler frees its address, another app's handler may get
+    it, and a search would then be refused as taking no parameters (keyed by id, this loop
+    failed at its 14th app)."""
     auth = {"Authorization": f"Bearer {key}"}
     wrong = []
     for n in range(40):

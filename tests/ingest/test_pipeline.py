@@ -1,4 +1,4 @@
-"""A load and its rebuild are one promise (issue 11.9): a load that dies between its commit
+"""A load and its rebuild are one promise: a load that dies between its commit
 and its rebuild is reported, and the next start or data command finishes it."""
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ def _key(i: int) -> str:
 
 @pytest.mark.slow
 async def test_what_entries_cost_stays_within_the_budget() -> None:
-    """Issue 11.6: only bodies were counted, so 1.3 million small entries (460 MB) fitted
-    in a 64 MB cache. Keys and per-entry overhead count now."""
+    """Keys and per-entry overhead count against the budget, not bodies alone (counting only
+    bodies let 1.3 million small entries, 460 MB, fit in a 64 MB cache)."""
     budget = 2 * 1024 * 1024
     cache = MemoryCache(max_bytes=budget, clock=FakeClock())
     tracemalloc.start()

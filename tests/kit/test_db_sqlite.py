@@ -1,8 +1,8 @@
-"""SQLite work never stalls the event loop (issue 11.7).
+"""SQLite work never stalls the event loop.
 
-Before: every query ran inline and a write waited for another process's lock inside
-SQLite's busy handler (up to 30 s), so one slow search or one held lock stalled every
-request queued on that worker. Now slow reads run on threads and lock waits on the loop.
+A query run inline, or a write waiting for another process's lock inside SQLite's busy
+handler (up to 30 s), would stall every request queued on that worker: slow reads run on
+threads, and lock waits on the loop.
 """
 
 from __future__ import annotations

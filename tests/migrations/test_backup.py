@@ -1,4 +1,4 @@
-"""`propdata data backup|restore` on a live embedded store, while requests run (issue 11)."""
+"""`propdata data backup|restore` on a live embedded store, while requests run."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Data stays true as days pass (issue 11): days on market grow and sales age out without a
+"""Data stays true as days pass: days on market grow and sales age out without a
 load, and searches on days on market stay exact.
 
 Before: statuses and daysOnMarket were frozen at the last load; a home sold 200 days ago

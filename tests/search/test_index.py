@@ -324,7 +324,7 @@ async def test_a_failing_build_is_retried_later_and_searches_go_on(
 
 
 async def test_deep_pages_wait_for_the_index_while_it_builds(store: Store) -> None:
-    """Issue 11.7: while the index builds, SQL answers; an offset past SQL_OFFSET_CAP walks
+    """While the index builds, SQL answers; an offset past SQL_OFFSET_CAP walks
     that many rows (seconds at a million), so such pages get a 503 with Retry-After until
     the index is ready. With the index turned off by the operator, SQL answers them all."""
     from propdata.errors import ServiceUnavailable

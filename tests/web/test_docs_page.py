@@ -1,7 +1,7 @@
 """GET /docs in a real browser: the reference renders, and nothing comes from elsewhere.
 
-Issue 11.8: the page loaded its script from a public CDN, with no integrity check, on the
-very page where a person may paste a key.
+Its scripts come from the service itself: a script from a public CDN, with no integrity
+check, would run on the very page where a person may paste a key.
 """
 
 from __future__ import annotations

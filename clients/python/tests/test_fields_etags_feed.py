@@ -1,4 +1,4 @@
-"""Issue 15 on the wire: `fields`, conditional requests (ETag / 304) and the change feed,
+"""On the wire: `fields`, conditional requests (ETag / 304) and the change feed,
 with both clients against a live `propdata serve`."""
 
 from __future__ import annotations
