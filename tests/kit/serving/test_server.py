@@ -35,6 +35,9 @@ def test_serve_prints_where_it_listens_before_the_first_request(
             wait.register(server.stderr, selectors.EVENT_READ)
             assert wait.select(60), "nothing on standard error"
         line = server.stderr.readline()
+        store_line = f"store: {store.url}\n"
+        assert line == store_line, line  # which store it serves, first
+        line = server.stderr.readline()
         plural = "s" if workers > 1 else ""
         found = re.fullmatch(
             rf"propdata: listening on (http://127\.0\.0\.1:\d+) with {workers} worker{plural}\n",
