@@ -34,7 +34,8 @@ def test_values_are_read_and_converted() -> None:
     [("PROPDATA_CACHE_TTL", "soon"), ("PROPDATA_CACHE_TTL", "-1"), ("PROPDATA_AS_OF", "31/01/2026"),
      ("PROPDATA_LOG_LEVEL", "LOUD"), ("PROPDATA_REDIS_URL", "http://x"),
      ("PROPDATA_CACHE_MB", "0"), ("PROPDATA_CACHE_MB", "lots"), ("PROPDATA_WORKERS", "0"),
-     ("PROPDATA_WORKERS", "1.5")],
+     ("PROPDATA_WORKERS", "1.5"), ("PROPDATA_LOG_FORMAT", "xml"),
+     ("PROPDATA_METRICS_ALLOWED_NETWORKS", "10.0.0.0/33"), ("PROPDATA_METRICS_TOKEN", "short")],
 )  # fmt: skip
 def test_bad_values_name_the_variable(variable: str, value: str) -> None:
     with pytest.raises(ConfigError, match=variable):

@@ -28,16 +28,19 @@ from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
-from propdata.kit import memory
+from propdata.kit import memory, multiproc
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
 from propdata.kit.limiter import Clock, Limiter, SQLiteLimiter
+from propdata.kit.logs import RequestLog, configure
 from propdata.kit.mail import mailer_for
 from propdata.kit.redis_limiter import RedisLimiter, ResilientLimiter
 from propdata.kit.requests import extra_headers, request_id
 from propdata.markets import endpoints as market_endpoints
 from propdata.markets.service import MarketService
 from propdata.migrations.schema import migrate, migrate_accounts
+from propdata.operations import endpoints as operations
+from propdata.operations.middleware import RequestObserver
 from propdata.portal import endpoints as portal
 from propdata.properties import endpoints as property_endpoints
 from propdata.properties.service import PropertyService
@@ -260,6 +263,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        multiproc.forget_dead_workers()
         services = await build_services(settings, clock)
         app.state.services = services
         services.properties.warm()
@@ -276,6 +280,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await services.close()
+            multiproc.worker_stopped()
 
     openapi = OpenAPIConfig(
         title="propdata: US property and market data API",
@@ -311,8 +316,15 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         before_request=check_request,
         security=[{"bearerAuth": []}],
     )
-    return Litestar(
-        route_handlers=[v1, health, openapi_json, web.static_files(), portal.router()],
+    app = Litestar(
+        route_handlers=[
+            v1,
+            health,
+            *operations.HANDLERS,
+            openapi_json,
+            web.static_files(),
+            portal.router(),
+        ],
         template_config=portal.templates(),
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
@@ -322,6 +334,12 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         logging_config=None,
         debug=False,
     )
+    # Around Litestar's router and error handling: every answer, errors included, and by
+    # the time it is sent the router has named its route.
+    app.asgi_handler = RequestObserver(
+        app.asgi_handler, RequestLog(settings.log_format), settings.proxies
+    )
+    return app
 
 
 class HeadAsGet:
@@ -357,8 +375,6 @@ class HeadAsGet:
 
 def asgi() -> ASGIApp:
     """The server's entry point (uvicorn --factory propdata.app:asgi)."""
-    logging.basicConfig(
-        level=load_settings().log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-    return HeadAsGet(create_app())
+    settings = load_settings()
+    configure(settings.log_level, settings.log_format)
+    return HeadAsGet(create_app(settings))

@@ -27,12 +27,18 @@ from propdata.errors import InvalidParameter, QuotaExceeded, RateLimitExceeded, 
 from propdata.kit.cache import Cached, ResponseCache
 from propdata.kit.conditional import entity_tag, none_match
 from propdata.kit.limiter import Decision, Limiter
+from propdata.kit.metrics import CACHE_REQUESTS, LIMITER_DECISIONS
 from propdata.kit.requests import add_headers
 
 if TYPE_CHECKING:
     from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 STATE_KEY = "propdata.key"
+_CACHE_HIT, _CACHE_MISS = CACHE_REQUESTS.labels("hit"), CACHE_REQUESTS.labels("miss")
+_DECISIONS = {
+    window: LIMITER_DECISIONS.labels(window or "allowed")
+    for window in (None, "minute", "day", "failures")
+}
 
 
 class Metering(Protocol):
@@ -110,6 +116,7 @@ class MeteringMiddleware(ASGIMiddleware):
         if services.cache_ttl > 0:
             cache_key = await self._cache_key(services, scope, pairs, size)
             hit = await services.cache.get(cache_key)
+            (_CACHE_MISS if hit is None else _CACHE_HIT).inc()
             if hit is not None:
                 usage = await limiter.usage(key.id, key.per_minute, key.daily, guard)
                 add_headers(scope, rate_headers(usage))
@@ -119,6 +126,7 @@ class MeteringMiddleware(ASGIMiddleware):
                 return
 
         decision = await limiter.admit(key.id, key.per_minute, key.daily, guard)
+        _DECISIONS[decision.exceeded if not decision.allowed else None].inc()
         add_headers(scope, rate_headers(decision))
         _refuse(key, decision)
 

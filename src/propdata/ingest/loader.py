@@ -21,6 +21,7 @@ from propdata.kit import geography
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database
 from propdata.kit.geography import US_STATES
+from propdata.kit.metrics import INGESTED
 from propdata.properties import lifecycle
 from propdata.properties.repository import (
     PropertyRepository,
@@ -361,6 +362,9 @@ async def load(
         if report.changed:  # a load that only deletes changes answers too
             await repo.bump_data_version()
             await repo.mark_rebuild_pending()  # cleared by ingest.pipeline.rebuild
+    # Counted once committed: a load that fails stores nothing and counts nothing.
+    INGESTED.labels("accepted").inc(report.loaded + report.unchanged)
+    INGESTED.labels("rejected").inc(len(report.rejects))
     if report.changed:
         await repo.optimize()
     return report

@@ -1,0 +1,161 @@
+"""The service's Prometheus metric families and their exposition, for every worker of a host.
+
+Counters and histograms are counted where the work happens (`INGESTED.labels("accepted")
+.inc(n)`); values that belong to the store or to a running service (a store answering, the
+data version, the search index's age) are read when `/metrics` is scraped and handed to
+`exposition` as `Sample`s, so a scrape never shows a stale copy of them.
+
+Under `propdata serve`, `PROMETHEUS_MULTIPROC_DIR` names a folder made for that server
+(`kit/multiproc.py`) before this module is first imported: each worker then writes its
+counts to files there, and a scrape, whichever worker answers it, adds up every worker's
+(prometheus_client's multiprocess mode). Without it (a single process: the tests' apps),
+the counts live in this process's default registry.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from propdata.kit.multiproc import FOLDER_ENV
+
+HTTP_REQUESTS = Counter(
+    "propdata_http_requests",
+    "Requests answered, by route template, method and status.",
+    ["route", "method", "status"],
+)
+HTTP_DURATION = Histogram(
+    "propdata_http_request_duration_seconds",
+    "Seconds from a request's arrival at the application to its last byte, by route template.",
+    ["route"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+LIMITER_DECISIONS = Counter(
+    "propdata_limiter_decisions",
+    "Admission decisions of metered requests: allowed, or the window that refused "
+    "(minute, day, failures).",
+    ["decision"],
+)
+CACHE_REQUESTS = Counter(
+    "propdata_cache_requests", "Response cache lookups: hit or miss.", ["result"]
+)
+EVENTS = Counter("propdata_events", "Events produced, by type.", ["type"])
+WEBHOOK_DELIVERIES = Counter(
+    "propdata_webhook_deliveries",
+    "Webhook delivery attempts: succeeded or failed (a failed one is retried or given up).",
+    ["result"],
+)
+WEBHOOK_BACKLOG = Gauge(
+    "propdata_webhook_backlog",
+    "Webhook deliveries waiting for their first or next attempt.",
+    multiprocess_mode="livemostrecent",
+)
+WEBHOOK_LAG = Histogram(
+    "propdata_webhook_delivery_lag_seconds",
+    "Seconds from an event's commit to its first delivery attempt.",
+    buckets=(0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0, 3600.0, 21600.0, 86400.0),
+)
+INGESTED = Counter(
+    "propdata_ingest_records",
+    "Records a load read, by result: accepted (stored) or rejected (reported).",
+    ["result"],
+)
+
+# Every label value known in advance is exposed from the start (at 0): in multiprocess mode
+# a family with no sample is not exposed at all, and rate() needs the 0 to start from.
+for _decision in ("allowed", "minute", "day", "failures"):
+    LIMITER_DECISIONS.labels(_decision)
+for _result in ("hit", "miss"):
+    CACHE_REQUESTS.labels(_result)
+for _result in ("succeeded", "failed"):
+    WEBHOOK_DELIVERIES.labels(_result)
+for _result in ("accepted", "rejected"):
+    INGESTED.labels(_result)
+for _type in (
+    "search.entered", "search.exited", "property.listed", "property.priceChanged",
+    "property.statusChanged", "property.estimateChanged", "property.updated",
+    "market.updated", "webhook.test",
+):  # fmt: skip
+    EVENTS.labels(_type)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """A gauge read at scrape time: its family name, help, and value for each label set."""
+
+    name: str
+    help: str
+    values: Sequence[tuple[dict[str, str], float]]
+
+
+def store_up(stores: dict[str, bool]) -> Sample:
+    return Sample(
+        "propdata_store_up",
+        "1 when the backing store answers (database, accounts, redis), 0 when it does not "
+        "(for redis: the per-process fallback is in use).",
+        [({"store": name}, 1.0 if up else 0.0) for name, up in stores.items()],
+    )
+
+
+def data_version(version: int) -> Sample:
+    return Sample(
+        "propdata_data_version",
+        "The store's data version: it moves with every committed load, rebuild and ageing.",
+        [({}, float(version))],
+    )
+
+
+def search_index_age(seconds: float) -> Sample:
+    return Sample(
+        "propdata_search_index_age_seconds",
+        "Seconds the answering worker's search index has lagged the store's data "
+        "(0: current, or the index is off); searches are answered by SQL meanwhile.",
+        [({}, seconds)],
+    )
+
+
+def build_info(version: str) -> Sample:
+    return Sample(
+        "propdata_build_info", "The running version (always 1).", [({"version": version}, 1.0)]
+    )
+
+
+class _Samples(Collector):
+    def __init__(self, samples: Iterable[Sample]) -> None:
+        self._samples = list(samples)
+
+    def collect(self) -> Iterator[Metric]:
+        for sample in self._samples:
+            labels = sorted({name for labelset, _ in sample.values for name in labelset})
+            family = GaugeMetricFamily(sample.name, sample.help, labels=labels)
+            for labelset, value in sample.values:
+                family.add_metric([labelset[name] for name in labels], value)
+            yield family
+
+
+class _Default(Collector):
+    """This process's own counts (a single-process app)."""
+
+    def collect(self) -> Iterable[Metric]:
+        return REGISTRY.collect()
+
+
+def exposition(samples: Iterable[Sample], accept: str | None) -> tuple[bytes, str]:
+    """The exposition (and its content type) of every worker's counts and `samples`, in the
+    format the scraper's Accept header asks for (Prometheus text or OpenMetrics)."""
+    registry = CollectorRegistry(auto_describe=False)
+    folder = os.environ.get(FOLDER_ENV)
+    if folder:
+        MultiProcessCollector(registry, folder)  # type: ignore[no-untyped-call]
+    else:
+        registry.register(_Default())
+    registry.register(_Samples(samples))
+    encode, content_type = choose_encoder(accept or "")
+    return encode(registry), content_type

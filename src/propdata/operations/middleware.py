@@ -1,0 +1,86 @@
+"""Every request's metrics and its line in the request log.
+
+`RequestObserver` wraps Litestar's router and error handling (create_app puts it around
+`Litestar.asgi_handler`), so it sees every answer, errors and unknown paths included, and
+by the time an answer is sent the router has named its route: labels and log lines carry
+the route's template (`/v1/properties/{id}`), never the raw path, a key or an id.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from litestar.enums import ScopeType
+from prometheus_client import Counter, Histogram
+
+from propdata.accounts.middleware import STATE_KEY
+from propdata.api.clients import Networks, client_address
+from propdata.errors import ORIGINAL_METHOD
+from propdata.kit.logs import RequestLog
+from propdata.kit.metrics import HTTP_DURATION, HTTP_REQUESTS
+from propdata.kit.requests import extra_headers, request_id
+
+if TYPE_CHECKING:
+    from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+UNMATCHED = "unmatched"
+"""The route of a request no route took (an unknown path, a method no path takes)."""
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+class RequestObserver:
+    """Count, time and log each HTTP request the wrapped application answers."""
+
+    def __init__(self, app: ASGIApp, log: RequestLog, proxies: Sequence[Any]) -> None:
+        self.app = app
+        self.log = log
+        self.proxies: Networks = tuple(proxies)
+        self._counters: dict[tuple[str, str, int], Counter] = {}
+        self._timers: dict[str, Histogram] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+        size = 0
+
+        async def observed(message: Message) -> None:
+            nonlocal status, size
+            if message["type"] == "http.response.body":
+                size += len(message.get("body", b""))
+            elif message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed)
+        finally:
+            self._observe(scope, status, size, time.perf_counter() - started)
+
+    def _observe(self, scope: Any, status: int, size: int, seconds: float) -> None:
+        route: str = scope.get("path_template") or UNMATCHED
+        state = scope["state"]
+        method = state.get(ORIGINAL_METHOD) or scope["method"]
+        if method not in _METHODS:
+            method = "other"  # a label takes few values, whatever a client sends
+        counter = self._counters.get((route, method, status))
+        if counter is None:
+            counter = self._counters[(route, method, status)] = HTTP_REQUESTS.labels(
+                route, method, str(status)
+            )
+        counter.inc()
+        timer = self._timers.get(route)
+        if timer is None:
+            timer = self._timers[route] = HTTP_DURATION.labels(route)
+        timer.observe(seconds)
+        key = state.get(STATE_KEY)
+        self.log.request(
+            request_id(scope), method, route, status, seconds, size,
+            key.id if key is not None else None,
+            "hit" if extra_headers(scope).get("X-Cache") == "HIT" else "miss",
+            client_address(scope, self.proxies),
+        )  # fmt: skip
