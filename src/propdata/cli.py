@@ -86,13 +86,14 @@ def serve(
     """Serve the API (uvicorn with uvloop and httptools)."""
     import uvicorn
 
-    from propdata.kit import serving
+    from propdata.kit import multiproc, serving
 
     _finish_interrupted_load()
     # The workers share the host's memory budgets (the embedded cache's: config.cache_mb).
     os.environ["PROPDATA_WORKERS"] = str(workers)
-    # Their connections' count, to spread them evenly (kit/serving.py).
-    with serving.shared_slots(workers):
+    # Their connections' count, to spread them evenly (kit/serving.py); the folder they all
+    # count their metrics in (kit/multiproc.py).
+    with serving.shared_slots(workers), multiproc.metrics_folder():
         uvicorn.run(
             "propdata.app:asgi", factory=True, host=host, port=port, workers=workers,
             loop="uvloop", log_level="warning", access_log=False,

@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, values
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -78,6 +78,8 @@ for _result in ("succeeded", "failed"):
     WEBHOOK_DELIVERIES.labels(_result)
 for _result in ("accepted", "rejected"):
     INGESTED.labels(_result)
+# A "most recent" gauge is exposed once set: 0 until the deliveries' work sets it.
+WEBHOOK_BACKLOG.set(0)
 for _type in (
     "search.entered", "search.exited", "property.listed", "property.priceChanged",
     "property.statusChanged", "property.estimateChanged", "property.updated",
@@ -152,7 +154,8 @@ def exposition(samples: Iterable[Sample], accept: str | None) -> tuple[bytes, st
     format the scraper's Accept header asks for (Prometheus text or OpenMetrics)."""
     registry = CollectorRegistry(auto_describe=False)
     folder = os.environ.get(FOLDER_ENV)
-    if folder:
+    # A process that imported prometheus_client before the folder was named counts alone.
+    if folder and values.ValueClass is not values.MutexValue:
         MultiProcessCollector(registry, folder)  # type: ignore[no-untyped-call]
     else:
         registry.register(_Default())
