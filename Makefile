@@ -32,8 +32,9 @@ run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line
 	echo ""
 	$(BIN)/propdata serve --host 127.0.0.1 --port 8000
 
-test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where present; the TypeScript SDK where node is)
+test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where present; the TypeScript SDK where node is; the alert rules' tests)
 	$(BIN)/pytest -q -n 2 --dist loadfile
+	promtool test rules deploy/prometheus/alerts.test.yml
 	PROPDATA_PYTHON=$(abspath $(BIN))/python clients/typescript/run-tests.sh
 
 soak: $(STAMP) ## 5 minutes past every key's limit, with PostgreSQL and Redis faults; table into docs/reliability.md

@@ -28,7 +28,7 @@ from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
-from propdata.kit import memory, multiproc
+from propdata.kit import memory, metrics, multiproc
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
 from propdata.kit.limiter import Clock, Limiter, SQLiteLimiter
@@ -280,6 +280,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await services.close()
+            metrics.TALLY.flush()  # this worker's last counts, into the host's total
             multiproc.worker_stopped()
 
     openapi = OpenAPIConfig(

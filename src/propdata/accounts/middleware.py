@@ -27,7 +27,7 @@ from propdata.errors import InvalidParameter, QuotaExceeded, RateLimitExceeded, 
 from propdata.kit.cache import Cached, ResponseCache
 from propdata.kit.conditional import entity_tag, none_match
 from propdata.kit.limiter import Decision, Limiter
-from propdata.kit.metrics import CACHE_REQUESTS, LIMITER_DECISIONS
+from propdata.kit.metrics import CACHE_REQUESTS, LIMITER_DECISIONS, TALLY
 from propdata.kit.requests import add_headers
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class MeteringMiddleware(ASGIMiddleware):
         if services.cache_ttl > 0:
             cache_key = await self._cache_key(services, scope, pairs, size)
             hit = await services.cache.get(cache_key)
-            (_CACHE_MISS if hit is None else _CACHE_HIT).inc()
+            TALLY.inc(_CACHE_MISS if hit is None else _CACHE_HIT)
             if hit is not None:
                 usage = await limiter.usage(key.id, key.per_minute, key.daily, guard)
                 add_headers(scope, rate_headers(usage))
@@ -126,7 +126,7 @@ class MeteringMiddleware(ASGIMiddleware):
                 return
 
         decision = await limiter.admit(key.id, key.per_minute, key.daily, guard)
-        _DECISIONS[decision.exceeded if not decision.allowed else None].inc()
+        TALLY.inc(_DECISIONS[decision.exceeded if not decision.allowed else None])
         add_headers(scope, rate_headers(decision))
         _refuse(key, decision)
 

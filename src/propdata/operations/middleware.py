@@ -13,13 +13,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from litestar.enums import ScopeType
-from prometheus_client import Counter, Histogram
 
 from propdata.accounts.middleware import STATE_KEY
 from propdata.api.clients import Networks, client_address
 from propdata.errors import ORIGINAL_METHOD
 from propdata.kit.logs import RequestLog
-from propdata.kit.metrics import HTTP_DURATION, HTTP_REQUESTS
+from propdata.kit.metrics import TALLY
 from propdata.kit.requests import extra_headers, request_id
 
 if TYPE_CHECKING:
@@ -37,8 +36,6 @@ class RequestObserver:
         self.app = app
         self.log = log
         self.proxies: Networks = tuple(proxies)
-        self._counters: dict[tuple[str, str, int], Counter] = {}
-        self._timers: dict[str, Histogram] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -67,16 +64,7 @@ class RequestObserver:
         method = state.get(ORIGINAL_METHOD) or scope["method"]
         if method not in _METHODS:
             method = "other"  # a label takes few values, whatever a client sends
-        counter = self._counters.get((route, method, status))
-        if counter is None:
-            counter = self._counters[(route, method, status)] = HTTP_REQUESTS.labels(
-                route, method, str(status)
-            )
-        counter.inc()
-        timer = self._timers.get(route)
-        if timer is None:
-            timer = self._timers[route] = HTTP_DURATION.labels(route)
-        timer.observe(seconds)
+        TALLY.add(route, method, status, seconds)
         key = state.get(STATE_KEY)
         self.log.request(
             request_id(scope), method, route, status, seconds, size,
