@@ -12,6 +12,7 @@ from litestar.testing import AsyncTestClient
 from prometheus_client import Counter
 from prometheus_client.parser import text_string_to_metric_families
 
+from propdata import __version__
 from propdata.app import HeadAsGet, create_app
 from propdata.ingest.loader import Item, Reject, load
 from propdata.kit.db import Database
@@ -59,7 +60,8 @@ async def test_every_family_is_exposed(watched: AsyncTestClient[Any], key: str) 
     found = await scrape(watched)
     assert set(found) >= FAMILIES
     assert value(found, "propdata_store_up", "propdata_store_up", "store=database") == 1
-    assert value(found, "propdata_build_info", "propdata_build_info", "version=0.1.0") == 1
+    version = f"version={__version__}"
+    assert value(found, "propdata_build_info", "propdata_build_info", version) == 1
     assert value(found, "propdata_data_version", "propdata_data_version") >= 1
 
 

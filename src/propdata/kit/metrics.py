@@ -220,8 +220,8 @@ class _Default(Collector):
 
 def exposition(samples: Iterable[Sample], accept: str | None) -> tuple[bytes, str]:
     """The exposition (and its content type) of every worker's counts and `samples`, in the
-    format the scraper's Accept header asks for (Prometheus text or OpenMetrics)."""
-    TALLY.flush()
+    format the scraper's Accept header asks for (Prometheus text or OpenMetrics). Safe on
+    another thread; `TALLY.flush()` first, on the thread that counts."""
     registry = CollectorRegistry(auto_describe=False)
     folder = os.environ.get(FOLDER_ENV)
     # A process that imported prometheus_client before the folder was named counts alone.

@@ -74,6 +74,7 @@ async def scrape(
         samples.append(metrics.search_index_age(await _index_age(services, state)))
     except Exception:  # the store is down: propdata_store_up says so
         pass
+    metrics.TALLY.flush()  # here, on the loop that counts, not in the thread below
     accept = request.headers.get("accept")
     body, content_type = await asyncio.to_thread(metrics.exposition, samples, accept)
     return Response(body, media_type=content_type)
