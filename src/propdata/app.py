@@ -40,7 +40,7 @@ from propdata.markets import endpoints as market_endpoints
 from propdata.markets.service import MarketService
 from propdata.migrations.schema import migrate, migrate_accounts
 from propdata.operations import endpoints as operations
-from propdata.operations.middleware import RequestObserver
+from propdata.operations.middleware import RequestObserver, note_sent
 from propdata.portal import endpoints as portal
 from propdata.properties import endpoints as property_endpoints
 from propdata.properties.service import PropertyService
@@ -207,7 +207,9 @@ async def health(services: Injected[Services]) -> Response[Health]:
 
 
 async def _add_headers(message: Message, scope: Scope) -> None:
-    """Every response gets X-Request-Id, the rate headers of its key, and X-Cache."""
+    """Every response gets X-Request-Id, the rate headers of its key, and X-Cache; its status
+    and bytes are noted for the request's metrics and log line."""
+    note_sent(message, scope)
     if message["type"] != "http.response.start":
         return
     headers = list(message.get("headers", []))
@@ -261,6 +263,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     """Build the application; stores are opened when it starts, not here."""
     settings = settings or load_settings()
 
+    request_log = RequestLog(settings.log_format)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         multiproc.forget_dead_workers()
@@ -281,6 +285,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
                     await task
             await services.close()
             metrics.TALLY.flush()  # this worker's last counts, into the host's total
+            request_log.flush()
             multiproc.worker_stopped()
 
     openapi = OpenAPIConfig(
@@ -337,9 +342,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     )
     # Around Litestar's router and error handling: every answer, errors included, and by
     # the time it is sent the router has named its route.
-    app.asgi_handler = RequestObserver(
-        app.asgi_handler, RequestLog(settings.log_format), settings.proxies
-    )
+    app.asgi_handler = RequestObserver(app.asgi_handler, request_log, settings.proxies)
     return app
 
 

@@ -146,7 +146,7 @@ async def test_one_log_line_per_request(
             await c.get("/v1/nowhere"),
             await c.get("/health"),
         ]
-        err = capfd.readouterr().err
+    err = capfd.readouterr().err  # the lines are all written when the app stops, at the latest
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert [line["requestId"] for line in lines] == [a.headers["x-request-id"] for a in answers]
     first, missing, unknown, health = lines
@@ -170,7 +170,7 @@ async def test_text_log_lines_are_logfmt(
     async with AsyncTestClient(app=app) as c:  # type: ignore[arg-type]
         capfd.readouterr()
         answer = await c.get("/v1/properties/t-005", headers={"Authorization": f"Bearer {key}"})
-        err = capfd.readouterr().err
+    err = capfd.readouterr().err
     (line,) = [x for x in err.splitlines() if x.startswith("time=")]
     pairs = dict(part.split("=", 1) for part in line.split(" "))
     assert pairs["request_id"] == answer.headers["x-request-id"]

@@ -5,11 +5,12 @@ as text (logfmt) or JSON Lines.
     route=/v1/properties/{id} status=200 duration_ms=1.93 bytes=1870 key_id=key_7Hq...
     cache=miss client=127.0.0.1
 
-(one line). A request's line is written, in one system call, when its answer has been sent.
+(one line). A request's line is written within a tenth of a second of its answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import os
@@ -38,13 +39,27 @@ def _second(seconds: int) -> str:
     return text
 
 
+Entry = tuple[float, str, str, str, int, float, int, str | None, str, str]
+"""A request's fields, kept until its line is written: time, request id, method, route,
+status, seconds, bytes, key id, cache result, client."""
+
+
 class RequestLog:
-    """Writes each request's line to a file descriptor (standard error by default)."""
+    """Writes each request's line to a file descriptor (standard error by default).
+
+    A request only keeps its fields; the lines are made and written together at most
+    `FLUSH_EVERY` seconds later (and when the app stops), in one system call: made one
+    after another, they cost a fifth of what each request making its own did, its code cold
+    between two requests (docs/performance.md).
+    """
+
+    FLUSH_EVERY = 0.1
 
     def __init__(self, form: LogFormat = "text", fd: int = 2) -> None:
-        self._json = form == "json"
+        self._line = self._json_line if form == "json" else self._text_line
         self._fd = fd
         self._encode = msgspec.json.Encoder().encode
+        self._pending: list[Entry] = []
 
     def request(
         self,
@@ -59,28 +74,44 @@ class RequestLog:
         client: str,
     ) -> None:
         """Log one answered request."""
-        now = time.time()
-        if self._json:
-            line = self._encode({
-                "time": _stamp(now), "requestId": request_id, "method": method,
-                "route": route, "status": status, "durationMs": round(seconds * 1000, 3),
-                "bytes": size, "keyId": key_id, "cache": cache, "client": client,
-            })  # fmt: skip
-        else:
-            line = (
-                f"time={_stamp(now)} request_id={request_id} method={method} route={route}"
-                f" status={status} duration_ms={seconds * 1000:.2f} bytes={size}"
-                f" key_id={key_id or '-'} cache={cache} client={client}"
-            ).encode()
-        self._write(line)
+        pending = self._pending
+        pending.append((time.time(), request_id, method, route, status, seconds, size, key_id,
+                        cache, client))  # fmt: skip
+        if len(pending) == 1:
+            try:
+                asyncio.get_running_loop().call_later(self.FLUSH_EVERY, self.flush)
+            except RuntimeError:  # no loop to wait in: now
+                self.flush()
 
-    def _write(self, line: bytes) -> None:
-        data = line + b"\n"
+    def flush(self) -> None:
+        """Write the lines of the requests logged so far."""
+        if not self._pending:
+            return
+        entries, self._pending = self._pending, []
+        line = self._line
+        data = b"".join([line(entry) for entry in entries])
         try:
             while data:
                 data = data[os.write(self._fd, data) :]
         except OSError:
             pass  # a closed or full standard error must not fail requests
+
+    @staticmethod
+    def _text_line(entry: Entry) -> bytes:
+        now, request_id, method, route, status, seconds, size, key_id, cache, client = entry
+        return (
+            f"time={_stamp(now)} request_id={request_id} method={method} route={route}"
+            f" status={status} duration_ms={seconds * 1000:.2f} bytes={size}"
+            f" key_id={key_id or '-'} cache={cache} client={client}\n"
+        ).encode()
+
+    def _json_line(self, entry: Entry) -> bytes:
+        now, request_id, method, route, status, seconds, size, key_id, cache, client = entry
+        return self._encode({
+            "time": _stamp(now), "requestId": request_id, "method": method, "route": route,
+            "status": status, "durationMs": round(seconds * 1000, 3), "bytes": size,
+            "keyId": key_id, "cache": cache, "client": client,
+        }) + b"\n"  # fmt: skip
 
 
 class JsonFormatter(logging.Formatter):

@@ -105,7 +105,8 @@ class RequestTally:
     FLUSH_EVERY = 1.0
 
     def __init__(self) -> None:
-        self._counts: dict[tuple[str, str, int], int] = {}
+        self._counts: dict[str, dict[str, dict[int, int]]] = {}
+        """Per route, method and status: the requests answered."""
         self._times: dict[str, list[float]] = {}
         """Per route: the sum of seconds, then each bucket's observations (+Inf last)."""
         self._other: dict[Counter, int] = {}
@@ -113,8 +114,15 @@ class RequestTally:
 
     def add(self, route: str, method: str, status: int, seconds: float) -> None:
         """Count one answered request and its time."""
-        key = (route, method, status)
-        self._counts[key] = self._counts.get(key, 0) + 1
+        # Nested dicts, not a tuple key: a request allocates nothing once its route, method
+        # and status have been seen since the last flush (fewer objects to collect).
+        methods = self._counts.get(route)
+        if methods is None:
+            methods = self._counts[route] = {}
+        statuses = methods.get(method)
+        if statuses is None:
+            statuses = methods[method] = {}
+        statuses[status] = statuses.get(status, 0) + 1
         times = self._times.get(route)
         if times is None:
             times = self._times[route] = [0.0] * (len(DURATION_BUCKETS) + 2)
@@ -144,8 +152,10 @@ class RequestTally:
         other, self._other = self._other, {}
         for counter, count in other.items():
             counter.inc(count)
-        for (route, method, status), count in counts.items():
-            HTTP_REQUESTS.labels(route, method, str(status)).inc(count)
+        for route, methods in counts.items():
+            for method, statuses in methods.items():
+                for status, count in statuses.items():
+                    HTTP_REQUESTS.labels(route, method, str(status)).inc(count)
         for route, (total, *buckets) in times.items():
             child = HTTP_DURATION.labels(route)
             child._sum.inc(total)
