@@ -34,8 +34,9 @@ run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line
 	echo ""
 	$(BIN)/propdata serve --host $(HOST) --port $(PORT)
 
-test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where present; the TypeScript SDK where node is)
+test: $(STAMP) ## Run the whole test suite (real SQLite; PostgreSQL/Redis where present; the TypeScript SDK where node is; the alert rules' tests)
 	$(BIN)/pytest -q -n 2 --dist loadfile
+	promtool test rules deploy/prometheus/alerts.test.yml
 	PROPDATA_PYTHON=$(abspath $(BIN))/python clients/typescript/run-tests.sh
 
 test-fast: $(STAMP) ## The inner loop: the embedded store's tests not marked slow (about 2 minutes; make test runs all)

@@ -12,7 +12,10 @@ another; each round's process CPU time is divided by its requests. What the serv
 kernel add (uvicorn, httptools, socket writes) is left out, and so is other jobs' noise in
 the ratio of a make bench run, so a change to the application shows up plainly. `--stub`
 replaces the limiter's admission (`limiter`) or the property read (`read`) by a constant
-answer, to measure what each costs inside a request. Run it for two trees, interleaved.
+answer, or takes the request observer (metrics and the request log) out (`observer`), to
+measure what each costs inside a request; with `--alternate` the stubs apply to every other
+round only, so one process measures both ways, interleaved. Run it for two trees,
+interleaved. The request log goes to standard error: redirect it.
 """
 
 from __future__ import annotations
@@ -55,12 +58,17 @@ async def run(args: argparse.Namespace) -> list[float]:
             break
         await asyncio.sleep(0.1)
     stubs = set(filter(None, args.stub.split(",")))
+    originals: list[tuple[Any, str, Any]] = []  # (object, attribute, unstubbed value)
+    if "observer" in stubs:
+        originals.append((litestar, "asgi_handler", litestar.asgi_handler))
+        litestar.asgi_handler = litestar.asgi_handler.app  # type: ignore[attr-defined]
     if "limiter" in stubs:
         decision = await services.limiter.admit("app-cost-stub", 10**9, None, 20)
 
         async def admit(*_: Any, **__: Any) -> Any:
             return decision
 
+        originals.append((services.limiter, "admit", services.limiter.admit))
         services.limiter.admit = admit
     if "read" in stubs and args.list == "ids":
         one = await services.properties.detail(paths[0].rsplit("/", 1)[1])
@@ -68,6 +76,7 @@ async def run(args: argparse.Namespace) -> list[float]:
         async def detail(_: str) -> Any:
             return one
 
+        originals.append((services.properties, "detail", services.properties.detail))
         services.properties.detail = detail
     auth = ("Bearer " + secret).encode()
     sent: list[dict[str, Any]] = []
@@ -89,8 +98,12 @@ async def run(args: argparse.Namespace) -> list[float]:
                 "state": {}}  # fmt: skip
 
     rounds: list[float] = []
+    stubbed = [(obj, name, getattr(obj, name)) for obj, name, _ in originals]
     n = args.per_round
     for r in range(args.rounds):
+        if args.alternate:  # stubs on odd rounds only
+            for obj, name, value in stubbed if r % 2 else originals:
+                setattr(obj, name, value)
         start = time.process_time()
         for i in range(n):
             sent.clear()
@@ -108,15 +121,24 @@ def main() -> None:
     parser.add_argument("--requests", required=True, help="the folder of request lists")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--per-round", type=int, default=3000)
-    parser.add_argument("--stub", default="", help="limiter,read: replaced by a constant")
+    parser.add_argument(
+        "--stub", default="", help="limiter,read: replaced by a constant; observer: taken out"
+    )
+    parser.add_argument(
+        "--alternate", action="store_true", help="apply the stubs to every other round only"
+    )
     parser.add_argument("--list", default="ids", help="the request list: ids, search, radius...")
     args = parser.parse_args()
     os.environ.setdefault("PROPDATA_DATABASE_URL", str(Path(args.store) / "propdata.db"))
     os.environ.update({"PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR",
                        "PROPDATA_AS_OF": "2026-11-21"})  # fmt: skip
     rounds = asyncio.run(run(args))
-    print(f"app CPU µs per {args.list} request: median {statistics.median(rounds):.0f}"
-          f" (rounds: {', '.join(f'{x:.0f}' for x in rounds)})")  # fmt: skip
+    ways = [("", rounds)]
+    if args.alternate:
+        ways = [("unstubbed ", rounds[0::2]), (f"stubbed ({args.stub}) ", rounds[1::2])]
+    for way, values in ways:
+        print(f"app CPU µs per {args.list} request, {way}median {statistics.median(values):.0f}"
+              f" (rounds: {', '.join(f'{x:.0f}' for x in values)})")  # fmt: skip
 
 
 if __name__ == "__main__":

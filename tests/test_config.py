@@ -36,7 +36,8 @@ def test_values_are_read_and_converted() -> None:
      ("PROPDATA_CACHE_MB", "0"), ("PROPDATA_CACHE_MB", "lots"), ("PROPDATA_WORKERS", "0"),
      ("PROPDATA_WORKERS", "1.5"), ("PROPDATA_HEAD_TIMEOUT", "0"), ("PROPDATA_BODY_TIMEOUT", "soon"),
      ("PROPDATA_BODY_TIMEOUT", "-2"), ("PROPDATA_MAX_CONNECTIONS", "0"),
-     ("PROPDATA_MAX_CONNECTIONS", "many")],
+     ("PROPDATA_MAX_CONNECTIONS", "many"), ("PROPDATA_LOG_FORMAT", "xml"),
+     ("PROPDATA_METRICS_ALLOWED_NETWORKS", "10.0.0.0/33"), ("PROPDATA_METRICS_TOKEN", "short")],
 )  # fmt: skip
 def test_bad_values_name_the_variable(variable: str, value: str) -> None:
     with pytest.raises(ConfigError, match=variable):

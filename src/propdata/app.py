@@ -31,9 +31,10 @@ from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD, http_error_handler
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
-from propdata.kit import memory
+from propdata.kit import memory, metrics, multiproc
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
+from propdata.kit.logs import RequestLog, configure
 from propdata.kit.mail import mailer_for
 from propdata.kit.ratelimit.base import Clock, Limiter
 from propdata.kit.ratelimit.redis import RedisLimiter
@@ -43,6 +44,8 @@ from propdata.kit.requests import extra_headers, request_id
 from propdata.markets import endpoints as market_endpoints
 from propdata.markets.service import MarketService
 from propdata.migrations.schema import migrate, migrate_accounts
+from propdata.operations import endpoints as operations
+from propdata.operations.middleware import RequestObserver, note_sent
 from propdata.portal import endpoints as portal
 from propdata.properties import endpoints as property_endpoints
 from propdata.properties.service import PropertyService
@@ -226,7 +229,9 @@ async def health(services: Injected[Services]) -> Response[Health]:
 
 
 async def _add_headers(message: Message, scope: Scope) -> None:
-    """Every response gets X-Request-Id, the rate headers of its key, and X-Cache."""
+    """Every response gets X-Request-Id, the rate headers of its key, and X-Cache; its status
+    and bytes are noted for the request's metrics and log line."""
+    note_sent(message, scope)
     if message["type"] != "http.response.start":
         return
     headers = list(message.get("headers", []))
@@ -298,8 +303,11 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     """Build the application; stores are opened when it starts, not here."""
     settings = settings or load_settings()
 
+    request_log = RequestLog(settings.log_format)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        multiproc.forget_dead_workers()
         services = await build_services(settings, clock)
         app.state.services = services
         services.search.warm()
@@ -316,6 +324,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await services.close()
+            metrics.TALLY.flush()  # this worker's last counts, into the host's total
+            request_log.flush()
+            multiproc.worker_stopped()
 
     openapi = OpenAPIConfig(
         title="propdata: US property and market data API",
@@ -356,8 +367,15 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         before_request=check_request,
         security=[{"bearerAuth": []}],
     )
-    return Litestar(
-        route_handlers=[v1, health, openapi_json, web.static_files(), portal.router()],
+    app = Litestar(
+        route_handlers=[
+            v1,
+            health,
+            *operations.HANDLERS,
+            openapi_json,
+            web.static_files(),
+            portal.router(),
+        ],
         template_config=portal.templates(),
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
@@ -369,6 +387,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         logging_config=None,
         debug=False,
     )
+    # Around Litestar's router and error handling: every answer, errors included, and by
+    # the time it is sent the router has named its route.
+    app.asgi_handler = RequestObserver(app.asgi_handler, request_log, settings.proxies)
+    return app
 
 
 class HeadAsGet:
@@ -404,8 +426,6 @@ class HeadAsGet:
 
 def asgi() -> ASGIApp:
     """The server's entry point (uvicorn --factory propdata.app:asgi)."""
-    logging.basicConfig(
-        level=load_settings().log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-    return HeadAsGet(create_app())
+    settings = load_settings()
+    configure(settings.log_level, settings.log_format)
+    return HeadAsGet(create_app(settings))

@@ -133,6 +133,7 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
 ) -> None:
     """Serve the API (uvicorn with uvloop and httptools)."""
+    from propdata.kit import multiproc
     from propdata.kit.serving import server
     from propdata.kit.serving.limits import ClientLimits
 
@@ -141,11 +142,14 @@ def serve(
     # The workers share the host's memory budgets (the embedded cache's: config.cache_mb).
     os.environ["PROPDATA_WORKERS"] = str(workers)
     limits = ClientLimits(settings.head_timeout, settings.body_timeout, settings.max_connections)
-    server.run(
-        "propdata.app:asgi", limits=limits, announce=_listening,
-        factory=True, host=host, port=port, workers=workers,
-        loop="uvloop", log_level="warning", access_log=False,
-    )  # fmt: skip
+    # The folder every worker counts its metrics in (kit/multiproc.py), made before any of
+    # them imports prometheus_client.
+    with multiproc.metrics_folder():
+        server.run(
+            "propdata.app:asgi", limits=limits, announce=_listening,
+            factory=True, host=host, port=port, workers=workers,
+            loop="uvloop", log_level="warning", access_log=False,
+        )  # fmt: skip
 
 
 def _listening(url: str, workers: int) -> None:

@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -39,6 +40,16 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """PROPDATA_AS_OF: the date loads and statistics are computed as of (default: today, UTC)."""
     log_level: str = "INFO"
     """PROPDATA_LOG_LEVEL: DEBUG, INFO, WARNING or ERROR."""
+    log_format: Literal["text", "json"] = "text"
+    """PROPDATA_LOG_FORMAT: `text` (logfmt: `key=value` pairs) or `json` (JSON Lines) for the
+    log on standard error, one line per request and the service's own messages."""
+    metrics_allowed_networks: str = "127.0.0.0/8,::1/128"
+    """PROPDATA_METRICS_ALLOWED_NETWORKS: comma-separated networks whose clients may read
+    GET /metrics without a token (behind PROPDATA_TRUSTED_PROXIES, the forwarded client);
+    empty: the token only."""
+    metrics_token: str | None = None
+    """PROPDATA_METRICS_TOKEN: a secret that lets a scraper from any address read GET /metrics
+    with `Authorization: Bearer <token>`; unset: the allowed networks only."""
     search_index: bool = True
     """PROPDATA_SEARCH_INDEX: keep every property's search columns in memory (about 66 MB at
     1,000,000 properties, mapped once for all of a host's workers) so searches take
@@ -131,6 +142,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     def proxies(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
         return _networks(self.trusted_proxies)
 
+    @property
+    def metrics_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return _networks(self.metrics_allowed_networks)
+
 
 def _is_postgres(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
@@ -165,6 +180,9 @@ ENV = {
     "workers": "PROPDATA_WORKERS",
     "as_of": "PROPDATA_AS_OF",
     "log_level": "PROPDATA_LOG_LEVEL",
+    "log_format": "PROPDATA_LOG_FORMAT",
+    "metrics_allowed_networks": "PROPDATA_METRICS_ALLOWED_NETWORKS",
+    "metrics_token": "PROPDATA_METRICS_TOKEN",
     "search_index": "PROPDATA_SEARCH_INDEX",
     "index_dir": "PROPDATA_INDEX_DIR",
     "smtp_url": "PROPDATA_SMTP_URL",
@@ -216,10 +234,13 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         raise ConfigError("PROPDATA_PUBLIC_URL must be an http:// or https:// URL")
     if not 0 < settings.session_days <= 366:
         raise ConfigError("PROPDATA_SESSION_DAYS must be more than 0 and at most 366")
-    try:
-        _networks(settings.trusted_proxies)
-    except ValueError as exc:
-        raise ConfigError(f"PROPDATA_TRUSTED_PROXIES: {exc}") from exc
+    for field in ("trusted_proxies", "metrics_allowed_networks"):
+        try:
+            _networks(getattr(settings, field))
+        except ValueError as exc:
+            raise ConfigError(f"{ENV[field]}: {exc}") from exc
+    if settings.metrics_token is not None and len(settings.metrics_token) < 16:
+        raise ConfigError("PROPDATA_METRICS_TOKEN must be at least 16 characters")
     return settings
 
 

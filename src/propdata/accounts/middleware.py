@@ -33,6 +33,7 @@ from propdata.errors import (
 )
 from propdata.kit.cache import Cached, ResponseCache
 from propdata.kit.conditional import entity_tag, none_match
+from propdata.kit.metrics import CACHE_REQUESTS, LIMITER_DECISIONS, TALLY
 from propdata.kit.ratelimit.base import Decision, Limiter
 from propdata.kit.requests import add_headers
 
@@ -40,6 +41,11 @@ if TYPE_CHECKING:
     from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 STATE_KEY = "propdata.key"
+_CACHE_HIT, _CACHE_MISS = CACHE_REQUESTS.labels("hit"), CACHE_REQUESTS.labels("miss")
+_DECISIONS = {
+    window: LIMITER_DECISIONS.labels(window or "allowed")
+    for window in (None, "minute", "day", "failures")
+}
 
 
 class Metering(Protocol):
@@ -123,6 +129,7 @@ class MeteringMiddleware(ASGIMiddleware):
         if services.cache_ttl > 0:
             cache_key = await self._cache_key(services, scope, pairs, size)
             hit = await services.cache.get(cache_key)
+            TALLY.inc(_CACHE_MISS if hit is None else _CACHE_HIT)
             if hit is not None:
                 usage = await limiter.usage(key.window_id, key.per_minute, key.daily, guard)
                 add_headers(scope, rate_headers(usage))
@@ -132,6 +139,7 @@ class MeteringMiddleware(ASGIMiddleware):
                 return
 
         decision = await limiter.admit(key.window_id, key.per_minute, key.daily, guard)
+        TALLY.inc(_DECISIONS[decision.exceeded if not decision.allowed else None])
         add_headers(scope, rate_headers(decision))
         _refuse(key, decision)
 

@@ -21,6 +21,7 @@ from propdata.kit import geography
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database
 from propdata.kit.geography import US_STATES
+from propdata.kit.metrics import INGESTED
 from propdata.properties import lifecycle
 from propdata.properties.repository import (
     PropertyRepository,
@@ -369,6 +370,9 @@ async def load(
                 "unchanged": report.unchanged, "removed": report.removed,
                 "rejected": len(report.rejects),
             })  # fmt: skip
+    # Counted once committed: a load that fails stores nothing and counts nothing.
+    INGESTED.labels("accepted").inc(report.loaded + report.unchanged)
+    INGESTED.labels("rejected").inc(len(report.rejects))
     if report.changed:
         await repo.optimize()
     return report

@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from litestar.template.config import TemplateConfig
 from propdata.accounts.keys import CustomLimits
 from propdata.accounts.schemas import Account, ApiKey
 from propdata.accounts.service import AccountService, Flash
+from propdata.api import clients
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
 from propdata.errors import Forbidden, InvalidField, NotFound, ServiceError
@@ -69,27 +69,8 @@ class Visit:
 
 
 def client_address(request: Request[Any, Any, Any], settings: Settings) -> str:
-    """The socket peer, or behind a trusted proxy the rightmost X-Forwarded-For address that
-    is not one of the trusted proxies (PROPDATA_TRUSTED_PROXIES)."""
-    peer = request.client.host if request.client else "unknown"
-    proxies = settings.proxies
-    if not proxies or not _trusted(peer, proxies):
-        return peer
-    forwarded = ",".join(request.headers.getall("x-forwarded-for", []))
-    for hop in reversed([part.strip() for part in forwarded.split(",") if part.strip()]):
-        if not _is_address(hop):
-            return peer  # not what a proxy writes: believe nothing further left
-        if not _trusted(hop, proxies):
-            return hop
-    return peer
-
-
-def _is_address(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
+    """The client of a request, as `api.clients.client_address` finds it."""
+    return clients.client_address(request.scope, settings.proxies)
 
 
 def link_base(request: Request[Any, Any, Any], settings: Settings) -> str:
@@ -102,14 +83,6 @@ def link_base(request: Request[Any, Any, Any], settings: Settings) -> str:
     if ":" in str(host):
         host = f"[{host}]"
     return f"{request.scope.get('scheme', 'http')}://{host}:{port}"
-
-
-def _trusted(address: str, proxies: tuple[Any, ...]) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return any(ip in network for network in proxies)
 
 
 async def visit(

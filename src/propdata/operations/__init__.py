@@ -1,0 +1,1 @@
+"""What an operator watches: GET /metrics, and every request's metrics and log line."""
