@@ -1,0 +1,172 @@
+"""What every `propdata` command shares: the typer apps, the store a command runs against,
+and the progress bars of long jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from propdata.config import ConfigError, Settings, load_settings
+from propdata.kit.db import Database, StoreUnavailable, connect
+from propdata.migrations.schema import initialised, migrate
+
+app = typer.Typer(
+    help="US property records and ZIP-level market statistics over HTTP.", no_args_is_help=True
+)
+keys_app = typer.Typer(help="Create, list, change and revoke API keys.", no_args_is_help=True)
+accounts_app = typer.Typer(
+    help="The portal's accounts: create operators, list, disable.", no_args_is_help=True
+)
+data_app = typer.Typer(help="Build, load and generate the data set.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+app.add_typer(data_app, name="data")
+app.add_typer(accounts_app, name="accounts")
+err = Console(stderr=True)
+T = TypeVar("T")
+
+
+def settings_or_exit() -> Settings:
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        err.print(f"[red]configuration error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
+class NoStore(Exception):
+    """The store a command that only reads or manages was pointed at was never made."""
+
+
+def no_store(settings: Settings) -> typer.Exit:
+    err.print(
+        f"[red]error:[/red] there is no store at {settings.store_label}, and this command does"
+        " not make one. Point PROPDATA_DATABASE_URL at the store your server uses (`make run`"
+        " uses var/propdata.db in the repository's folder), or make a store with"
+        " `propdata data demo` or `propdata data import FILE`.",
+        soft_wrap=True,  # a path broken over two lines cannot be copied
+    )
+    return typer.Exit(2)
+
+
+def check_store(settings: Settings, *, create: bool, announce: bool = True) -> None:
+    """Say which store a command uses; refuse a missing embedded store unless `create`."""
+    if announce:
+        err.print(f"store: {settings.store_label}", highlight=False, soft_wrap=True)
+    if not create and settings.store_file is not None and not settings.store_file.exists():
+        raise no_store(settings)
+
+
+async def require_made(settings: Settings) -> None:
+    """Raise NoStore when a PostgreSQL store was never migrated (an embedded one: its file
+    is checked before anything opens it)."""
+    if settings.store_file is not None:
+        return
+    db = await connect(settings.database_url)
+    try:
+        if not await initialised(db):
+            raise NoStore
+    finally:
+        await db.close()
+
+
+def run(
+    work: Callable[[Database, Settings], Awaitable[T]],
+    *,
+    create: bool = False,
+    announce: bool = True,
+) -> T:
+    """Run `work` against the data store. Only commands that load data (`create`) may make
+    a store that does not exist: a key made in a store no server reads is lost."""
+    settings = settings_or_exit()
+    check_store(settings, create=create, announce=announce)
+
+    async def main() -> T:
+        db = await connect(settings.database_url)
+        try:
+            if not create and not await initialised(db):
+                raise NoStore
+            await migrate(db)
+            return await work(db, settings)
+        finally:
+            await db.close()
+
+    try:
+        return asyncio.run(main())
+    except NoStore:
+        raise no_store(settings) from None
+    except (sqlite3.DatabaseError, StoreUnavailable, OSError) as exc:
+        # A full disk, a store that cannot be reached or written: a sentence, not a
+        # traceback. Every write is one transaction, so nothing of the failed step stays.
+        err.print(f"[red]error:[/red] the store could not be used: {exc}. Nothing of this"
+                  " step was stored; the data is as it was before it.")  # fmt: skip
+        raise typer.Exit(1) from exc
+
+
+def progress_bars() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=False,
+    )  # fmt: skip
+
+
+class Bars:
+    """The pipeline's progress as rich bars on standard error."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def task(self, description: str, total: int | None) -> Callable[[int], None]:
+        task = self.progress.add_task(description, total=total)
+        return lambda n: self.progress.advance(task, n)
+
+
+def pipeline_step(
+    work: Callable[[Database, Settings, Bars], Awaitable[Any]], *, create: bool = False
+) -> Any:
+    """Run a pipeline step with progress bars; print what it did."""
+
+    async def go(db: Database, settings: Settings) -> Any:
+        with progress_bars() as progress:
+            outcome = await work(db, settings, Bars(progress))
+        summary(outcome)
+        return outcome
+
+    return run(go, create=create)
+
+
+def summary(outcome: Any) -> None:
+    for report, what in zip(outcome.reports, outcome.names, strict=True):
+        err.print(f"{what}: {report.inserted} new, {report.updated} updated,"
+                  f" {report.unchanged} unchanged, {len(report.rejects)} rejected.")  # fmt: skip
+    if outcome.estimates is not None:
+        e = outcome.estimates
+        err.print(f"Estimates: {e.values:,} values and {e.rents:,} rents, learnt from"
+                  f" {e.sales:,} sales and {e.rentals:,} rentals.")  # fmt: skip
+    if outcome.markets is not None:
+        err.print(f"Market statistics for {outcome.markets} ZIP codes.")
+
+
+def finish_interrupted_load() -> None:
+    """Rebuild what a load that died after its commit left undone, before serving."""
+    from propdata.properties.repository import PropertyRepository
+
+    async def pending(db: Database, settings: Settings) -> bool:
+        return await PropertyRepository(db).rebuild_pending() is not None
+
+    if not run(pending, create=True):  # a server may start on a store of its own
+        return  # the usual case: the pipeline (it imports pandas, 0.3 s) is not needed
+    from propdata.ingest import pipeline
+
+    async def work(db: Database, settings: Settings, bars: Bars) -> Any:
+        if not await PropertyRepository(db).rebuild_pending():
+            return pipeline.Outcome()
+        err.print("A data load was interrupted before its rebuild; finishing it first.")
+        return await pipeline.rebuild(db, settings.today(), bars)
+
+    pipeline_step(work)

@@ -1,0 +1,266 @@
+"""`propdata data`: make, load, generate, rebuild, back up and copy a store."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from propdata.cli.base import (
+    Bars,
+    check_store,
+    data_app,
+    err,
+    pipeline_step,
+    progress_bars,
+    run,
+    settings_or_exit,
+)
+from propdata.config import Settings, load_settings
+from propdata.kit.db import Database
+
+
+@data_app.command("demo")
+def data_demo(
+    properties: Annotated[int, typer.Option(help="Synthetic properties to generate.")] = 100_000,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic set.")] = 1,
+    if_missing: Annotated[
+        bool, typer.Option("--if-missing", help="Do nothing when data exists.")
+    ] = False,
+) -> None:
+    """Build (or rebuild) the demo set: the real Ames and Grinnell sales plus a synthetic set."""
+    from propdata.ingest import pipeline
+    from propdata.properties.repository import PropertyRepository
+
+    async def work(db: Database, settings: Settings, bars: Bars) -> Any:
+        if if_missing and await PropertyRepository(db).count():
+            err.print("Demo data already present; nothing to do.")
+            return pipeline.Outcome()
+        as_of = settings.today()
+        return await pipeline.run(db, pipeline.demo_sources(properties, seed, as_of), as_of, bars)
+
+    pipeline_step(work, create=True)
+
+
+@data_app.command("generate")
+def data_generate(
+    properties: Annotated[int, typer.Option(min=0, help="How many synthetic properties.")],
+    seed: Annotated[int, typer.Option(help="Seed; the same seed and date give the same data.")] = 1,
+) -> None:
+    """Replace the synthetic records with N new ones (real and imported records stay)."""
+    from propdata.ingest import pipeline
+
+    async def work(db: Database, settings: Settings, bars: Bars) -> Any:
+        as_of = settings.today()
+        source = pipeline.synthetic_source(properties, seed, as_of)
+        return await pipeline.run(db, [source], as_of, bars)
+
+    pipeline_step(work, create=True)
+
+
+@data_app.command("import")
+def data_import(
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="CSV or JSON Lines file.")
+    ],
+    rejects: Annotated[Path | None, typer.Option(help="Where to write the rejects report.")] = None,
+) -> None:
+    """Load a CSV (API shape or RESO columns) or JSON Lines file; bad rows go to a report."""
+    from propdata.ingest import pipeline, readers
+
+    async def work(db: Database, settings: Settings, bars: Bars) -> Any:
+        as_of = settings.today()
+        try:
+            source = pipeline.file_source(file, as_of)
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
+        return await pipeline.run(db, [source], as_of, bars)
+
+    outcome = pipeline_step(work, create=True)
+    report = outcome.reports[0]
+    if report.rejects:
+        target = rejects or file.with_name(file.name + ".rejects.csv")
+        readers.write_rejects(target, report.rejects)
+        err.print(f"{len(report.rejects)} rows rejected; see {target}")
+        raise typer.Exit(1)  # the good rows are loaded; a script still learns of the rest
+
+
+@data_app.command("init")
+def data_init() -> None:
+    """Make an empty store (data and keys) or bring an existing one's schema up to date."""
+    from propdata.app import open_stores
+
+    settings = settings_or_exit()
+    check_store(settings, create=True)
+
+    async def main() -> None:
+        db, accounts = await open_stores(settings)
+        if accounts is not db:
+            await accounts.close()
+        await db.close()
+
+    asyncio.run(main())
+    err.print("The store is ready.")
+
+
+@data_app.command("status")
+def data_status() -> None:
+    """Show the store: records by origin and status, the last load, the search index; exit 1
+    while a load's rebuild is still to be done."""
+    from propdata.properties.repository import PropertyRepository
+    from propdata.search.snapshot import Snapshots
+
+    async def work(db: Database, settings: Settings) -> dict[str, Any]:
+        repo = PropertyRepository(db)
+        return {
+            "counts": await repo.counts(), "version": await repo.data_version(),
+            "pending": await repo.rebuild_pending(), "last": await repo.last_load(),
+            "namespace": await repo.cache_namespace(),
+        }  # fmt: skip
+
+    settings = settings_or_exit()
+    found = run(work, announce=False)  # the store is the report's first line
+    print(f"store: {settings.store_label}")
+    counts: list[tuple[str, str, int]] = found["counts"]
+    print(f"properties: {sum(n for _, _, n in counts)}")
+    origins: dict[str, dict[str, int]] = {}
+    for origin, status, n in counts:
+        origins.setdefault(origin, {})[status] = n
+    for origin, statuses in origins.items():
+        parts = ", ".join(f"{status} {n:,}" for status, n in statuses.items())
+        print(f"  {origin}: {sum(statuses.values()):,} ({parts})")
+    print(f"data version: {found['version']}")
+    last = found["last"]
+    if last is None:
+        print("last load that changed records: none")
+    else:
+        print(f"last load that changed records: {last['at']}, {last['origin']}: {last['inserted']} new,"
+              f" {last['updated']} updated, {last['unchanged']} unchanged,"
+              f" {last['removed']} removed, {last['rejected']} rejected")  # fmt: skip
+    print(f"search index: {_index_state(settings, found['namespace'], Snapshots)}")
+    if found["pending"]:
+        print("rebuild: pending (a load's estimates and market statistics were not rebuilt;"
+              " run `propdata data rebuild`, or start `propdata serve`, to finish it)")  # fmt: skip
+        raise typer.Exit(1)
+    print("rebuild: done")
+
+
+def _index_state(settings: Settings, namespace: str, snapshots: Any) -> str:
+    """Whether this host holds the search index snapshot of the store's data version."""
+    if not settings.search_index:
+        return "off (PROPDATA_SEARCH_INDEX=0: searches are answered by the store)"
+    if settings.index_path is None:
+        return "in memory only (an in-memory store has no snapshot folder)"
+    kept = snapshots(settings.index_path)
+    if kept.identity(namespace) is None:
+        return (f"not built for this data version in {settings.index_path} (the first server"
+                " to start builds it; searches are answered by the store meanwhile)")  # fmt: skip
+    return f"ready for this data version, in {kept.path(namespace)}"
+
+
+@data_app.command("rebuild")
+def data_rebuild() -> None:
+    """Recompute the value and rent estimates and the market statistics (as of
+    PROPDATA_AS_OF, default today); every load does this by itself."""
+    from propdata.ingest import pipeline
+
+    async def work(db: Database, settings: Settings, bars: Bars) -> Any:
+        return await pipeline.rebuild(db, settings.today(), bars)
+
+    pipeline_step(work)
+
+
+@data_app.command("backup")
+def data_backup(
+    file: Annotated[Path, typer.Argument(dir_okay=False, help="Where to write the backup.")],
+) -> None:
+    """Copy the live embedded store (data, and keys beside it) to FILE; servers and loads go
+    on meanwhile. FILE is itself a store: PROPDATA_DATABASE_URL=FILE serves it."""
+    _store_files(file, backing_up=True)
+
+
+@data_app.command("restore")
+def data_restore(
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="A backup made by data backup.")
+    ],
+) -> None:
+    """Write the backup FILE (and its siblings) over the embedded store; running servers
+    answer from the restored data from their next request."""
+    _store_files(file, backing_up=False)
+
+
+def _store_files(file: Path, *, backing_up: bool) -> None:
+    from propdata.migrations import backup
+
+    settings = settings_or_exit()
+    with progress_bars() as progress:
+        task = progress.add_task("backing up" if backing_up else "restoring", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        try:
+            if backing_up:
+                copied = backup.backup(settings.database_url, file, advance)
+            else:
+                copied = backup.restore(file, settings.database_url, advance)
+        except (ValueError, FileNotFoundError) as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
+    for c in copied:
+        err.print(f"{c.part}: {c.source} -> {c.target} ({c.pages:,} pages)")
+
+
+@data_app.command("copy")
+def data_copy(
+    to: Annotated[str, typer.Option("--to", help="Target store URL, e.g. postgresql://host/db.")],
+    source: Annotated[
+        str | None,
+        typer.Option("--from", help="Source store URL (default: PROPDATA_DATABASE_URL)."),
+    ] = None,
+) -> None:
+    """Copy the whole store (data, keys, plans, statistics) into an empty one and verify it."""
+    from propdata.app import open_stores
+    from propdata.migrations.transfer import TransferError, copy_stores
+
+    settings = settings_or_exit()
+
+    async def work() -> list[Any]:
+        src, src_accounts = await open_stores(
+            load_settings(database_url=source or settings.database_url)
+        )
+        dst, dst_accounts = await open_stores(load_settings(database_url=to))
+        try:
+            with progress_bars() as progress:
+                tasks: dict[str, Any] = {}
+
+                def advance(table: str, n: int) -> None:
+                    if table not in tasks:
+                        tasks[table] = progress.add_task(f"copying {table}", total=None)
+                    progress.advance(tasks[table], n)
+
+                return await copy_stores((src, src_accounts), (dst, dst_accounts), progress=advance)
+        finally:
+            for db in {id(d): d for d in (src, src_accounts, dst, dst_accounts)}.values():
+                await db.close()
+
+    try:
+        reports = asyncio.run(work())
+    except TransferError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    table = Table("table", "source rows", "target rows", "sha256 equal")
+    for r in reports:
+        table.add_row(r.table, str(r.source_rows), str(r.target_rows), "yes" if r.equal else "NO")
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+    if not all(r.equal for r in reports):
+        err.print("[red]the copy differs from its source[/red]")
+        raise typer.Exit(1)
+    err.print("Copied; every table's count and checksum match.")

@@ -1,0 +1,259 @@
+"""`propdata keys` and `propdata accounts`: API keys and the portal's accounts."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from propdata.cli.base import (
+    NoStore,
+    T,
+    accounts_app,
+    check_store,
+    err,
+    keys_app,
+    no_store,
+    require_made,
+    settings_or_exit,
+)
+from propdata.kit import crypto
+from propdata.plans import BY_NAME, NAMES, choice
+
+if TYPE_CHECKING:
+    # Imported where used: `propdata serve` needs neither, and they cost its start-up
+    # (Litestar, Argon2) about 0.35 s before the workers are even started.
+    from propdata.accounts.keys import KeyService
+    from propdata.accounts.service import AccountService
+
+
+def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
+    """Run a key command against the accounts store, which no data load ever locks."""
+    from propdata.accounts.keys import KeyCommandError, KeyService
+    from propdata.app import open_stores
+
+    settings = settings_or_exit()
+    check_store(settings, create=False)
+
+    async def main() -> T:
+        await require_made(settings)
+        db, accounts = await open_stores(settings)
+        try:
+            return await work(KeyService(accounts))
+        finally:
+            if accounts is not db:
+                await accounts.close()
+            await db.close()
+
+    try:
+        return asyncio.run(main())
+    except NoStore:
+        raise no_store(settings) from None
+    except KeyCommandError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
+_PLAN_HELP = f"{choice(NAMES)}."
+_CUSTOM = f"({choice(tuple(name for name in NAMES if BY_NAME[name].customisable))})"
+PerMinute = Annotated[
+    int | None, typer.Option("--per-minute", help=f"Custom per-minute limit {_CUSTOM}.")
+]
+Daily = Annotated[int | None, typer.Option("--daily", help=f"Custom daily quota {_CUSTOM}.")]
+DefaultPage = Annotated[
+    int | None, typer.Option("--default-page-size", help=f"Custom default page size {_CUSTOM}.")
+]
+MaxPage = Annotated[
+    int | None, typer.Option("--max-page-size", help=f"Custom maximum page size {_CUSTOM}.")
+]
+
+
+@keys_app.command("create")
+def keys_create(
+    plan: Annotated[str, typer.Option(help=_PLAN_HELP)],
+    name: Annotated[str | None, typer.Option(help="A label for the key.")] = None,
+    per_minute: PerMinute = None,
+    daily: Daily = None,
+    default_page_size: DefaultPage = None,
+    max_page_size: MaxPage = None,
+    account: Annotated[
+        str | None, typer.Option(help="The email of the portal account that holds the key.")
+    ] = None,
+) -> None:
+    """Create a key; the key itself is printed once, alone on the last line."""
+    from propdata.accounts.keys import CustomLimits
+
+    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
+    if account is None:
+        key, secret = _keys(lambda svc: svc.create(plan.lower(), name, limits))
+    else:
+        key, secret = _accounts(
+            lambda svc: svc.create_key_for(account, plan.lower(), name, limits, actor="cli")
+        )
+    err.print(
+        f"Created {key.id} ({key.name}) on the {key.plan} plan. Keep the key: it is not shown again."
+    )
+    print(secret)
+
+
+@keys_app.command("list")
+def keys_list() -> None:
+    """List keys (ids, names, plans, status; never the keys themselves)."""
+    keys = _keys(lambda svc: svc.all())
+    table = Table(
+        "id", "name", "prefix", "plan", "per minute", "daily", "page size", "status", "created"
+    )
+    for k in keys:
+        table.add_row(k.id, k.name, k.prefix + "…", k.plan, str(k.per_minute),
+                      "unlimited" if k.daily is None else str(k.daily),
+                      f"{k.default_page_size}/{k.max_page_size}", k.status, k.created_at)  # fmt: skip
+    # Piped output (scripts, tests) gets the whole table rather than an 80-column squeeze.
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+KeyArgument = Annotated[
+    str,
+    typer.Argument(
+        help="The key id (key_…), or - to read the key itself from standard input. The key"
+        " itself as an argument works too, but lands in shell history and `ps`."
+    ),
+]
+
+
+def _which_key(argument: str) -> str:
+    """The key id or key an operator named: `-` reads the key from standard input."""
+    if argument == "-":
+        return sys.stdin.readline().strip()
+    if argument.startswith(crypto.PREFIX):
+        err.print(
+            "[yellow]warning:[/yellow] a key on the command line is kept in shell history and"
+            " shown by `ps`; name the key by its id, or pass - and the key on standard input."
+        )
+    return argument
+
+
+@keys_app.command("plan")
+def keys_plan(
+    key: KeyArgument,
+    plan: Annotated[str, typer.Argument(help=_PLAN_HELP)],
+    per_minute: PerMinute = None,
+    daily: Daily = None,
+    default_page_size: DefaultPage = None,
+    max_page_size: MaxPage = None,
+) -> None:
+    """Move a key to another plan (custom limits are reset); effective on its next request."""
+    from propdata.accounts.keys import CustomLimits
+
+    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
+    named = _which_key(key)
+    updated = _keys(lambda svc: _audited(svc).command_plan(named, plan.lower(), limits))
+    err.print(f"{updated.id} is now on the {updated.plan} plan ({updated.per_minute}/min,"
+              f" {'unlimited' if updated.daily is None else updated.daily}/day).")  # fmt: skip
+
+
+def _audited(keys: KeyService) -> AccountService:
+    """The keys' store as accounts, whose changes go to the audit log (no mail, no limits)."""
+    from propdata.accounts.service import AccountService
+    from propdata.kit.mail import OutboxMailer
+    from propdata.kit.ratelimit.sqlite import SQLiteLimiter
+
+    return AccountService(
+        keys.db, keys, SQLiteLimiter(":memory:"), OutboxMailer("var/outbox", "cli")
+    )
+
+
+@keys_app.command("revoke")
+def keys_revoke(key: KeyArgument) -> None:
+    """Revoke a key; its next request is refused."""
+    named = _which_key(key)
+    revoked = _keys(lambda svc: _audited(svc).command_revoke(named))
+    err.print(f"{revoked.id} is revoked.")
+
+
+# -- accounts -----------------------------------------------------------------------------
+
+
+def _accounts(work: Callable[[AccountService], Awaitable[T]]) -> T:
+    """Run an accounts command against the accounts store (never locked by a data load)."""
+    from propdata.accounts.keys import KeyCommandError, KeyService
+    from propdata.accounts.service import AccountService
+    from propdata.app import open_stores
+    from propdata.errors import ServiceError
+    from propdata.kit.mail import mailer_for
+    from propdata.kit.ratelimit.sqlite import SQLiteLimiter
+
+    settings = settings_or_exit()
+    check_store(settings, create=False)
+
+    async def main() -> T:
+        await require_made(settings)
+        db, store = await open_stores(settings)
+        try:
+            # These commands send no mail and count no attempts; the service still needs both.
+            mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
+            return await work(
+                AccountService(store, KeyService(store), SQLiteLimiter(":memory:"), mailer)
+            )
+        finally:
+            if store is not db:
+                await store.close()
+            await db.close()
+
+    try:
+        return asyncio.run(main())
+    except NoStore:
+        raise no_store(settings) from None
+    except (KeyCommandError, ServiceError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+
+
+Email = Annotated[str, typer.Argument(help="The account's email address.")]
+
+
+@accounts_app.command("create")
+def accounts_create(
+    email: Email,
+    admin: Annotated[bool, typer.Option("--admin", help="An operator: may open /admin.")] = False,
+) -> None:
+    """Create an account (email counted as confirmed); the password is read from stdin."""
+    if sys.stdin.isatty():
+        import getpass
+
+        password = getpass.getpass("Password (12 to 128 characters): ")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    made = _accounts(lambda svc: svc.create_account(email, password, admin=admin, actor="cli"))
+    err.print(f"Created {made.email}{' (operator)' if made.is_admin else ''}.")
+
+
+@accounts_app.command("list")
+def accounts_list() -> None:
+    """List accounts with their status and number of keys."""
+    people = _accounts(lambda svc: svc.all_accounts())
+    table = Table("email", "status", "role", "confirmed", "active keys", "keys", "created")
+    for person, keys in people:
+        table.add_row(person.email, person.status, "operator" if person.is_admin else "developer",
+                      "yes" if person.verified else "no",
+                      str(sum(1 for k in keys if k.status == "active")), str(len(keys)),
+                      person.created_at)  # fmt: skip
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+
+
+@accounts_app.command("disable")
+def accounts_disable(email: Email) -> None:
+    """Disable an account: its keys answer 401 revoked_api_key at once, its sessions end."""
+    done = _accounts(lambda svc: svc.disable("cli", email, "cli"))
+    err.print(f"{done.email} is disabled.")
+
+
+@accounts_app.command("admin")
+def accounts_admin(email: Email) -> None:
+    """Make an account an operator (it may open /admin)."""
+    done = _accounts(lambda svc: svc.set_admin(email, actor="cli"))
+    err.print(f"{done.email} is an operator.")
