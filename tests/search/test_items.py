@@ -88,8 +88,8 @@ async def test_a_snapshot_s_items_are_checked_before_use(mixed: Store, tmp_path:
 
 def test_a_page_of_items_is_a_json_array(tmp_path: Path) -> None:
     path = tmp_path / "items"
-    path.write_bytes(b'{"id":"a","distanceMiles":{"id":"bc","distanceMiles":')
-    file = ItemFile(path, np.array([0, 26, 53], np.int32), zlib.crc32(path.read_bytes()))
+    path.write_bytes(b'{"id":"a"{"id":"bc"')
+    file = ItemFile(path, np.array([0, 9, 19], np.int32), zlib.crc32(path.read_bytes()))
     assert file.ready
     assert json.loads(file.page(np.array([1, 0]), None)) == [{"id": "bc"}, {"id": "a"}]
     assert json.loads(file.page(np.array([0]), [1.234])) == [{"id": "a", "distanceMiles": 1.23}]

@@ -277,7 +277,7 @@ export interface PropertySummary {
   lastSaleDate: string | null;
   lastUpdated: string;
   /** Miles from a radius search's center, two decimals; absent without a radius. */
-  distanceMiles?: number;
+  distanceMiles?: number | null;
 }
 
 /** `GET /v1/properties/{id}/history` (`properties.history`). */

@@ -7,8 +7,8 @@ all: a third of a search request's CPU. A snapshot is one data version, so it ca
 every row's item already encoded as the API answers it; a page is then its items' bytes
 joined (`ItemFile.page`), byte for byte what encoding the rows' structs gives.
 
-Each item is kept as its JSON up to and including `"distanceMiles":` (the last field); a
-radius search's page appends the distance and `}`, any other page cuts that last name off
+Each item is kept as its JSON without `distanceMiles` and without its closing `}`: a radius
+search's page appends `,"distanceMiles":` with the distance and `}`, any other page only `}`
 (`distanceMiles` is on radius searches' items only). The file is read with `pread`, not mapped: its pages
 stay in the host's page cache, shared by every worker, and never count in a worker's
 resident memory (a mapped file's touched pages would, up to its 300 MB at 1,000,000).
@@ -32,10 +32,10 @@ from propdata.properties.schemas import ShortAddress
 from propdata.search.repository import SearchRow
 from propdata.search.schemas import PropertySearchItem
 
-_TAIL = b"null}"
-"""How every item encoded without a distance ends (the search item's last field)."""
-_LAST_NAME = b',"distanceMiles":'
-"""What a kept item ends with: cut off where the search has no radius."""
+_TAIL = b"}"
+"""What closes a kept item on a page without a radius."""
+_DISTANCE = b',"distanceMiles":'
+"""What a radius search's page adds to a kept item, before the distance."""
 _encode = msgspec.json.Encoder().encode
 VERIFY_INLINE = 16 << 20
 """Bytes of items checked before the index is used; a larger file is checked on a thread."""
@@ -55,9 +55,9 @@ def crc_of(path: Path) -> int:
     return crc
 
 
-def search_item(r: SearchRow, distance: float | msgspec.UnsetType | None) -> PropertySearchItem:
-    """The wire item of a row (`distance`: miles, already rounded; UNSET off a radius search,
-    None only to make the kept form, which ends in `"distanceMiles":null}`)."""
+def search_item(r: SearchRow, distance: float | msgspec.UnsetType) -> PropertySearchItem:
+    """The wire item of a row (`distance`: miles, already rounded; UNSET off a radius
+    search, and in the kept form)."""
     return PropertySearchItem(
         id=r.id, status=r.status, list_price=r.list_price,
         address=ShortAddress(street_address=r.street_address, city=r.city, state=r.state,
@@ -69,11 +69,11 @@ def search_item(r: SearchRow, distance: float | msgspec.UnsetType | None) -> Pro
 
 
 def encoded(rows: Sequence[SearchRow]) -> list[bytes]:
-    """Each row's item as kept in a snapshot: its JSON without the trailing `null}`."""
+    """Each row's item as kept in a snapshot: its JSON without its closing `}`."""
     out = []
     for r in rows:
-        item = _encode(search_item(r, None))
-        assert item.endswith(_LAST_NAME + _TAIL)
+        item = _encode(search_item(r, msgspec.UNSET))
+        assert item.endswith(_TAIL)
         out.append(item[: -len(_TAIL)])
     return out
 
@@ -126,12 +126,11 @@ class ItemFile:
 
 
 def join(parts: list[bytes], distances: Sequence[float] | None) -> bytes:
-    """The JSON array of encoded items, with their distances (rounded to two places, as the
-    API shows them) when given, else null."""
+    """The JSON array of kept items, each with its distance (rounded to two places, as the
+    API shows them) when given, else without one."""
     if distances is None:
-        cut = -len(_LAST_NAME)
-        return b"[" + b"},".join(p[:cut] for p in parts) + (b"}]" if parts else b"]")
-    tails = [_encode(round(d, 2)) + b"}" for d in distances]
+        return b"[" + b"},".join(parts) + (b"}]" if parts else b"]")
+    tails = [_DISTANCE + _encode(round(d, 2)) + _TAIL for d in distances]
     return b"[" + b",".join(p + t for p, t in zip(parts, tails, strict=True)) + b"]"
 
 

@@ -51,7 +51,7 @@ from propdata.search.filters import CATEGORICAL, NUMERIC, SORT_COLUMNS
 from propdata.search.index import GROUPED, SearchIndex
 from propdata.search.items import ItemFile, crc_of
 
-FORMAT = 4
+FORMAT = 5
 """Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
 ITEMS = "items.bin"
 """The encoded search items (`search.items`), beside the arrays; `item_offsets.npy`
