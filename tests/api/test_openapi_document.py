@@ -73,3 +73,8 @@ def test_no_litestar_validation_body_and_no_generated_examples(document: dict[st
         assert leftover not in text
     for name, schema in document["components"]["schemas"].items():
         assert "examples" not in schema, name
+
+
+def test_a_change_of_the_feed_is_created_updated_or_removed(document: dict[str, Any]) -> None:
+    change = document["components"]["schemas"]["PropertyChange"]["properties"]["changeType"]
+    assert sorted(change["enum"]) == ["created", "removed", "updated"]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from propdata.feed.service import FeedService
+from propdata.ingest import pipeline
 from propdata.ingest.loader import load
 from tests.factories import AS_OF, catalogue, record
 
@@ -98,21 +99,63 @@ async def test_following_through_two_loads_equals_the_final_store(fresh: Any) ->
     assert fresh_copy == copy
 
 
-async def test_a_removed_property_is_an_update_whose_record_is_gone(fresh: Any) -> None:
+async def test_a_removed_property_is_a_removal_with_its_id_and_last_updated(fresh: Any) -> None:
     client, _, make_key = await fresh(cache_ttl=0)
     headers = bearer(await make_key())
     _, cursor = await follow(client, headers)
     db = await fresh.db()
-    await load(db, [(1, record("d-1"))], origin="demo", as_of=AS_OF)
+    stamp = "2026-11-02T09:30:00Z"
+    await load(db, [(1, record("d-1", last_updated=stamp))], origin="demo", as_of=AS_OF)
     await load(db, [(1, record("d-2"))], origin="demo", as_of=AS_OF, replace_origin=True)
     await db.close()
     changes, _ = await follow(client, headers, cursor)
     assert [(c["id"], c["changeType"]) for c in changes] == [
         ("d-1", "created"),
-        ("d-1", "updated"),
+        ("d-1", "removed"),
         ("d-2", "created"),
     ]
+    assert changes[1]["lastUpdated"] == stamp
     assert (await client.get("/v1/properties/d-1", headers=headers)).status_code == 404
+
+
+async def test_a_record_made_again_after_its_removal_is_created(fresh: Any) -> None:
+    client, _, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key())
+    _, cursor = await follow(client, headers)
+    db = await fresh.db()
+    for pid in ("d-1", "d-2", "d-1"):
+        await load(db, [(1, record(pid))], origin="demo", as_of=AS_OF, replace_origin=True)
+    await db.close()
+    changes, _ = await follow(client, headers, cursor)
+    assert [(c["id"], c["changeType"]) for c in changes] == [
+        ("d-1", "created"),
+        ("d-1", "removed"),
+        ("d-2", "created"),
+        ("d-2", "removed"),
+        ("d-1", "created"),
+    ]
+    copy: dict[str, Any] = {}
+    await sync(client, headers, copy, changes)
+    assert set(copy) == {"d-1"}
+
+
+async def test_generating_fewer_properties_removes_the_rest(fresh: Any) -> None:
+    client, _, make_key = await fresh(cache_ttl=0)
+    headers = bearer(await make_key())
+    db = await fresh.db()
+    await pipeline.run(db, [pipeline.synthetic_source(12, 3, AS_OF)], AS_OF)
+    kept = {row[0] for row in await db.fetch_all(
+        "SELECT id FROM properties WHERE origin = 'synthetic'")}  # fmt: skip
+    _, cursor = await follow(client, headers)
+    await pipeline.run(db, [pipeline.synthetic_source(5, 3, AS_OF)], AS_OF)
+    left = {row[0] for row in await db.fetch_all(
+        "SELECT id FROM properties WHERE origin = 'synthetic'")}  # fmt: skip
+    await db.close()
+    assert len(kept) == 12 and len(left) == 5
+    changes, _ = await follow(client, headers, cursor, limit=50)
+    newest = {c["id"]: c["changeType"] for c in changes}
+    assert {i for i, kind in newest.items() if kind == "removed"} == kept - left
+    assert {i for i, kind in newest.items() if kind != "removed"} == left
 
 
 async def test_a_load_that_fails_leaves_no_change(fresh: Any) -> None:
@@ -173,3 +216,19 @@ async def test_pruning_keeps_30_days_and_every_property_s_newest_change(fresh: A
     await load(db, [(1, record("t-000", list_price=177_000))], origin="import", as_of=AS_OF)
     assert await feed.prune(today + dt.timedelta(days=1)) == 0
     await db.close()
+
+
+async def test_pruning_keeps_a_removal_and_a_creation_after_it(fresh: Any) -> None:
+    db = await fresh.db()
+    for pid in ("d-1", "d-2"):
+        await load(db, [(1, record(pid))], origin="demo", as_of=AS_OF, replace_origin=True)
+    await db.execute("UPDATE property_changes SET changed_at = '2026-09-01T00:00:00.000Z'")
+    await load(db, [(1, record("d-1"))], origin="demo", as_of=AS_OF, replace_origin=True)
+    assert await FeedService(db).prune(dt.date(2026, 11, 21)) == 3  # all but the newest
+    rows = await db.fetch_all(
+        "SELECT property_id, change_type FROM property_changes"
+        " WHERE property_id IN ('d-1', 'd-2') ORDER BY seq"
+    )
+    await db.close()
+    # d-2's removal is its newest change, and d-1 is a creation after its removal
+    assert [tuple(row) for row in rows] == [("d-2", "removed"), ("d-1", "created")]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from propdata.config import accounts_url
+from propdata.ingest.loader import load
 from propdata.kit.db import Database, connect
 from propdata.kit.steps import upgrade
 from propdata.migrations.schema import (
@@ -28,6 +29,7 @@ from propdata.migrations.schema import (
     table_columns,
 )
 from tests.conftest import drop_store, new_store
+from tests.factories import AS_OF, record
 
 
 @dataclass
@@ -208,3 +210,24 @@ async def test_the_feed_watches_every_column_of_a_property_but_the_derived_keys(
     _, columns = table_columns()["properties"]
     watched = {c for c in columns if f"old.{c} is" in trigger.lower()}
     assert watched == set(columns) - {"street_key", "city_key"}
+
+
+async def test_a_store_made_before_removals_were_told_apart_writes_them_once_upgraded(
+    stores: Stores,
+) -> None:
+    """A store stopped before the last data step wrote a removal as `updated`; that row
+    stays, and once upgraded a removal is `removed`."""
+    db = stores.data
+    assert await upgrade(db, steps_of(DATA)[:-1])
+    for pid in ("d-1", "d-2", "d-3"):
+        await load(db, [(1, record(pid))], origin="demo", as_of=AS_OF, replace_origin=True)
+        if pid == "d-2":
+            await migrate(db)
+    rows = await db.fetch_all("SELECT property_id, change_type FROM property_changes ORDER BY seq")
+    assert [tuple(row) for row in rows] == [
+        ("d-1", "created"),
+        ("d-1", "updated"),
+        ("d-2", "created"),
+        ("d-2", "removed"),
+        ("d-3", "created"),
+    ]

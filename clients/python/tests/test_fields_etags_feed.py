@@ -228,7 +228,7 @@ def test_following_the_feed_after_a_load(own_live: Live) -> None:
             ("t-sdk-1", "created"),
             ("t-011", "updated"),
             ("d-sdk-1", "created"),
-            ("d-sdk-1", "updated"),
+            ("d-sdk-1", "removed"),
             ("d-sdk-2", "created"),
         ]
         assert [len(p.data) for p in after] == [2, 2, 1]

@@ -42,7 +42,7 @@ export type PropertySort = "listPrice" | "daysOnMarket" | "livingArea" | "lastUp
 export type SortOrder = "asc" | "desc";
 
 /** `changeType` of a change of the feed. */
-export type ChangeType = "created" | "updated";
+export type ChangeType = "created" | "updated" | "removed";
 
 /**
  * `fields` of a property read: wire names, dotted for nested ones (`address.zipCode`), as a
@@ -341,11 +341,12 @@ export interface PropertyPage<T> {
   data: T[];
 }
 
-/** One change of the feed: fetch the record to apply it (a 404 means it was removed). */
+/** One change of the feed: drop your copy for a "removed" one, fetch the record to apply any
+ * other (a 404 means it was removed since). */
 export interface PropertyChange {
   id: string;
   changeType: ChangeType;
-  /** The record's `lastUpdated` after the change, ISO 8601 UTC. */
+  /** The record's `lastUpdated` after the change (before it, for a removal), ISO 8601 UTC. */
   lastUpdated: string;
 }
 

@@ -55,7 +55,9 @@ class FeedRepository:
     async def prune(self, before: str) -> int:
         """Remove the changes made before `before` (an ISO date) that a later change of the
         same property supersedes; inside a transaction. A property's newest change always
-        stays, so a client that starts from the oldest change still sees every property."""
+        stays (a removal too, until the property is created again), so a client that starts
+        from the oldest change still sees every property, and one that follows an old cursor
+        still learns of every removal."""
         return await self.db.execute(
             "DELETE FROM property_changes WHERE changed_at < ? AND seq NOT IN"
             " (SELECT MAX(seq) FROM property_changes GROUP BY property_id)",

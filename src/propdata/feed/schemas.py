@@ -6,11 +6,12 @@ from typing import Literal
 
 from propdata.api.schemas import Base
 
-ChangeType = Literal["created", "updated"]
+ChangeType = Literal["created", "updated", "removed"]
 
 
 class PropertyChange(Base):
-    """One change: the property, whether it was new, and its lastUpdated after the change."""
+    """One change: the property, whether it was new, changed or removed, and its lastUpdated
+    after the change (before it, for a removal)."""
 
     id: str
     change_type: ChangeType

@@ -72,7 +72,7 @@ PriceEventType = Literal[
 PriceEventSource = Literal["mls", "publicRecord", "agent", "owner"]
 PropertySort = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated", "distance"]
 SortOrder = Literal["asc", "desc"]
-ChangeType = Literal["created", "updated"]
+ChangeType = Literal["created", "updated", "removed"]
 
 T = TypeVar("T")
 
@@ -281,8 +281,8 @@ class PropertyPage(Page[T], Generic[T]):
 
 
 class PropertyChange(Model):
-    """One change of `GET /v1/properties/changes`: fetch the record to apply it (a 404 means
-    the property was removed)."""
+    """One change of `GET /v1/properties/changes`: drop your copy for a "removed" one, fetch
+    the record to apply any other (a 404 means the property was removed since)."""
 
     id: str
     change_type: ChangeType
