@@ -18,7 +18,8 @@ from litestar.response import Template
 
 from propdata.accounts.billing import month_bounds
 from propdata.accounts.schemas import ApiKey
-from propdata.accounts.service import AccountService, Flash
+from propdata.accounts.service import AccountService
+from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
 from propdata.errors import ServiceError

@@ -23,7 +23,8 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Template
 from litestar.template.config import TemplateConfig
 
-from propdata.accounts.service import AccountService, Flash
+from propdata.accounts.service import AccountService
+from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
 from propdata.errors import InvalidField, NotFound, ServiceError
