@@ -25,6 +25,7 @@ import numpy as np
 
 from propdata.kit.db import Database, connect
 from propdata.valuation import model as avm
+from propdata.valuation.homes import EPOCH, Params, supported
 from propdata.valuation.rebuild import Priced, Stock, read_stock
 
 AS_OF = dt.date(2026, 1, 15)
@@ -65,12 +66,12 @@ def split(stock: Stock, spec: Split) -> tuple[Priced, Priced]:
     data set, dated before the cut-off. Test: the data set's events on or after it.
     """
     events = stock.sales if spec.kind == "sales" else stock.rentals
-    cutoff = (spec.cutoff - avm.EPOCH).days
+    cutoff = (spec.cutoff - EPOCH).days
     train = events.take(np.flatnonzero(events.day < cutoff))
     mine = np.array([i.startswith(spec.prefix) for i in stock.ids], dtype=np.bool_)
     test_mask = (events.day >= cutoff) & mine[events.owner]
     if spec.until is not None:
-        test_mask &= events.day < (spec.until - avm.EPOCH).days
+        test_mask &= events.day < (spec.until - EPOCH).days
     return train, events.take(np.flatnonzero(test_mask))
 
 
@@ -91,11 +92,9 @@ class Accuracy:
     """Median of (high - low) / value."""
 
 
-def evaluate(
-    stock: Stock, train: Priced, test: Priced, params: avm.Params | None = None
-) -> Accuracy:
+def evaluate(stock: Stock, train: Priced, test: Priced, params: Params | None = None) -> Accuracy:
     """Fit on `train` only and value each test event's home at its own date."""
-    usable = avm.supported(stock.homes.take(train.owner)) & (train.price > 0)
+    usable = supported(stock.homes.take(train.owner)) & (train.price > 0)
     train = train.take(np.flatnonzero(usable))
     model = avm.fit(stock.priced(train), np.log(train.price), params)
     estimates = avm.predict(model, stock.priced(test))
@@ -200,7 +199,7 @@ def render(results: list[tuple[Split, Accuracy]], built: str) -> str:
 
 
 def _params_table() -> str:
-    params = avm.Params()
+    params = Params()
     return ", ".join(f"`{f.name}={getattr(params, f.name)!r}`" for f in dataclasses.fields(params))
 
 

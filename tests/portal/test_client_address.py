@@ -8,7 +8,7 @@ from typing import Any
 from litestar import Request
 
 from propdata.config import Settings
-from propdata.portal.endpoints import client_address, link_base
+from propdata.portal.pages import client_address, link_base
 
 
 def request(

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from propdata.valuation import model as avm
+from propdata.valuation.homes import EPOCH, MONTH_DAYS, Homes
 from propdata.valuation.rebuild import Priced, Stock
 from tools import valuation_report as report
 
@@ -19,7 +20,7 @@ def stock(seed: int = 1) -> Stock:
     ids = ([f"ames-{i:04d}" for i in range(40)] + [f"grinnell-{i:04d}" for i in range(40)]
            + [f"syn-{i:07d}" for i in range(40)])  # fmt: skip
     n = len(ids)
-    homes = avm.Homes(
+    homes = Homes(
         owner=np.arange(n, dtype=np.int64), zip_code=np.arange(n, dtype=np.int64) // 40,
         state=np.zeros(n, dtype=np.int64), market=np.arange(n, dtype=np.int64) // 40,
         latitude=np.full(n, 42.0), longitude=np.full(n, -93.6),
@@ -29,7 +30,7 @@ def stock(seed: int = 1) -> Stock:
     )  # fmt: skip
 
     def events(count: int) -> Priced:
-        first, last = (dt.date(2004, 1, 1) - avm.EPOCH).days, (AS_OF - avm.EPOCH).days
+        first, last = (dt.date(2004, 1, 1) - EPOCH).days, (AS_OF - EPOCH).days
         return Priced(
             owner=rng.integers(0, n, count).astype(np.int64),
             day=rng.integers(first, last, count).astype(np.int64),
@@ -46,7 +47,7 @@ AS_OF = report.AS_OF
 def test_split_trains_only_before_the_cut_off(spec: report.Split) -> None:
     data = stock()
     train, test = report.split(data, spec)
-    cutoff = (spec.cutoff - avm.EPOCH).days
+    cutoff = (spec.cutoff - EPOCH).days
     assert len(train.owner) and len(test.owner)
     assert (train.day < cutoff).all()
     assert (test.day >= cutoff).all()
@@ -60,10 +61,10 @@ def test_the_model_is_fitted_on_the_training_split_only(monkeypatch: pytest.Monk
     data = stock(2)
     spec = report.SPLITS[0]
     train, test = report.split(data, spec)
-    seen: list[avm.Homes] = []
+    seen: list[Homes] = []
     real_fit = avm.fit
 
-    def spy(sales: avm.Homes, log_price: Any, params: Any = None) -> avm.Model:
+    def spy(sales: Homes, log_price: Any, params: Any = None) -> avm.Model:
         seen.append(sales)
         return real_fit(sales, log_price, params)
 
@@ -71,7 +72,7 @@ def test_the_model_is_fitted_on_the_training_split_only(monkeypatch: pytest.Monk
     accuracy = report.evaluate(data, train, test)
     assert len(seen) == 1 and accuracy.test == len(test.owner)
     fitted = seen[0]
-    cutoff_month = (spec.cutoff - avm.EPOCH).days / avm.MONTH_DAYS
+    cutoff_month = (spec.cutoff - EPOCH).days / MONTH_DAYS
     assert (fitted.month < cutoff_month).all()
-    test_sales = set(zip(test.owner.tolist(), (test.day / avm.MONTH_DAYS).tolist(), strict=True))
+    test_sales = set(zip(test.owner.tolist(), (test.day / MONTH_DAYS).tolist(), strict=True))
     assert not set(zip(fitted.owner.tolist(), fitted.month.tolist(), strict=True)) & test_sales

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from propdata.valuation import model as avm
+from propdata.valuation.homes import LAND, FloatArray, Homes
 
 
-def homes(n: int, seed: int = 3, kind: int = 0) -> tuple[avm.Homes, avm.FloatArray]:
+def homes(n: int, seed: int = 3, kind: int = 0) -> tuple[Homes, FloatArray]:
     """n homes in two ZIP codes, priced by size, age and place with some noise, over 5 years."""
     rng = np.random.default_rng(seed)
     zip_code = rng.integers(0, 2, n)
@@ -21,7 +22,7 @@ def homes(n: int, seed: int = 3, kind: int = 0) -> tuple[avm.Homes, avm.FloatArr
         11.0 + 0.8 * np.log(area / 1_500) + 0.003 * (year - 1985) + 0.2 * zip_code
         + 0.002 * (month - 230) + rng.normal(0, 0.08, n)
     )  # fmt: skip
-    built = avm.Homes(
+    built = Homes(
         owner=np.arange(n, dtype=np.int64), zip_code=zip_code.astype(np.int64),
         state=np.zeros(n, dtype=np.int64), market=zip_code.astype(np.int64), latitude=lat,
         longitude=lon, living_area=area, lot_size=rng.uniform(3_000, 12_000, n),
@@ -50,8 +51,8 @@ def test_land_and_missing_living_area_get_nothing() -> None:
     area = subjects.living_area.copy()
     area[0] = np.nan
     kind = subjects.kind.copy()
-    kind[1] = avm.LAND
-    subjects = avm.Homes(**{**{f: getattr(subjects, f) for f in avm.Homes.__dataclass_fields__},
+    kind[1] = LAND
+    subjects = Homes(**{**{f: getattr(subjects, f) for f in Homes.__dataclass_fields__},
                             "living_area": area, "kind": kind})  # fmt: skip
     found = avm.predict(model, subjects)
     for i in (0, 1):
@@ -61,7 +62,7 @@ def test_land_and_missing_living_area_get_nothing() -> None:
 
 
 def test_fit_refuses_unsupported_homes() -> None:
-    sales, log_price = homes(50, kind=avm.LAND)
+    sales, log_price = homes(50, kind=LAND)
     with pytest.raises(ValueError):
         avm.fit(sales, log_price)
 

@@ -1,8 +1,10 @@
-"""An account's decisions: sign-up, log-in, sessions, form tokens, mailed links,
-keys held by an account, plan changes, operators, and the audit log of every change.
+"""An account's decisions: sign-up, log-in, mailed links, keys held by an account, plan
+changes, operators, and the audit log of every change.
 
-The pages (`propdata.portal`) parse forms and render; everything a person may or may not do
-is decided here, and every refusal is a `ServiceError` naming the form field.
+The pages (`propdata.portal`) and the command line call `AccountService` alone; everything a
+person may or may not do is decided here, and every refusal is a `ServiceError` naming the
+form field. It keeps sessions, their flash and form tokens through `accounts.sessions`, and
+counts attempts (log-ins, sign-ups, mails) through `accounts.throttle`.
 """
 
 from __future__ import annotations
@@ -11,10 +13,7 @@ import datetime as dt
 import logging
 import secrets
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
-import msgspec
 from email_validator import EmailNotValidError, validate_email
 
 from propdata.accounts import billing
@@ -22,6 +21,8 @@ from propdata.accounts.keys import CustomLimits, KeyService
 from propdata.accounts.passwords import hash_password, problem, verify_password
 from propdata.accounts.repository import AccountRepository, KeyRepository
 from propdata.accounts.schemas import Account, ApiKey, AuditEntry
+from propdata.accounts.sessions import SESSION_LIFETIME, Clock, Flash, Sessions, SignedIn
+from propdata.accounts.throttle import Throttle
 from propdata.errors import (
     EmailTaken,
     Forbidden,
@@ -33,17 +34,11 @@ from propdata.errors import (
 from propdata.kit import crypto
 from propdata.kit.db import Database
 from propdata.kit.mail import Mailer
-from propdata.kit.ratelimit.base import Attempts, Limiter
+from propdata.kit.ratelimit.base import Limiter
 from propdata.plans import BY_NAME, FREE, NAMES, SELF_SERVE, Plan, choice
 
 log = logging.getLogger("propdata.accounts")
 
-SESSION_IDLE = 14 * 86_400.0
-"""A session ends after 14 days without a request (portal.md)."""
-SESSION_LIFETIME = 30 * 86_400.0
-"""A session ends this long after sign-in however active it is (PROPDATA_SESSION_DAYS)."""
-TOUCH_EVERY = 300.0
-"""A session's last-seen time is written at most this often: not a write per page view."""
 RESET_VALID = 3_600.0
 VERIFY_VALID = 7 * 86_400.0
 MAX_ACTIVE_KEYS = 10
@@ -55,23 +50,6 @@ SIGNUPS_PER_CLIENT = 10
 MAILS_PER_EMAIL = 5
 """Reset and verification mails to one address an hour: no one fills an inbox through us."""
 KEY_NAME_MAX = 64
-
-Clock = Callable[[], float]
-
-
-@dataclass(frozen=True, slots=True)
-class SignedIn:
-    """A new session: the cookie's token (the store keeps only its hash)."""
-
-    account: Account
-    token: str
-
-
-class Flash(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What a session's next page shows once: a new key's secret, a sentence of what changed."""
-
-    key: str | None = None
-    notice: str | None = None
 
 
 def _iso(at: float) -> str:
@@ -114,49 +92,41 @@ class AccountService:
         session_lifetime: float = SESSION_LIFETIME,
     ) -> None:
         self.db = db
-        self.session_lifetime = session_lifetime
         self.repo = AccountRepository(db)
         self.key_repo = KeyRepository(db)
         self.keys = keys
-        self.limiter = limiter
         self.mailer = mailer
         self.clock = clock
-        self._secret: str | None = None
+        self.sessions = Sessions(self.repo, clock, session_lifetime)
+        self.throttle = Throttle(limiter, self.sessions.secret)
         self._audit_us = 0
 
-    # -- form tokens (CSRF): tied to the session, or before sign-in to a form cookie
+    # -- sessions, their flash and form tokens (kept by `Sessions`)
     async def form_token(self, bound_to: str) -> str:
-        """The token every POST must carry in `csrf_token`, for a session token or, before
-        sign-in, the browser's form cookie."""
-        if self._secret is None:
-            self._secret = await self.repo.secret()
-        return crypto.sign(self._secret, "form", crypto.token_hash(bound_to))
+        """The token every POST must carry in `csrf_token` (see `Sessions.form_token`)."""
+        return await self.sessions.form_token(bound_to)
 
     async def form_token_ok(self, sent: str, bound_to: str) -> bool:
         """Whether `sent` is the token of `bound_to` (a session, or with none a form cookie)."""
-        return bool(bound_to) and secrets.compare_digest(sent, await self.form_token(bound_to))
+        return await self.sessions.form_token_ok(sent, bound_to)
 
-    # -- attempts (the limiter's sliding logs, under hashed names)
-    async def _scoped(self, name: str) -> str:
-        """A guard's name of this store's own: two services sharing one Redis keep their
-        attempts apart, and the secret makes the stored digest unguessable from an email."""
-        if self._secret is None:
-            self._secret = await self.repo.secret()
-        return f"{crypto.token_hash(self._secret)[:16]}:{name}"
+    async def session(self, token: str | None) -> Account | None:
+        """The account signed in with this cookie token, if the session lives."""
+        return await self.sessions.account(token)
 
-    async def _attempt(self, name: str, limit: int, window: float, record: bool) -> Attempts:
-        scoped = await self._scoped(name)
-        return await self.limiter.attempt(scoped, limit, window, record=record)
+    async def log_out(self, token: str) -> None:
+        """End the session of this cookie token."""
+        await self.sessions.end(token)
 
-    async def _allow(self, name: str, limit: int, window: float, what: str) -> None:
-        attempt = await self._attempt(name, limit, window, record=True)
-        if not attempt.allowed:
-            wait = attempt.retry_after or 1
-            raise TooManyAttempts(
-                f"Too many {what}; try again in {_duration(wait)}.", retry_after=wait
-            )
+    async def set_flash(self, token: str, flash: Flash) -> None:
+        """Keep `flash` for the session's next page."""
+        await self.sessions.set_flash(token, flash)
 
-    # -- sign-up, log-in, sessions
+    async def take_flash(self, token: str) -> Flash:
+        """What the session's page shows once (empty when there is nothing)."""
+        return await self.sessions.take_flash(token)
+
+    # -- sign-up, log-in
     async def sign_up(
         self, raw_email: str, password: str, client: str, base: str
     ) -> tuple[SignedIn, str]:
@@ -165,7 +135,7 @@ class AccountService:
         Every try, refused or not, takes one of the client address's sign-ups first: so
         probing which addresses are registered is limited like signing up, and a refused
         try costs no password hash."""
-        await self._allow(
+        await self.throttle.allow(
             f"signup:client:{client}",
             SIGNUPS_PER_CLIENT,
             SIGNUP_WINDOW,
@@ -201,7 +171,7 @@ class AccountService:
                 ) from exc
             await self._audit(email, account.id, None, "account.created", None, email, client)
             _, secret = await self._new_key(account, "Default key", email, client)
-            signed = await self._start_session(account)
+            signed = await self.sessions.start(account)
         await self.send_verification(account, base, limited=False)
         return signed, secret
 
@@ -220,10 +190,10 @@ class AccountService:
         taken: list[str] = []
         try:
             for name, limit, what in guards:
-                await self._allow(name, limit, LOGIN_WINDOW, what)
+                await self.throttle.allow(name, limit, LOGIN_WINDOW, what)
                 taken.append(name)
         except TooManyAttempts:
-            await self._forget(taken)
+            await self.throttle.forget(taken)
             raise
         account = await self.repo.by_email(email)
         ok = await verify_password(account.password_hash if account else None, password[:1024])
@@ -231,57 +201,8 @@ class AccountService:
             raise InvalidCredentials(
                 "That email address and password do not match an account.", parameter="email"
             )
-        await self._forget(taken)
-        return await self._start_session(account)
-
-    async def _forget(self, names: list[str]) -> None:
-        for name in names:
-            await self.limiter.forget(await self._scoped(name))
-
-    async def _start_session(self, account: Account) -> SignedIn:
-        token = crypto.new_token()
-        now = self.clock()
-        # Sessions idle past their 14 days, or past their lifetime, are refused on sight;
-        # each new one sweeps them out, so the table holds live sessions only.
-        await self.repo.end_idle_sessions(now - SESSION_IDLE, _iso(now - self.session_lifetime))
-        await self.repo.insert_session(crypto.token_hash(token), account.id, _iso(now), now)
-        return SignedIn(account, token)
-
-    async def session(self, token: str | None) -> Account | None:
-        """The account signed in with this cookie token, if the session lives."""
-        if not token or len(token) > 128:
-            return None
-        now = self.clock()
-        token_hash = crypto.token_hash(token)
-        found = await self.repo.session(
-            token_hash, now - SESSION_IDLE, _iso(now - self.session_lifetime)
-        )
-        if found is None:
-            return None
-        account, seen = found
-        if account.status != "active":
-            return None
-        if now - seen > TOUCH_EVERY:
-            await self.repo.touch_session(token_hash, now)
-        return account
-
-    async def log_out(self, token: str) -> None:
-        await self.repo.end_session(crypto.token_hash(token))
-
-    async def set_flash(self, token: str, flash: Flash) -> None:
-        """Keep `flash` for the session's next page, sealed under its cookie token."""
-        text = msgspec.json.encode(flash).decode()
-        await self.repo.set_flash(crypto.token_hash(token), crypto.seal(token, text))
-
-    async def take_flash(self, token: str) -> Flash:
-        sealed = await self.repo.take_flash(crypto.token_hash(token))
-        text = crypto.unseal(token, sealed) if sealed else None
-        if not text:
-            return Flash()
-        try:
-            return msgspec.json.decode(text, type=Flash)
-        except msgspec.DecodeError:  # not sealed by this service: nothing to show
-            return Flash()
+        await self.throttle.forget(taken)
+        return await self.sessions.start(account)
 
     # -- mailed links
     async def send_verification(self, account: Account, base: str, *, limited: bool = True) -> None:
@@ -289,7 +210,7 @@ class AccountService:
         if account.verified:
             return
         if limited:
-            await self._allow(
+            await self.throttle.allow(
                 f"mail:{account.email}", MAILS_PER_EMAIL, 3_600.0, "mails to this address"
             )
         token = crypto.new_token()
@@ -317,7 +238,7 @@ class AccountService:
         pass to `mail_reset`, which the caller runs after answering, so the answer takes
         the same time whether or not the address has an account."""
         email = normal_email(raw_email)
-        await self._allow(
+        await self.throttle.allow(
             f"forgot:client:{client}",
             LOGIN_PER_CLIENT,
             LOGIN_WINDOW,
@@ -330,7 +251,9 @@ class AccountService:
         account = await self.repo.by_email(email)
         if account is None or account.status != "active":
             return
-        attempt = await self._attempt(f"mail:{email}", MAILS_PER_EMAIL, 3_600.0, record=True)
+        attempt = await self.throttle.attempt(
+            f"mail:{email}", MAILS_PER_EMAIL, 3_600.0, record=True
+        )
         if not attempt.allowed:
             return  # quietly: no one fills an inbox through us
         token = crypto.new_token()
@@ -380,7 +303,7 @@ class AccountService:
                         await self._audit(account.email, account.id, key.id, "key.revoked",
                                           "active", "revoked", client)  # fmt: skip
                         revoked += 1
-            signed = await self._start_session(account)
+            signed = await self.sessions.start(account)
         if revoked:
             await self.set_flash(signed.token, Flash(notice=(
                 f"Your password is changed. The address had not been confirmed, so the"
@@ -624,10 +547,3 @@ def _limits_text(limits: CustomLimits) -> str:
     if limits.default_page_size is not None or limits.max_page_size is not None:
         parts.append(f"pages {limits.default_page_size or '-'}/{limits.max_page_size or '-'}")
     return ", ".join(parts)
-
-
-def _duration(seconds: int) -> str:
-    if seconds < 90:
-        return f"{seconds} seconds"
-    minutes = (seconds + 59) // 60
-    return f"{minutes} minutes"

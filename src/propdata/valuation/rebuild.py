@@ -26,6 +26,18 @@ from propdata.kit import memory
 from propdata.kit.db import Database, Row, optimistic
 from propdata.properties.repository import PropertyRepository
 from propdata.valuation import model as avm
+from propdata.valuation.homes import (
+    EPOCH,
+    MONTH_DAYS,
+    FloatArray,
+    Homes,
+    IntArray,
+    Params,
+    Vocabulary,
+    floats,
+    kind_codes,
+    supported,
+)
 from propdata.valuation.repository import HOME_COLUMNS, RENTAL, SALE, ValuationRepository
 
 PAGE = 20_000
@@ -59,12 +71,12 @@ EVENT_FIELDS = ("property_id", "date", "event", "price")
 class Priced:
     """Priced events (sales or rentals): whose (index into the properties), when, how much."""
 
-    owner: avm.IntArray
-    day: avm.IntArray
-    """Days since model.EPOCH."""
-    price: avm.FloatArray
+    owner: IntArray
+    day: IntArray
+    """Days since homes.EPOCH."""
+    price: FloatArray
 
-    def take(self, index: avm.IntArray | np.typing.NDArray[np.bool_]) -> Priced:
+    def take(self, index: IntArray | np.typing.NDArray[np.bool_]) -> Priced:
         return Priced(self.owner[index], self.day[index], self.price[index])
 
 
@@ -73,13 +85,13 @@ class Stock:
     """Every stored property (as model columns, month unset) and its sales and rentals."""
 
     ids: list[str]
-    homes: avm.Homes
+    homes: Homes
     sales: Priced
     rentals: Priced
 
-    def priced(self, events: Priced) -> avm.Homes:
+    def priced(self, events: Priced) -> Homes:
         """The homes of `events`, each at its event's month."""
-        return self.homes.take(events.owner).at(events.day / avm.MONTH_DAYS)
+        return self.homes.take(events.owner).at(events.day / MONTH_DAYS)
 
 
 class _Columns:
@@ -88,8 +100,8 @@ class _Columns:
     def __init__(self) -> None:
         self.ids: list[str] = []
         self.parts: dict[str, list[np.typing.NDArray[np.generic]]] = {}
-        self.zips = avm.Vocabulary()
-        self.states = avm.Vocabulary()
+        self.zips = Vocabulary()
+        self.states = Vocabulary()
         # Typed arrays: 8 bytes a value where a list holds a pointer to a 28-byte object.
         self.events: dict[str, tuple[array[int], array[int], array[float]]] = {
             kind: (array("q"), array("q"), array("d")) for kind in (SALE, RENTAL)
@@ -102,8 +114,8 @@ class _Columns:
         self._add("zip_code", self.zips.encode(columns["zip_code"]))
         self._add("state", self.states.encode(columns["state"]))
         for name in NUMERIC_COLUMNS:
-            self._add(name, avm.floats(columns[name]))
-        self._add("kind", avm.kind_codes(columns["property_type"]))
+            self._add(name, floats(columns[name]))
+        self._add("kind", kind_codes(columns["property_type"]))
 
     def _add(self, name: str, values: np.typing.NDArray[np.generic]) -> None:
         self.parts.setdefault(name, []).append(values)
@@ -115,7 +127,7 @@ class _Columns:
             owners, when, prices = self.events[event]
             day = days.get(date)
             if day is None:
-                day = days[date] = (dt.date.fromisoformat(date) - avm.EPOCH).days
+                day = days[date] = (dt.date.fromisoformat(date) - EPOCH).days
             owners.append(index[property_id])
             when.append(day)
             prices.append(price)
@@ -126,7 +138,7 @@ class _Columns:
 
         zips = joined("zip_code").astype(np.int64)
         n = len(self.ids)
-        homes = avm.Homes(
+        homes = Homes(
             owner=np.arange(n, dtype=np.int64),
             zip_code=zips,
             state=joined("state").astype(np.int64),
@@ -188,14 +200,14 @@ class Valued:
     """The priced events the model learnt from (comparable indices point into these)."""
 
 
-def value_stock(stock: Stock, events: Priced, as_of: dt.date, params: avm.Params) -> Valued:
+def value_stock(stock: Stock, events: Priced, as_of: dt.date, params: Params) -> Valued:
     """Fit one model on `events` and value every property of `stock` as of `as_of`.
 
     A market with fewer than MIN_MARKET_SALES usable events gets no estimates; one whose
     newest event is more than STALE_DAYS old is valued as of that event's date.
     """
     n = len(stock.ids)
-    usable = avm.supported(stock.homes.take(events.owner)) & (events.price > 0)
+    usable = supported(stock.homes.take(events.owner)) & (events.price > 0)
     training = events.take(np.flatnonzero(usable))
     markets = stock.homes.market
     count = np.bincount(markets[training.owner], minlength=int(markets.max(initial=0)) + 1)
@@ -206,9 +218,9 @@ def value_stock(stock: Stock, events: Priced, as_of: dt.date, params: avm.Params
     model = avm.fit(stock.priced(training), np.log(training.price), params)
     newest = np.full(len(count), -1, dtype=np.int64)
     np.maximum.at(newest, markets[training.owner], training.day)
-    today = (as_of - avm.EPOCH).days
+    today = (as_of - EPOCH).days
     day = np.where(today - newest > STALE_DAYS, newest, today)[markets]
-    found = avm.predict(model, stock.homes.take(rows).at(day[rows] / avm.MONTH_DAYS))
+    found = avm.predict(model, stock.homes.take(rows).at(day[rows] / MONTH_DAYS))
     for name in ("value", "low", "high", "comparables", "similarity", "miles"):
         getattr(estimates, name)[rows] = getattr(found, name)
     dates = _dates(day)
@@ -225,13 +237,13 @@ def _no_estimates(n: int) -> avm.Estimates:
     )  # fmt: skip
 
 
-def _dates(days: avm.IntArray) -> list[str]:
+def _dates(days: IntArray) -> list[str]:
     cache: dict[int, str] = {}
     out: list[str] = []
     for d in days.tolist():
         text = cache.get(d)
         if text is None:
-            text = cache[d] = (avm.EPOCH + dt.timedelta(days=d)).isoformat()
+            text = cache[d] = (EPOCH + dt.timedelta(days=d)).isoformat()
         out.append(text)
     return out
 
@@ -254,7 +266,7 @@ async def rebuild_valuations(
     db: Database,
     as_of: dt.date,
     progress: Callable[[int], None] | None = None,
-    params: avm.Params | None = None,
+    params: Params | None = None,
 ) -> RebuildSummary:
     """Refit the value and rent models and store every property's estimates as of `as_of`.
 
@@ -283,12 +295,12 @@ async def compute(
     db: Database,
     as_of: dt.date,
     progress: Callable[[int], None] | None = None,
-    params: avm.Params | None = None,
+    params: Params | None = None,
 ) -> Valuations:
     """Read the stock and fit both models (no lock, nothing written): one half of
     `rebuild_valuations`, for a caller that runs it beside other work (ingest.pipeline)."""
     stock = await read_stock(db, as_of, progress)
-    return (stock, *_value_both(stock, as_of, params or avm.Params()))
+    return (stock, *_value_both(stock, as_of, params or Params()))
 
 
 async def write(
@@ -298,7 +310,7 @@ async def write(
     return await _write(db, *valued, progress)
 
 
-def _value_both(stock: Stock, as_of: dt.date, params: avm.Params) -> tuple[Valued, Valued]:
+def _value_both(stock: Stock, as_of: dt.date, params: Params) -> tuple[Valued, Valued]:
     """The value model on the sales and the rent model on the rentals, side by side.
 
     The two fits share nothing but the stock they read. numpy lets go of the GIL in their

@@ -1,0 +1,141 @@
+"""What every portal page shares: the visit, its cookies and form token, page rendering.
+
+A `Visit` is who is asking: the signed-in account (if any) and the cookies that bind form
+tokens. Each POST carries `csrf_token`, tied to the session itself (or, with no session, to
+the browser's form cookie); `checked` answers 403 to a POST without a valid one, or with a
+token of another session or of before sign-in, before anything changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from litestar import Request
+from litestar.datastructures import Cookie
+from litestar.enums import RequestEncodingType
+from litestar.response import Redirect, Template
+
+from propdata.accounts.schemas import Account
+from propdata.accounts.service import AccountService
+from propdata.api import clients
+from propdata.config import Settings
+from propdata.errors import Forbidden, InvalidField
+from propdata.kit import crypto
+from propdata.plans import BY_NAME
+
+SESSION_COOKIE = "pd_session"
+FORM_COOKIE = "pd_form"
+VISIT_STATE = "propdata.portal.visit"
+NO_STORE = {"Cache-Control": "no-store"}
+_URL_ENCODED = RequestEncodingType.URL_ENCODED.value
+_MULTIPART = RequestEncodingType.MULTI_PART.value
+
+
+@dataclass(slots=True)
+class Visit:
+    """Who is asking: the signed-in account (if any), the cookies that bind form tokens."""
+
+    account: Account | None
+    session: str | None
+    form_cookie: str
+    new_form_cookie: bool
+    client: str
+    secure: bool
+    form_token: str = ""
+    """The token this visitor's forms carry (bound to the session, else to the form cookie)."""
+
+
+def client_address(request: Request[Any, Any, Any], settings: Settings) -> str:
+    """The client of a request, as `api.clients.client_address` finds it."""
+    return clients.client_address(request.scope, settings.proxies)
+
+
+def link_base(request: Request[Any, Any, Any], settings: Settings) -> str:
+    """Where mailed links point: PROPDATA_PUBLIC_URL, else the socket the server listens on.
+    Never the Host header: a client chooses it, and a reset link must not lead elsewhere."""
+    if settings.public_url:
+        return settings.public_url.rstrip("/")
+    server = request.scope.get("server") or ("127.0.0.1", 8000)
+    host, port = server[0], server[1]
+    if ":" in str(host):
+        host = f"[{host}]"
+    return f"{request.scope.get('scheme', 'http')}://{host}:{port}"
+
+
+async def visit(
+    request: Request[Any, Any, Any], settings: Settings, accounts: AccountService
+) -> Visit:
+    token = request.cookies.get(SESSION_COOKIE)
+    account = await accounts.session(token)
+    form_cookie = request.cookies.get(FORM_COOKIE) or ""
+    new = not (16 <= len(form_cookie) <= 128)
+    if new:
+        form_cookie = crypto.new_token()
+    session = token if account else None
+    v = Visit(
+        account=account, session=session, form_cookie=form_cookie,
+        new_form_cookie=new, client=client_address(request, settings),
+        secure=(settings.public_url or "").startswith("https://"),
+        form_token=await accounts.form_token(session or form_cookie),
+    )  # fmt: skip
+    # An error page rendered for this request shows who is signed in (exception handlers
+    # cannot look the session up themselves: they are not coroutines).
+    request.state[VISIT_STATE] = v
+    return v
+
+
+def _cookies(v: Visit, session: str | None = None, end_session: bool = False) -> list[Cookie]:
+    cookies = []
+    if v.new_form_cookie:
+        cookies.append(Cookie(key=FORM_COOKIE, value=v.form_cookie, httponly=True,
+                              samesite="lax", secure=v.secure, path="/"))  # fmt: skip
+    if session is not None:
+        cookies.append(Cookie(key=SESSION_COOKIE, value=session, httponly=True, samesite="lax",
+                              secure=v.secure, path="/", max_age=14 * 86_400))  # fmt: skip
+    elif end_session:
+        cookies.append(Cookie(key=SESSION_COOKIE, value="", httponly=True, samesite="lax",
+                              secure=v.secure, path="/", max_age=0))  # fmt: skip
+    return cookies
+
+
+async def page(
+    accounts: AccountService, v: Visit, name: str, status: int = 200,
+    headers: Mapping[str, str] | None = None, **context: Any,
+) -> Template:  # fmt: skip
+    """A page, with what every page needs: the visitor, a form token, the cookies."""
+    return Template(
+        template_name=name,
+        context={"account": v.account, "csrf_token": v.form_token, "plans": BY_NAME, **context},
+        status_code=status, headers={**NO_STORE, **(headers or {})}, cookies=_cookies(v),
+    )  # fmt: skip
+
+
+def see_other(v: Visit, path: str, session: str | None = None, end: bool = False) -> Redirect:
+    return Redirect(path=path, status_code=303, cookies=_cookies(v, session, end), headers=NO_STORE)
+
+
+async def _form(request: Request[Any, Any, Any]) -> dict[str, str]:
+    """The form's text fields (at most 64 KiB of body: the router's limit)."""
+    content_type = request.headers.get("content-type", "")
+    if not content_type.startswith((_URL_ENCODED, _MULTIPART)):
+        raise InvalidField("form", "Send the form as application/x-www-form-urlencoded.")
+    data = await request.form()
+    return {name: value for name, value in data.items() if isinstance(value, str)}
+
+
+async def checked(
+    request: Request[Any, Any, Any], settings: Settings, accounts: AccountService
+) -> tuple[Visit, dict[str, str]]:
+    """The visitor and the form, once the form token is the visitor's own; else 403."""
+    v = await visit(request, settings, accounts)
+    form = await _form(request)
+    # Signed in, only the session's own token will do: a form cookie (which another site
+    # can plant) binds the forms of sign-in and sign-up alone.
+    bound = v.session or ("" if v.new_form_cookie else v.form_cookie)
+    if not await accounts.form_token_ok(form.get("csrf_token", ""), bound):
+        raise Forbidden(
+            "This form has expired or did not come from this site; reload the page and send it again."
+        )
+    return v, form
