@@ -19,6 +19,7 @@ import secrets
 import uuid
 from collections.abc import Awaitable, Callable
 
+from propdata.kit.addresses import city_key
 from propdata.kit.db import Database
 from propdata.kit.steps import Step, upgrade
 from propdata.plans import PLANS
@@ -428,6 +429,27 @@ def _forget(*keys: str) -> Apply:
     return forget
 
 
+async def _city_keys(db: Database) -> None:
+    """Recompute the stored city keys with `city_key`: one UPDATE per city whose key changes,
+    and a new data version when any does, so cached answers and search snapshots follow."""
+    changed = False
+    for table in ("properties", "market_snapshots"):
+        held = await db.fetch_all(f"SELECT DISTINCT city, city_key FROM {table}")
+        for city, key in held:
+            fresh = city_key(city)
+            if fresh != key:
+                await db.execute(
+                    f"UPDATE {table} SET city_key = ? WHERE city = ? AND city_key = ?",
+                    (fresh, city, key),
+                )
+                changed = True
+    if changed:
+        await db.execute(
+            "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+            " WHERE key = 'data_version'"
+        )
+
+
 DATA, ACCOUNTS = "data", "accounts"
 
 STEPS: list[tuple[str, Step[Apply]]] = [
@@ -443,6 +465,8 @@ STEPS: list[tuple[str, Step[Apply]]] = [
     (DATA, Step(3, "forget the schema fingerprint", _forget("schema:data"))),
     (ACCOUNTS, Step(4, "forget the schema fingerprint and the keys' move",
                     _forget("schema:accounts", "keys_moved"))),
+    (DATA, Step(5, "city keys read Saint/Fort/Mount as St/Ft/Mt and drop all punctuation",
+                _city_keys)),
 ]  # fmt: skip
 """Every schema step of both stores, in the order they were written."""
 
