@@ -123,22 +123,8 @@ async def lookup_property(
             examples=[Example(value="123 Main St")],
         ),
     ] = None,
-    city: Annotated[
-        str | None,
-        replace(
-            CITY,
-            description=f"{CITY.description}; required with state unless zipCode is given",
-            examples=[Example(value="Ames")],
-        ),
-    ] = None,
-    state_: Annotated[
-        str | None,
-        replace(
-            STATE_CODE,
-            description=f"{STATE_CODE.description}; required with city unless zipCode is given",
-            examples=[Example(value="IA")],
-        ),
-    ] = None,
+    city: Annotated[str | None, replace(CITY, examples=[Example(value="Ames")])] = None,
+    state_: Annotated[str | None, replace(STATE_CODE, examples=[Example(value="IA")])] = None,
     zipCode: Annotated[
         str | None,
         QueryParameter(
@@ -161,7 +147,11 @@ async def lookup_property(
     ] = None,
     fields: LookupFields = None,
 ) -> Response[LookupResponse]:
-    """Find the one property at an address, matched after USPS normalisation."""
+    """Find the one property at an address, matched after USPS normalisation.
+
+    Give streetAddress with city and state, or with zipCode (city and state then optional,
+    and when given they must agree with it); or the whole address on one line in address.
+    """
     selection = select(fields, PropertyLookupItem)
     if address is not None:
         if any(v is not None for v in (streetAddress, city, state_, zipCode)):
