@@ -48,7 +48,7 @@ DetailFields = Annotated[str | None, parameter(PropertyDetail)]
 HistoryFields = Annotated[str | None, parameter(PropertyHistory)]
 
 
-_ONE_LINE = Candidate(
+_OTHER_UNIT = Candidate(
     id="ames-0007",
     address=CandidateAddress(
         street_address="4125 Lincoln Way Apt 2", city="Ames", state="IA", zip_code="50014"
@@ -76,7 +76,7 @@ _ONE_LINE = Candidate(
             NotFound(
                 "No property matches that address exactly; candidates lists those at that"
                 " street address.",
-                candidates=[_ONE_LINE],
+                candidates=[_OTHER_UNIT],
             ),
             AmbiguousAddress(
                 "The address matches properties in several ZIP codes: 50010, 50014;"
