@@ -19,7 +19,7 @@ def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
     assert isinstance(error["message"], str) and error["message"]
     assert error["requestId"] == response.headers["x-request-id"]
     allowed = {"code", "message", "status", "requestId"} | (
-        {"parameter"} if status == 400 else set()
+        {"parameter"} if status == 400 else {"candidates"} if status in (404, 409) else set()
     )
     assert set(error) <= allowed
     if status == 400:
@@ -65,6 +65,7 @@ async def test_409_names_the_zip_codes(client: Any, auth: dict[str, str]) -> Non
         "ambiguous_address",
     )
     assert "10001" in error["message"] and "10002" in error["message"]
+    assert [c["id"] for c in error["candidates"]] == ["t-040", "t-041"]
     params["zipCode"] = "10002"
     response = await client.get("/v1/properties/lookup", params=params, headers=auth)
     assert response.status_code == 200 and response.json()["data"]["id"] == "t-041"

@@ -50,6 +50,14 @@ def cross_parameter_rule(query: dict[str, Any], parameter: str) -> bool:
         return query.get("sort") == "distance" and not all(geo)
     if parameter == "offset":
         return "cursor" in query
+    if parameter in (
+        "streetAddress",
+        "city",
+        "state",
+    ):  # lookup: required unless address or zipCode
+        return parameter not in query
+    if parameter == "address":  # lookup: alone, and only a line that reads as an address
+        return True
     return parameter in OPAQUE  # a cursor is an opaque token: no schema tells a valid one
 
 

@@ -1,4 +1,5 @@
-"""One error type, one JSON shape: {"error": {code, message, status, requestId[, parameter]}}."""
+"""One error type, one JSON shape: {"error": {code, message, status, requestId[, parameter]
+[, candidates]}}."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import re
 import time
 import typing
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -26,6 +28,27 @@ ORIGINAL_METHOD = "propdata.method"
 _MISSING = re.compile(r"Missing required \w+ parameter '([^']+)'")
 
 
+class CandidateAddress(msgspec.Struct, kw_only=True, rename="camel"):
+    """The address of a candidate: the ShortAddress shape of lookup and search answers
+    (tests/test_errors.py holds the two together)."""
+
+    street_address: str | None
+    city: str
+    state: str
+    zip_code: str
+
+
+class Candidate(msgspec.Struct, kw_only=True):
+    """A property at the street address a lookup named, for the caller to choose from."""
+
+    id: str
+    address: CandidateAddress
+
+
+MAX_CANDIDATES = 5
+"""At most this many candidates in an error."""
+
+
 class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
     code: str
     message: str
@@ -33,6 +56,9 @@ class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
     requestId: str
     parameter: str | None = None
     """400 only: the offending parameter's name (absent, never null, on every other answer)."""
+    candidates: list[Candidate] | None = None
+    """Lookup's 404 and 409 only: up to 5 properties at the street address it named (absent
+    when there are none)."""
 
 
 class ErrorResponse(msgspec.Struct):
@@ -53,11 +79,13 @@ class ServiceError(Exception):
         *,
         parameter: str | None = None,
         headers: dict[str, str] | None = None,
+        candidates: Sequence[Candidate] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
         self.parameter = parameter
         self.headers = headers or {}
+        self.candidates = list(candidates[:MAX_CANDIDATES])
 
 
 class InvalidParameter(ServiceError):
@@ -175,6 +203,7 @@ def render(
     message: str,
     parameter: str | None = None,
     headers: dict[str, str] | None = None,
+    candidates: list[Candidate] | None = None,
 ) -> Response[ErrorResponse]:
     body = ErrorBody(
         code=code,
@@ -182,12 +211,15 @@ def render(
         status=status,
         requestId=request_id(request.scope),
         parameter=parameter,
+        candidates=candidates or None,
     )
     return Response(ErrorResponse(error=body), status_code=status, headers=headers)
 
 
 def service_error_handler(request: Request[Any, Any, Any], exc: ServiceError) -> Response[Any]:
-    return render(request, exc.status, exc.code, exc.message, exc.parameter, exc.headers)
+    return render(
+        request, exc.status, exc.code, exc.message, exc.parameter, exc.headers, exc.candidates
+    )
 
 
 def validation_handler(request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:

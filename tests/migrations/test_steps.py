@@ -28,7 +28,7 @@ from propdata.migrations.schema import (
     steps_of,
     table_columns,
 )
-from tests.conftest import drop_store, new_store
+from tests.conftest import build_store, drop_store, new_store, open_db
 from tests.factories import AS_OF, record
 
 
@@ -231,3 +231,31 @@ async def test_a_store_made_before_removals_were_told_apart_writes_them_once_upg
         ("d-2", "removed"),
         ("d-3", "created"),
     ]
+
+
+async def test_the_city_key_step_recomputes_stored_keys(backend: str, tmp_path: Path) -> None:
+    store = await new_store(backend, tmp_path)
+    address = {"street_address": "18 Market St", "city": "Saint Paul", "state": "MN",
+               "zip_code": "55101", "county": None, "fips_code": None}  # fmt: skip
+    await build_store(store, [record("p-1", address=address), record("p-2")])
+    db = await open_db(store)
+    try:
+        step = next(s for s in steps_of(DATA) if s.name.startswith("city keys"))
+        # A store keyed by the rule the step replaces: "Saint" kept as it was written.
+        for table in ("properties", "market_snapshots"):
+            await db.execute(
+                f"UPDATE {table} SET city_key = 'SAINT PAUL' WHERE city = 'Saint Paul'"
+            )
+        await db.execute("DELETE FROM schema_steps WHERE version = ?", [step.version])
+        version = (await meta(db))["data_version"]
+        await migrate(db)
+        for table in ("properties", "market_snapshots"):
+            keys = await db.fetch_all(f"SELECT DISTINCT city, city_key FROM {table} ORDER BY 1")
+            assert [tuple(k) for k in keys] == [("Ames", "AMES"), ("Saint Paul", "ST PAUL")]
+        assert int((await meta(db))["data_version"]) == int(version) + 1
+        await db.execute("DELETE FROM schema_steps WHERE version = ?", [step.version])
+        await migrate(db)  # nothing to change: the data version stays
+        assert int((await meta(db))["data_version"]) == int(version) + 1
+    finally:
+        await db.close()
+        await drop_store(store)

@@ -104,7 +104,29 @@ def test_409_carries_the_candidate_zip_codes(live: Live, key: str) -> None:
         assert (error.code, error.status) == ("ambiguous_address", 409)
         assert error.zip_codes == ["10001", "10002"] and error.property_ids == []
         assert client.properties.lookup("5 Broadway", "New York", "NY", zip_code=error.zip_codes[1]).id == "t-041"  # fmt: skip
+        assert [(c.id, c.address.zip_code) for c in error.candidates] == [
+            ("t-040", "10001"),
+            ("t-041", "10002"),
+        ]
+        assert error.candidates[0].address.street_address == "5 Broadway"
     assert sleep.waits == []
+
+
+def test_404_for_another_unit_carries_the_candidates(live: Live, key: str) -> None:
+    with client_for(live, key, NoSleep()) as client:
+        with pytest.raises(NotFoundError) as caught:
+            client.properties.lookup("100 Oak Street Apt 9", "Ames", "IA")
+        assert [c.id for c in caught.value.candidates] == ["t-000"]
+        assert caught.value.candidates[0].address.city == "Ames"
+        with pytest.raises(NotFoundError) as caught:
+            client.properties.lookup("1 Nowhere Lane", "Ames", "IA")
+        assert caught.value.candidates == []
+
+
+def test_lookup_by_zip_code_or_one_line(live: Live, key: str) -> None:
+    with client_for(live, key, NoSleep()) as client:
+        assert client.properties.lookup("100 Oak Street", zip_code="50010-1234").id == "t-000"
+        assert client.properties.lookup(address="100 Oak St, Ames, IA 50010").id == "t-000"
 
 
 def test_409_in_one_zip_code_carries_the_ids() -> None:

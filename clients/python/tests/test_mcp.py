@@ -123,6 +123,12 @@ async def test_api_errors_are_tool_errors_in_words(live: Live, key: str) -> None
         )
         assert ambiguous.is_error
         assert "10001, 10002" in text(ambiguous) and "zip_code" in text(ambiguous)
+        assert "t-040 (5 Broadway, New York, NY 10001)" in text(ambiguous)
+        other_unit = await s.call_tool(
+            "lookup_address",
+            {"street_address": "100 Oak Street Apt 9", "city": "Ames", "state": "IA"},
+        )
+        assert other_unit.is_error and "t-000 (100 Oak Street, Ames, IA 50010)" in text(other_unit)
         missing = await s.call_tool("get_property", {"property_id": "no-such-id"})
         assert missing.is_error and "Not found: No property with id 'no-such-id'" in text(missing)
         assert "request id req_" in text(missing)

@@ -90,7 +90,7 @@ export interface ClientOptions {
 // The wire names of the query parameters each operation takes (checked at compile time
 // against the params interfaces, and by test/openapi.test.ts against the service).
 const LOOKUP_PARAMS = allKeys<LookupParams>()([
-  "streetAddress", "city", "state", "zipCode", "fields",
+  "streetAddress", "city", "state", "zipCode", "address", "fields",
 ]);
 const RECORD_PARAMS = allKeys<RecordParams>()(["fields"]);
 const CHANGES_PARAMS = allKeys<ChangesParams>()(["since", "limit"]);
@@ -329,7 +329,8 @@ export class Properties {
   /**
    * The one property at a street address, matched after USPS normalisation:
    * `GET /v1/properties/lookup`. Throws NotFoundError when nothing matches exactly and
-   * AmbiguousAddressError (with `zipCodes`) when several properties do.
+   * AmbiguousAddressError (with `zipCodes`) when several properties do; both carry
+   * `candidates`, the properties at that street address (other units, say).
    */
   async lookup<P extends LookupParams>(params: P): Promise<Shaped<PropertyMatch, P>> {
     return this.#client.data("/v1/properties/lookup", query(LOOKUP_PARAMS, params));

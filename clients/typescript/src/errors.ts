@@ -5,8 +5,8 @@
  * |---------------------------|---------------------------------------------------------|
  * | InvalidParameterError     | 400 `invalid_parameter` (`parameter` names it)          |
  * | AuthenticationError       | 401 `missing_api_key`, `invalid_api_key`, `revoked_api_key` |
- * | NotFoundError             | 404 `not_found`                                         |
- * | AmbiguousAddressError     | 409 `ambiguous_address` (`zipCodes`, `propertyIds`)     |
+ * | NotFoundError             | 404 `not_found` (`candidates` after a lookup)           |
+ * | AmbiguousAddressError     | 409 `ambiguous_address` (`candidates`, `zipCodes`, ...) |
  * | RateLimitError            | 429 `rate_limit_exceeded`                               |
  * | QuotaExceededError        | 429 `quota_exceeded` (a RateLimitError)                 |
  * | ServiceUnavailableError   | 503 `service_unavailable`                               |
@@ -14,13 +14,15 @@
  * | PropdataError             | any other status (405, 431, 500, ...)                   |
  */
 
-import type { RateLimit } from "./types.js";
+import type { Candidate, RateLimit } from "./types.js";
 
 export interface PropdataErrorInit {
   code: string;
   status?: number | null;
   requestId?: string | null;
   parameter?: string | null;
+  /** A lookup's 404 and 409: the properties at the street address it named. */
+  candidates?: Candidate[] | null;
   retryAfter?: number | null;
   rateLimit?: RateLimit | null;
   body?: unknown;
@@ -68,8 +70,19 @@ export class InvalidParameterError extends PropdataError {
 /** 401: the key is missing, malformed, unknown or revoked (see `code`). */
 export class AuthenticationError extends PropdataError {}
 
-/** 404 `not_found`: no such property, no exact address match, no market for the ZIP code. */
-export class NotFoundError extends PropdataError {}
+/**
+ * 404 `not_found`: no such property, no exact address match, no market for the ZIP code.
+ * After a lookup, `candidates` lists up to 5 properties at the street address (empty when
+ * the store holds none there).
+ */
+export class NotFoundError extends PropdataError {
+  readonly candidates: Candidate[];
+
+  constructor(message: string, init: PropdataErrorInit) {
+    super(message, init);
+    this.candidates = init.candidates ?? [];
+  }
+}
 
 /** 409 `ambiguous_address`: a lookup matched several properties. */
 export class AmbiguousAddressError extends PropdataError {
@@ -77,12 +90,15 @@ export class AmbiguousAddressError extends PropdataError {
   readonly zipCodes: string[];
   /** The candidate property ids, when they share one ZIP code (add the unit to choose). */
   readonly propertyIds: string[];
+  /** Up to 5 of the matching properties, with their ids and addresses. */
+  readonly candidates: Candidate[];
 
   constructor(message: string, init: PropdataErrorInit) {
     super(message, init);
-    const candidates = parseCandidates(message);
-    this.zipCodes = candidates.zipCodes;
-    this.propertyIds = candidates.propertyIds;
+    const named = parseCandidates(message);
+    this.zipCodes = named.zipCodes;
+    this.propertyIds = named.propertyIds;
+    this.candidates = init.candidates ?? [];
   }
 }
 
@@ -164,6 +180,7 @@ export function errorFromResponse(
   let code = DEFAULT_CODES[status] ?? `http_${status}`;
   let message = `HTTP ${status}`;
   let parameter: string | null = null;
+  let candidates: Candidate[] | null = null;
   try {
     body = JSON.parse(text);
   } catch {
@@ -175,8 +192,11 @@ export function errorFromResponse(
     if (typeof e.code === "string") code = e.code;
     if (typeof e.message === "string") message = e.message;
     if (typeof e.parameter === "string") parameter = e.parameter;
+    if (Array.isArray(e.candidates)) candidates = e.candidates as Candidate[];
     if (requestId === null && typeof e.requestId === "string") requestId = e.requestId;
   }
   const Class = BY_CODE[code] ?? BY_STATUS[status] ?? PropdataError;
-  return new Class(message, { code, status, requestId, parameter, retryAfter, rateLimit, body });
+  return new Class(message, {
+    code, status, requestId, parameter, candidates, retryAfter, rateLimit, body,
+  });
 }

@@ -70,14 +70,16 @@ export type Shaped<T, P> = P extends { fields: Fields } ? Selected<T> : T;
 
 /** Query of `GET /v1/properties/lookup` (`properties.lookup`). */
 export interface LookupParams {
-  /** Street line, with the unit if there is one (`1510 First Ave #112`). */
-  streetAddress: string;
-  /** City name, any case. */
-  city: string;
-  /** Two-letter state code, any case. */
-  state: string;
-  /** Five-digit ZIP code; restricts the match to it (and resolves a 409). */
+  /** Street line, with the unit if there is one (`1510 First Ave #112`); unless `address`. */
+  streetAddress?: string;
+  /** City name, any case; with `state`, unless `zipCode` or `address` is given. */
+  city?: string;
+  /** Two-letter state code, any case; with `city`, unless `zipCode` or `address`. */
+  state?: string;
+  /** Five-digit ZIP code or ZIP+4; restricts the match to it (and resolves a 409). */
   zipCode?: string;
+  /** The whole address on one line (`123 Main St Apt 4, Ames, IA 50010`), alone. */
+  address?: string;
   /** Only these fields (and `id`): the answer is then a `Selected<PropertyMatch>`. */
   fields?: Fields;
 }
@@ -177,6 +179,20 @@ export interface Address {
 
 /** The address of a lookup or search item, or of a comparable sale. */
 export interface ShortAddress {
+  streetAddress: string | null;
+  city: string;
+  state: string;
+  zipCode: string;
+}
+
+/** A property at the street address a lookup named (a lookup error's `candidates`). */
+export interface Candidate {
+  id: string;
+  address: CandidateAddress;
+}
+
+/** A candidate's address: the ShortAddress shape (the OpenAPI test holds the two equal). */
+export interface CandidateAddress {
   streetAddress: string | null;
   city: string;
   state: string;
@@ -448,6 +464,8 @@ export interface ErrorBody {
   requestId: string;
   /** The offending parameter; on 400 answers only. */
   parameter?: string | null;
+  /** A lookup's 404 and 409: up to 5 properties at the street address it named. */
+  candidates?: Candidate[] | null;
 }
 
 /** Query of `properties.searchAll`: the search filters and sort, and the page size. */

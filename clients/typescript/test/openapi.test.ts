@@ -38,6 +38,8 @@ const MODELS: Record<string, string> = {
   Scores: "Scores",
   SearchMeta: "SearchMeta",
   ShortAddress: "ShortAddress",
+  Candidate: "Candidate",
+  CandidateAddress: "CandidateAddress",
   TaxRecord: "TaxRecord",
   Usage: "Usage",
   Valuation: "Valuation",

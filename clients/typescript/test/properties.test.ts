@@ -101,6 +101,34 @@ describe("properties.lookup", () => {
     assert.match(error.requestId ?? "", /^req_/);
     const chosen = await c.properties.lookup({ ...where, zipCode: error.zipCodes[1] });
     assert.equal(chosen.id, "t-041");
+    assert.deepEqual(
+      error.candidates.map((x) => [x.id, x.address.zipCode]),
+      [["t-040", "10001"], ["t-041", "10002"]],
+    );
+  });
+
+  it("throws NotFoundError with the candidates for another unit", ownServer, async () => {
+    const c = client();
+    const error = await c.properties
+      .lookup({ streetAddress: "100 Oak Street Apt 9", city: "Ames", state: "IA" })
+      .catch((e: unknown) => e);
+    assert.ok(error instanceof NotFoundError, String(error));
+    assert.deepEqual(error.candidates, [
+      { id: "t-000", address: { streetAddress: "100 Oak Street", city: "Ames", state: "IA", zipCode: "50010" } },
+    ]);
+    const none = await c.properties
+      .lookup({ streetAddress: "1 Nowhere Lane", city: "Ames", state: "IA" })
+      .catch((e: unknown) => e);
+    assert.ok(none instanceof NotFoundError);
+    assert.deepEqual(none.candidates, []);
+  });
+
+  it("finds by ZIP+4 without a city, or by one line", ownServer, async () => {
+    const c = client();
+    const byZip = await c.properties.lookup({ streetAddress: "100 Oak St", zipCode: "50010-1234" });
+    assert.equal(byZip.id, "t-000");
+    const byLine = await c.properties.lookup({ address: "100 Oak St, Ames, IA 50010" });
+    assert.equal(byLine.id, "t-000");
   });
 
   it("throws NotFoundError when nothing matches exactly", async () => {

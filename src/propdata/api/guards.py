@@ -4,6 +4,7 @@ contract.md, "Abuse and bad input": no unknown or repeated query parameter; no c
 character (NUL included) in any path or query value; integers written as plain ASCII
 digits with an optional leading minus (`1e3`, `10.0`, `+5`, `1_0`, ` 5` and other
 scripts' digits are refused, where Python's and msgspec's own parsing would take some).
+Surrounding spaces of every other value are dropped.
 Each refusal is a 400 naming the parameter, before anything reaches a store.
 """
 
@@ -100,8 +101,8 @@ _CHECKED = "propdata.checked_query"
 
 def checked_query(scope: Any) -> list[tuple[str, str]]:
     """The request's query pairs once `check_request`'s rules hold, or a 400 naming the
-    parameter. An integer's leading zeros are dropped (`030` is 30), and the scope's query
-    string is rewritten to match, so the response cache's key and the handler's parsing read
+    parameter. An integer's leading zeros are dropped (`030` is 30), surrounding spaces of
+    every other value too, and the scope's query string is rewritten to match, so the response cache's key and the handler's parsing read
     the same values. The metering middleware calls this before it consults the cache, so a
     cached answer never changes whether a request is a 400; a second call is free."""
     state = scope.setdefault("state", {})
@@ -130,7 +131,11 @@ def checked_query(scope: Any) -> list[tuple[str, str]]:
         if _CONTROL.search(value):
             raise InvalidParameter(name, f"'{name}' must not hold control characters.")
         kind = shape.numbers.get(name)
-        if kind is not None:
+        if kind is None and value != value.strip():
+            # Text as people paste it: surrounding spaces mean nothing (numbers stay strict).
+            pairs[position] = (name, value.strip())
+            rewritten = True
+        elif kind is not None:
             pattern, expected = _NUMBERS[kind]
             if not pattern.fullmatch(value):
                 raise InvalidParameter(name, f"'{name}' must be {expected}.")

@@ -33,6 +33,7 @@ from litestar.plugins import OpenAPISchemaPlugin
 
 from propdata.api.guards import unknown_parameter
 from propdata.errors import (
+    Candidate,
     ErrorBody,
     ErrorResponse,
     InvalidApiKey,
@@ -77,17 +78,20 @@ class _Example:
     code: str
     message: str
     parameter: str | None = None
+    candidates: tuple[Candidate, ...] = ()
 
     def value(self) -> dict[str, object]:
         body = ErrorBody(
             code=self.code, message=self.message, status=self.status, requestId=REQUEST_ID,
-            parameter=self.parameter,
+            parameter=self.parameter, candidates=list(self.candidates) or None,
         )  # fmt: skip
         return msgspec.to_builtins(ErrorResponse(error=body))  # type: ignore[no-any-return]
 
 
 def _of(error: ServiceError) -> _Example:
-    return _Example(error.status, error.code, error.message, error.parameter)
+    return _Example(
+        error.status, error.code, error.message, error.parameter, tuple(error.candidates)
+    )
 
 
 _STANDARD: dict[int, list[tuple[str, _Example]]] = {

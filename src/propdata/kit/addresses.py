@@ -9,13 +9,16 @@ a full scourgify parse costs 100 µs, which matters when a million records load.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
+from scourgify import normalize_address_record
 from scourgify.address_constants import (
     AMBIGUOUS_DIRECTIONALS,
     DIRECTIONAL_REPLACEMENTS,
     OCCUPANCY_TYPE_ABBREVIATIONS,
     STREET_TYPE_ABBREVIATIONS,
 )
+from scourgify.exceptions import AddressNormalizationError
 
 _DIRECTIONS = {**DIRECTIONAL_REPLACEMENTS, **AMBIGUOUS_DIRECTIONALS}
 # Designators that take a unit number. Words such as FRONT, REAR, KEY, UPPER or SIDE are also
@@ -89,6 +92,51 @@ def _street_key(street: str) -> str:
     return " ".join(collapsed)
 
 
+_CITY_WORDS = {"SAINT": "ST", "FORT": "FT", "MOUNT": "MT"}
+"""City words people write both ways, to the short form: "Saint Paul" is "St. Paul"."""
+_CITY_DROPPED = re.compile(r"[.'\u2019]")
+_CITY_SPLIT = re.compile(r"[^A-Z0-9]+")
+
+
 def city_key(city: str) -> str:
-    """Normalise a city name for filters and lookup: upper case, single spaces, no periods."""
-    return _SPACES.sub(" ", city.upper().replace(".", "").replace("-", " ")).strip()
+    """Normalise a city name for filters and lookup: upper case, letters and digits only,
+    single spaces, and Saint/Fort/Mount as St/Ft/Mt.
+
+    >>> city_key("Saint Mary's-of-the-Woods")
+    'ST MARYS OF THE WOODS'
+    """
+    words = _CITY_SPLIT.split(_CITY_DROPPED.sub("", city.upper()))
+    return " ".join(_CITY_WORDS.get(word, word) for word in words if word)
+
+
+ZIP_OR_ZIP4 = r"^[0-9]{5}(-[0-9]{4})?$"
+"""A ZIP code as people write it: five digits, or ZIP+4 (`50010-1234`)."""
+_ZIP_OR_ZIP4 = re.compile(ZIP_OR_ZIP4)
+
+
+def zip5(value: str) -> str | None:
+    """The five-digit ZIP code of a ZIP or ZIP+4, or None when it is neither."""
+    value = value.strip()
+    return value[:5] if _ZIP_OR_ZIP4.match(value) else None
+
+
+class OneLine(NamedTuple):
+    """A one-line address split into its parts; those the line leaves out are None."""
+
+    street: str
+    city: str | None
+    state: str | None
+    zip_code: str | None
+
+
+def split_address(line: str) -> OneLine | None:
+    """Split "123 Main St Apt 4, Ames, IA 50010" into street (with its unit), city, state
+    and ZIP code with usaddress-scourgify, or None when it holds no street address."""
+    try:
+        parts = normalize_address_record(line)
+    except AddressNormalizationError:
+        return None
+    street = " ".join(p for p in (parts["address_line_1"], parts["address_line_2"]) if p)
+    if not street:
+        return None
+    return OneLine(street, parts["city"], parts["state"], parts["postal_code"])

@@ -121,6 +121,16 @@ def unpack_events(text: str | bytes) -> list[list[Any]]:
     return events
 
 
+def _place(city_key: str | None, state: str | None, zip_code: str | None) -> tuple[str, list[Any]]:
+    """The conditions (each after AND) and parameters of a lookup's place."""
+    where, params = "", []
+    for column, value in (("city_key", city_key), ("state", state), ("zip_code", zip_code)):
+        if value is not None:
+            where += f" AND {column} = ?"
+            params.append(value)
+    return where, params
+
+
 class LookupRow(NamedTuple):
     """What a lookup shows of a property."""
 
@@ -222,18 +232,38 @@ class PropertyRepository:
         return row is not None
 
     async def find_by_address(
-        self, street_key: str, city_key: str, state: str, zip_code: str | None
+        self, street_key: str, city_key: str | None, state: str | None, zip_code: str | None
     ) -> list[LookupRow]:
-        sql = (
-            f"SELECT {', '.join(LookupRow._fields)} FROM properties"
-            " WHERE street_key = ? AND city_key = ? AND state = ?"
+        """Properties whose street key is `street_key`, in the place the other keys name."""
+        where, params = _place(city_key, state, zip_code)
+        rows = await self.db.fetch_all(
+            f"SELECT {', '.join(LookupRow._fields)} FROM properties WHERE street_key = ?{where}"
+            " ORDER BY zip_code, id LIMIT 50",
+            [street_key, *params],
         )
-        params: list[Any] = [street_key, city_key, state]
-        if zip_code is not None:
-            sql += " AND zip_code = ?"
-            params.append(zip_code)
-        rows = await self.db.fetch_all(sql + " ORDER BY zip_code, id LIMIT 50", params)
         return [LookupRow._make(row) for row in rows]
+
+    async def find_at_street(
+        self, street_key: str, city_key: str | None, state: str | None, zip_code: str | None
+    ) -> list[LookupRow]:
+        """Properties at the street address of `street_key` (no unit) in that place: the one
+        without a unit and every unit ("123 MAIN ST # 4"), in order of ZIP code and key."""
+        where, params = _place(city_key, state, zip_code)
+        units = street_key + " #"
+        # A range on the key, so the street index serves it. It holds every unit in byte
+        # order (SQLite's, and PostgreSQL's C and C.UTF-8 collations); the test below drops
+        # what a linguistic collation, which ignores the space and '#', would let in beside.
+        rows = await self.db.fetch_all(
+            f"SELECT {', '.join(LookupRow._fields)}, street_key FROM properties"
+            f" WHERE (street_key = ? OR (street_key >= ? AND street_key < ?)){where}"
+            " ORDER BY zip_code, street_key, id LIMIT 50",
+            [street_key, units, units + "\U0010ffff", *params],
+        )
+        return [
+            LookupRow._make(row[:-1])
+            for row in rows
+            if row[-1] == street_key or row[-1].startswith(units)
+        ]
 
     # -- the write path ----------------------------------------------------------------
 

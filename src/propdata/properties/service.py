@@ -6,11 +6,17 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from propdata.errors import AmbiguousAddress, NotFound
-from propdata.kit.addresses import city_key, street_key
+from propdata.errors import AmbiguousAddress, Candidate, CandidateAddress, NotFound
+from propdata.kit.addresses import street_key
 from propdata.kit.db import Database
 from propdata.properties import aging
-from propdata.properties.repository import EventRow, PropertyRepository, PropertyRow, TaxRow
+from propdata.properties.repository import (
+    EventRow,
+    LookupRow,
+    PropertyRepository,
+    PropertyRow,
+    TaxRow,
+)
 from propdata.properties.schemas import (
     Address,
     Coordinates,
@@ -62,30 +68,60 @@ class PropertyService:
         )
 
     async def lookup(
-        self, street: str, city: str, state: str, zip_code: str | None
+        self, street: str, city: str | None, state: str | None, zip_code: str | None
     ) -> PropertyLookupItem:
-        """The one property at a USPS-normalised address; 409 when ZIP codes disagree."""
-        rows = await self.repo.find_by_address(street_key(street), city_key(city), state, zip_code)
+        """The one property at a USPS-normalised address (`city` is a city key, `state` an
+        upper-case code; any of the three may be None). 404 when none matches, 409 when
+        several do; either names the properties at that street address as candidates."""
+        key = street_key(street)
+        rows = await self.repo.find_by_address(key, city, state, zip_code)
+        if len(rows) == 1:
+            return _lookup_item(rows[0])
         if not rows:
-            raise NotFound("No property matches that address exactly.")
+            # Another unit, or no unit where units are held: the properties at the street
+            # address, so a caller can choose without parsing the message.
+            street_only = key.partition(" #")[0]
+            near = await self.repo.find_at_street(street_only, city, state, zip_code)
+            raise NotFound(
+                "No property matches that address exactly"
+                + ("; candidates lists those at that street address." if near else "."),
+                candidates=[_candidate(row) for row in near],
+            )
         zips = sorted({row.zip_code for row in rows})
         if len(zips) > 1:
             raise AmbiguousAddress(
                 f"The address matches properties in several ZIP codes: {', '.join(zips)};"
-                " add zipCode to choose one."
+                " add zipCode to choose one.",
+                candidates=[_candidate(row) for row in rows],
             )
-        if len(rows) > 1:
-            raise AmbiguousAddress(
-                f"The address matches {len(rows)} properties in ZIP code {zips[0]}"
-                f" ({', '.join(row.id for row in rows[:10])}); add the unit to the street address."
-            )
-        r = rows[0]
-        return PropertyLookupItem(
-            id=r.id, status=r.status, list_price=r.list_price, address=ShortAddress(
-                street_address=r.street_address, city=r.city, state=r.state, zip_code=r.zip_code),
-            bedrooms_total=r.bedrooms, bathrooms_total=r.bathrooms, living_area=r.living_area,
-            last_updated=r.last_updated,
-        )  # fmt: skip
+        raise AmbiguousAddress(
+            f"The address matches {len(rows)} properties in ZIP code {zips[0]}"
+            f" ({', '.join(row.id for row in rows[:10])}); add the unit to the street address.",
+            candidates=[_candidate(row) for row in rows],
+        )
+
+
+def _short(r: LookupRow) -> ShortAddress:
+    return ShortAddress(
+        street_address=r.street_address, city=r.city, state=r.state, zip_code=r.zip_code
+    )
+
+
+def _lookup_item(r: LookupRow) -> PropertyLookupItem:
+    return PropertyLookupItem(
+        id=r.id, status=r.status, list_price=r.list_price, address=_short(r),
+        bedrooms_total=r.bedrooms, bathrooms_total=r.bathrooms, living_area=r.living_area,
+        last_updated=r.last_updated,
+    )  # fmt: skip
+
+
+def _candidate(r: LookupRow) -> Candidate:
+    return Candidate(
+        id=r.id,
+        address=CandidateAddress(
+            street_address=r.street_address, city=r.city, state=r.state, zip_code=r.zip_code
+        ),
+    )
 
 
 def _events(rows: list[EventRow]) -> list[PriceEvent]:

@@ -25,6 +25,7 @@ from propdata_client.errors import (
 )
 from propdata_client.models import (
     AuthStatus,
+    Candidate,
     ChangesMeta,
     ChangesPage,
     Market,
@@ -47,6 +48,7 @@ __all__ = [
     "AsyncClient",
     "AuthStatus",
     "AuthenticationError",
+    "Candidate",
     "ChangesMeta",
     "ChangesPage",
     "Client",

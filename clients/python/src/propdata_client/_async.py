@@ -237,22 +237,28 @@ class AsyncProperties:
 
     @overload
     async def lookup(
-        self, street_address: str, city: str, state: str, zip_code: str | None = None,
-        *, fields: None = None,
+        self, street_address: str | None = None, city: str | None = None,
+        state: str | None = None, zip_code: str | None = None,
+        *, address: str | None = None, fields: None = None,
     ) -> PropertyMatch: ...  # fmt: skip
     @overload
     async def lookup(
-        self, street_address: str, city: str, state: str, zip_code: str | None = None,
-        *, fields: Sequence[str],
+        self, street_address: str | None = None, city: str | None = None,
+        state: str | None = None, zip_code: str | None = None,
+        *, address: str | None = None, fields: Sequence[str],
     ) -> Record: ...  # fmt: skip
     async def lookup(
-        self, street_address: str, city: str, state: str, zip_code: str | None = None,
-        *, fields: Sequence[str] | None = None,
+        self, street_address: str | None = None, city: str | None = None,
+        state: str | None = None, zip_code: str | None = None,
+        *, address: str | None = None, fields: Sequence[str] | None = None,
     ) -> PropertyMatch | Record:  # fmt: skip
         """The one property at a street address: `GET /v1/properties/lookup`.
 
-        Raises NotFoundError when nothing matches exactly and AmbiguousAddressError (with
-        the candidate `zip_codes`) when several properties match.
+        Give `street_address` with `city` and `state`, or with `zip_code` (ZIP+4 is read as
+        its five digits); or the whole address on one line in `address` alone. Raises
+        NotFoundError when nothing matches exactly and AmbiguousAddressError (with the
+        candidate `zip_codes`) when several properties match; both carry `candidates`, the
+        properties at that street address.
         """
         result: PropertyMatch | Record = await self._client._call(
             _core.lookup_property(_args(locals()))

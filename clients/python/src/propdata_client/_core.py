@@ -26,6 +26,7 @@ from propdata_client.errors import (
 )
 from propdata_client.models import (
     AuthStatus,
+    Candidate,
     ChangesPage,
     Market,
     MarketHistory,
@@ -82,6 +83,7 @@ LOOKUP_PARAMS = {
     "city": "city",
     "state": "state",
     "zip_code": "zipCode",
+    "address": "address",
     "fields": "fields",
 }
 RECORD_PARAMS = {"fields": "fields"}  # by id: the record, its history, its valuation
@@ -106,6 +108,7 @@ class _ErrorBody(msgspec.Struct, frozen=True):
     status: int | None = None
     requestId: str | None = None
     parameter: str | None = None
+    candidates: list[Candidate] | None = None
 
 
 class _ErrorEnvelope(msgspec.Struct, frozen=True):
@@ -468,6 +471,7 @@ def error_of(response: httpx.Response, rate_limit: RateLimit | None) -> Propdata
         body.message,
         request_id=body.requestId or request_id,
         parameter=body.parameter,
+        candidates=body.candidates or (),
         retry_after=retry_after,
         rate_limit=rate_limit,
     )

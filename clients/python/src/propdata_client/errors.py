@@ -3,14 +3,16 @@
 Every error carries `code` (the API's error code), `status` (the HTTP status; None when no
 answer came), `request_id` (the answer's `X-Request-Id`, quote it when asking for support),
 `message`, `retry_after` (seconds, from `Retry-After`, when the answer had one) and
-`rate_limit` (the answer's rate-limit headers).
+`rate_limit` (the answer's rate-limit headers). A lookup's NotFoundError and
+AmbiguousAddressError add `candidates`: the properties at the street address looked up.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from propdata_client.models import RateLimit
+from propdata_client.models import Candidate, RateLimit
 
 __all__ = [
     "APIConnectionError",
@@ -68,7 +70,32 @@ class AuthenticationError(PropdataError):
 
 
 class NotFoundError(PropdataError):
-    """404: no such property, no exact address match, or no market data for the ZIP code."""
+    """404: no such property, no exact address match, or no market data for the ZIP code.
+
+    After a lookup, `candidates` lists up to 5 properties at the street address (other
+    units of it, say) when the store holds any; else it is empty.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "not_found",
+        status: int | None = 404,
+        request_id: str | None = None,
+        retry_after: int | None = None,
+        rate_limit: RateLimit | None = None,
+        candidates: Sequence[Candidate] = (),
+    ) -> None:
+        super().__init__(
+            message,
+            code=code,
+            status=status,
+            request_id=request_id,
+            retry_after=retry_after,
+            rate_limit=rate_limit,
+        )
+        self.candidates: list[Candidate] = list(candidates)
 
 
 class InvalidParameterError(PropdataError):
@@ -106,7 +133,8 @@ class AmbiguousAddressError(PropdataError):
     `zip_codes` are the candidate ZIP codes (sorted; retry the lookup with one of them);
     when the matches share one ZIP code, `zip_codes` holds it and `property_ids` the
     matching ids (up to 10; add the unit to the street address). The API states them in
-    the message; this class reads them from it.
+    the message; this class reads them from it. `candidates` lists up to 5 of the matching
+    properties, with their ids and addresses.
     """
 
     def __init__(
@@ -118,6 +146,7 @@ class AmbiguousAddressError(PropdataError):
         request_id: str | None = None,
         retry_after: int | None = None,
         rate_limit: RateLimit | None = None,
+        candidates: Sequence[Candidate] = (),
     ) -> None:
         super().__init__(
             message,
@@ -127,6 +156,7 @@ class AmbiguousAddressError(PropdataError):
             retry_after=retry_after,
             rate_limit=rate_limit,
         )
+        self.candidates: list[Candidate] = list(candidates)
         zips = _ZIPS.search(message)
         self.zip_codes: list[str] = re.findall(r"\d{5}", zips.group(1)) if zips else []
         ids = _IDS.search(message) if "ZIP code " in message else None
@@ -157,6 +187,7 @@ def error_for(
     *,
     request_id: str | None,
     parameter: str | None = None,
+    candidates: Sequence[Candidate] = (),
     retry_after: int | None = None,
     rate_limit: RateLimit | None = None,
 ) -> PropdataError:
@@ -171,13 +202,20 @@ def error_for(
             rate_limit=rate_limit,
             parameter=parameter,
         )
+    if status == 404 or (status == 409 and code == "ambiguous_address"):
+        found = NotFoundError if status == 404 else AmbiguousAddressError
+        return found(
+            message,
+            code=code,
+            status=status,
+            request_id=request_id,
+            retry_after=retry_after,
+            rate_limit=rate_limit,
+            candidates=candidates,
+        )
     kind: type[PropdataError] = PropdataError
     if status == 401:
         kind = AuthenticationError
-    elif status == 404:
-        kind = NotFoundError
-    elif status == 409 and code == "ambiguous_address":
-        kind = AmbiguousAddressError
     elif status == 429:
         kind = QuotaExceededError if code == "quota_exceeded" else RateLimitError
     elif status == 503:

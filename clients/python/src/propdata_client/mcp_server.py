@@ -38,6 +38,7 @@ from propdata_client.errors import (
 )
 from propdata_client.models import (
     Address,
+    Candidate,
     Model,
     PropertySort,
     PropertyStatus,
@@ -109,6 +110,17 @@ def _wait(seconds: int | None) -> str:
     return f"{seconds} seconds (about {spoken})"
 
 
+def _candidates(candidates: list[Candidate]) -> str:
+    """The properties a lookup error names, for the agent to choose from (or nothing)."""
+    if not candidates:
+        return ""
+    listed = "; ".join(f"{c.id} ({_address(c.address)})" for c in candidates)
+    return (
+        f" Properties at that street address: {listed}. Call get_property with one of"
+        " these ids, or lookup_address again with its street address."
+    )
+
+
 _RETRY_CLAUSE = re.compile(r";?\s*retry after \d+ seconds?", re.IGNORECASE)
 
 
@@ -132,8 +144,9 @@ def tool_error(exc: PropdataError) -> ToolError:
             )
         else:
             text = f"The address is ambiguous: {exc.message}"
+        text += _candidates(exc.candidates)
     elif isinstance(exc, NotFoundError):
-        text = f"Not found: {exc.message}"
+        text = f"Not found: {exc.message}" + _candidates(exc.candidates)
     elif isinstance(exc, InvalidParameterError):
         text = f"Invalid parameter '{exc.parameter}': {exc.message}"
     elif isinstance(exc, AuthenticationError):

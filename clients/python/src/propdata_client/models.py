@@ -19,6 +19,7 @@ import msgspec
 __all__ = [
     "Address",
     "AuthStatus",
+    "Candidate",
     "ChangeType",
     "ChangesMeta",
     "ChangesPage",
@@ -103,6 +104,13 @@ class ShortAddress(Model):
     city: str
     state: str
     zip_code: str
+
+
+class Candidate(Model):
+    """A property at the street address a lookup named (a lookup error's `candidates`)."""
+
+    id: str
+    address: ShortAddress
 
 
 class PriceEvent(Model):
