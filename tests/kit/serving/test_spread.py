@@ -116,13 +116,26 @@ def test_keep_alive_connections_opened_at_once_end_up_spread_evenly(
             assert answer.status == 200
             return answer.getheader("connection") or ""
 
+        connections = bench_module("bench_run").connections
+        rounds, shed = 0, 1
         with ThreadPoolExecutor(16) as pool:
-            for _ in range(30):
-                closed += list(pool.map(ask, clients)).count("close")
+            # 30 rounds, then more (60 at most) until a round closes nothing and the spread
+            # is even: a connection shed by the busier worker may land on it again (the
+            # accept race) and is shed again, and one just closed is not yet reconnected.
+            while rounds < 30 or (
+                rounds < 60 and (shed or _uneven(connections(port, _workers(server.pid))))
+            ):
+                shed = list(pool.map(ask, clients)).count("close")
+                closed += shed
                 time.sleep(SHED_EVERY / 2)  # a round can take less than a worker's pause
-        counts = bench_module("bench_run").connections(port, _workers(server.pid))
+                rounds += 1
+        counts = connections(port, _workers(server.pid))
         for client in clients:
             client.close()
-    assert sum(counts) == 16
-    assert max(counts) - min(counts) <= 1, counts
-    assert closed <= 16 * 30 // 4, closed  # evening out, not closing every answer
+    assert sum(counts) == 16, (counts, rounds)
+    assert max(counts) - min(counts) <= 1, (counts, rounds)
+    assert closed <= 16 * rounds // 4, closed  # evening out, not closing every answer
+
+
+def _uneven(counts: list[int]) -> bool:
+    return max(counts) - min(counts) > 1
