@@ -43,6 +43,20 @@ PropertyId = Annotated[
 ]  # fmt: skip
 
 
+BY_ID_ERRORS = errors(
+    404,
+    examples=[
+        InvalidParameter(
+            "id",
+            "Invalid value for 'id'; expected: property id: 1 to 64 letters,"
+            " digits, '.', '_' or '-', starting with a letter or digit.",
+        ),
+        NotFound("No property with id 'x-000'."),
+    ],
+)
+"""What an operation on one property by its id answers besides 200 (by id, history,
+valuation), with real examples."""
+
 LookupFields = Annotated[str | None, parameter(PropertyLookupItem)]
 DetailFields = Annotated[str | None, parameter(PropertyDetail)]
 HistoryFields = Annotated[str | None, parameter(PropertyHistory)]
@@ -198,17 +212,7 @@ async def lookup_property(
 
 @get(
     "/properties/{id:str}",
-    responses=errors(
-        404,
-        examples=[
-            InvalidParameter(
-                "id",
-                "Invalid value for 'id'; expected: property id: 1 to 64 letters,"
-                " digits, '.', '_' or '-', starting with a letter or digit.",
-            ),
-            NotFound("No property with id 'x-000'."),
-        ],
-    ),
+    responses=BY_ID_ERRORS,
     operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["properties"],
@@ -225,17 +229,7 @@ async def get_property(
 
 @get(
     "/properties/{id:str}/history",
-    responses=errors(
-        404,
-        examples=[
-            InvalidParameter(
-                "id",
-                "Invalid value for 'id'; expected: property id: 1 to 64 letters,"
-                " digits, '.', '_' or '-', starting with a letter or digit.",
-            ),
-            NotFound("No property with id 'x-000'."),
-        ],
-    ),
+    responses=BY_ID_ERRORS,
     operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["properties"],

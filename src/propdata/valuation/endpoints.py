@@ -8,26 +8,15 @@ from litestar import Response, get
 
 from propdata.api.dependencies import Injected
 from propdata.api.fields import answer, parameter, select
-from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
-from propdata.errors import InvalidParameter, NotFound
-from propdata.properties.endpoints import PropertyId
+from propdata.api.openapi import ANSWER_HEADERS, ApiOperation
+from propdata.properties.endpoints import BY_ID_ERRORS, PropertyId
 from propdata.valuation.schemas import Valuation, ValuationResponse
 from propdata.valuation.service import ValuationService
 
 
 @get(
     "/properties/{id:str}/valuation",
-    responses=errors(
-        404,
-        examples=[
-            InvalidParameter(
-                "id",
-                "Invalid value for 'id'; expected: property id: 1 to 64 letters,"
-                " digits, '.', '_' or '-', starting with a letter or digit.",
-            ),
-            NotFound("No property with id 'x-000'."),
-        ],
-    ),
+    responses=BY_ID_ERRORS,
     operation_class=ApiOperation,
     response_headers=ANSWER_HEADERS,
     tags=["properties"],
