@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import ClassVar
 
 from propdata_client.models import Candidate, RateLimit
 
@@ -69,19 +70,19 @@ class AuthenticationError(PropdataError):
     """401: the key is missing, malformed, unknown or revoked (`code` says which)."""
 
 
-class NotFoundError(PropdataError):
-    """404: no such property, no exact address match, or no market data for the ZIP code.
+class _AtAnAddress(PropdataError):
+    """An answer that may list `candidates`: up to 5 properties at the street address asked
+    for (empty when the store holds none, or for another kind of request)."""
 
-    After a lookup, `candidates` lists up to 5 properties at the street address (other
-    units of it, say) when the store holds any; else it is empty.
-    """
+    CODE: ClassVar[str]
+    STATUS: ClassVar[int]
 
     def __init__(
         self,
         message: str,
         *,
-        code: str = "not_found",
-        status: int | None = 404,
+        code: str | None = None,
+        status: int | None = None,
         request_id: str | None = None,
         retry_after: int | None = None,
         rate_limit: RateLimit | None = None,
@@ -89,13 +90,24 @@ class NotFoundError(PropdataError):
     ) -> None:
         super().__init__(
             message,
-            code=code,
-            status=status,
+            code=code or self.CODE,
+            status=status or self.STATUS,
             request_id=request_id,
             retry_after=retry_after,
             rate_limit=rate_limit,
         )
         self.candidates: list[Candidate] = list(candidates)
+
+
+class NotFoundError(_AtAnAddress):
+    """404: no such property, no exact address match, or no market data for the ZIP code.
+
+    After a lookup, `candidates` lists up to 5 properties at the street address (other
+    units of it, say) when the store holds any; else it is empty.
+    """
+
+    CODE = "not_found"
+    STATUS = 404
 
 
 class InvalidParameterError(PropdataError):
@@ -127,7 +139,7 @@ _ZIPS = re.compile(r"ZIP codes?:?\s+(\d{5}(?:\s*,\s*\d{5})*)")
 _IDS = re.compile(r"\(([^()]*)\)")
 
 
-class AmbiguousAddressError(PropdataError):
+class AmbiguousAddressError(_AtAnAddress):
     """409: the address matches several properties.
 
     `zip_codes` are the candidate ZIP codes (sorted; retry the lookup with one of them);
@@ -137,32 +149,18 @@ class AmbiguousAddressError(PropdataError):
     properties, with their ids and addresses.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        code: str = "ambiguous_address",
-        status: int | None = 409,
-        request_id: str | None = None,
-        retry_after: int | None = None,
-        rate_limit: RateLimit | None = None,
-        candidates: Sequence[Candidate] = (),
-    ) -> None:
-        super().__init__(
-            message,
-            code=code,
-            status=status,
-            request_id=request_id,
-            retry_after=retry_after,
-            rate_limit=rate_limit,
-        )
-        self.candidates: list[Candidate] = list(candidates)
-        zips = _ZIPS.search(message)
-        self.zip_codes: list[str] = re.findall(r"\d{5}", zips.group(1)) if zips else []
-        ids = _IDS.search(message) if "ZIP code " in message else None
-        self.property_ids: list[str] = (
-            [part.strip() for part in ids.group(1).split(",") if part.strip()] if ids else []
-        )
+    CODE = "ambiguous_address"
+    STATUS = 409
+
+    @property
+    def zip_codes(self) -> list[str]:
+        zips = _ZIPS.search(self.message)
+        return re.findall(r"\d{5}", zips.group(1)) if zips else []
+
+    @property
+    def property_ids(self) -> list[str]:
+        ids = _IDS.search(self.message) if "ZIP code " in self.message else None
+        return [part.strip() for part in ids.group(1).split(",") if part.strip()] if ids else []
 
 
 class RateLimitError(PropdataError):
