@@ -1,0 +1,1 @@
+"""Events: saved searches, the event log and its stream (contract.md "Events")."""

@@ -1,0 +1,1 @@
+"""Webhooks: endpoints, deliveries and the dispatcher (contract.md "Webhooks")."""
