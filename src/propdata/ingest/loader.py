@@ -61,6 +61,8 @@ class LoadReport:
     """The line each id was first seen on in this load."""
     written: list[str] = field(default_factory=list, repr=False)
     """Ids of the records inserted or updated: what a load's estimates value."""
+    analyzed: bool = field(default=False, repr=False)
+    """Whether the load refreshed the planner's statistics (see ANALYZE_SHARE)."""
     zips: set[str] = field(default_factory=set, repr=False)
     """ZIP codes the load touched: of the records it wrote, before and after (a record
     that moves touches both), and of those it removed: whose statistics it changes."""
@@ -379,9 +381,18 @@ async def load(
     # Counted once committed: a load that fails stores nothing and counts nothing.
     INGESTED.labels("accepted").inc(report.loaded + report.unchanged)
     INGESTED.labels("rejected").inc(len(report.rejects))
-    if report.changed:
+    if report.changed and report.loaded + report.removed >= ANALYZE_SHARE * held:
         await repo.optimize()
+        report.analyzed = True
     return report
+
+
+ANALYZE_SHARE = 0.10
+"""A load refreshes the planner's statistics (`optimize`: a full ANALYZE, 2 s at a million
+properties) when it wrote or removed at least this share of the records the store held; a
+smaller one leaves the distributions as they were. A full rebuild (ingest.pipeline) also
+refreshes them, and it follows at the latest once the loads since the last one changed a
+tenth of the store."""
 
 
 BULK_ROWS = 20_000

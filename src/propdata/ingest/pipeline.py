@@ -210,6 +210,8 @@ async def rebuild(
         outcome.seconds["markets"] = time.perf_counter() - start
     if pending is not None:
         await properties.clear_rebuild_pending(pending)
+    if not any(report.analyzed for report in outcome.reports):
+        await properties.optimize()  # the loads since the last rebuild add up (ANALYZE_SHARE)
     return outcome
 
 

@@ -1,11 +1,13 @@
 """Valuations of the stored properties: read the store, fit the model, write the estimates.
 
-`rebuild_valuations` runs after every data load (like the market statistics): it reads
-every property and its priced events page by page into numpy columns, fits the value
-model on the sales and the rent model on the rentals (`valuation.model`), values every
-property as of the build date, and writes the estimates and their comparables in one
-transaction that also bumps the data version. The valuation endpoint (`service`) answers
-from what the rebuild stored, so the sales shown are those the estimate used.
+`rebuild_valuations` (a full rebuild) reads every property and its priced events page by
+page into numpy columns, fits the value model on the sales and the rent model on the
+rentals (`valuation.model`), values every property as of the build date, and writes the
+estimates and their comparables, and the fitted models (`valuation.stored`), in one
+transaction that also bumps the data version. `estimate` values some properties (a load's)
+with the stored models, exactly as the full valuation would with the same models. The
+valuation endpoint (`service`) answers from what was stored, so the sales shown are those
+the estimate used.
 
     summary = await rebuild_valuations(db, date(2026, 11, 21), progress=bar.advance)
 """
