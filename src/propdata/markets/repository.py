@@ -231,6 +231,13 @@ class MarketStatsWriter:
             )
         found.sort(key=lambda row: str(row[0]), reverse=True)
         skip = _UNCOUNTED
+        if tuple(columns) == _USUAL:  # the builder's own order: no per-event re-pick
+            return [
+                (pid, date, event, price)
+                for pid, text in found
+                for date, event, price, _ in reversed(unpack_events(text))
+                if date <= until and event not in skip
+            ]
         at_ = [EVENT_COLUMNS.index(c) for c in columns]
         return [
             tuple((pid, seq, *e)[i] for i in at_)
