@@ -556,15 +556,30 @@ async def _value_rows(
     columns = dict(zip(HOME_COLUMNS, zip(*rows, strict=True), strict=True))
     ids = [str(i) for i in columns["id"]]
     zips = sorted(set(columns["zip_code"]))
-    valued: list[Valued] = []
-    for kind in (SALE, RENTAL):
-        header = await repo.model(kind)
-        if header is None:
-            raise LookupError(f"no stored {kind} model: a full rebuild stores one")
-        blocks = [stored.Block(*b) for b in await repo.training(kind, zips)]
-        fitted = stored.decode(header, blocks)
-        valued.append(value_homes(fitted, _homes_of(fitted, ids, columns), as_of))
+    models = await _read_models(repo, zips)
+    valued = [value_homes(f, _homes_of(f, ids, columns), as_of) for f in models]
     return ids, valued[0], valued[1]
+
+
+async def _read_models(repo: ValuationRepository, zips: list[str]) -> list[Fitted]:
+    """Both stored models with the training blocks of `zips`, all of one version.
+
+    The header and the blocks are separate reads: on PostgreSQL a rebuild may commit new
+    models between them, which the version read before and after tells (the version only
+    grows); such a read is made again.
+    """
+    for _ in range(ATTEMPTS):
+        version = await repo.model_version()
+        models: list[Fitted] = []
+        for kind in (SALE, RENTAL):
+            header = await repo.model(kind)
+            if header is None:
+                raise LookupError(f"no stored {kind} model: a full rebuild stores one")
+            blocks = [stored.Block(*b) for b in await repo.training(kind, zips)]
+            models.append(stored.decode(header, blocks))
+        if await repo.model_version() == version:
+            return models
+    raise RuntimeError("the stored models kept changing while they were read")
 
 
 def _homes_of(fitted: Fitted, ids: list[str], columns: dict[str, tuple[Any, ...]]) -> Homes:

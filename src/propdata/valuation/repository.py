@@ -191,6 +191,11 @@ class ValuationRepository:
         )
         return [ModelRow._make(row) for row in rows]
 
+    async def model_version(self) -> int:
+        """The stored models' version (0 before the first full rebuild)."""
+        row = await self.db.fetch_one("SELECT max(version) FROM valuation_models")
+        return int(row[0]) if row and row[0] is not None else 0
+
     async def model(self, kind: str) -> bytes | None:
         """The stored header of one model (`stored.encode`); None when none is stored."""
         row = await self.db.fetch_one("SELECT model FROM valuation_models WHERE kind = ?", (kind,))
