@@ -533,7 +533,7 @@ MODEL_TABLES = [
         PRIMARY KEY (kind, zip_code)
     )""",
 ]
-"""Step 7's tables. Not among TABLES: `data copy` leaves them behind, and the copy's first
+"""Step 8's tables. Not among TABLES: `data copy` leaves them behind, and the copy's first
 load refits (a store without a stored model always does)."""
 
 
