@@ -18,7 +18,7 @@ import concurrent.futures
 import datetime as dt
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -99,9 +99,9 @@ class Stock:
     homes: Homes
     sales: Priced
     rentals: Priced
-    zips: list[str]
-    """ZIP code of each market (and ZIP) code of `homes`."""
-    states: list[str]
+    zips: list[str] = field(default_factory=list)
+    """ZIP code of each market (and ZIP) code of `homes` (what a stored model keeps)."""
+    states: list[str] = field(default_factory=list)
 
     def priced(self, events: Priced) -> Homes:
         """The homes of `events`, each at its event's month."""
