@@ -1,9 +1,11 @@
 """The market statistics builder: market_snapshots and market_history from the stored records.
 
-`rebuild` runs after every data load. It streams the properties and their price events in
-pages ordered by property id (two indexed range reads per page), replays each property's
-events once, oldest first, and folds what it finds into small per-ZIP accumulators: counts,
-and the few values a median or a mean needs. Nothing per property outlives its page.
+`rebuild` runs at every full rebuild (a load that changes little recomputes only the ZIP
+codes it touched: `compute_zips`, `replace_zips`). It streams the properties and their
+price events in pages ordered by property id (two indexed range reads per page), replays
+each property's events once, oldest first, and folds what it finds into small per-ZIP
+accumulators: counts, and the few values a median or a mean needs. Nothing per property
+outlives its page.
 
     zips = await rebuild(db, date(2026, 11, 21))
 
