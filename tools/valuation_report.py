@@ -208,8 +208,10 @@ TEMPLATE = """\
 
 `valueEstimate` and `rentEstimate` (`{{value, low, high, asOfDate}}`, low-high an 85 %
 interval) are computed by `propdata.valuation` and stored on every property by the data
-rebuild (`rebuild_valuations`); `GET /v1/properties/{{id}}/valuation` shows the comparable
-sales each value estimate was built from. This page is written by
+rebuild (`rebuild_valuations`), which also stores the fitted models; a load values the
+records it brings with those stored models ([import.md](import.md#live-data-what-a-load-recomputes)).
+`GET /v1/properties/{{id}}/valuation` shows the comparable sales each value estimate was
+built from. This page is written by
 
     make valuation-report        # = python tools/valuation_report.py
 

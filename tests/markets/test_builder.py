@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.markets import builder
@@ -637,3 +638,25 @@ async def test_matches_a_plain_reading_of_the_definitions(db: Database, seed: in
         got = await snapshot(db, zip_code)
         assert {k: got[k] for k in expected} == expected, zip_code
         assert await history(db, zip_code) == hist[zip_code], zip_code
+
+
+async def test_some_zip_codes_alone_give_the_full_rebuild_rows_of_those(db: Database) -> None:
+    """`compute_zips` of a few ZIP codes: exactly their rows of a full pass; a ZIP without
+    records gets none, and `replace_zips` leaves the other ZIP codes' rows alone."""
+    items = list(synthetic.generate(400, 11, D))
+    assert not (await load(db, items, origin="synthetic", as_of=D)).rejects
+    snapshots, history = await builder.compute(db, D)
+    codes = sorted({row[0] for row in snapshots})
+    assert len(codes) > 2
+    some = [codes[0], codes[-1], "00000"]
+    part = await builder.compute_zips(db, some, D)
+    assert part == (
+        [row for row in snapshots if row[0] in some],
+        [row for row in history if row[0] in some],
+    )
+    await rebuild(db, D)
+    before = await db.fetch_all("SELECT * FROM market_snapshots ORDER BY zip_code")
+    async with db.transaction():
+        assert await builder.replace_zips(db, some, part) == 2
+    assert await db.fetch_all("SELECT * FROM market_snapshots ORDER BY zip_code") == before
+    assert await builder.stored_as_of(db) == {D.isoformat()}

@@ -148,7 +148,10 @@ def summary(outcome: Any) -> None:
         e = outcome.estimates
         err.print(f"Estimates: {e.values:,} values and {e.rents:,} rents, learnt from"
                   f" {e.sales:,} sales and {e.rentals:,} rentals.")  # fmt: skip
-    if outcome.markets is not None:
+    if getattr(outcome, "valued", None) is not None:
+        err.print(f"Estimates: {outcome.valued:,} records valued with the stored models.")
+        err.print(f"Market statistics recomputed for the {outcome.markets} ZIP codes touched.")
+    elif outcome.markets is not None:
         err.print(f"Market statistics for {outcome.markets} ZIP codes.")
 
 

@@ -59,6 +59,13 @@ class LoadReport:
     rejects: list[Reject] = field(default_factory=list)
     lines: dict[str, int] = field(default_factory=dict, repr=False)
     """The line each id was first seen on in this load."""
+    written: list[str] = field(default_factory=list, repr=False)
+    """Ids of the records inserted or updated: what a load's estimates value."""
+    analyzed: bool = field(default=False, repr=False)
+    """Whether the load refreshed the planner's statistics (see ANALYZE_SHARE)."""
+    zips: set[str] = field(default_factory=set, repr=False)
+    """ZIP codes the load touched: of the records it wrote, before and after (a record
+    that moves touches both), and of those it removed: whose statistics it changes."""
 
     @property
     def loaded(self) -> int:
@@ -345,6 +352,7 @@ async def load(
     report = LoadReport()
     async with db.transaction():
         if replace_origin:
+            report.zips |= await repo.origin_zips(origin)
             report.removed = await repo.delete_origin(origin)
         held = await repo.count()
         # An empty store has nothing to compare with: an id seen twice is a duplicate
@@ -373,9 +381,18 @@ async def load(
     # Counted once committed: a load that fails stores nothing and counts nothing.
     INGESTED.labels("accepted").inc(report.loaded + report.unchanged)
     INGESTED.labels("rejected").inc(len(report.rejects))
-    if report.changed:
+    if report.changed and report.loaded + report.removed >= ANALYZE_SHARE * held:
         await repo.optimize()
+        report.analyzed = True
     return report
+
+
+ANALYZE_SHARE = 0.10
+"""A load refreshes the planner's statistics (`optimize`: a full ANALYZE, 2 s at a million
+properties) when it wrote or removed at least this share of the records the store held; a
+smaller one leaves the distributions as they were. A full rebuild (ingest.pipeline) also
+refreshes them, and it follows at the latest once the loads since the last one changed a
+tenth of the store."""
 
 
 BULK_ROWS = 20_000
@@ -435,8 +452,11 @@ async def _load_batch(
                 continue
             replaced.append(record_id)
             report.updated += 1
+            report.zips.add(old.zip_code)
         else:
             report.inserted += 1
+        report.written.append(record_id)
+        report.zips.add(record.address.zip_code)
         rows.append(to_row(record, origin if old is None else old.origin, digest, as_of))
         histories.append(pack_histories(record_id, record.price_history, record.tax_history))
     # The one place a load writes a batch: `rows` are inserted, or updated where their id

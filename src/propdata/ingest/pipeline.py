@@ -4,6 +4,10 @@ The command line (`propdata data demo|generate|import|rebuild`), the benchmark's
 and the tests all go through `run` (or `rebuild` alone), so a store is never left with new
 records and old estimates or statistics by one caller forgetting a step.
 
+A load that changes little is finished incrementally (`live`): its new and changed records
+are valued with the stored models and the statistics of the ZIP codes it touched are
+recomputed. `refit_reason` says when a load is finished by a full `rebuild` instead.
+
     outcome = await run(db, [synthetic_source(100_000, seed=1, as_of=today)], today)
     outcome.reports[0].inserted, outcome.estimates.values, outcome.markets
 """
@@ -69,14 +73,22 @@ class Outcome:
     """ZIP codes with statistics; None when no rebuild ran (the load changed nothing)."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of each phase: "load", "estimates", "markets"."""
+    valued: int | None = None
+    """Records valued with the stored models; None unless the load was finished
+    incrementally (then `estimates` is None and `markets` counts the touched ZIP codes that
+    have statistics)."""
+    refit: str | None = None
+    """Why a load that changed the store was finished by a full rebuild."""
 
 
 async def run(
     db: Database, sources: Sequence[Source], as_of: dt.date, tracker: Tracker | None = None
 ) -> Outcome:
-    """Load every source, each in its own transaction, then rebuild the estimates and the
-    market statistics when any load changed the store."""
+    """Load every source, each in its own transaction, then bring the estimates and the
+    market statistics up to date when any load changed the store: incrementally (`live`),
+    or by a full `rebuild` when `refit_reason` gives one."""
     outcome = Outcome()
+    earlier = await PropertyRepository(db).rebuild_pending()
     start = time.perf_counter()
     for source in sources:
         advance = tracker.task(source.description, source.total) if tracker else None
@@ -88,9 +100,84 @@ async def run(
         outcome.names.append(source.description)
     outcome.seconds["load"] = time.perf_counter() - start
     changed = any(report.changed for report in outcome.reports)
-    # ... or an earlier load died between its commit and its rebuild: finish that too.
-    if changed or await PropertyRepository(db).rebuild_pending():
-        await rebuild(db, as_of, tracker, outcome)
+    if not changed and earlier is None:
+        return outcome
+    if earlier is not None:
+        # An earlier load died between its commit and its rebuild: what it changed is not
+        # known, so everything is recomputed.
+        outcome.refit = "an earlier load was not finished"
+    else:
+        outcome.refit = await refit_reason(db, outcome.reports, as_of)
+        if outcome.refit is None:
+            await live(db, outcome.reports, as_of, outcome)
+            return outcome
+    await rebuild(db, as_of, tracker, outcome)
+    return outcome
+
+
+REFIT_SHARE = 0.10
+"""A load is finished by a full rebuild (the models refitted) once the records inserted,
+updated or removed since the last fit exceed this share of the records it was fitted over.
+Below it the stored models stand: docs/import.md, "Live data", gives the reason."""
+
+
+async def refit_reason(db: Database, reports: Sequence[LoadReport], as_of: dt.date) -> str | None:
+    """Why these loads must be finished by a full rebuild; None when `live` may finish them.
+
+    A full rebuild when no model is stored, when the stored models or statistics describe
+    another day than `as_of` (the valuation date and the statistics' 30-day window move
+    with it), or when the records changed since the fit exceed REFIT_SHARE of those it was
+    fitted over.
+    """
+    models = await valuation.stored_models(db)
+    if len(models) < 2:
+        return "no stored model"
+    day = as_of.isoformat()
+    if any(model.as_of != day for model in models):
+        return f"the stored models were fitted as of {models[0].as_of}, not {day}"
+    if await market_builder.stored_as_of(db) - {day}:
+        return f"the stored market statistics are not as of {day}"
+    records = sum(report.loaded + report.removed for report in reports)
+    changed = max(model.changed for model in models) + records
+    fitted = models[0].properties
+    if changed > REFIT_SHARE * fitted:
+        return (f"{changed:,} records changed since the fit over {fitted:,}"
+                f" (more than {REFIT_SHARE:.0%})")  # fmt: skip
+    return None
+
+
+async def live(
+    db: Database, reports: Sequence[LoadReport], as_of: dt.date, outcome: Outcome | None = None
+) -> Outcome:
+    """Finish committed loads incrementally, in one transaction: value the records they
+    inserted or updated with the stored models, recompute the statistics of the ZIP codes
+    they touched, count their records against the refit rule, bump the data version and
+    clear the loads' rebuild mark.
+
+    What it stores equals what a full rebuild with the same models gives those records and
+    ZIP codes (tests/ingest/test_live.py). A process killed before it commits leaves the
+    mark, and the next run rebuilds everything.
+    """
+    outcome = outcome or Outcome()
+    ids = list(dict.fromkeys(i for report in reports for i in report.written))
+    zips = set().union(*(report.zips for report in reports))
+    removed = any(report.removed for report in reports)
+    properties = PropertyRepository(db)
+    async with db.transaction():
+        pending = await properties.rebuild_pending()
+        start = time.perf_counter()
+        outcome.valued = await valuation.estimate(db, ids, as_of)
+        if removed:
+            await valuation.forget_removed(db)
+        outcome.seconds["estimates"] = time.perf_counter() - start
+        start = time.perf_counter()
+        rows = await market_builder.compute_zips(db, zips, as_of)
+        outcome.markets = await market_builder.replace_zips(db, zips, rows)
+        outcome.seconds["markets"] = time.perf_counter() - start
+        await valuation.count_changes(db, sum(r.loaded + r.removed for r in reports))
+        await properties.bump_data_version()
+        if pending is not None:
+            await properties.clear_rebuild_pending(pending)
     return outcome
 
 
@@ -123,6 +210,8 @@ async def rebuild(
         outcome.seconds["markets"] = time.perf_counter() - start
     if pending is not None:
         await properties.clear_rebuild_pending(pending)
+    if not any(report.analyzed for report in outcome.reports):
+        await properties.optimize()  # the loads since the last rebuild add up (ANALYZE_SHARE)
     return outcome
 
 

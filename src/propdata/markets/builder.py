@@ -1,9 +1,11 @@
 """The market statistics builder: market_snapshots and market_history from the stored records.
 
-`rebuild` runs after every data load. It streams the properties and their price events in
-pages ordered by property id (two indexed range reads per page), replays each property's
-events once, oldest first, and folds what it finds into small per-ZIP accumulators: counts,
-and the few values a median or a mean needs. Nothing per property outlives its page.
+`rebuild` runs at every full rebuild (a load that changes little recomputes only the ZIP
+codes it touched: `compute_zips`, `replace_zips`). It streams the properties and their
+price events in pages ordered by property id (two indexed range reads per page), replays
+each property's events once, oldest first, and folds what it finds into small per-ZIP
+accumulators: counts, and the few values a median or a mean needs. Nothing per property
+outlives its page.
 
     zips = await rebuild(db, date(2026, 11, 21))
 
@@ -212,13 +214,18 @@ async def _compute(
     """One full pass over the records: the snapshot rows and history rows to store."""
     with memory.no_cycle_collection():
         zips = await _fold(stats, calendar, progress)
-        places = await _places(stats, sorted(zips))
-        snapshots: list[tuple[Any, ...]] = []
-        history: list[tuple[Any, ...]] = []
-        for zip_code in sorted(zips):
-            city, state = places[zip_code]
-            snapshots.append(_snapshot_row(zip_code, city, state, zips[zip_code], calendar))
-            history.extend(_history_rows(zip_code, zips[zip_code], calendar))
+        return await _rows(stats, zips, calendar)
+
+
+async def _rows(stats: MarketStatsWriter, zips: dict[str, Zip], calendar: Calendar) -> MarketRows:
+    """The snapshot and history rows of folded ZIPs, in ZIP order."""
+    places = await _places(stats, sorted(zips))
+    snapshots: list[tuple[Any, ...]] = []
+    history: list[tuple[Any, ...]] = []
+    for zip_code in sorted(zips):
+        city, state = places[zip_code]
+        snapshots.append(_snapshot_row(zip_code, city, state, zips[zip_code], calendar))
+        history.extend(_history_rows(zip_code, zips[zip_code], calendar))
     return snapshots, history
 
 
@@ -232,18 +239,7 @@ async def _fold(
         page = await stats.property_page(_PROPERTY_FIELDS, before, PAGE)
         if not page:
             break
-        owners: dict[str, tuple[Zip, int | None]] = {}
-        for property_id, zip_code, status, list_price, living_area in page:
-            z = zips.get(zip_code)
-            if z is None:
-                z = zips[zip_code] = Zip(len(calendar.months))
-            owners[property_id] = (z, living_area)
-            if status == "forSale":
-                z.active += 1
-                if list_price is not None:
-                    z.list_prices.append(list_price)
-                    if living_area:
-                        z.price_per_sqft.append(list_price / living_area)
+        owners = _fold_properties(zips, page, calendar)
         # The page runs from page[0] (highest id) down to page[-1] (lowest id).
         events = await stats.events_between(_EVENT_FIELDS, page[-1][0], page[0][0], calendar.as_of)
         _replay(events, owners, calendar)
@@ -251,6 +247,63 @@ async def _fold(
         if progress is not None:
             progress(len(page))
     return zips
+
+
+def _fold_properties(
+    zips: dict[str, Zip], page: Iterable[Row], calendar: Calendar
+) -> dict[str, tuple[Zip, int | None]]:
+    """Fold the records' own fields into their ZIPs; each record's ZIP and living area."""
+    owners: dict[str, tuple[Zip, int | None]] = {}
+    for property_id, zip_code, status, list_price, living_area in page:
+        z = zips.get(zip_code)
+        if z is None:
+            z = zips[zip_code] = Zip(len(calendar.months))
+        owners[property_id] = (z, living_area)
+        if status == "forSale":
+            z.active += 1
+            if list_price is not None:
+                z.list_prices.append(list_price)
+                if living_area:
+                    z.price_per_sqft.append(list_price / living_area)
+    return owners
+
+
+# -- some ZIP codes only (a load's) -------------------------------------------------------------
+
+
+async def compute_zips(db: Database, zip_codes: Iterable[str], as_of: dt.date) -> MarketRows:
+    """The rows `rebuild` would store for the given ZIP codes (none for a ZIP without
+    records), read from their records only: a load recomputes the ZIPs it touched.
+
+    Every number of a ZIP comes from its own records and their events, folded the same way
+    as a full pass (medians and means do not depend on the order records come in), so the
+    rows equal a full rebuild's for these ZIPs.
+    """
+    stats = MarketStatsWriter(db)
+    calendar = Calendar.of(as_of)
+    zips: dict[str, Zip] = {}
+    with memory.no_cycle_collection():
+        records = await stats.properties_in(_PROPERTY_FIELDS, sorted(set(zip_codes)))
+        for at in range(0, len(records), PAGE):
+            page = records[at : at + PAGE]
+            owners = _fold_properties(zips, page, calendar)
+            ids = [row[0] for row in page]
+            _replay(await stats.events_of(_EVENT_FIELDS, ids, calendar.as_of), owners, calendar)
+        return await _rows(stats, zips, calendar)
+
+
+async def replace_zips(db: Database, zip_codes: Iterable[str], rows: MarketRows) -> int:
+    """Replace the statistics of the given ZIP codes with `rows` (of `compute_zips`); inside
+    a transaction, which the caller also bumps the data version in. Returns the number of
+    ZIP codes with statistics."""
+    snapshots, history = rows
+    await MarketStatsWriter(db).replace_zips(sorted(set(zip_codes)), snapshots, history)
+    return len(snapshots)
+
+
+async def stored_as_of(db: Database) -> set[str]:
+    """The dates the stored statistics are computed as of (one after a rebuild)."""
+    return await MarketStatsWriter(db).snapshot_dates()
 
 
 def _replay(

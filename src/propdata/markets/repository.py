@@ -205,3 +205,66 @@ class MarketStatsWriter:
         await self.db.execute("DELETE FROM market_history")
         await self.db.executemany(SNAPSHOT_INSERT, snapshots)
         await self.db.executemany(HISTORY_INSERT, history)
+
+    async def properties_in(self, columns: Sequence[str], zip_codes: Sequence[str]) -> list[Row]:
+        """`columns` (id first) of every property of the given ZIP codes, in descending id
+        order (a load's touched ZIPs: the ZIP code index serves it)."""
+        rows: list[Row] = []
+        for at in range(0, len(zip_codes), _IN_LIST):
+            chunk = list(zip_codes[at : at + _IN_LIST])
+            rows += await self.db.fetch_all(
+                f"SELECT {', '.join(columns)} FROM properties"
+                f" WHERE zip_code IN ({', '.join('?' for _ in chunk)})",
+                chunk,
+            )
+        return sorted(rows, key=lambda row: str(row[0]), reverse=True)
+
+    async def events_of(self, columns: Sequence[str], ids: Sequence[str], until: str) -> list[Row]:
+        """As `events_between`, for the given properties (descending id order)."""
+        found: list[Row] = []
+        for at in range(0, len(ids), _IN_LIST):
+            chunk = list(ids[at : at + _IN_LIST])
+            found += await self.db.fetch_all(
+                "SELECT property_id, price_history FROM property_histories"
+                f" WHERE property_id IN ({', '.join('?' for _ in chunk)})",
+                chunk,
+            )
+        found.sort(key=lambda row: str(row[0]), reverse=True)
+        skip = _UNCOUNTED
+        if tuple(columns) == _USUAL:  # the builder's own order: no per-event re-pick
+            return [
+                (pid, date, event, price)
+                for pid, text in found
+                for date, event, price, _ in reversed(unpack_events(text))
+                if date <= until and event not in skip
+            ]
+        at_ = [EVENT_COLUMNS.index(c) for c in columns]
+        return [
+            tuple((pid, seq, *e)[i] for i in at_)
+            for pid, text in found
+            for seq, e in reversed(list(enumerate(unpack_events(text))))
+            if e[0] <= until and e[1] not in skip
+        ]
+
+    async def replace_zips(
+        self,
+        zip_codes: Sequence[str],
+        snapshots: Sequence[Sequence[Any]],
+        history: Sequence[Sequence[Any]],
+    ) -> None:
+        """Swap the statistics of the given ZIP codes for the given rows; inside a
+        transaction."""
+        for at in range(0, len(zip_codes), _IN_LIST):
+            chunk = list(zip_codes[at : at + _IN_LIST])
+            marks = ", ".join("?" for _ in chunk)
+            await self.db.execute(
+                f"DELETE FROM market_snapshots WHERE zip_code IN ({marks})", chunk
+            )
+            await self.db.execute(f"DELETE FROM market_history WHERE zip_code IN ({marks})", chunk)
+        await self.db.executemany(SNAPSHOT_INSERT, snapshots)
+        await self.db.executemany(HISTORY_INSERT, history)
+
+    async def snapshot_dates(self) -> set[str]:
+        """The distinct dates of the stored snapshots."""
+        rows = await self.db.fetch_all("SELECT DISTINCT date FROM market_snapshots")
+        return {str(row[0]) for row in rows}

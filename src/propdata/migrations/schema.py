@@ -507,6 +507,44 @@ async def _city_keys(db: Database) -> None:
         )
 
 
+MODEL_TABLES = [
+    # The fitted valuation models (valuation.stored): one row per kind (the value model on
+    # sales, the rent model on rentals), written by every full rebuild, so a load values its
+    # new records without refitting. `changed` counts the records loads changed since the
+    # fit (the refit rule of ingest.pipeline).
+    """
+    CREATE TABLE IF NOT EXISTS valuation_models (
+        kind TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        as_of TEXT NOT NULL,
+        properties INTEGER NOT NULL,
+        learnt INTEGER NOT NULL,
+        changed INTEGER NOT NULL,
+        model BLOB NOT NULL
+    )""",
+    # What each model learnt from, one row per kind and market (ZIP code): a load reads
+    # only the markets of the records it values.
+    """
+    CREATE TABLE IF NOT EXISTS valuation_training (
+        kind TEXT NOT NULL,
+        zip_code TEXT NOT NULL,
+        ids TEXT NOT NULL,
+        sales BLOB NOT NULL,
+        PRIMARY KEY (kind, zip_code)
+    )""",
+]
+"""Step 8's tables. Not among TABLES: `data copy` leaves them behind, and the copy's first
+load refits (a store without a stored model always does)."""
+
+
+async def _model_tables(db: Database) -> None:
+    for statement in MODEL_TABLES:
+        statement = ddl(statement, db.dialect)
+        if db.dialect == "postgresql":
+            statement = statement.replace(" BLOB ", " BYTEA ")
+        await db.execute(statement)
+
+
 DATA, ACCOUNTS = "data", "accounts"
 
 STEPS: list[tuple[str, Step[Apply]]] = [
@@ -526,6 +564,7 @@ STEPS: list[tuple[str, Step[Apply]]] = [
     (DATA, Step(6, "city keys read Saint/Fort/Mount as St/Ft/Mt and drop all punctuation",
                 _city_keys)),
     (ACCOUNTS, Step(7, "the event log", _events_table)),
+    (DATA, Step(8, "stored valuation models and what they learnt from", _model_tables)),
 ]  # fmt: skip
 """Every schema step of both stores, in the order they were written."""
 

@@ -174,6 +174,7 @@ class Stored(NamedTuple):
     status: str
     content_hash: str
     origin: str
+    zip_code: str
 
 
 class PropertyRepository:
@@ -356,6 +357,13 @@ class PropertyRepository:
             PriceEvent(date=r.date, event=r.event, price=r.price, source=r.source)
             for r in await self.price_history(property_id)
         ]
+
+    async def origin_zips(self, origin: str) -> set[str]:
+        """The ZIP codes of one origin's records."""
+        rows = await self.db.fetch_all(
+            "SELECT DISTINCT zip_code FROM properties WHERE origin = ?", (origin,)
+        )
+        return {str(row[0]) for row in rows}
 
     async def delete_origin(self, origin: str) -> int:
         """Remove every record of one origin (a rebuild of the demo or synthetic set)."""

@@ -1,11 +1,13 @@
 """Valuations of the stored properties: read the store, fit the model, write the estimates.
 
-`rebuild_valuations` runs after every data load (like the market statistics): it reads
-every property and its priced events page by page into numpy columns, fits the value
-model on the sales and the rent model on the rentals (`valuation.model`), values every
-property as of the build date, and writes the estimates and their comparables in one
-transaction that also bumps the data version. The valuation endpoint (`service`) answers
-from what the rebuild stored, so the sales shown are those the estimate used.
+`rebuild_valuations` (a full rebuild) reads every property and its priced events page by
+page into numpy columns, fits the value model on the sales and the rent model on the
+rentals (`valuation.model`), values every property as of the build date, and writes the
+estimates and their comparables, and the fitted models (`valuation.stored`), in one
+transaction that also bumps the data version. `estimate` values some properties (a load's)
+with the stored models, exactly as the full valuation would with the same models. The
+valuation endpoint (`service`) answers from what was stored, so the sales shown are those
+the estimate used.
 
     summary = await rebuild_valuations(db, date(2026, 11, 21), progress=bar.advance)
 """
@@ -16,7 +18,8 @@ import concurrent.futures
 import datetime as dt
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -26,6 +29,7 @@ from propdata.kit import memory
 from propdata.kit.db import Database, Row, optimistic
 from propdata.properties.repository import PropertyRepository
 from propdata.valuation import model as avm
+from propdata.valuation import stored
 from propdata.valuation.homes import (
     EPOCH,
     MONTH_DAYS,
@@ -38,7 +42,14 @@ from propdata.valuation.homes import (
     kind_codes,
     supported,
 )
-from propdata.valuation.repository import HOME_COLUMNS, RENTAL, SALE, ValuationRepository
+from propdata.valuation.repository import (
+    HOME_COLUMNS,
+    RENTAL,
+    SALE,
+    ModelRow,
+    ValuationRepository,
+)
+from propdata.valuation.stored import Fitted
 
 PAGE = 20_000
 """Properties per read page (and per write batch)."""
@@ -88,6 +99,9 @@ class Stock:
     homes: Homes
     sales: Priced
     rentals: Priced
+    zips: list[str] = field(default_factory=list)
+    """ZIP code of each market (and ZIP) code of `homes` (what a stored model keeps)."""
+    states: list[str] = field(default_factory=list)
 
     def priced(self, events: Priced) -> Homes:
         """The homes of `events`, each at its event's month."""
@@ -154,7 +168,8 @@ class _Columns:
             month=np.zeros(n),
         )
         sales, rentals = (self._priced(kind) for kind in (SALE, RENTAL))
-        return Stock(self.ids, homes, sales, rentals)
+        return Stock(self.ids, homes, sales, rentals, list(self.zips.codes),
+                     list(self.states.codes))  # fmt: skip
 
     def _priced(self, kind: str) -> Priced:
         owners, days, prices = self.events[kind]
@@ -192,41 +207,66 @@ async def read_stock(
 
 @dataclass(frozen=True, slots=True)
 class Valued:
-    """One model's estimates for every property, and the dates they describe."""
+    """One model's estimates of some properties, and the dates they describe."""
 
     estimates: avm.Estimates
     as_of: list[str | None]
-    training: Priced
-    """The priced events the model learnt from (comparable indices point into these)."""
+    fitted: Fitted
+    """The model valued with (comparable indices point into its training sales)."""
 
 
-def value_stock(stock: Stock, events: Priced, as_of: dt.date, params: Params) -> Valued:
-    """Fit one model on `events` and value every property of `stock` as of `as_of`.
+def fit_stock(stock: Stock, events: Priced, as_of: dt.date, params: Params) -> Fitted:
+    """Fit one model on `events` (the usable ones: supported homes, positive prices).
 
-    A market with fewer than MIN_MARKET_SALES usable events gets no estimates; one whose
-    newest event is more than STALE_DAYS old is valued as of that event's date.
+    No model when no market has MIN_MARKET_SALES of them: none of its homes would be valued.
     """
-    n = len(stock.ids)
     usable = supported(stock.homes.take(events.owner)) & (events.price > 0)
     training = events.take(np.flatnonzero(usable))
     markets = stock.homes.market
-    count = np.bincount(markets[training.owner], minlength=int(markets.max(initial=0)) + 1)
-    rows = np.flatnonzero(count[markets] >= MIN_MARKET_SALES)
-    estimates = _no_estimates(n)
-    if not len(rows):
-        return Valued(estimates, [None] * n, training)
-    model = avm.fit(stock.priced(training), np.log(training.price), params)
+    count = np.bincount(markets[training.owner], minlength=len(stock.zips))
     newest = np.full(len(count), -1, dtype=np.int64)
     np.maximum.at(newest, markets[training.owner], training.day)
+    model = None
+    if (count >= MIN_MARKET_SALES).any():
+        model = avm.fit(stock.priced(training), np.log(training.price), params)
+    ids = stock.ids
+    return Fitted(model, as_of.isoformat(), stock.zips, stock.states, count, newest,
+                  [ids[o] for o in training.owner.tolist()], training.day,
+                  training.price)  # fmt: skip
+
+
+def value_homes(fitted: Fitted, homes: Homes, as_of: dt.date) -> Valued:
+    """Value `homes` (coded as `fitted`'s vocabularies) with one fitted model as of `as_of`.
+
+    A market with fewer than MIN_MARKET_SALES training events gets no estimates; one whose
+    newest is more than STALE_DAYS old is valued as of that event's date. Each home's
+    estimate depends on it and the model only, never on the other homes valued with it:
+    a load values its records alone and gets what valuing the whole store would give.
+    """
+    n = len(homes)
+    estimates = _no_estimates(n)
+    market = homes.market
+    known = market < len(fitted.counts)
+    at = np.where(known, market, 0)
+    count = np.where(known, fitted.counts[at], 0)
+    rows = np.flatnonzero(count >= MIN_MARKET_SALES)
+    if not len(rows) or fitted.model is None:
+        return Valued(estimates, [None] * n, fitted)
+    newest = np.where(known, fitted.newest[at], -1)
     today = (as_of - EPOCH).days
-    day = np.where(today - newest > STALE_DAYS, newest, today)[markets]
-    found = avm.predict(model, stock.homes.take(rows).at(day[rows] / MONTH_DAYS))
+    day = np.where(today - newest > STALE_DAYS, newest, today)
+    found = avm.predict(fitted.model, homes.take(rows).at(day[rows] / MONTH_DAYS))
     for name in ("value", "low", "high", "comparables", "similarity", "miles"):
         getattr(estimates, name)[rows] = getattr(found, name)
+    valued = (~np.isnan(estimates.value)).tolist()
     dates = _dates(day)
-    valued = ~np.isnan(estimates.value)
-    return Valued(estimates, [d if v else None for d, v in zip(dates, valued.tolist(),
-                                                                strict=True)], training)  # fmt: skip
+    return Valued(estimates, [d if v else None for d, v in zip(dates, valued, strict=True)],
+                  fitted)  # fmt: skip
+
+
+def value_stock(stock: Stock, events: Priced, as_of: dt.date, params: Params) -> Valued:
+    """Fit one model on `events` and value every property of `stock` as of `as_of`."""
+    return value_homes(fit_stock(stock, events, as_of, params), stock.homes, as_of)
 
 
 def _no_estimates(n: int) -> avm.Estimates:
@@ -341,33 +381,56 @@ async def _write(
     rents: Valued,
     progress: Callable[[int], None] | None,
 ) -> RebuildSummary:
-    """Replace every property's estimates and comparables; call inside a transaction.
+    """Replace every property's estimates and comparables, and the stored models; call
+    inside a transaction.
 
     Rows are made a batch at a time, so no list of a million Python rows is ever held.
     """
     repo = ValuationRepository(db)
     await repo.clear_comparables()
-    sale_dates = _dates(values.training.day)
     for at in range(0, len(stock.ids), PAGE):
         end = min(at + PAGE, len(stock.ids))
-        v, r = _money(values.estimates, at, end, 100), _money(rents.estimates, at, end, 5)
-        ids = stock.ids[at:end]
-        await repo.write_estimates([
-            (*value, values.as_of[at + i], *rent, rents.as_of[at + i], ids[i])
-            for i, (value, rent) in enumerate(zip(v, r, strict=True))
-        ])  # fmt: skip
-        comps = _comparable_json(stock, values, sale_dates, at, end)
-        await repo.write_comparables([(ids[i], c) for i, c in enumerate(comps) if c is not None])
+        await _write_rows(repo, stock.ids[at:end], values, rents, at, end)
         if progress is not None:
             progress(end - at)
+    await store_models(repo, values.fitted, rents.fitted, len(stock.ids))
     await PropertyRepository(db).bump_data_version()
     return RebuildSummary(
         properties=len(stock.ids),
         values=sum(1 for d in values.as_of if d is not None),
         rents=sum(1 for d in rents.as_of if d is not None),
-        sales=len(values.training.owner),
-        rentals=len(rents.training.owner),
+        sales=len(values.fitted.ids),
+        rentals=len(rents.fitted.ids),
     )
+
+
+async def _write_rows(
+    repo: ValuationRepository, ids: list[str], values: Valued, rents: Valued, at: int, end: int
+) -> None:
+    """Estimates and comparables of the valued homes at..end (ids are theirs)."""
+    v, r = _money(values.estimates, at, end, 100), _money(rents.estimates, at, end, 5)
+    await repo.write_estimates([
+        (*value, values.as_of[at + i], *rent, rents.as_of[at + i], ids[i])
+        for i, (value, rent) in enumerate(zip(v, r, strict=True))
+    ])  # fmt: skip
+    comps = _comparable_json(ids, values, at, end)
+    await repo.write_comparables([(ids[i], c) for i, c in enumerate(comps) if c is not None])
+
+
+async def store_models(
+    repo: ValuationRepository, values: Fitted, rents: Fitted, properties: int
+) -> None:
+    """Store both fitted models (`valuation_models`, `valuation_training`) under the next
+    version; inside a transaction."""
+    version = max((row.version for row in await repo.models()), default=0) + 1
+    models: list[tuple[ModelRow, bytes]] = []
+    blocks: list[tuple[str, str, list[str], bytes]] = []
+    for kind, fitted in ((SALE, values), (RENTAL, rents)):
+        header, kind_blocks = stored.encode(fitted)
+        row = ModelRow(kind, version, fitted.as_of, properties, len(fitted.ids), 0)
+        models.append((row, header))
+        blocks += [(kind, *block) for block in kind_blocks]
+    await repo.replace_models(models, blocks)
 
 
 def _money(
@@ -383,33 +446,151 @@ def _money(
     ]
 
 
-def _comparable_json(
-    stock: Stock, valued: Valued, sale_dates: list[str], at: int, end: int
-) -> list[str | None]:
-    """Comparables of properties at..end as stored: [[id, date, price, miles, similarity]].
+def _comparable_json(ids: list[str], valued: Valued, at: int, end: int) -> list[str | None]:
+    """Comparables of the valued homes at..end as stored: [[id, date, price, miles,
+    similarity]] (`ids` are the homes' from `at`).
 
     Miles are null where either side has no coordinates (msgspec writes NaN as null).
     """
-    est, sales = valued.estimates, valued.training
-    if len(sales.owner) == 0:  # nothing to learn from: no estimate, no comparables
+    est, fitted = valued.estimates, valued.fitted
+    if len(fitted.ids) == 0:  # nothing to learn from: no estimate, no comparables
         return [None] * (end - at)
     index = est.comparables[at:end]
     known = index >= 0
     safe = np.where(known, index, 0)
-    owners = np.where(known, sales.owner[safe], -1).tolist()
-    prices = sales.price[safe].astype(np.int64).tolist()
+    prices = fitted.price[safe].astype(np.int64).tolist()
+    days = fitted.day[safe].tolist()
     similarity = np.round(est.similarity[at:end], 3).tolist()
     miles = np.round(est.miles[at:end], 2).tolist()
-    ids, encode = stock.ids, msgspec.json.encode
+    owners, encode, dates = fitted.ids, msgspec.json.encode, _DateText()
     out: list[str | None] = []
     # Whole blocks to lists once: a `tolist` a property cost a second at 200,000.
-    for owner_row, index_row, price_row, mile_row, similar_row in zip(
-        owners, index.tolist(), prices, miles, similarity, strict=True
+    for index_row, day_row, price_row, mile_row, similar_row in zip(
+        index.tolist(), days, prices, miles, similarity, strict=True
     ):
         items = [
-            (ids[owner], sale_dates[j], price_row[c], mile_row[c], similar_row[c])
-            for c, (owner, j) in enumerate(zip(owner_row, index_row, strict=True))
-            if owner >= 0
+            (owners[j], dates(day_row[c]), price_row[c], mile_row[c], similar_row[c])
+            for c, j in enumerate(index_row)
+            if j >= 0
         ]
         out.append(encode(items).decode() if items else None)
     return out
+
+
+class _DateText:
+    """ISO text of a day since homes.EPOCH, remembered."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, str] = {}
+
+    def __call__(self, day: int) -> str:
+        text = self._cache.get(day)
+        if text is None:
+            text = self._cache[day] = (EPOCH + dt.timedelta(days=day)).isoformat()
+        return text
+
+
+# -- valuing with the stored models ------------------------------------------------------------
+
+
+async def stored_models(db: Database) -> list[ModelRow]:
+    """The stored models' bookkeeping (none before the first full rebuild)."""
+    return await ValuationRepository(db).models()
+
+
+async def count_changes(db: Database, records: int) -> None:
+    """Count records a load changed against the stored models (the refit rule's measure)."""
+    await ValuationRepository(db).count_changes(records)
+
+
+async def forget_removed(db: Database) -> None:
+    """Drop the comparables of properties no longer stored; inside a transaction."""
+    await ValuationRepository(db).clear_orphan_comparables()
+
+
+async def estimate(db: Database, ids: list[str], as_of: dt.date) -> int:
+    """Value the given properties with the stored models as of `as_of` and store their
+    estimates and comparables; inside a transaction (a load's own, or the one after it).
+
+    Reads the stored models' headers and the training blocks of these properties' markets
+    only. Ids no longer stored are skipped. Returns the number of properties valued.
+    """
+    repo = ValuationRepository(db)
+    rows = await repo.homes(ids)
+    if not rows:
+        return 0
+    valued_ids, values, rents = await _value_rows(repo, rows, as_of)
+    await repo.clear_comparables_of(valued_ids)
+    for at in range(0, len(valued_ids), PAGE):
+        end = min(at + PAGE, len(valued_ids))
+        await _write_rows(repo, valued_ids[at:end], values, rents, at, end)
+    return len(valued_ids)
+
+
+async def stored_estimates(
+    db: Database, as_of: dt.date
+) -> dict[str, tuple[tuple[Any, ...], str | None]]:
+    """Every property's estimates as the stored models give them as of `as_of`, without
+    writing: (the eight estimate columns as `write_estimates` stores them, comparables
+    JSON) by id. What a full valuation with the same models would store."""
+    repo = ValuationRepository(db)
+    rows: list[Row] = []
+    before: str | None = None
+    while page := await repo.home_page(before, PAGE):
+        rows += page
+        before = page[-1][0]
+    rows.sort(key=lambda row: str(row[0]))
+    ids, values, rents = await _value_rows(repo, rows, as_of)
+    out: dict[str, tuple[tuple[Any, ...], str | None]] = {}
+    v, r = _money(values.estimates, 0, len(ids), 100), _money(rents.estimates, 0, len(ids), 5)
+    comps = _comparable_json(ids, values, 0, len(ids))
+    for i, property_id in enumerate(ids):
+        out[property_id] = ((*v[i], values.as_of[i], *r[i], rents.as_of[i]), comps[i])
+    return out
+
+
+async def _value_rows(
+    repo: ValuationRepository, rows: list[Row], as_of: dt.date
+) -> tuple[list[str], Valued, Valued]:
+    """Value HOME_COLUMNS rows with both stored models."""
+    columns = dict(zip(HOME_COLUMNS, zip(*rows, strict=True), strict=True))
+    ids = [str(i) for i in columns["id"]]
+    zips = sorted(set(columns["zip_code"]))
+    models = await _read_models(repo, zips)
+    valued = [value_homes(f, _homes_of(f, ids, columns), as_of) for f in models]
+    return ids, valued[0], valued[1]
+
+
+async def _read_models(repo: ValuationRepository, zips: list[str]) -> list[Fitted]:
+    """Both stored models with the training blocks of `zips`, all of one version.
+
+    The header and the blocks are separate reads: on PostgreSQL a rebuild may commit new
+    models between them, which the version read before and after tells (the version only
+    grows); such a read is made again.
+    """
+    for _ in range(ATTEMPTS):
+        version = await repo.model_version()
+        models: list[Fitted] = []
+        for kind in (SALE, RENTAL):
+            header = await repo.model(kind)
+            if header is None:
+                raise LookupError(f"no stored {kind} model: a full rebuild stores one")
+            blocks = [stored.Block(*b) for b in await repo.training(kind, zips)]
+            models.append(stored.decode(header, blocks))
+        if await repo.model_version() == version:
+            return models
+    raise RuntimeError("the stored models kept changing while they were read")
+
+
+def _homes_of(fitted: Fitted, ids: list[str], columns: dict[str, tuple[Any, ...]]) -> Homes:
+    """Homes of HOME_COLUMNS columns, coded as the stored model's vocabularies."""
+    zips = stored.code_of(fitted.zips, columns["zip_code"])
+    return Homes(
+        owner=stored.owner_codes(fitted, ids),
+        zip_code=zips,
+        state=stored.code_of(fitted.states, columns["state"]),
+        market=zips,
+        **{name: floats(columns[name]) for name in NUMERIC_COLUMNS},
+        kind=kind_codes(columns["property_type"]),
+        month=np.zeros(len(ids)),
+    )

@@ -100,10 +100,15 @@ def _xt(x: Float32Array, vector: FloatArray) -> FloatArray:
 
 
 def _times(x: Float32Array, beta: FloatArray) -> FloatArray:
-    """X beta, block by block in double precision."""
+    """X beta, block by block in double precision.
+
+    Each row's sum is numpy's reduction of that row alone, not a BLAS product whose kernel
+    (and so the last bits of a row's result) may change with the number of rows: a home
+    gets the same value whether it is valued alone (a load) or with the whole store.
+    """
     out = np.empty(len(x))
     for at in range(0, len(x), _ROWS):
-        out[at : at + _ROWS] = x[at : at + _ROWS].astype(np.float64) @ beta
+        out[at : at + _ROWS] = (x[at : at + _ROWS].astype(np.float64) * beta).sum(axis=1)
     return out
 
 

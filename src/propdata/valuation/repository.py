@@ -32,6 +32,20 @@ class EstimateRow(NamedTuple):
     rent_as_of: str | None
 
 
+class ModelRow(NamedTuple):
+    """A stored model's bookkeeping (`valuation_models` but the model itself)."""
+
+    kind: str
+    version: int
+    as_of: str
+    properties: int
+    """Properties in the store when it was fitted."""
+    learnt: int
+    """Sales (or rentals) it learnt from."""
+    changed: int
+    """Records loads inserted, updated or removed since it was fitted."""
+
+
 class AddressRow(NamedTuple):
     id: str
     street_address: str | None
@@ -138,3 +152,97 @@ class ValuationRepository:
             )
             found.update({row[0]: AddressRow._make(row) for row in rows})
         return found
+
+    async def homes(self, ids: Sequence[str]) -> list[Row]:
+        """HOME_COLUMNS of the given properties (ids not stored are absent), in id order."""
+        found: list[Row] = []
+        for at in range(0, len(ids), _IN_LIST):
+            chunk = list(ids[at : at + _IN_LIST])
+            found += await self.db.fetch_all(
+                f"SELECT {', '.join(HOME_COLUMNS)} FROM properties"
+                f" WHERE id IN ({', '.join('?' for _ in chunk)})",
+                chunk,
+            )
+        return sorted(found, key=lambda row: str(row[0]))
+
+    async def clear_comparables_of(self, ids: Sequence[str]) -> None:
+        """Drop the comparables of the given properties; inside a transaction."""
+        for at in range(0, len(ids), _IN_LIST):
+            chunk = list(ids[at : at + _IN_LIST])
+            await self.db.execute(
+                "DELETE FROM valuation_comparables"
+                f" WHERE property_id IN ({', '.join('?' for _ in chunk)})",
+                chunk,
+            )
+
+    async def clear_orphan_comparables(self) -> None:
+        """Drop the comparables of properties no longer stored; inside a transaction."""
+        await self.db.execute(
+            "DELETE FROM valuation_comparables WHERE NOT EXISTS"
+            " (SELECT 1 FROM properties WHERE id = valuation_comparables.property_id)"
+        )
+
+    # -- the stored models (valuation.stored) --------------------------------------------
+
+    async def models(self) -> list[ModelRow]:
+        """The stored models' bookkeeping, by kind."""
+        rows = await self.db.fetch_all(
+            f"SELECT {', '.join(ModelRow._fields)} FROM valuation_models ORDER BY kind"
+        )
+        return [ModelRow._make(row) for row in rows]
+
+    async def model_version(self) -> int:
+        """The stored models' version (0 before the first full rebuild)."""
+        row = await self.db.fetch_one("SELECT max(version) FROM valuation_models")
+        return int(row[0]) if row and row[0] is not None else 0
+
+    async def model(self, kind: str) -> bytes | None:
+        """The stored header of one model (`stored.encode`); None when none is stored."""
+        row = await self.db.fetch_one("SELECT model FROM valuation_models WHERE kind = ?", (kind,))
+        return None if row is None else bytes(row[0])
+
+    async def training(
+        self, kind: str, zip_codes: Sequence[str] | None
+    ) -> list[tuple[str, list[str], bytes]]:
+        """The stored training blocks (market, property ids, sales) of one model: of the
+        given markets, or all of them; in market order."""
+        if zip_codes is None:
+            rows = await self.db.fetch_all(
+                "SELECT zip_code, ids, sales FROM valuation_training WHERE kind = ?"
+                " ORDER BY zip_code",
+                (kind,),
+            )
+        else:
+            rows = []
+            for at in range(0, len(zip_codes), _IN_LIST):
+                chunk = list(zip_codes[at : at + _IN_LIST])
+                rows += await self.db.fetch_all(
+                    "SELECT zip_code, ids, sales FROM valuation_training WHERE kind = ?"
+                    f" AND zip_code IN ({', '.join('?' for _ in chunk)})",
+                    [kind, *chunk],
+                )
+            rows.sort(key=lambda row: str(row[0]))
+        return [(str(z), str(ids).split("\n"), bytes(sales)) for z, ids, sales in rows]
+
+    async def replace_models(
+        self,
+        models: Sequence[tuple[ModelRow, bytes]],
+        blocks: Sequence[tuple[str, str, Sequence[str], bytes]],
+    ) -> None:
+        """Swap the stored models for these (row, header) and their training blocks (kind,
+        market, property ids, sales); inside a transaction."""
+        await self.db.execute("DELETE FROM valuation_models")
+        await self.db.execute("DELETE FROM valuation_training")
+        await self.db.executemany(
+            f"INSERT INTO valuation_models ({', '.join(ModelRow._fields)}, model)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(*row, header) for row, header in models],
+        )
+        await self.db.copy_into(
+            "valuation_training", ("kind", "zip_code", "ids", "sales"),
+            [(kind, zip_code, "\n".join(ids), sales) for kind, zip_code, ids, sales in blocks],
+        )  # fmt: skip
+
+    async def count_changes(self, records: int) -> None:
+        """Add `records` changed records to every stored model's count; inside a transaction."""
+        await self.db.execute("UPDATE valuation_models SET changed = changed + ?", (records,))
