@@ -64,6 +64,7 @@ sys.path.insert(0, str(BENCH))
 
 import bench_data  # noqa: E402  (bench/ is not a package)
 import bench_mix as scenarios  # noqa: E402
+import follow  # noqa: E402
 
 LUA = BENCH / "wrk" / "rotate.lua"
 DATASETTE_VENV = BENCH / ".datasette-venv"
@@ -736,7 +737,8 @@ def key_id_of(url: str, secret: str) -> str:
 
 def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
                ds: DatasetteRun | None, distinct: int,
-               cursor_page: int = 10_000) -> list[Row]:  # fmt: skip
+               cursor_page: int = 10_000,
+               followed: follow.FollowRun | None = None) -> list[Row]:  # fmt: skip
     """The table; `distinct` is the number of searches in the mixes (repeats are flagged)."""
     rows: list[Row] = []
 
@@ -858,6 +860,8 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
                             run.cache.ms("p50"), run.cache.ms("p99"),
                             f"{ratio:.2f} % hits; about the cache, not a miss-path figure",
                             errors=run.cache.failed))  # fmt: skip
+    if followed is not None:
+        rows += follow.rows(followed)
     return rows
 
 
@@ -959,6 +963,15 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   through the run (read from /proc). The workers race to accept them; `propdata serve`
   evens the spread out (kit/serving/spread.py), and the bare app is served with the same protocol,
   so its ceiling is spread alike.
+- **10. --follow**: `propdata data import --follow` on a JSON Lines file that a writer
+  appends synthetic records (new ids) to at the row's rate, in bursts every 50 ms, beside
+  the server (cache off) on a copy of the store (bench/follow.py). One record in 20 is
+  watched until a read-only connection finds it in the store (its commit) and until GET by
+  id answers it; the rate is the records committed a second. A probe takes the SQLite write
+  lock every 100 ms: its wait is how long a commit held it.
+- **11. search while following**: the search mix again (after its warm-up) while the
+  follower takes 200 records a second on the same server, against the mix on that server
+  alone.
 - Latencies are wrk's, closed loop (each connection waits for its answer), so at saturation
   p99 includes queueing. The machine is shared: compare ratios taken in the same run.
 """
@@ -1024,7 +1037,16 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rebuild", action="store_true", help="build the stores even when reusable")
     p.add_argument("--cursor-page", type=int,
                    help="the page the cursor scenario asks (default 10,000; smoke 20)")  # fmt: skip
+    p.add_argument("--no-follow", action="store_true", help="leave the --follow rows out")
+    p.add_argument("--follow-rate", type=float,
+                   help="records a second appended for row 10 (default 2,000; smoke 200)")  # fmt: skip
+    p.add_argument("--follow-seconds", type=float,
+                   help="seconds of appending for row 10 (default 30; smoke 3)")  # fmt: skip
+    p.add_argument("--follow-low-rate", type=float, default=200.0,
+                   help="records a second appended during row 11")  # fmt: skip
     args = p.parse_args(argv)
+    args.follow_rate = args.follow_rate or (200.0 if args.smoke else float(follow.TARGET_RATE))
+    args.follow_seconds = args.follow_seconds or (3.0 if args.smoke else 30.0)
     args.properties = args.properties or (3_000 if args.smoke else 1_000_000)
     args.duration = args.duration or (2.0 if args.smoke else 20.0)
     args.warmup = args.warmup if args.warmup is not None else (1.0 if args.smoke else 5.0)
@@ -1076,6 +1098,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ds: DatasetteRun | None = None
     if not args.no_datasette:
         ds = run_datasette(db_path, reqs, runs["embedded"].search_answers, args, logs)
+    followed = None if args.no_follow else follow.measure(db_path, reqs, args, logs)
 
     notes: list[str] = []
     if args.scaleout:
@@ -1112,7 +1135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.smoke:
                     asyncio.run(bench_data.drop_postgres(PG_URL, pg_build.url))
 
-    rows = build_rows(builds, runs, ds, len(reqs.searches), args.cursor_page)
+    rows = build_rows(builds, runs, ds, len(reqs.searches), args.cursor_page, followed)
     judged = not args.smoke
     size = f"{args.properties:,} properties (seed {args.seed}, as of {args.as_of})"
     heading = (
