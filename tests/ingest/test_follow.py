@@ -162,6 +162,13 @@ async def test_appended_lines_are_committed_while_it_runs(
 
     await until(updated, "a1 updated")
     assert follower.proc.poll() is None  # still following
+    env = {**os.environ, **target.env()}
+    keys = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "propdata", "keys", "create", "--plan", "free", env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    _, errors = await asyncio.wait_for(keys.communicate(), WAIT)
+    assert keys.returncode == 0, errors  # operators keep control meanwhile
     assert follower.stop() == 0, follower.stderr
     assert "store: " in follower.stderr
     assert "4 new, 1 updated" in follower.stderr

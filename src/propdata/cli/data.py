@@ -155,7 +155,8 @@ def _follow(file: Path, rejects: Path | None) -> None:
 
     def on_signal(signum: int, _: object) -> None:
         if stop.is_set():  # the second: at once (an open transaction rolls back)
-            os.write(2, b"stopped at once; the commit under way is rolled back\n")
+            show_cursor = b"\x1b[?25h" if err.is_terminal else b""  # the live line hid it
+            os.write(2, show_cursor + b"stopped at once; the commit under way is rolled back\n")
             os._exit(128 + signum)
         stop.set()
 
