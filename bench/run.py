@@ -949,29 +949,18 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   `propdata data generate` runs), the time spent generating records taken out; then
   `markets.builder.rebuild`. A reused store reports the figures of the build that made it
   (its planner statistics are refreshed as a load by the current code leaves them).
-- **6. memory**: VmRSS of each worker process after loads 1, 2, 4, 7 and 8 (cache off),
-  and again on the cache-on server after the cache-hits run, the search mix and get by id
-  (the cache full: the distinct answers of the mix are many times each worker's share of
-  `PROPDATA_CACHE_MB`), with the anonymous part and Pss (smaps_rollup), which counts a
-  shared page once over the processes that map it. Judged by Pss: the rest of VmRSS is
-  file pages, the search index's snapshot (mapped by every worker) among them, which the
-  page cache holds once for the host.
-- **Cache hits**: a server with the cache on, 10 ids and 10 searches repeated, each asked
-  on fresh connections until it is a hit eight times running (the embedded cache is per
-  worker), then the warm-up and the run; wrk counts the `X-Cache` answers.
-- **Connections per worker**: how many of wrk's connections each worker held halfway
-  through the run (read from /proc). The workers race to accept them; `propdata serve`
-  evens the spread out (kit/serving/spread.py), and the bare app is served with the same protocol,
-  so its ceiling is spread alike.
-- **10. --follow**: `propdata data import --follow` on a JSON Lines file that a writer
-  appends synthetic records (new ids) to at the row's rate, in bursts every 50 ms, beside
-  the server (cache off) on a copy of the store (bench/follow.py). One record in 20 is
-  watched until a read-only connection finds it in the store (its commit) and until GET by
-  id answers it; the rate is the records committed a second. A probe takes the SQLite write
-  lock every 100 ms: its wait is how long a commit held it.
-- **11. search while following**: the search mix again (after its warm-up) while the
-  follower takes 200 records a second on the same server, against the mix on that server
-  alone.
+- **6. memory**: VmRSS of each worker after loads 1, 2, 4, 7 and 8 (cache off), and on the
+  cache-on server after the cache-hits run, the search mix and get by id (the cache full),
+  with the anonymous part and Pss (smaps_rollup), judged by Pss: it counts a shared page (the
+  mapped search index snapshot's, held once by the page cache) once over the processes.
+- **Cache hits**: cache on; 10 ids and 10 searches, each asked on fresh connections until it is
+  a hit eight times running (the cache is per worker), then warm-up and run; wrk counts `X-Cache`.
+- **Connections per worker**: wrk's connections each worker held halfway through the run (from
+  /proc). The workers race to accept them; `propdata serve` evens the spread out
+  (kit/serving/spread.py), and the bare app is served with the same protocol, so alike.
+- **10, 11. --follow** (bench/follow.py; a store copy, own server): records appended to a JSONL
+  file at the row's rate as `data import --follow` reads it, one in 20 timed to its commit and to
+  GET by id answering it, a probe timing write-lock waits; 11: the search mix at 200 a second.
 - Latencies are wrk's, closed loop (each connection waits for its answer), so at saturation
   p99 includes queueing. The machine is shared: compare ratios taken in the same run.
 """
