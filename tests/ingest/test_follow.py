@@ -315,3 +315,15 @@ async def test_standard_input_from_a_pipe(target: Store, followers: Any) -> None
     assert follower.proc.wait(WAIT) == 0, follower.stderr  # the input ended: so does it
     assert await count(target) == 3
     assert "3 new" in follower.stderr
+
+
+async def test_lines_about_one_id_apply_in_their_order(
+    target: Store, tmp_path: Path, followers: Any
+) -> None:
+    feed = tmp_path / "feed.jsonl"
+    feed.write_bytes(b"".join(line("d1", list_price=p) for p in (1, 2, 3)) + line("d2"))
+    follower = followers(target, str(feed))
+    await counted(target, 2)
+    assert follower.stop() == 0, follower.stderr
+    assert await scalar(target, "SELECT list_price FROM properties WHERE id = 'd1'") == 3
+    assert "2 new, 2 updated" in follower.stderr and "0 rejected" in follower.stderr
