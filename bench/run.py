@@ -64,6 +64,7 @@ sys.path.insert(0, str(BENCH))
 
 import bench_data  # noqa: E402  (bench/ is not a package)
 import bench_mix as scenarios  # noqa: E402
+import follow  # noqa: E402
 
 LUA = BENCH / "wrk" / "rotate.lua"
 DATASETTE_VENV = BENCH / ".datasette-venv"
@@ -736,7 +737,8 @@ def key_id_of(url: str, secret: str) -> str:
 
 def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
                ds: DatasetteRun | None, distinct: int,
-               cursor_page: int = 10_000) -> list[Row]:  # fmt: skip
+               cursor_page: int = 10_000,
+               followed: follow.FollowRun | None = None) -> list[Row]:  # fmt: skip
     """The table; `distinct` is the number of searches in the mixes (repeats are flagged)."""
     rows: list[Row] = []
 
@@ -858,6 +860,8 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
                             run.cache.ms("p50"), run.cache.ms("p99"),
                             f"{ratio:.2f} % hits; about the cache, not a miss-path figure",
                             errors=run.cache.failed))  # fmt: skip
+    if followed is not None:
+        rows += follow.rows(followed)
     return rows
 
 
@@ -945,20 +949,18 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   `propdata data generate` runs), the time spent generating records taken out; then
   `markets.builder.rebuild`. A reused store reports the figures of the build that made it
   (its planner statistics are refreshed as a load by the current code leaves them).
-- **6. memory**: VmRSS of each worker process after loads 1, 2, 4, 7 and 8 (cache off),
-  and again on the cache-on server after the cache-hits run, the search mix and get by id
-  (the cache full: the distinct answers of the mix are many times each worker's share of
-  `PROPDATA_CACHE_MB`), with the anonymous part and Pss (smaps_rollup), which counts a
-  shared page once over the processes that map it. Judged by Pss: the rest of VmRSS is
-  file pages, the search index's snapshot (mapped by every worker) among them, which the
-  page cache holds once for the host.
-- **Cache hits**: a server with the cache on, 10 ids and 10 searches repeated, each asked
-  on fresh connections until it is a hit eight times running (the embedded cache is per
-  worker), then the warm-up and the run; wrk counts the `X-Cache` answers.
-- **Connections per worker**: how many of wrk's connections each worker held halfway
-  through the run (read from /proc). The workers race to accept them; `propdata serve`
-  evens the spread out (kit/serving/spread.py), and the bare app is served with the same protocol,
-  so its ceiling is spread alike.
+- **6. memory**: VmRSS of each worker after loads 1, 2, 4, 7 and 8 (cache off), and on the
+  cache-on server after the cache-hits run, the search mix and get by id (the cache full),
+  with the anonymous part and Pss (smaps_rollup), judged by Pss: it counts a shared page (the
+  mapped search index snapshot's, held once by the page cache) once over the processes.
+- **Cache hits**: cache on; 10 ids and 10 searches, each asked on fresh connections until it is
+  a hit eight times running (the cache is per worker), then warm-up and run; wrk counts `X-Cache`.
+- **Connections per worker**: wrk's connections each worker held halfway through the run (from
+  /proc). The workers race to accept them; `propdata serve` evens the spread out
+  (kit/serving/spread.py), and the bare app is served with the same protocol, so alike.
+- **10, 11. --follow** (bench/follow.py; a store copy, own server): records appended to a JSONL
+  file at the row's rate as `data import --follow` reads it, one in 20 timed to its commit and to
+  GET by id answering it, a probe timing write-lock waits; 11: the search mix at 200 a second.
 - Latencies are wrk's, closed loop (each connection waits for its answer), so at saturation
   p99 includes queueing. The machine is shared: compare ratios taken in the same run.
 """
@@ -1024,7 +1026,16 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rebuild", action="store_true", help="build the stores even when reusable")
     p.add_argument("--cursor-page", type=int,
                    help="the page the cursor scenario asks (default 10,000; smoke 20)")  # fmt: skip
+    p.add_argument("--no-follow", action="store_true", help="leave the --follow rows out")
+    p.add_argument("--follow-rate", type=float,
+                   help="records a second appended for row 10 (default 2,000; smoke 200)")  # fmt: skip
+    p.add_argument("--follow-seconds", type=float,
+                   help="seconds of appending for row 10 (default 30; smoke 3)")  # fmt: skip
+    p.add_argument("--follow-low-rate", type=float, default=200.0,
+                   help="records a second appended during row 11")  # fmt: skip
     args = p.parse_args(argv)
+    args.follow_rate = args.follow_rate or (200.0 if args.smoke else float(follow.TARGET_RATE))
+    args.follow_seconds = args.follow_seconds or (3.0 if args.smoke else 30.0)
     args.properties = args.properties or (3_000 if args.smoke else 1_000_000)
     args.duration = args.duration or (2.0 if args.smoke else 20.0)
     args.warmup = args.warmup if args.warmup is not None else (1.0 if args.smoke else 5.0)
@@ -1076,6 +1087,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ds: DatasetteRun | None = None
     if not args.no_datasette:
         ds = run_datasette(db_path, reqs, runs["embedded"].search_answers, args, logs)
+    followed = None if args.no_follow else follow.measure(db_path, reqs, args, logs)
 
     notes: list[str] = []
     if args.scaleout:
@@ -1112,7 +1124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.smoke:
                     asyncio.run(bench_data.drop_postgres(PG_URL, pg_build.url))
 
-    rows = build_rows(builds, runs, ds, len(reqs.searches), args.cursor_page)
+    rows = build_rows(builds, runs, ds, len(reqs.searches), args.cursor_page, followed)
     judged = not args.smoke
     size = f"{args.properties:,} properties (seed {args.seed}, as of {args.as_of})"
     heading = (

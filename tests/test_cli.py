@@ -142,6 +142,21 @@ def test_import_refuses_an_unknown_format(env: dict[str, str], tmp_path: Path) -
     assert code == 2 and "error" in err
 
 
+def test_standard_input_and_unknown_formats_are_refused_before_following(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    code, _, err = run(env, "data", "import", "-")
+    assert code == 2 and "--follow" in err
+    source = tmp_path / "data.xml"
+    source.write_text("<x/>")
+    code, _, err = run(env, "data", "import", "--follow", str(source))
+    assert code == 2 and "unsupported file type" in err
+    bad = tmp_path / "data.csv"
+    bad.write_text("name,price\n")
+    code, _, err = run(env, "data", "import", "--follow", str(bad))
+    assert code == 2 and "needs an `id` column" in err
+
+
 def test_help_lists_every_verb(env: dict[str, str]) -> None:
     _, out, _ = run(env, "--help")
     for verb in ("serve", "keys", "data"):

@@ -15,6 +15,7 @@ from propdata.ingest.readers import (
     RESO_PROPERTY_TYPES,
     RowError,
     read_file,
+    read_lines,
     reso_property_type,
     reso_record,
     write_rejects,
@@ -558,3 +559,28 @@ def test_records_are_plain_property_details(tmp_path: Path) -> None:
     [(_, record)] = read(write(tmp_path / "m.jsonl", MINIMAL))
     assert type(record) is PropertyDetail
     assert msgspec.json.decode(msgspec.json.encode(record), type=PropertyDetail) == record
+
+
+# -- lines of a growing file ----------------------------------------------------------------
+
+
+def test_lines_read_as_the_file_is(tmp_path: Path) -> None:
+    """`read_lines` (what --follow reads) gives what `read_file` gives for the same bytes,
+    from the start (CSV: header from the first row) or from a line further on."""
+    path = tmp_path / "a.csv"
+    with path.open("w", encoding="utf-8-sig", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(API_HEADER)
+        writer.writerows([api_row(id="g1"), ["only", "cells"],
+                          api_row(id="g2", address__streetAddress="1 Main\nSt"), api_row(id="g3")])  # fmt: skip
+    lines = path.read_bytes().splitlines(keepends=True)
+    whole = read(path)
+    assert [line for line, _ in whole] == [2, 3, 4, 6]
+    assert list(read_lines(lines, 1, AS_OF, name="a.csv", kind="csv")) == whole
+    assert list(read_lines(lines, 1, AS_OF, name="a.csv", kind=None)) == whole
+    assert list(read_lines(lines[3:], 4, AS_OF, name="a.csv", kind="csv",
+                           header=API_HEADER)) == whole[2:]  # fmt: skip
+    jsonl = write(tmp_path / "a.jsonl", MINIMAL + "\n\nnot json\n" + MINIMAL.replace("p1", "p2"))
+    lines = jsonl.read_bytes().splitlines(keepends=True)
+    assert list(read_lines(lines, 1, AS_OF, name="a.jsonl", kind=None)) == read(jsonl)
+    assert list(read_lines(lines[2:], 3, AS_OF, name="a.jsonl", kind="jsonl")) == read(jsonl)[1:]

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from propdata.cli.base import (
     Bars,
@@ -66,12 +72,35 @@ def data_generate(
 @data_app.command("import")
 def data_import(
     file: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help="CSV or JSON Lines file.")
+        Path,
+        typer.Argument(
+            exists=True,
+            dir_okay=False,
+            allow_dash=True,
+            help="CSV or JSON Lines file; with --follow, - reads standard input.",
+        ),
     ],
     rejects: Annotated[Path | None, typer.Option(help="Where to write the rejects report.")] = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            help="Keep reading as lines are added (tail -f), committing every second or"
+            " 1,000 records, until Ctrl-C or SIGTERM (which commit what was read and exit 0)."
+            " Started again on the same file it goes on where it stopped; standard input"
+            " (-) cannot resume and is read from where it stands.",
+        ),
+    ] = False,
 ) -> None:
     """Load a CSV (API shape or RESO columns) or JSON Lines file; bad rows go to a report."""
     from propdata.ingest import pipeline, readers
+
+    if follow:
+        _follow(file, rejects)
+        return
+    if str(file) == "-":
+        err.print("[red]error:[/red] standard input (-) is read with --follow only")
+        raise typer.Exit(2)
 
     async def work(db: Database, settings: Settings, bars: Bars) -> Any:
         as_of = settings.today()
@@ -85,10 +114,115 @@ def data_import(
     outcome = pipeline_step(work, create=True)
     report = outcome.reports[0]
     if report.rejects:
-        target = rejects or file.with_name(file.name + ".rejects.csv")
+        target = rejects or _rejects_path(file)
         readers.write_rejects(target, report.rejects)
         err.print(f"{len(report.rejects)} rows rejected; see {target}")
         raise typer.Exit(1)  # the good rows are loaded; a script still learns of the rest
+
+
+def _rejects_path(file: Path) -> Path:
+    return file.with_name(file.name + ".rejects.csv")
+
+
+def _follow(file: Path, rejects: Path | None) -> None:
+    """`data import --follow`: see ingest/follow.py and docs/import.md."""
+    from propdata.ingest import follow, readers
+
+    path = None if str(file) == "-" else file
+    kind = None
+    if path is not None:
+        try:
+            kind = readers.format_of(path)
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
+    target = rejects if rejects is not None or path is None else _rejects_path(path)
+    stop = threading.Event()
+
+    async def work(db: Database, settings: Settings) -> follow.Totals:
+        mark, why = await follow.resume(db, path) if path is not None else (follow.Mark(), None)
+        if why is not None:
+            err.print(why, highlight=False, soft_wrap=True)
+        elif mark.offset:
+            err.print(f"{path}: going on after the {mark.offset:,} bytes ({mark.lines:,} lines)"
+                      " committed before", highlight=False, soft_wrap=True)  # fmt: skip
+        header = None
+        if kind == "csv" and mark.offset and path is not None:
+            header = readers.read_header(path)[1]
+        followed = follow.Followed(path, mark, kind, header)
+        with _FollowView(followed.name, target, fresh=not mark.offset) as view:
+            return await follow.follow(db, followed, settings.today(), stop, view.committed)
+
+    def on_signal(signum: int, _: object) -> None:
+        if stop.is_set():  # the second: at once (an open transaction rolls back)
+            show_cursor = b"\x1b[?25h" if err.is_terminal else b""  # the live line hid it
+            os.write(2, show_cursor + b"stopped at once; the commit under way is rolled back\n")
+            os._exit(128 + signum)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        totals = run(work, create=True)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    err.print(f"{totals.records:,} records committed in {totals.commits:,} commits"
+              f" ({totals.inserted:,} new, {totals.updated:,} updated, {totals.unchanged:,}"
+              f" unchanged), {totals.rejected:,} rejected.", highlight=False, soft_wrap=True)  # fmt: skip
+    if totals.rejected and target is not None:
+        err.print(f"Rejected rows are in {target}.", highlight=False, soft_wrap=True)
+    if not stop.is_set() and totals.rejected:  # standard input ended, as a file import does
+        raise typer.Exit(1)
+
+
+class _FollowView:
+    """What `data import --follow` shows on standard error: each reject as it is committed,
+    and a live line of the totals on a terminal (a plain line every PLAIN_EVERY seconds
+    otherwise); the rejects are added to the rejects report as well."""
+
+    PLAIN_EVERY = 5.0
+
+    def __init__(self, name: str, target: Path | None, *, fresh: bool) -> None:
+        self.name, self.target, self.fresh = name, target, fresh
+        self.live: Live | None = None
+        self.printed = time.monotonic()
+
+    def __enter__(self) -> _FollowView:
+        if err.is_terminal:
+            self.live = Live(Text(f"{self.name}: waiting for records"), console=err,
+                             refresh_per_second=4, transient=False)  # fmt: skip
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+
+    def committed(self, report: Any, totals: Any) -> None:
+        from propdata.ingest import readers
+
+        for r in sorted(report.rejects, key=lambda r: r.line):
+            named = f" ({r.id})" if r.id else ""
+            err.print(
+                f"rejected: line {r.line}{named}: {r.reason}",
+                highlight=False,
+                soft_wrap=True,
+                markup=False,
+            )
+        if report.rejects and self.target is not None:
+            readers.write_rejects(self.target, report.rejects, append=not self.fresh)
+            self.fresh = False
+        line = (f"{self.name}: {totals.records:,} records committed ({totals.inserted:,} new,"
+                f" {totals.updated:,} updated, {totals.unchanged:,} unchanged),"
+                f" {totals.rejected:,} rejected, {totals.rate():,.0f} records/s")  # fmt: skip
+        if self.live is not None:
+            self.live.update(Text(line))
+        elif time.monotonic() - self.printed >= self.PLAIN_EVERY:
+            err.print(line, highlight=False, soft_wrap=True)
+            self.printed = time.monotonic()
 
 
 @data_app.command("init")

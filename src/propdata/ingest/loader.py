@@ -12,7 +12,7 @@ import datetime as dt
 import hashlib
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import msgspec
@@ -337,11 +337,16 @@ async def load(
     as_of: dt.date,
     progress: Callable[[int], None] | None = None,
     replace_origin: bool = False,
+    meta: Mapping[str, str] | None = None,
 ) -> LoadReport:
     """Load records in one transaction; rejected rows are reported and the rest load.
 
     With `replace_origin`, every stored record of `origin` is removed first (a rebuild of
     the demo or synthetic set); other origins are never touched.
+
+    `meta` is written to the store's `meta` table in the same transaction, whether or not
+    the load changed a record: `data import --follow` keeps there where in its file the
+    committed records end, so that place and the records are stored together or not at all.
 
     A bulk load (at least BULK_ROWS records written, and at least as many as the store held)
     drops the property tables' secondary indexes once it gets there and builds them again
@@ -367,6 +372,8 @@ async def load(
                 progress(len(batch))
         if deferred:
             await repo.restore_indexes(deferred)
+        if meta:
+            await repo.set_meta(meta)
         if report.changed:  # a load that only deletes changes answers too
             await repo.bump_data_version()
             await repo.mark_rebuild_pending()  # cleared by ingest.pipeline.rebuild

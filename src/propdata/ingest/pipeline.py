@@ -19,7 +19,7 @@ import datetime as dt
 import logging
 import multiprocessing
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -58,6 +58,8 @@ class Source:
     """How many items to expect, when known (for the progress bar)."""
     replace: bool
     """Remove every stored record of `origin` first (a rebuilt demo or synthetic set)."""
+    meta: Mapping[str, str] | None = None
+    """Written to the store's `meta` table in the load's transaction (`loader.load`)."""
 
 
 @dataclass(slots=True)
@@ -94,7 +96,7 @@ async def run(
         advance = tracker.task(source.description, source.total) if tracker else None
         report = await load(
             db, source.items, origin=source.origin, as_of=as_of, progress=advance,
-            replace_origin=source.replace,
+            replace_origin=source.replace, meta=source.meta,
         )  # fmt: skip
         outcome.reports.append(report)
         outcome.names.append(source.description)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
@@ -494,6 +494,19 @@ class PropertyRepository:
             await self.db.execute(
                 "UPDATE meta SET value = '' WHERE key = 'rebuild_pending' AND value = ?", (seen,)
             )
+        )
+
+    async def meta_value(self, key: str) -> str | None:
+        """One value of the `meta` table (None when the key is not there)."""
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(row[0]) if row else None
+
+    async def set_meta(self, values: Mapping[str, str]) -> None:
+        """Write values of the `meta` table (inside the caller's transaction)."""
+        await self.db.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            list(values.items()),
         )
 
     async def cache_namespace(self) -> str:

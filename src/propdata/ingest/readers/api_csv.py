@@ -3,7 +3,7 @@ objects (`address.zipCode`), `priceHistory` and `taxHistory` as JSON arrays in o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,12 @@ def check_header(header: list[str]) -> None:
 
 def read_api_csv(path: Path, header: list[str]) -> Iterator[Item]:
     """Each data row as a record in the API's own shape, or a reject."""
-    for line, row in data_rows(path, header):
+    return api_items(data_rows(path, header))
+
+
+def api_items(rows: Iterable[tuple[int, Row | str]]) -> Iterator[Item]:
+    """`read_api_csv` of rows from `cells.data_rows` or `cells.cells_of`."""
+    for line, row in rows:
         if isinstance(row, str):
             yield line, Reject(line, row)
             continue

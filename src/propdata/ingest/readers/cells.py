@@ -7,7 +7,7 @@ import csv
 import datetime as dt
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -33,41 +33,63 @@ def _open_csv(path: Path) -> Any:
 def _csv_rows(path: Path) -> Iterator[tuple[int, list[str] | str]]:
     """(line where the row starts, cells) for each non-blank row; a CSV error as a string."""
     with _open_csv(path) as handle:
-        reader = csv.reader(handle)
-        start = 1
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as exc:
-                yield start, f"unreadable CSV row: {exc}"
-                start = reader.line_num + 1
-                continue
-            line, start = start, reader.line_num + 1
-            if any(cell.strip() for cell in row):
-                yield line, row
+        yield from csv_rows(handle)
+
+
+def csv_rows(lines: Iterable[str], first: int = 1) -> Iterator[tuple[int, list[str] | str]]:
+    """`_csv_rows` of text lines (line endings kept) whose first is line `first`.
+
+    The reader asks for a line only when its row needs it, so when a row is yielded every
+    line taken from `lines` belongs to it or to a row before it (`ingest.follow` counts the
+    bytes of a growing file behind the last row on this).
+    """
+    reader = csv.reader(lines)
+    start = first
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield start, f"unreadable CSV row: {exc}"
+            start = first + reader.line_num
+            continue
+        line, start = start, first + reader.line_num
+        if any(cell.strip() for cell in row):
+            yield line, row
 
 
 def read_header(path: Path) -> tuple[int, list[str]]:
     """The header row and its line; ValueError when the file has no usable one."""
     for line, row in _csv_rows(path):
-        if isinstance(row, str):
-            raise ValueError(f"{path.name}: line {line}: {row}")
-        header = [cell.strip() for cell in row]
-        duplicates = sorted({c for c in header if header.count(c) > 1})
-        if duplicates:
-            raise ValueError(f"{path.name}: the header repeats {', '.join(duplicates)}")
-        if any(_NOT_UTF8.search(c) for c in header):
-            raise ValueError(f"{path.name}: the header is not valid UTF-8")
-        return line, header
+        return line, check_header(path.name, line, row)
     raise ValueError(f"{path.name}: the file is empty (no CSV header)")
+
+
+def check_header(name: str, line: int, row: list[str] | str) -> list[str]:
+    """The column names of a header row; ValueError naming `name` when it is unusable."""
+    if isinstance(row, str):
+        raise ValueError(f"{name}: line {line}: {row}")
+    header = [cell.strip() for cell in row]
+    duplicates = sorted({c for c in header if header.count(c) > 1})
+    if duplicates:
+        raise ValueError(f"{name}: the header repeats {', '.join(duplicates)}")
+    if any(_NOT_UTF8.search(c) for c in header):
+        raise ValueError(f"{name}: the header is not valid UTF-8")
+    return header
 
 
 def data_rows(path: Path, header: list[str]) -> Iterator[tuple[int, Row | str]]:
     """Rows after the header as {column: stripped text or None when empty}, or a reason."""
     rows = _csv_rows(path)
     next(rows)  # the header, checked by read_header
+    return cells_of(rows, header)
+
+
+def cells_of(
+    rows: Iterable[tuple[int, list[str] | str]], header: list[str]
+) -> Iterator[tuple[int, Row | str]]:
+    """Data rows (from `csv_rows`, the header left out) as `Row`s, or a reason."""
     for line, row in rows:
         if isinstance(row, str):
             yield line, row

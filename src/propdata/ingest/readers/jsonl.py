@@ -3,7 +3,7 @@ without the `{"data": ...}` envelope of a GET answer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -47,6 +47,11 @@ def decode_line(line: int, raw: bytes) -> PropertyDetail | Reject:
 
 def read_jsonl(path: Path) -> Iterator[Item]:
     with path.open("rb") as handle:
-        for line, raw in enumerate(handle, start=1):
-            if raw.strip():
-                yield line, decode_line(line, raw)
+        yield from jsonl_items(handle)
+
+
+def jsonl_items(lines: Iterable[bytes], first: int = 1) -> Iterator[Item]:
+    """`read_jsonl` of lines whose first is line `first`; blank lines keep their numbers."""
+    for line, raw in enumerate(lines, start=first):
+        if raw.strip():
+            yield line, decode_line(line, raw)

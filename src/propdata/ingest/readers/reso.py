@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -114,7 +114,12 @@ def check_header(header: list[str]) -> None:
 
 def read_reso(path: Path, header: list[str], as_of: dt.date) -> Iterator[Item]:
     """Each data row as a record, or a reject naming the column that stops it."""
-    for line, row in data_rows(path, header):
+    return reso_items(data_rows(path, header), as_of)
+
+
+def reso_items(rows: Iterable[tuple[int, Row | str]], as_of: dt.date) -> Iterator[Item]:
+    """`read_reso` of rows from `cells.data_rows` or `cells.cells_of`."""
+    for line, row in rows:
         if isinstance(row, str):
             yield line, Reject(line, row)
             continue
