@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -217,6 +218,15 @@ async def test_a_load_past_the_share_refits(empty_db: Database) -> None:
         ("listedForRent", 2, len(BASE) + share + 1, 0),
         ("sold", 2, len(BASE) + share + 1, 0),
     ]
+
+
+async def test_a_follower_leaves_the_share_to_the_days_first_commit(empty_db: Database) -> None:
+    db = empty_db
+    await pipeline.run(db, [_source("import", BASE)], AS_OF)
+    share = int(pipeline.REFIT_SHARE * len(BASE))
+    past = await pipeline.run(db, [_source("import", POOL[: share + 1])], AS_OF,
+                              refit_share=math.inf)  # fmt: skip
+    assert past.refit is None and past.valued == share + 1
 
 
 async def test_a_new_day_refits(empty_db: Database) -> None:

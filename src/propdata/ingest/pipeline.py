@@ -84,11 +84,19 @@ class Outcome:
 
 
 async def run(
-    db: Database, sources: Sequence[Source], as_of: dt.date, tracker: Tracker | None = None
+    db: Database,
+    sources: Sequence[Source],
+    as_of: dt.date,
+    tracker: Tracker | None = None,
+    *,
+    refit_share: float | None = None,
 ) -> Outcome:
     """Load every source, each in its own transaction, then bring the estimates and the
     market statistics up to date when any load changed the store: incrementally (`live`),
-    or by a full `rebuild` when `refit_reason` gives one."""
+    or by a full `rebuild` when `refit_reason` gives one.
+
+    `refit_share`: the share of REFIT_SHARE's rule (None: REFIT_SHARE itself); `math.inf`
+    leaves the refit to the other reasons (a follower's: the day's first commit refits)."""
     outcome = Outcome()
     earlier = await PropertyRepository(db).rebuild_pending()
     start = time.perf_counter()
@@ -109,7 +117,9 @@ async def run(
         # known, so everything is recomputed.
         outcome.refit = "an earlier load was not finished"
     else:
-        outcome.refit = await refit_reason(db, outcome.reports, as_of)
+        outcome.refit = await refit_reason(
+            db, outcome.reports, as_of, REFIT_SHARE if refit_share is None else refit_share
+        )
         if outcome.refit is None:
             await live(db, outcome.reports, as_of, outcome)
             return outcome
@@ -123,12 +133,14 @@ updated or removed since the last fit exceed this share of the records it was fi
 Below it the stored models stand: docs/import.md, "Live data", gives the reason."""
 
 
-async def refit_reason(db: Database, reports: Sequence[LoadReport], as_of: dt.date) -> str | None:
+async def refit_reason(
+    db: Database, reports: Sequence[LoadReport], as_of: dt.date, share: float = REFIT_SHARE
+) -> str | None:
     """Why these loads must be finished by a full rebuild; None when `live` may finish them.
 
     A full rebuild when no model is stored, when the stored models or statistics describe
     another day than `as_of` (the valuation date and the statistics' 30-day window move
-    with it), or when the records changed since the fit exceed REFIT_SHARE of those it was
+    with it), or when the records changed since the fit exceed `share` of those it was
     fitted over.
     """
     models = await valuation.stored_models(db)
@@ -142,9 +154,9 @@ async def refit_reason(db: Database, reports: Sequence[LoadReport], as_of: dt.da
     records = sum(report.loaded + report.removed for report in reports)
     changed = max(model.changed for model in models) + records
     fitted = models[0].properties
-    if changed > REFIT_SHARE * fitted:
+    if changed > share * fitted:
         return (f"{changed:,} records changed since the fit over {fitted:,}"
-                f" (more than {REFIT_SHARE:.0%})")  # fmt: skip
+                f" (more than {share:.0%})")  # fmt: skip
     return None
 
 
