@@ -111,6 +111,8 @@ BAD = [
     ({"name": "x", "filters": {"bbox": "3,2,1,4"}}, "filters.bbox"),
     ({"name": "x", "filters": {"minBaths": None}}, "filters.minBaths"),
     ({"name": "x", "propertyIds": "p-1"}, "propertyIds"),
+    ({"name": "a\x00b", "filters": AMES}, "name"),
+    ({"name": "x", "filters": {"city": "Am\x00es"}}, "filters.city"),
     ({"name": "x", "propertyIds": [1]}, "propertyIds"),
     ({"name": "x", "propertyIds": ["has space"]}, "propertyIds"),
     ({"name": "x", "propertyIds": [f"p-{i}" for i in range(1001)]}, "propertyIds"),
@@ -146,6 +148,10 @@ async def test_bodies_must_be_json_objects_of_at_most_64_kb(
         bad = await client.post("/v1/searches", content=content,
                                 headers={**headers, "Content-Type": "application/json"})  # fmt: skip
         assert bad.status_code == 400 and bad.json()["error"]["parameter"] == "body", content
+    surrogate = b'{"name": "x", "filters": {"city": "\\ud800"}}'  # no text: no JSON either
+    bad = await client.post("/v1/searches", content=surrogate,
+                            headers={**headers, "Content-Type": "application/json"})  # fmt: skip
+    assert bad.status_code == 400 and bad.json()["error"]["parameter"] == "body"
     big = {"name": "x", "filters": AMES, "pad": "x" * 70_000}
     huge = await client.post("/v1/searches", headers=headers, json=big)
     assert huge.status_code == 413 and huge.json()["error"]["code"] == "payload_too_large"
