@@ -38,9 +38,8 @@ async def fill(db: Database, events: int) -> None:
         return
     others = events // 4
     rows = []
-    seq = 0
     for n in range(events + others):
-        seq += 1
+        seq = n + 1
         owner = f"acct:other-{n % 50}" if n % 5 == 4 else OWNER
         rows.append((seq, f"evt_{seq:026d}", owner, "property.updated", "srch_bench", None,
                      "2026-11-25T00:00:00.000Z", BODY % (seq, seq, n)))  # fmt: skip
