@@ -213,12 +213,14 @@ class ImageRepository:
         self.db = db
 
     async def set_watching(self, watching: bool) -> None:
-        """Have the triggers write change images (a saved search exists) or not."""
-        await self.db.execute(
-            "INSERT INTO meta (key, value) VALUES ('events_watching', ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            ("1" if watching else "0",),
-        )
+        """Have the triggers write change images (a saved search exists) or not. Its own
+        transaction: the write lock is waited for on the event loop, a load's included."""
+        async with self.db.transaction():
+            await self.db.execute(
+                "INSERT INTO meta (key, value) VALUES ('events_watching', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                ("1" if watching else "0",),
+            )
 
     async def watching(self) -> bool:
         row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'events_watching'")
@@ -247,7 +249,8 @@ class ImageRepository:
     async def forget(self, kind: str, upto: int) -> None:
         """Delete the images of `kind` numbered `upto` and below (turned into events)."""
         table, _ = IMAGE_TABLES[kind]
-        await self.db.execute(f"DELETE FROM {table} WHERE seq <= ?", (upto,))
+        async with self.db.transaction():
+            await self.db.execute(f"DELETE FROM {table} WHERE seq <= ?", (upto,))
 
     async def records(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         """The stored rows of these properties, by column name (those that exist)."""
