@@ -11,7 +11,7 @@ which belongs to no operation: it is `components.responses.MethodNotAllowed`.
 from __future__ import annotations
 
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from litestar.openapi.spec import (
     Operation,
     Parameter,
     Reference,
+    RequestBody,
     Schema,
 )
 from litestar.openapi.spec.enums import OpenAPIType
@@ -59,8 +60,11 @@ _DESCRIPTIONS = {
     " names it.",
     401: "No key (`missing_api_key`), or the key is unknown or malformed (`invalid_api_key`)"
     " or revoked (`revoked_api_key`).",
+    403: "The owner's plan holds no more of these (`plan_limit_reached`); the message names"
+    " the plan that raises the limit.",
     404: "Nothing matches.",
     409: "The address matches several properties.",
+    413: "The request body is over 64 KB (`payload_too_large`).",
     429: "Per-minute limit (`rate_limit_exceeded`), daily quota (`quota_exceeded`) or the"
     " failed-request guard exceeded; wait Retry-After seconds.",
     431: "Request headers over 16 KB in total: refused by the server before the API reads"
@@ -126,12 +130,16 @@ _STANDARD: dict[int, list[tuple[str, _Example]]] = {
 
 
 def errors(
-    *statuses: int, metered: bool = True, examples: Iterable[ServiceError] = ()
+    *statuses: int,
+    metered: bool = True,
+    examples: Iterable[ServiceError] = (),
+    conditional: bool | None = None,
 ) -> dict[int, ResponseSpec]:
     """OpenAPI responses for the error statuses an operation can answer: `statuses` (its
     own: 404, 409), and those of every /v1 operation (400, 401, 431, 500, 503, and 429 and
     304 when the operation is metered). `examples` are real answers of this operation, shown
-    beside the standard ones (a 400 for an unknown parameter is added by `ApiOperation`)."""
+    beside the standard ones (a 400 for an unknown parameter is added by `ApiOperation`).
+    `conditional` (by default as `metered`): whether it answers 304 to If-None-Match."""
     own: dict[int, list[tuple[str, _Example]]] = {}
     for error in examples:
         named = own.setdefault(error.status, [])
@@ -146,7 +154,7 @@ def errors(
             examples=[Example(summary=name, value=example.value()) for name, example in shown]
             or None,
         )  # fmt: skip
-    if metered:
+    if metered if conditional is None else conditional:
         specs[304] = ResponseSpec(
             data_container=None, generate_examples=False,
             description="Not Modified: If-None-Match named this answer's ETag. No body;"
@@ -262,6 +270,23 @@ class ApiOperation(Operation):
         error = unknown_parameter("colour", query)
         example = Example(summary="unknownParameter", value=_of(error).value())
         media.examples = {**(media.examples or {}), "unknownParameter": example}
+
+
+def with_body(schema: Callable[[], Schema], description: str) -> type[ApiOperation]:
+    """The operation class of a write whose JSON body the handler reads itself (so that each
+    field's error names it): the body's schema is stated here (`schema()`, made when the
+    document is)."""
+
+    @dataclass
+    class BodyOperation(ApiOperation):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            self.request_body = RequestBody(
+                required=True, description=description,
+                content={"application/json": OpenAPIMediaType(schema=schema())},
+            )  # fmt: skip
+
+    return BodyOperation
 
 
 def _headers(status: int, success: set[str], rated: bool, error: bool) -> list[str]:
