@@ -101,6 +101,7 @@ class PostgresWakeups(LocalWakeups):
         async with self._opening:
             if self._listener is not None and not self._listener.is_closed():
                 return
+            conn: asyncpg.Connection | None = None
             try:
                 conn = await asyncpg.connect(self.db.url, timeout=2)
                 for topic in TOPICS:
@@ -108,7 +109,13 @@ class PostgresWakeups(LocalWakeups):
             except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
                 log.debug("wake-ups: cannot listen on PostgreSQL (%s); polling", exc)
                 self._retry_at = loop.time() + POLL
+                if conn is not None:
+                    conn.terminate()
                 return
+            except BaseException:  # cancelled (the process stopping): leave no connection
+                if conn is not None:
+                    conn.terminate()
+                raise
             self._listener = conn
 
     async def notify(self, topic: str) -> None:
