@@ -32,6 +32,7 @@ HEADERS = {
 }  # fmt: skip
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)+")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,10 @@ def code_tokens(text: str) -> set[str]:
 def _inline_tokens(text: str) -> set[str]:
     """Every identifier written as inline code in prose or tables (examples do not count)."""
     prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
-    return {token for span in _CODE_SPAN.findall(prose) for token in _TOKEN.findall(span)}
+    spans = _CODE_SPAN.findall(prose)
+    # A dotted name stands for its parts (`limits.perMinute`) and, whole, for a value that
+    # holds dots (the event type `property.listed`).
+    return {token for span in spans for token in _TOKEN.findall(span) + _DOTTED.findall(span)}
 
 
 def _operations(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

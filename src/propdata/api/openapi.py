@@ -60,8 +60,8 @@ _DESCRIPTIONS = {
     " names it.",
     401: "No key (`missing_api_key`), or the key is unknown or malformed (`invalid_api_key`)"
     " or revoked (`revoked_api_key`).",
-    403: "The owner's plan holds no more of these (`plan_limit_reached`); the message names"
-    " the plan that raises the limit.",
+    403: "The owner's plan allows no more of these (`plan_limit_reached`); the message names"
+    " the limit and the plan that raises it.",
     404: "Nothing matches.",
     409: "The address matches several properties.",
     413: "The request body is over 64 KB (`payload_too_large`).",
@@ -330,6 +330,28 @@ class NullableChoice(OpenAPISchemaPlugin):
                 Schema(type=OpenAPIType.NULL),
             ]
         )
+
+
+class ClosedBody(OpenAPISchemaPlugin):
+    """A request body struct that refuses unknown fields (`forbid_unknown_fields`) says so:
+    `additionalProperties: false`, which Litestar's struct schema leaves out."""
+
+    def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
+        annotation = field_definition.annotation
+        return (
+            isinstance(annotation, type)
+            and issubclass(annotation, msgspec.Struct)
+            and bool(getattr(annotation.__struct_config__, "forbid_unknown_fields", False))
+        )
+
+    def to_openapi_schema(
+        self, field_definition: FieldDefinition, schema_creator: SchemaCreator
+    ) -> Schema:
+        from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
+
+        schema = StructSchemaPlugin().to_openapi_schema(field_definition, schema_creator)
+        schema.additional_properties = False
+        return schema
 
 
 def _choices(annotation: Any) -> list[str]:
