@@ -29,6 +29,8 @@ from propdata.api.guards import check_request
 from propdata.api.openapi import ApiOperation, errors
 from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD, http_error_handler
+from propdata.events import stream as event_stream
+from propdata.events.repository import EventRepository
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
 from propdata.kit import memory, metrics, multiproc
@@ -82,6 +84,8 @@ class Services:
     valuations: ValuationService
     limiter: Limiter
     cache: ResponseCache
+    streams: event_stream.StreamHub
+    """The worker's open event streams and the one reader of the log that feeds them."""
 
     @property
     def cache_ttl(self) -> float:
@@ -91,6 +95,7 @@ class Services:
         return await self.properties.cache_namespace()
 
     async def close(self) -> None:
+        await self.streams.close()
         await self.search.close()
         await self.cache.close()
         await self.limiter.close()
@@ -166,7 +171,11 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         valuations=ValuationService(db),
         limiter=limiter,
         cache=cache,
-    )
+        streams=event_stream.StreamHub(
+            EventRepository(accounts), keys, keepalive=settings.stream_keepalive,
+            queue=settings.stream_queue,
+        ),
+    )  # fmt: skip
 
 
 HealthStatus = Literal["ok", "degraded", "down"]
@@ -291,6 +300,7 @@ DEPENDENCIES = {
             "limiter",
             "accounts",
             "settings",
+            "streams",
         )
     },
     "key": Provide(current_key, sync_to_thread=False),
@@ -311,6 +321,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         services = await build_services(settings, clock)
         app.state.services = services
         services.search.warm()
+        services.streams.start()
         # Days on market grow and sales age out without a load (docs/api.md, decision 7).
         tasks = [
             asyncio.create_task(services.properties.keep_aged(settings.today)),
@@ -362,6 +373,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             *valuation_endpoints.HANDLERS,
             *market_endpoints.HANDLERS,
             *account_endpoints.HANDLERS,
+            *event_stream.HANDLERS,
         ],
         middleware=[MeteringMiddleware()],
         before_request=check_request,

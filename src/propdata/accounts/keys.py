@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass
 
 from propdata.accounts.repository import KeyRepository
@@ -130,6 +130,10 @@ class KeyService:
 
     async def all(self) -> list[ApiKey]:
         return await self.repo.all()
+
+    async def active_among(self, key_ids: Collection[str]) -> set[str]:
+        """Those of the keys that would still be let in (not revoked, account not disabled)."""
+        return await self.repo.active_among(sorted(key_ids))
 
 
 @contextlib.asynccontextmanager

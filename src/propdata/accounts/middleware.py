@@ -3,7 +3,9 @@
 Order: verify the key (401s) -> a cached 200 is answered at once (X-Cache: HIT, not
 counted, served even over quota) -> the limiter admits and records in one step (429
 otherwise) -> the handler runs -> a 4xx/5xx answer is refunded -> a 200 is cached.
-Routes with opt {"metered": False} (auth status) are verified but never counted.
+Routes with opt {"metered": False} (auth status) are verified but never counted. Routes
+with opt {"streamed": True} (the event stream) count once, when admitted, and their answer
+goes out as it is made: never cached, never held for an ETag.
 
 Every metered 200 carries an ETag (a hash of its bytes); a request whose If-None-Match
 names it gets 304 with no body instead, counted like the 200 it replaces (not counted when
@@ -125,8 +127,9 @@ class MeteringMiddleware(ASGIMiddleware):
             _refuse(key, usage)
             await limiter.fail(key.window_id)
             raise
+        streamed = bool(opt.get("streamed"))
         cache_key = None
-        if services.cache_ttl > 0:
+        if services.cache_ttl > 0 and not streamed:
             cache_key = await self._cache_key(services, scope, pairs, size)
             hit = await services.cache.get(cache_key)
             TALLY.inc(_CACHE_MISS if hit is None else _CACHE_HIT)
@@ -167,7 +170,7 @@ class MeteringMiddleware(ASGIMiddleware):
                         content_type = bytes(value)
                 if status >= 400:
                     await settle(status)
-                if status == 200:
+                if status == 200 and not streamed:
                     held = list(message.get("headers", ()))
                     return
             elif message["type"] == "http.response.body" and held is not None:

@@ -88,3 +88,13 @@ class EventRepository:
     async def prune(self, before: str) -> int:
         """Remove the events produced before `before` (ISO-8601 time); inside a transaction."""
         return await self.db.execute("DELETE FROM events WHERE created_at < ?", (before,))
+
+    async def listed_after(self, after: int, limit: int) -> list[EventRow]:
+        """Every owner's listed events numbered above `after`, oldest first (no test events):
+        what the stream's one reader per worker hands out to the open streams."""
+        rows = await self.db.fetch_all(
+            f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND endpoint_id IS NULL"
+            " ORDER BY seq LIMIT ?",
+            (after, limit),
+        )
+        return [EventRow._make(row) for row in rows]

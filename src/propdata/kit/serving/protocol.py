@@ -6,12 +6,19 @@
 
 from __future__ import annotations
 
+from propdata.kit.serving import shutdown
 from propdata.kit.serving.limits import LimitedProtocol
 from propdata.kit.serving.spread import SpreadingProtocol
 
 
 class BoundedHttpToolsProtocol(SpreadingProtocol, LimitedProtocol):
     """HttpToolsProtocol holding each client to its limits and each worker to its share."""
+
+    def shutdown(self) -> None:
+        # The server is shutting down: answers that never end by themselves end now
+        # (shutdown.py), so the wait for the answers under way has an end.
+        shutdown.begin()
+        super().shutdown()
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
