@@ -109,78 +109,69 @@ async def _produce(url: str, owners: list[str]) -> None:
     await migrate_accounts(db)
     stamp = time.time_ns()
     events = [
-        NewEvent(
-            f"evt_bench{stamp}_{n}",
-            owner,
-            "property.listed",
-            "srch_bench",
-            None,
-            "2026-11-26T00:00:00.000Z",
-            '{"type":"property.listed"}',
-        )  # fmt: skip
+        NewEvent(f"evt_bench{stamp}_{n}", owner, "property.listed", "srch_bench", None,
+                 "2026-11-26T00:00:00.000Z", '{"type":"property.listed"}')
         for n, owner in enumerate(owners)
-    ]
+    ]  # fmt: skip
     async with db.transaction():
         await EventRepository(db).insert_events(events)
     await db.close()
 
 
-async def _bench(args: argparse.Namespace, folder: Path) -> None:
-    url, keys = await _prepare(folder, args.streams)
+def _serve(url: str, streams: int) -> tuple[subprocess.Popen[bytes], int]:
     port = harness.free_port()
     env = {**os.environ, "PROPDATA_DATABASE_URL": url, "PROPDATA_LOG_LEVEL": "WARNING",
-           "PROPDATA_MAX_CONNECTIONS": str(args.streams + 100)}  # fmt: skip
+           "PROPDATA_MAX_CONNECTIONS": str(streams + 100)}  # fmt: skip
     argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--port", str(port)]
     server = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)  # the request log
-    try:
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(400):
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            await asyncio.sleep(0.05)
-        pid = server.pid
-        # Warm up: the stream's code paths, the thread pool, the key cache.
-        warm = await asyncio.gather(*(Stream.open(port, secret) for _, secret in keys[:20]))
-        await asyncio.sleep(1)
-        for stream in warm:
-            stream.close()
-        await asyncio.sleep(2)
-        before = _memory_kb(pid)
-        _show("before", before)
+    for _ in range(400):
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                break
+        time.sleep(0.05)
+    return server, port
 
-        started = time.monotonic()
-        streams: list[Stream] = []
-        for start in range(0, len(keys), 100):  # 100 at a time: the listen backlog
-            streams += await asyncio.gather(
-                *(Stream.open(port, secret) for _, secret in keys[start : start + 100])
-            )
-        print(f"opened {len(streams)} streams in {time.monotonic() - started:.1f} s", flush=True)
-        await asyncio.sleep(2)
-        cpu = _cpu_seconds(pid)
-        await asyncio.sleep(args.idle)
-        idle_cpu = _cpu_seconds(pid) - cpu
-        during = _memory_kb(pid)
-        _show(f"{len(streams)} streams, idle", during)
-        print(f"worker CPU over {args.idle:.0f} s idle: {idle_cpu:.2f} s"
-              f" ({100 * idle_cpu / args.idle:.1f} % of a core)", flush=True)  # fmt: skip
 
-        produced = time.monotonic()
-        await _produce(url, [owner for owner, _ in keys])
-        await asyncio.wait_for(asyncio.gather(*(s.next_event() for s in streams)), 60)
-        print(f"one event per owner reached all {len(streams)} streams in"
-              f" {time.monotonic() - produced:.2f} s", flush=True)  # fmt: skip
+async def _bench(args: argparse.Namespace, url: str, keys: list[tuple[str, str]],
+                 pid: int, port: int) -> None:  # fmt: skip
+    # Warm up: the stream's code paths, the thread pool, the key cache.
+    warm = await asyncio.gather(*(Stream.open(port, secret) for _, secret in keys[:20]))
+    await asyncio.sleep(1)
+    for stream in warm:
+        stream.close()
+    await asyncio.sleep(2)
+    before = _memory_kb(pid)
+    _show("before", before)
 
-        for stream in streams:
-            stream.close()
-        await asyncio.sleep(3)
-        _show("after closing them", _memory_kb(pid))
-        more = (during["Pss"] - before["Pss"]) / 1024
-        print(f"Pss with {len(streams)} idle streams: {more:+.1f} MB"
-              f" ({more * 1024 / len(streams):.1f} KB a stream)", flush=True)  # fmt: skip
-    finally:
-        server.terminate()
-        server.wait(30)
+    started = time.monotonic()
+    streams: list[Stream] = []
+    for start in range(0, len(keys), 100):  # 100 at a time: the listen backlog
+        streams += await asyncio.gather(
+            *(Stream.open(port, secret) for _, secret in keys[start : start + 100])
+        )
+    print(f"opened {len(streams)} streams in {time.monotonic() - started:.1f} s", flush=True)
+    await asyncio.sleep(2)
+    cpu = _cpu_seconds(pid)
+    await asyncio.sleep(args.idle)
+    idle_cpu = _cpu_seconds(pid) - cpu
+    during = _memory_kb(pid)
+    _show(f"{len(streams)} streams, idle", during)
+    print(f"worker CPU over {args.idle:.0f} s idle: {idle_cpu:.2f} s"
+          f" ({100 * idle_cpu / args.idle:.1f} % of a core)", flush=True)  # fmt: skip
+
+    produced = time.monotonic()
+    await _produce(url, [owner for owner, _ in keys])
+    await asyncio.wait_for(asyncio.gather(*(s.next_event() for s in streams)), 60)
+    print(f"one event per owner reached all {len(streams)} streams in"
+          f" {time.monotonic() - produced:.2f} s", flush=True)  # fmt: skip
+
+    for stream in streams:
+        stream.close()
+    await asyncio.sleep(3)
+    _show("after closing them", _memory_kb(pid))
+    more = (during["Pss"] - before["Pss"]) / 1024
+    print(f"Pss with {len(streams)} idle streams: {more:+.1f} MB"
+          f" ({more * 1024 / len(streams):.1f} KB a stream)", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -189,7 +180,13 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=20.0, help="seconds left idle")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="propdata-streams-") as folder:
-        asyncio.run(_bench(args, Path(folder)))
+        url, keys = asyncio.run(_prepare(Path(folder), args.streams))
+        server, port = _serve(url, args.streams)
+        try:
+            asyncio.run(_bench(args, url, keys, server.pid, port))
+        finally:
+            server.terminate()
+            server.wait(30)
 
 
 if __name__ == "__main__":
