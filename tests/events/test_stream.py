@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -28,8 +29,11 @@ from tests.live import serving_process
 
 KEEPALIVE = 0.3
 """The servers' PROPDATA_STREAM_KEEPALIVE here, in seconds."""
+QUEUE = 5
+"""The servers' PROPDATA_STREAM_QUEUE here: events a stream holds for a reader behind."""
 SERVER_ENV = {
     "PROPDATA_STREAM_KEEPALIVE": str(KEEPALIVE),
+    "PROPDATA_STREAM_QUEUE": str(QUEUE),
     # A stream outlives the server's head and body timeouts by far.
     "PROPDATA_HEAD_TIMEOUT": "1",
     "PROPDATA_BODY_TIMEOUT": "1",
@@ -59,9 +63,12 @@ async def _key(store: Store) -> tuple[ApiKey, str]:
         return await keys.create("enterprise", None, CustomLimits(per_minute=10_000))
 
 
-def _event(owner: str, type_: str = "search.entered", search_id: str = "srch_a") -> NewEvent:
+def _event(
+    owner: str, type_: str = "search.entered", search_id: str = "srch_a", pad: int = 0
+) -> NewEvent:
     n = next(_counter)
-    body = json.dumps({"id": f"evt_{n:026d}", "type": type_, "data": {"searchId": search_id}})
+    data = {"searchId": search_id, **({"pad": "x" * pad} if pad else {})}
+    body = json.dumps({"id": f"evt_{n:026d}", "type": type_, "data": data})
     return NewEvent(f"evt_{n:026d}_{time.time_ns()}", owner, type_, search_id, None,
                     "2026-11-25T00:00:00.000Z", body)  # fmt: skip
 
@@ -241,6 +248,45 @@ async def test_opening_a_stream_counts_one_request_and_is_never_cached(
         assert (await reader.event())["id"] == cursor.encode(numbers[0])
         assert reader.response.headers["x-cache"] == "MISS"
         assert int(reader.response.headers["x-ratelimit-remaining"]) == key.per_minute - 2
+
+
+async def test_a_reader_that_stops_reading_is_cut_off_and_resumes_with_last_event_id(
+    store: Store, server: str, client: httpx.AsyncClient, accounts: Database
+) -> None:
+    key, secret = await _key(store)
+    owner = owner_of(key)
+    port = int(server.rsplit(":", 1)[1])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**24)
+    sock = writer.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    writer.write(f"GET /v1/events/stream HTTP/1.1\r\nHost: x\r\n"
+                 f"Authorization: Bearer {secret}\r\n\r\n".encode())  # fmt: skip
+    assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
+    transport = writer.transport
+    transport.pause_reading()  # the reader stops reading
+    numbers: list[int] = []
+    for _ in range(8):  # 40 events of 256 KB: far more than the socket buffers hold
+        numbers += await _add(accounts, *[_event(owner, pad=256_000) for _ in range(5)])
+    await asyncio.sleep(2)  # the shared reader's ticks: the stream falls QUEUE behind
+    transport.resume_reading()
+    got: list[str] = []
+    try:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            async with asyncio.timeout(WAIT):
+                while line := await reader.readline():
+                    if line.startswith(b"id: "):
+                        got.append(line[4:].strip().decode())
+                    elif line.startswith(b"data: ") and not line.endswith(b"}\n"):
+                        got.pop()  # cut mid-event: not read whole
+    finally:
+        writer.close()
+    assert len(got) < len(numbers)  # the server closed the connection (no timeout above)
+    assert got == [cursor.encode(n) for n in numbers[: len(got)]]
+    resume = {"Last-Event-ID": got[-1]} if got else {}
+    params = {} if got else {"since": cursor.encode(numbers[0] - 1)}
+    async with stream(client, secret, resume, **params) as again:
+        rest = [(await again.event())["id"] for _ in numbers[len(got) :]]
+    assert got + rest == [cursor.encode(n) for n in numbers]
 
 
 def test_streams_end_when_the_server_shuts_down(store: Store) -> None:

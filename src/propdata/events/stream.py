@@ -28,9 +28,9 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import get
+from litestar import Request, get
 from litestar.openapi import ResponseSpec
 from litestar.params import HeaderParameter, QueryParameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
@@ -88,6 +88,9 @@ class Subscriber:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     ended: str | None = None
     """Why the stream ends: 'slow', 'revoked', 'shutdown' (None while it runs)."""
+    abort: Callable[[], None] | None = None
+    """Drops the stream's connection at once, where the server offers it (a reader cut off
+    for falling behind may have stopped reading: the bytes buffered for it would never go)."""
 
     def wants(self, row: EventRow) -> bool:
         return (
@@ -217,6 +220,8 @@ class StreamHub:
             # A reader this far behind is cut off, not buffered without limit; it resumes
             # from the last event it read with Last-Event-ID.
             sub.end("slow")
+            if sub.abort is not None:
+                sub.abort()
             return
         sub.waiting.append(row)
         sub.ready.set()
@@ -322,6 +327,7 @@ _ERRORS = {
     operation_id="streamEvents",
 )
 async def stream_events(
+    request: Request[Any, Any, Any],
     streams: Injected[StreamHub],
     key: Injected[ApiKey],
     since: Annotated[
@@ -378,7 +384,8 @@ async def stream_events(
     start = await streams.repo.last()
     # A cursor past the log's end (none is ever handed out) resumes from the end.
     after = start if after is None else min(after, start)
-    sub = Subscriber(owner_of(key), key.id, after, wanted, searchId)
+    sub = Subscriber(owner_of(key), key.id, after, wanted, searchId,
+                     abort=shutdown.aborter(request.scope))  # fmt: skip
     return ServerSentEvent(streams.events(sub, start))
 
 

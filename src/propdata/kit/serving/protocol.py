@@ -14,6 +14,12 @@ from propdata.kit.serving.spread import SpreadingProtocol
 class BoundedHttpToolsProtocol(SpreadingProtocol, LimitedProtocol):
     """HttpToolsProtocol holding each client to its limits and each worker to its share."""
 
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        # An answer that must drop its connection at once can (shutdown.py): a stream
+        # whose reader stopped reading, whose buffered bytes would never drain.
+        self.scope["extensions"] = {shutdown.ABORT: self.transport.abort}  # type: ignore[dict-item]
+
     def shutdown(self) -> None:
         # The server is shutting down: answers that never end by themselves end now
         # (shutdown.py), so the wait for the answers under way has an end.

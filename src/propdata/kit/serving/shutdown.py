@@ -1,4 +1,5 @@
-"""The server's graceful shutdown, told to the answers that would otherwise outlast it.
+"""For answers that outlast a request's usual life (event streams): the server's graceful
+shutdown told to them, and a way to drop their connection at once.
 
 uvicorn's graceful shutdown stops accepting, closes idle connections and waits for every
 answer under way to finish; the application's lifespan shutdown comes only after that. An
@@ -9,15 +10,23 @@ answers register a callback to end themselves then.
     cancel = on_shutdown(hub.end_all)   # called once, on the event loop
     ...
     cancel()
+
+`propdata serve`'s protocol also puts a callable in each request's scope, under
+`scope["extensions"][ABORT]`: it closes the connection at once, discarding what is still
+buffered for it (for a reader that stopped reading, whose buffer would never drain).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 log = logging.getLogger("propdata")
+
+ABORT = "propdata.abort"
+"""The scope extension holding the callable that drops the request's connection."""
 
 _callbacks: dict[int, Callable[[], None]] = {}
 _begun: list[bool] = []
@@ -51,3 +60,9 @@ def begin() -> None:
         except Exception:  # one answer's failure must not keep the others open
             log.exception("shutdown callback failed")
     _callbacks.clear()
+
+
+def aborter(scope: Mapping[str, Any]) -> Callable[[], None] | None:
+    """What drops this request's connection at once (None: the server offers no way)."""
+    found = scope.get("extensions", {}).get(ABORT)
+    return found if callable(found) else None
