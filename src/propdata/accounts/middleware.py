@@ -3,9 +3,11 @@
 Order: verify the key (401s) -> a cached 200 is answered at once (X-Cache: HIT, not
 counted, served even over quota) -> the limiter admits and records in one step (429
 otherwise) -> the handler runs -> a 4xx/5xx answer is refunded -> a 200 is cached.
-Routes with opt {"metered": False} (auth status) are verified but never counted. Routes
-with opt {"streamed": True} (the event stream) count once, when admitted, and their answer
-goes out as it is made: never cached, never held for an ETag.
+Routes with opt {"metered": False} (auth status) are verified but never counted.
+
+The events' routes (contract.md "Events", Metering) say how they are metered in `opt`:
+- `STREAMED` (GET /v1/events/stream): counted once when opened, never cached, and its
+  body passes through as it is written (no ETag; a 4xx or 5xx at the start is refunded).
 
 Every metered 200 carries an ETag (a hash of its bytes); a request whose If-None-Match
 names it gets 304 with no body instead, counted like the 200 it replaces (not counted when
@@ -70,6 +72,10 @@ class Metering(Protocol):
         ...
 
 
+STREAMED = {"metering": "stream"}
+"""opt of a streamed answer (GET /v1/events/stream): counted once, passed through."""
+
+
 def current_key(request: Request[Any, Any, Any]) -> ApiKey:
     """The verified key of this request (a dependency: handlers take `key: ApiKey`)."""
     key: ApiKey = request.scope["state"][STATE_KEY]
@@ -110,6 +116,8 @@ class MeteringMiddleware(ASGIMiddleware):
             await next_app(scope, receive, send)
             return
 
+        metering = opt.get("metering")
+
         guard = key.failures_per_minute
         size: int | None = None
         try:
@@ -127,9 +135,8 @@ class MeteringMiddleware(ASGIMiddleware):
             _refuse(key, usage)
             await limiter.fail(key.window_id)
             raise
-        streamed = bool(opt.get("streamed"))
         cache_key = None
-        if services.cache_ttl > 0 and not streamed:
+        if services.cache_ttl > 0 and metering is None and opt.get("cached", True):
             cache_key = await self._cache_key(services, scope, pairs, size)
             hit = await services.cache.get(cache_key)
             TALLY.inc(_CACHE_MISS if hit is None else _CACHE_HIT)
@@ -163,6 +170,13 @@ class MeteringMiddleware(ASGIMiddleware):
 
         async def metered_send(message: Message) -> None:
             nonlocal status, content_type, held
+            if metering == "stream":  # passed through as written: only a failure settles
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                    if status >= 400:
+                        await settle(status)
+                await send(message)
+                return
             if message["type"] == "http.response.start":
                 status = message["status"]
                 for name, value in message.get("headers", ()):
@@ -170,7 +184,7 @@ class MeteringMiddleware(ASGIMiddleware):
                         content_type = bytes(value)
                 if status >= 400:
                     await settle(status)
-                if status == 200 and not streamed:
+                if status == 200:
                     held = list(message.get("headers", ()))
                     return
             elif message["type"] == "http.response.body" and held is not None:

@@ -36,6 +36,7 @@ from litestar.params import HeaderParameter, QueryParameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from propdata.accounts.keys import KeyService
+from propdata.accounts.middleware import STREAMED
 from propdata.accounts.schemas import ApiKey
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import ApiOperation, errors
@@ -308,7 +309,7 @@ _ERRORS = {
 
 @get(
     "/events/stream",
-    opt={"streamed": True},
+    opt=STREAMED,
     media_type="text/event-stream",
     responses={
         200: ResponseSpec(
