@@ -354,6 +354,23 @@ async def test_many_streams_share_one_reader_of_the_log(empty_db: Database) -> N
         await hub.close()
 
 
+async def test_a_stream_gets_what_the_hub_read_between_its_request_and_its_start(
+    empty_db: Database,
+) -> None:
+    hub = await _hub(empty_db)
+    try:
+        start = await hub.repo.last()  # the handler reads where the log stands...
+        other = Subscriber("key:other", "k_other", start)
+        hub.subscribe(other, start)  # (another stream keeps the hub reading)
+        numbers = await _add(empty_db, _event("key:late"), _event("key:late"))
+        await hub.read_once()  # the hub reads on (its own ticks may have, too)
+        # ... and its stream starts after the hub has read on: it still gets both.
+        late = Subscriber("key:late", "k_late", start)
+        assert await _collect(hub, late, start, 2) == numbers
+    finally:
+        await hub.close()
+
+
 async def test_a_reader_that_falls_behind_the_queue_is_cut_off(empty_db: Database) -> None:
     hub = await _hub(empty_db, queue=5)
     try:

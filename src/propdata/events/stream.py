@@ -161,15 +161,17 @@ class StreamHub:
             for sub in list(subs):
                 sub.end("shutdown")
 
-    def subscribe(self, sub: Subscriber, start: int) -> None:
-        """Hand `sub` every event read from here on; `start` is where the log stood just
-        before (the stream reads what came before it by itself: the two may overlap, and
-        the stream skips what it has sent, but leave no gap)."""
+    def subscribe(self, sub: Subscriber, start: int) -> int:
+        """Hand `sub` every event read from here on, and return the last event read before
+        (`start`, where the log stood when the stream was asked for, when the hub was
+        idle): the stream reads up to there by itself. The two may overlap (the stream
+        skips what it has sent) but leave no gap."""
         if self._position is None:
             self._position = start
         self._by_owner.setdefault(sub.owner, set()).add(sub)
         if self.closing:
             sub.end("shutdown")
+        return self._position
 
     def unsubscribe(self, sub: Subscriber) -> None:
         subs = self._by_owner.get(sub.owner)
@@ -243,9 +245,10 @@ class StreamHub:
         """The stream's messages: the events past `sub.after`, then each new one as the hub
         reads it, a keep-alive comment when nothing was sent for `keepalive` seconds.
         `start`: where the log stood when the stream was asked for."""
-        self.subscribe(sub, start)
+        covered = self.subscribe(sub, start)
         try:
-            while sub.ended is None and sub.after < start:  # what came before the hub's reads
+            # What came before the hub's reads (it may have read past `start` meanwhile).
+            while sub.ended is None and sub.after < covered:
                 rows = await self.repo.page(
                     sub.owner, sub.after, READ_BATCH, sorted(sub.types), sub.search_id
                 )
