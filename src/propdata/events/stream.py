@@ -183,16 +183,20 @@ class StreamHub:
             self._position = None  # no stream: the hub reads nothing until the next one
 
     def notify(self) -> None:
-        """Read the log now rather than at the next tick (events were produced)."""
+        """Read the log now rather than at the next tick (this process produced events)."""
         self._wake.set()
+
+    async def _next_tick(self) -> None:
+        """Wait for new events: `notify()`, or POLL_INTERVAL seconds. The one place the hub
+        waits (a cross-process wake-up, such as kit/wakeup.py's "events" topic, goes here)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.poll_interval):
+                await self._wake.wait()
+        self._wake.clear()
 
     async def _run(self) -> None:
         while True:
-            # The one place the hub waits for new events: a tick, or `notify()`.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.poll_interval):
-                    await self._wake.wait()
-            self._wake.clear()
+            await self._next_tick()
             if not self._by_owner:
                 continue
             try:
