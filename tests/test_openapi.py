@@ -175,10 +175,12 @@ def test_try_it_out_with_its_defaults_is_never_a_400(server: tuple[str, str]) ->
                     path = path.replace("{" + parameter["name"] + "}", str(value))
                 else:
                     query[parameter["name"]] = str(value)
-            response = httpx.request(
+            with httpx.stream(
                 method.upper(), base + path, params=query,
                 headers={"Authorization": f"Bearer {secret}"},
-            )  # fmt: skip
+            ) as response:  # fmt: skip
+                if route not in STREAMS:  # a stream's body never ends: its status will do
+                    response.read()
             assert response.status_code != 400 and response.status_code < 500, (
                 route, query, response.text,
             )  # fmt: skip
