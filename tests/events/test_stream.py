@@ -26,6 +26,7 @@ from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate_accounts
 from tests.conftest import Store
 from tests.live import serving_process
+from tests.test_error_messages import check
 
 KEEPALIVE = 0.3
 """The servers' PROPDATA_STREAM_KEEPALIVE here, in seconds."""
@@ -217,6 +218,12 @@ async def test_an_idle_stream_gets_keep_alive_comments_past_the_server_timeouts(
         ({}, {"Last-Event-ID": "e1:12"}, "Last-Event-ID"),
         ({"types": "search.entered,webhook.test"}, {}, "types"),
         ({"cursor": "x"}, {}, "cursor"),
+        ({"since": "1.5"}, {}, "since"),
+        ({"since": "a" * 101}, {}, "since"),
+        ({"types": ""}, {}, "types"),
+        ({"searchId": "a" * 101}, {}, "searchId"),
+        ({"searchId": "srch a"}, {}, "searchId"),
+        ({"since": "x", "since2": "y"}, {}, "since2"),
     ],
 )
 async def test_bad_input_is_a_400_naming_the_parameter_before_the_stream(
@@ -233,6 +240,8 @@ async def test_bad_input_is_a_400_naming_the_parameter_before_the_stream(
     assert answer.headers["content-type"].startswith("application/json")
     error = answer.json()["error"]
     assert (error["code"], error["parameter"]) == ("invalid_parameter", parameter)
+    assert parameter in error["message"]
+    check(error["message"], str(answer.url))  # in the API's words
 
 
 async def test_opening_a_stream_counts_one_request_and_is_never_cached(

@@ -344,9 +344,9 @@ async def stream_events(
             min_length=1,
             max_length=100,
             pattern=r"^[A-Za-z0-9_-]+$",
-            description="Resume after this cursor (meta.nextCursor of GET /v1/events, or an"
-            " event's `id:`); Last-Event-ID takes precedence. Without either the stream starts"
-            " from where the log stands: only events produced from now on.",
+            description="Resume after this cursor (meta.nextCursor of GET /v1/events, or the"
+            " id of an event of this stream); Last-Event-ID takes precedence. Without either"
+            " the stream starts from where the log stands: only events produced from now on",
         ),
     ] = None,
     types: Annotated[
@@ -370,7 +370,7 @@ async def stream_events(
         str | None,
         HeaderParameter(
             name="Last-Event-ID",
-            description="The `id:` of the last event read: the stream resumes after it (a"
+            description="The id of the last event read: the stream resumes after it (a"
             " reconnecting EventSource sends it by itself)",
         ),
     ] = None,
