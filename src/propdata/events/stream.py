@@ -195,6 +195,7 @@ class StreamHub:
         self._wake.clear()
 
     async def _run(self) -> None:
+        failing = False
         while True:
             await self._next_tick()
             if not self._by_owner:
@@ -203,10 +204,13 @@ class StreamHub:
                 await self.read_once()
                 if time.monotonic() - self._checked >= self.recheck_every:
                     await self.recheck_keys()
+                failing = False
             except StoreUnavailable as exc:
-                log.warning("event stream: store unavailable (%s); trying again", exc)
+                if not failing:  # once an outage (the store logs its own), not every tick
+                    log.warning("event streams: the store is unavailable (%s); waiting", exc)
+                failing = True
             except Exception:
-                log.exception("event stream: reading the log failed; trying again")
+                log.exception("event streams: reading the log failed; trying again")
 
     async def read_once(self) -> None:
         """Read every event past the hub's position and hand each to the streams that want it."""
