@@ -29,13 +29,18 @@ BAD_VALUES = ["x", "-1", "0", "1.5", "99999999999999999999", "", "a" * 2100, "\x
 and words no enumeration, state or ZIP code holds."""
 
 
+STREAMS = {"/v1/events/stream"}
+"""Answers that never end, which this in-process client would wait for: the stream's bad
+values are checked on a real server (tests/events/test_stream.py)."""
+
+
 @pytest.fixture(scope="module")
 def operations(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     path = tmp_path_factory.mktemp("messages") / "x.db"
     document = create_app(Settings(database_url=str(path))).openapi_schema.to_schema()
     found = []
     for route, item in document["paths"].items():
-        if route.startswith("/v1"):
+        if route.startswith("/v1") and route not in STREAMS:
             for operation in item.values():
                 found.append({"path": route, **operation})
     return found

@@ -25,6 +25,8 @@ pytestmark = pytest.mark.slow
 
 OPAQUE = {"since", "cursor"}
 """Cursors, which only the service can tell apart from any other string."""
+STREAMS = {"/v1/events/stream"}
+"""Answers that never end by themselves: tests/events/test_stream.py covers them."""
 RANGE_PARAMETERS = {"minPrice", "minBeds", "minSqft"}
 SERVICE_JUDGED = {"url", "searchIds"}
 """Body fields only the service can judge: where a URL's name resolves (and whether that is
@@ -104,6 +106,8 @@ def test_every_operation_conforms(server: tuple[str, str]) -> None:
     assert len(operations) >= 11
     calls = 0
     for operation in operations:
+        if operation.path in STREAMS:
+            continue
 
         @given(case=operation.as_strategy())
         @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
@@ -190,10 +194,12 @@ def test_try_it_out_with_its_defaults_is_never_a_400(server: tuple[str, str]) ->
                     path = path.replace("{" + parameter["name"] + "}", str(value))
                 else:
                     query[parameter["name"]] = str(value)
-            response = httpx.request(
+            with httpx.stream(
                 method.upper(), base + path, params=query,
                 headers={"Authorization": f"Bearer {secret}"},
-            )  # fmt: skip
+            ) as response:  # fmt: skip
+                if route not in STREAMS:  # a stream's body never ends: its status will do
+                    response.read()
             assert response.status_code != 400 and response.status_code < 500, (
                 route, query, response.text,
             )  # fmt: skip

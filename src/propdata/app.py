@@ -32,6 +32,8 @@ from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD, http_error_handler
 from propdata.events import endpoints as event_endpoints
 from propdata.events import produce
+from propdata.events import stream as event_stream
+from propdata.events.repository import EventRepository
 from propdata.events.service import EventService, SavedSearchService
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
@@ -97,6 +99,8 @@ class Services:
     wakeups: Wakeups
     """Wake-ups between processes: "changes" (a data commit), "events" (events produced)."""
     mailer: Mailer
+    streams: event_stream.StreamHub
+    """The worker's open event streams and the one reader of the log that feeds them."""
 
     @property
     def cache_ttl(self) -> float:
@@ -121,6 +125,7 @@ class Services:
         return HostTurn(Path(f"{path}.dispatch.lock"))
 
     async def close(self) -> None:
+        await self.streams.close()
         await self.wakeups.close()
         await self.search.close()
         await self.cache.close()
@@ -207,7 +212,12 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         cache=cache,
         wakeups=wakeups,
         mailer=mailer,
-    )
+        streams=event_stream.StreamHub(
+            EventRepository(accounts), keys, keepalive=settings.stream_keepalive,
+            queue=settings.stream_queue,
+            wait=lambda timeout: wakeups.wait("events", timeout),
+        ),
+    )  # fmt: skip
 
 
 HealthStatus = Literal["ok", "degraded", "down"]
@@ -335,6 +345,7 @@ DEPENDENCIES = {
             "accounts",
             "settings",
             "webhooks",
+            "streams",
         )
     },
     "key": Provide(current_key, sync_to_thread=False),
@@ -355,6 +366,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         services = await build_services(settings, clock)
         app.state.services = services
         services.search.warm()
+        services.streams.start()
         # Days on market grow and sales age out without a load (docs/api.md, decision 7).
         tasks = [
             asyncio.create_task(services.properties.keep_aged(settings.today)),
@@ -420,6 +432,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             *account_endpoints.HANDLERS,
             *event_endpoints.HANDLERS,
             *webhook_endpoints.HANDLERS,
+            *event_stream.HANDLERS,
         ],
         middleware=[MeteringMiddleware()],
         before_request=check_request,

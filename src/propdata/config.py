@@ -89,6 +89,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_connections: int = 500
     """PROPDATA_MAX_CONNECTIONS: open connections per worker of `propdata serve`; one more is
     answered 503 and closed. Keep workers times this under the open-files limit."""
+    stream_keepalive: float = 15.0
+    """PROPDATA_STREAM_KEEPALIVE: seconds an event stream (GET /v1/events/stream) may go
+    without sending anything before it sends a comment line that keeps it open."""
+    stream_queue: int = 1000
+    """PROPDATA_STREAM_QUEUE: events an open stream may fall behind its reader; one more
+    and the stream ends (the reader resumes with Last-Event-ID)."""
 
     def today(self) -> dt.date:
         return self.as_of or dt.datetime.now(dt.UTC).date()
@@ -202,6 +208,8 @@ ENV = {
     "head_timeout": "PROPDATA_HEAD_TIMEOUT",
     "body_timeout": "PROPDATA_BODY_TIMEOUT",
     "max_connections": "PROPDATA_MAX_CONNECTIONS",
+    "stream_keepalive": "PROPDATA_STREAM_KEEPALIVE",
+    "stream_queue": "PROPDATA_STREAM_QUEUE",
 }
 
 
@@ -229,6 +237,10 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
             raise ConfigError(f"{ENV[name]} must be more than 0 and at most 3600 seconds")
     if not 1 <= settings.max_connections <= 1_000_000:
         raise ConfigError("PROPDATA_MAX_CONNECTIONS must be a whole number from 1 to 1000000")
+    if not 0 < settings.stream_keepalive <= 3600:
+        raise ConfigError("PROPDATA_STREAM_KEEPALIVE must be more than 0 and at most 3600 seconds")
+    if not 1 <= settings.stream_queue <= 1_000_000:
+        raise ConfigError("PROPDATA_STREAM_QUEUE must be a whole number from 1 to 1000000")
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("PROPDATA_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR")
     if settings.redis_url is not None and not settings.redis_url.startswith(

@@ -50,7 +50,10 @@ OPERATIONS: dict[str, tuple[Any, bool]] = {
     "getAuthStatus": (AuthStatus, True),
     "listPropertyChanges": (ChangesPage, False),
 }
-NOT_IN_SDK = {"getHealth"}  # the operators' health check, outside /v1
+NOT_IN_SDK = {
+    "getHealth",  # the operators' health check, outside /v1
+    "streamEvents",  # Server-Sent Events: no JSON answer for a model to match
+}
 
 QUERY_TABLES: dict[str, dict[str, str]] = {
     "searchProperties": _core.PROPERTY_SEARCH_PARAMS,

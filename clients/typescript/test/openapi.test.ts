@@ -79,7 +79,7 @@ const OPERATIONS: Record<string, (c: Client) => unknown> = {
   getAuthStatus: (c) => c.auth.status,
   listPropertyChanges: (c) => c.properties.changes,
 };
-const NOT_IN_SDK = new Set(["getHealth", "searchPropertiesAlias"]);
+const NOT_IN_SDK = new Set(["getHealth", "searchPropertiesAlias", "streamEvents"]);
 
 /** One field's shape, on either side, in the same terms. */
 interface Shape {

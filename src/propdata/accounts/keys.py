@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from propdata.accounts.repository import KeyRepository
@@ -150,6 +150,10 @@ class KeyService:
             {a: highest(accounts.get(a, {"free"})) for a in account_ids},
             {k: BY_NAME[keys.get(k, "free")] for k in key_ids},
         )
+
+    async def active_among(self, key_ids: Collection[str]) -> set[str]:
+        """Those of the keys that would still be let in (not revoked, account not disabled)."""
+        return await self.repo.active_among(sorted(key_ids))
 
 
 @contextlib.asynccontextmanager

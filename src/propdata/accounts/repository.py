@@ -126,6 +126,20 @@ class KeyRepository:
             (at, key_id),
         )
 
+    async def active_among(self, key_ids: Sequence[str]) -> set[str]:
+        """Those of the keys that still answer: not revoked, their account not disabled."""
+        active: set[str] = set()
+        for start in range(0, len(key_ids), 500):
+            chunk = key_ids[start : start + 500]
+            rows = await self.db.fetch_all(
+                "SELECT k.id FROM api_keys k LEFT JOIN accounts a ON a.id = k.account_id"
+                f" WHERE k.id IN ({', '.join('?' for _ in chunk)}) AND k.status = 'active'"
+                " AND (a.status IS NULL OR a.status <> 'disabled')",
+                tuple(chunk),
+            )
+            active.update(str(row[0]) for row in rows)
+        return active
+
 
 _ACCOUNT = "SELECT " + ", ".join(Account.__dataclass_fields__) + " FROM accounts"
 _AUDIT = "SELECT " + ", ".join(AuditEntry.__dataclass_fields__) + " FROM audit_log"

@@ -119,6 +119,16 @@ class EventRepository:
             (before,),
         )
 
+    async def listed_after(self, after: int, limit: int) -> list[EventRow]:
+        """Every owner's listed events numbered above `after`, oldest first (no test events):
+        what the stream's one reader per worker hands out to the open streams."""
+        rows = await self.db.fetch_all(
+            f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND endpoint_id IS NULL"
+            " ORDER BY seq LIMIT ?",
+            (after, limit),
+        )
+        return [EventRow._make(row) for row in rows]
+
 
 class SearchRow(NamedTuple):
     """One row of `saved_searches` (`filters` and `property_ids` as JSON)."""

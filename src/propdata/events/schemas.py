@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -33,12 +33,21 @@ class EventsResponse(Base):
     data: list[Event]
 
 
-EVENT_TYPES = (
-    "search.entered", "search.exited", "property.listed", "property.priceChanged",
-    "property.statusChanged", "property.estimateChanged", "property.updated", "market.updated",
+EventType = Literal[
+    "search.entered",
+    "search.exited",
+    "property.listed",
+    "property.priceChanged",
+    "property.statusChanged",
+    "property.estimateChanged",
+    "property.updated",
+    "market.updated",
     "webhook.test",
-)  # fmt: skip
+]
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 """Every event type (contract.md "Events"), in the order the contract lists them."""
+LISTED_TYPES = tuple(t for t in EVENT_TYPES if t != "webhook.test")
+"""The types the log and the stream carry (`webhook.test` goes to its endpoint alone)."""
 
 
 class RawEventsResponse(Base):

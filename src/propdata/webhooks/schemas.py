@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, NamedTuple, get_args
+from typing import Annotated, Literal, NamedTuple
 
 import msgspec
 
 from propdata.api.schemas import Base, PageMeta
+from propdata.events.schemas import EVENT_TYPES, EventType
 
 EndpointStatus = Literal["enabled", "disabled"]
 DisabledReason = Literal["gone", "failing", "owner"]
@@ -15,19 +16,6 @@ DeliveryError = Literal[
     "timeout", "connection", "tls", "redirect", "http_status", "blocked_address"
 ]
 
-EventType = Literal[
-    "search.entered",
-    "search.exited",
-    "property.listed",
-    "property.priceChanged",
-    "property.statusChanged",
-    "property.estimateChanged",
-    "property.updated",
-    "market.updated",
-    "webhook.test",
-]
-EVENT_TYPES: tuple[str, ...] = get_args(EventType)
-"""Every event type an endpoint may ask for (contract.md "Events")."""
 
 MAX_GRACE = 604_800
 """Seconds a rotated secret may go on signing beside the new one (a week)."""

@@ -15,6 +15,7 @@ from propdata.accounts.schemas import ApiKey
 from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, NewEvent
+from propdata.events.schemas import EVENT_TYPES
 from propdata.events.service import owner_of
 from propdata.kit.db import Database
 from propdata.kit.wakeup import Wakeups
@@ -23,7 +24,6 @@ from propdata.webhooks.addresses import Gate, Refused, Unresolvable, parse
 from propdata.webhooks.dispatcher import iso, passes
 from propdata.webhooks.repository import WebhookRepository
 from propdata.webhooks.schemas import (
-    EVENT_TYPES,
     Delivery,
     Endpoint,
     EndpointChange,

@@ -1,0 +1,193 @@
+"""What idle event streams cost one worker: memory, CPU, and whether events still arrive.
+
+    .venv/bin/python bench/idle_streams.py --streams 1000 --idle 20
+
+Serves an empty SQLite store with `propdata serve --workers 1` (PROPDATA_MAX_CONNECTIONS
+raised to hold the streams), makes one key per stream (each its own owner), and warms the
+worker up with a few streams opened and closed. Then it opens --streams streams of
+`GET /v1/events/stream` at once and leaves them idle for --idle seconds. Printed:
+
+- the worker's Rss and Pss (/proc/<pid>/smaps_rollup) before the streams, with them all
+  open and idle, and after they are closed;
+- the worker's CPU seconds (user + system) over the idle period: the shared reader's ticks
+  and the keep-alive comments, nothing per stream but the comment;
+- the time from inserting one event per owner (one transaction) until every stream has
+  received its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from propdata.accounts.keys import CustomLimits, keys_of
+from propdata.config import accounts_url
+from propdata.events.repository import EventRepository, NewEvent
+from propdata.events.service import owner_of
+from propdata.kit.db import connect
+from propdata.migrations.schema import migrate, migrate_accounts
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+import run as harness  # noqa: E402
+
+
+def _memory_kb(pid: int) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("Rss", "Pss", "Anonymous"):
+            found[name] = int(rest.split()[0])
+    return found
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _show(label: str, kb: dict[str, int]) -> None:
+    print(f"{label:<28} Rss {kb['Rss'] / 1024:7.1f} MB  Pss {kb['Pss'] / 1024:7.1f} MB"
+          f"  anonymous {kb['Anonymous'] / 1024:7.1f} MB", flush=True)  # fmt: skip
+
+
+class Stream:
+    """One open stream on a socket of its own (no HTTP client's per-connection weight)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, port: int, secret: str) -> Stream:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            f"GET /v1/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {secret}\r\nAccept: text/event-stream\r\n\r\n".encode()
+        )
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head[:200]
+        return cls(reader, writer)
+
+    async def next_event(self) -> bytes:
+        while True:
+            line = await self.reader.readline()
+            if not line:
+                raise ConnectionError("stream ended")
+            if b"event: " in line:
+                return line
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def _prepare(folder: Path, count: int) -> tuple[str, list[tuple[str, str]]]:
+    url = str(folder / "propdata.db")
+    db = await connect(url)
+    await migrate(db)
+    await db.close()
+    made: list[tuple[str, str]] = []
+    async with keys_of(url) as keys:
+        for _ in range(count):
+            key, secret = await keys.create("enterprise", None, CustomLimits(per_minute=100_000))
+            made.append((owner_of(key), secret))
+    return url, made
+
+
+async def _produce(url: str, owners: list[str]) -> None:
+    db = await connect(accounts_url(url), private=True)
+    await migrate_accounts(db)
+    stamp = time.time_ns()
+    events = [
+        NewEvent(f"evt_bench{stamp}_{n}", owner, "property.listed", "srch_bench", None,
+                 "2026-11-26T00:00:00.000Z", '{"type":"property.listed"}')
+        for n, owner in enumerate(owners)
+    ]  # fmt: skip
+    async with db.transaction():
+        await EventRepository(db).insert_events(events)
+    await db.close()
+
+
+def _serve(url: str, streams: int) -> tuple[subprocess.Popen[bytes], int]:
+    port = harness.free_port()
+    env = {**os.environ, "PROPDATA_DATABASE_URL": url, "PROPDATA_LOG_LEVEL": "WARNING",
+           "PROPDATA_MAX_CONNECTIONS": str(streams + 100)}  # fmt: skip
+    argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--port", str(port)]
+    server = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)  # the request log
+    for _ in range(400):
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                break
+        time.sleep(0.05)
+    return server, port
+
+
+async def _bench(args: argparse.Namespace, url: str, keys: list[tuple[str, str]],
+                 pid: int, port: int) -> None:  # fmt: skip
+    # Warm up: the stream's code paths, the thread pool, the key cache.
+    warm = await asyncio.gather(*(Stream.open(port, secret) for _, secret in keys[:20]))
+    await asyncio.sleep(1)
+    for stream in warm:
+        stream.close()
+    await asyncio.sleep(2)
+    before = _memory_kb(pid)
+    _show("before", before)
+
+    started = time.monotonic()
+    streams: list[Stream] = []
+    for start in range(0, len(keys), 100):  # 100 at a time: the listen backlog
+        streams += await asyncio.gather(
+            *(Stream.open(port, secret) for _, secret in keys[start : start + 100])
+        )
+    print(f"opened {len(streams)} streams in {time.monotonic() - started:.1f} s", flush=True)
+    await asyncio.sleep(2)
+    cpu = _cpu_seconds(pid)
+    await asyncio.sleep(args.idle)
+    idle_cpu = _cpu_seconds(pid) - cpu
+    during = _memory_kb(pid)
+    _show(f"{len(streams)} streams, idle", during)
+    print(f"worker CPU over {args.idle:.0f} s idle: {idle_cpu:.2f} s"
+          f" ({100 * idle_cpu / args.idle:.1f} % of a core)", flush=True)  # fmt: skip
+
+    produced = time.monotonic()
+    await _produce(url, [owner for owner, _ in keys])
+    await asyncio.wait_for(asyncio.gather(*(s.next_event() for s in streams)), 60)
+    print(f"one event per owner reached all {len(streams)} streams in"
+          f" {time.monotonic() - produced:.2f} s", flush=True)  # fmt: skip
+
+    for stream in streams:
+        stream.close()
+    await asyncio.sleep(3)
+    _show("after closing them", _memory_kb(pid))
+    more = (during["Pss"] - before["Pss"]) / 1024
+    print(f"Pss with {len(streams)} idle streams: {more:+.1f} MB"
+          f" ({more * 1024 / len(streams):.1f} KB a stream)", flush=True)  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--streams", type=int, default=1000)
+    parser.add_argument("--idle", type=float, default=20.0, help="seconds left idle")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="propdata-streams-") as folder:
+        url, keys = asyncio.run(_prepare(Path(folder), args.streams))
+        server, port = _serve(url, args.streams)
+        try:
+            asyncio.run(_bench(args, url, keys, server.pid, port))
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+if __name__ == "__main__":
+    main()

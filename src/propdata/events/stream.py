@@ -1,0 +1,403 @@
+"""The event stream, `GET /v1/events/stream` (Server-Sent Events): each of the owner's events
+as it is produced, oldest first.
+
+One `StreamHub` per worker reads the log for all of the worker's open streams at once: every
+POLL_INTERVAL seconds, only while a stream is open, one query for every owner's new events,
+handed to each stream of their owner that wants them. An open stream costs no query of its
+own but the catch-up when it opens (from `Last-Event-ID` or `since`), so a worker holds many
+idle streams for about 34 KB each, its connection included (bench/idle_streams.py).
+
+Bounds: a stream's events wait in a queue of at most `queue` events (PROPDATA_STREAM_QUEUE);
+a reader so slow that it fills is cut off (its stream ends) rather than buffered without
+limit, and resumes with `Last-Event-ID`. Every RECHECK_EVERY seconds the keys of the open
+streams are looked up again: a revoked key's streams end. When the server shuts down
+(kit/serving/shutdown.py), or the app stops, every stream ends.
+
+    hub = StreamHub(EventRepository(db), keys, keepalive=15.0, queue=1000)
+    hub.start()
+    ...
+    await hub.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from litestar import Request, get
+from litestar.openapi import ResponseSpec
+from litestar.params import HeaderParameter, QueryParameter
+from litestar.response import ServerSentEvent, ServerSentEventMessage
+
+from propdata.accounts.keys import KeyService
+from propdata.accounts.middleware import STREAMED
+from propdata.accounts.schemas import ApiKey
+from propdata.api.dependencies import Injected
+from propdata.api.openapi import ApiOperation, errors
+from propdata.errors import InvalidParameter
+from propdata.events import cursor
+from propdata.events.repository import EventRepository, EventRow
+from propdata.events.schemas import LISTED_TYPES
+from propdata.events.service import owner_of
+from propdata.kit.db import StoreUnavailable
+from propdata.kit.serving import shutdown
+
+log = logging.getLogger("propdata")
+
+POLL_INTERVAL = 0.5
+"""Seconds between two reads of the log while any stream is open: an event reaches its
+streams within about this of its commit."""
+RECHECK_EVERY = 60.0
+"""Seconds between two look-ups of the open streams' keys: a revoked key's streams end
+within this."""
+READ_BATCH = 500
+"""Events one query reads (the hub's, or a stream's catch-up); more are read in turns."""
+KEEPALIVE = ServerSentEventMessage(data=None, comment="keep-alive")
+"""The comment line sent when nothing else was for `keepalive` seconds."""
+
+STREAM_TYPES = LISTED_TYPES
+_ONE_TYPE = "(" + "|".join(name.replace(".", r"\.") for name in STREAM_TYPES) + ")"
+_TYPES_PATTERN = f"^{_ONE_TYPE}(,{_ONE_TYPE})*$"
+
+
+@dataclass(eq=False, slots=True)
+class Subscriber:
+    """One open stream: whose events it wants, the last one sent, those waiting."""
+
+    owner: str
+    key_id: str
+    after: int
+    """The number of the last event sent (or skipped as not wanted)."""
+    types: frozenset[str] = frozenset()
+    search_id: str | None = None
+    waiting: collections.deque[EventRow] = field(default_factory=collections.deque)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: str | None = None
+    """Why the stream ends: 'slow', 'revoked', 'shutdown' (None while it runs)."""
+    abort: Callable[[], None] | None = None
+    """Drops the stream's connection at once, where the server offers it (a reader cut off
+    for falling behind may have stopped reading: the bytes buffered for it would never go)."""
+
+    def wants(self, row: EventRow) -> bool:
+        return (
+            row.seq > self.after
+            and (not self.types or row.type in self.types)
+            and (self.search_id is None or row.search_id == self.search_id)
+        )
+
+    def end(self, reason: str) -> None:
+        if self.ended is None:
+            self.ended = reason
+        self.waiting.clear()
+        self.ready.set()
+
+
+class StreamHub:
+    """The worker's open event streams and the one reader of the log that feeds them."""
+
+    def __init__(
+        self,
+        repo: EventRepository,
+        keys: KeyService,
+        *,
+        keepalive: float,
+        queue: int,
+        poll_interval: float = POLL_INTERVAL,
+        recheck_every: float = RECHECK_EVERY,
+        wait: Callable[[float], Awaitable[None]] | None = None,
+    ) -> None:
+        """`wait(timeout)`: returns at the next "events" wake-up of any process, or after
+        `timeout` (kit/wakeup); without it the hub wakes on `notify()` or polls."""
+        self._waiter = wait
+        self.repo = repo
+        self.keys = keys
+        self.keepalive = keepalive
+        self.queue = queue
+        self.poll_interval = poll_interval
+        self.recheck_every = recheck_every
+        self._by_owner: dict[str, set[Subscriber]] = {}
+        self._position: int | None = None
+        """The last event the hub has read (None while no stream is open)."""
+        self._checked = time.monotonic()
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._unhook: Callable[[], None] | None = None
+        self.closing = False
+        self.reads = 0
+        """Queries the hub has made for its streams (the tests count them)."""
+
+    @property
+    def open_streams(self) -> int:
+        return sum(len(subs) for subs in self._by_owner.values())
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+        self._unhook = shutdown.on_shutdown(self.end_all)
+
+    async def close(self) -> None:
+        self.end_all()
+        if self._unhook is not None:
+            self._unhook()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def end_all(self) -> None:
+        """End every open stream and refuse new ones (the server is shutting down)."""
+        self.closing = True
+        for subs in list(self._by_owner.values()):
+            for sub in list(subs):
+                sub.end("shutdown")
+
+    def subscribe(self, sub: Subscriber, start: int) -> int:
+        """Hand `sub` every event read from here on, and return the last event read before
+        (`start`, where the log stood when the stream was asked for, when the hub was
+        idle): the stream reads up to there by itself. The two may overlap (the stream
+        skips what it has sent) but leave no gap."""
+        if self._position is None:
+            self._position = start
+        self._by_owner.setdefault(sub.owner, set()).add(sub)
+        if self.closing:
+            sub.end("shutdown")
+        return self._position
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        subs = self._by_owner.get(sub.owner)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._by_owner[sub.owner]
+        if not self._by_owner:
+            self._position = None  # no stream: the hub reads nothing until the next one
+
+    def notify(self) -> None:
+        """Read the log now rather than at the next tick (this process produced events)."""
+        self._wake.set()
+
+    async def _next_tick(self) -> None:
+        """Wait for new events: `notify()`, or POLL_INTERVAL seconds. The one place the hub
+        waits (with `wait`, kit/wakeup's "events" topic)."""
+        if self._waiter is not None and not self._wake.is_set():
+            await self._waiter(self.poll_interval)
+            self._wake.clear()
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.poll_interval):
+                await self._wake.wait()
+        self._wake.clear()
+
+    async def _run(self) -> None:
+        failing = False
+        while True:
+            await self._next_tick()
+            if not self._by_owner:
+                continue
+            try:
+                await self.read_once()
+                if time.monotonic() - self._checked >= self.recheck_every:
+                    await self.recheck_keys()
+                failing = False
+            except StoreUnavailable as exc:
+                if not failing:  # once an outage (the store logs its own), not every tick
+                    log.warning("event streams: the store is unavailable (%s); waiting", exc)
+                failing = True
+            except Exception:
+                log.exception("event streams: reading the log failed; trying again")
+
+    async def read_once(self) -> None:
+        """Read every event past the hub's position and hand each to the streams that want it."""
+        while self._position is not None:
+            rows = await self.repo.listed_after(self._position, READ_BATCH)
+            self.reads += 1
+            for row in rows:
+                for sub in list(self._by_owner.get(row.owner, ())):
+                    if sub.ended is None and sub.wants(row):
+                        self._hand(sub, row)
+            if rows and self._position is not None:
+                self._position = max(self._position, rows[-1].seq)
+            if len(rows) < READ_BATCH:
+                return
+
+    def _hand(self, sub: Subscriber, row: EventRow) -> None:
+        if len(sub.waiting) >= self.queue:
+            # A reader this far behind is cut off, not buffered without limit; it resumes
+            # from the last event it read with Last-Event-ID.
+            sub.end("slow")
+            if sub.abort is not None:
+                sub.abort()
+            return
+        sub.waiting.append(row)
+        sub.ready.set()
+
+    async def recheck_keys(self) -> None:
+        """End the streams of keys that no longer answer (revoked, account disabled)."""
+        self._checked = time.monotonic()
+        subs = [sub for group in self._by_owner.values() for sub in group]
+        if not subs:
+            return
+        active = await self.keys.active_among({sub.key_id for sub in subs})
+        self.reads += 1
+        for sub in subs:
+            if sub.key_id not in active:
+                sub.end("revoked")
+
+    async def events(self, sub: Subscriber, start: int) -> AsyncIterator[ServerSentEventMessage]:
+        """The stream's messages: the events past `sub.after`, then each new one as the hub
+        reads it, a keep-alive comment when nothing was sent for `keepalive` seconds.
+        `start`: where the log stood when the stream was asked for."""
+        covered = self.subscribe(sub, start)
+        try:
+            # What came before the hub's reads (it may have read past `start` meanwhile).
+            while sub.ended is None and sub.after < covered:
+                rows = await self.repo.page(
+                    sub.owner, sub.after, READ_BATCH, sorted(sub.types), sub.search_id
+                )
+                for row in rows:
+                    if sub.ended is not None:
+                        return
+                    sub.after = row.seq
+                    yield _message(row)
+                if len(rows) < READ_BATCH:
+                    break
+            while sub.ended is None:
+                while sub.waiting and sub.ended is None:
+                    row = sub.waiting.popleft()
+                    if row.seq > sub.after:
+                        sub.after = row.seq
+                        yield _message(row)
+                if sub.ended is not None:
+                    return
+                sub.ready.clear()
+                try:
+                    async with asyncio.timeout(self.keepalive):
+                        await sub.ready.wait()
+                except TimeoutError:
+                    yield KEEPALIVE
+        finally:
+            self.unsubscribe(sub)
+
+
+def _message(row: EventRow) -> ServerSentEventMessage:
+    return ServerSentEventMessage(data=row.body, event=row.type, id=cursor.encode(row.seq))
+
+
+def _types(text: str | None) -> frozenset[str]:
+    if text is None:
+        return frozenset()
+    names = [name.strip() for name in text.split(",")]
+    unknown = [name for name in names if name not in STREAM_TYPES]
+    if unknown:
+        raise InvalidParameter(
+            "types",
+            f"'types' takes a comma-separated list of event types; {unknown[0]!r} is not one"
+            f" ({', '.join(STREAM_TYPES)}).",
+        )
+    return frozenset(names)
+
+
+_ERRORS = {
+    status: spec
+    for status, spec in errors(
+        examples=[
+            InvalidParameter(
+                "Last-Event-ID",
+                "'Last-Event-ID' is not an event cursor: pass meta.nextCursor (or an event's"
+                " stream id) as it came.",
+            ),
+        ]
+    ).items()
+    if status != 304  # no ETag: a stream is never the same twice
+}
+
+
+@get(
+    "/events/stream",
+    opt=STREAMED,
+    media_type="text/event-stream",
+    responses={
+        200: ResponseSpec(
+            str,
+            description="A stream of Server-Sent Events: each event as `id: <cursor>`, `event:"
+            " <type>`, `data: <event JSON>` and a blank line, oldest first; a comment line"
+            " (`: keep-alive`) when nothing else was sent for 15 seconds.",
+            media_type="text/event-stream",
+            generate_examples=False,
+        ),
+        **_ERRORS,
+    },
+    operation_class=ApiOperation,
+    tags=["events"],
+    summary="The owner's events as they are produced (Server-Sent Events)",
+    operation_id="streamEvents",
+)
+async def stream_events(
+    request: Request[Any, Any, Any],
+    streams: Injected[StreamHub],
+    key: Injected[ApiKey],
+    since: Annotated[
+        str | None,
+        QueryParameter(
+            min_length=1,
+            max_length=100,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="Resume after this cursor (meta.nextCursor of GET /v1/events, or the"
+            " id of an event of this stream); Last-Event-ID takes precedence. Without either"
+            " the stream starts from where the log stands: only events produced from now on",
+        ),
+    ] = None,
+    types: Annotated[
+        str | None,
+        QueryParameter(
+            pattern=_TYPES_PATTERN,
+            description="Only these event types, comma-separated (such as"
+            " search.entered,property.listed)",
+        ),
+    ] = None,
+    searchId: Annotated[
+        str | None,
+        QueryParameter(
+            min_length=1,
+            max_length=100,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="Only the events of this saved search",
+        ),
+    ] = None,
+    last_event_id: Annotated[
+        str | None,
+        HeaderParameter(
+            name="Last-Event-ID",
+            description="The id of the last event read: the stream resumes after it (a"
+            " reconnecting EventSource sends it by itself)",
+        ),
+    ] = None,
+) -> ServerSentEvent:
+    """Stream the events of the key's owner as Server-Sent Events, oldest first.
+
+    Counted as one request when opened. Resume with `Last-Event-ID` (or `since`); the
+    stream ends when the server shuts down, when the key is revoked (within a minute), or
+    when the reader falls more than PROPDATA_STREAM_QUEUE events behind: reconnect with
+    the last id read.
+    """
+    if last_event_id is not None:
+        after: int | None = cursor.decode(last_event_id.strip(), "Last-Event-ID")
+    elif since is not None:
+        after = cursor.decode(since, "since")
+    else:
+        after = None
+    wanted = _types(types)
+    start = await streams.repo.last()
+    # A cursor past the log's end (none is ever handed out) resumes from the end.
+    after = start if after is None else min(after, start)
+    sub = Subscriber(owner_of(key), key.id, after, wanted, searchId,
+                     abort=shutdown.aborter(request.scope))  # fmt: skip
+    return ServerSentEvent(streams.events(sub, start))
+
+
+HANDLERS = [stream_events]
