@@ -17,7 +17,7 @@ from litestar.datastructures import Cookie
 from litestar.enums import RequestEncodingType
 from litestar.response import Redirect, Template
 
-from propdata.accounts.schemas import Account
+from propdata.accounts.schemas import Account, ApiKey
 from propdata.accounts.service import AccountService
 from propdata.api import clients
 from propdata.config import Settings
@@ -139,3 +139,10 @@ async def checked(
             "This form has expired or did not come from this site; reload the page and send it again."
         )
     return v, form
+
+
+async def acting_key(accounts: AccountService, account: Account) -> ApiKey | None:
+    """The key through which the account's saved searches and webhooks are managed: one of
+    its active keys (each sees the account's; the services read the account's plan from all
+    of them), or None when it holds none."""
+    return next((key for key in await accounts.keys_of(account) if key.status == "active"), None)

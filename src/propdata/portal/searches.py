@@ -1,0 +1,173 @@
+"""The dashboard's saved searches: the account's searches with their match counts, a form
+that saves one from the search filters (each field named as the API's parameter), deletion.
+
+The form is read here (empty fields left out, numbers as numbers); what a search may hold,
+and how many an account may keep, `events.service` decides; its refusals are shown on the
+page in words, with the form as it was sent.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from litestar import Request, Response, get, post
+from litestar.params import FromPath
+from litestar.response import Template
+
+from propdata.accounts.service import AccountService
+from propdata.accounts.sessions import Flash
+from propdata.api.dependencies import Injected
+from propdata.api.params import DECIMAL
+from propdata.config import Settings
+from propdata.errors import ServiceError
+from propdata.events.schemas import SavedSearchInput
+from propdata.events.service import SavedSearches
+from propdata.events.filters import declared
+from propdata.portal.pages import Visit, checked, page, see_other, visit
+
+PAGE = "/dashboard/searches"
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """A filter of the form: the API's parameter, what a person reads, how it is typed."""
+
+    name: str
+    label: str
+    kind: Any
+    """The parameter's type as the search endpoint declares it (str, int, float, a Literal)."""
+    hint: str = ""
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in (int, float)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return typing.get_args(self.kind) if typing.get_origin(self.kind) is Literal else ()
+
+
+_LABELS = {
+    "zipCode": ("ZIP code", "50010"), "city": ("City", "Ames"), "state": ("State", "IA"),
+    "status": ("Status", ""), "propertyType": ("Property type", ""),
+    "minPrice": ("Price from ($)", ""), "maxPrice": ("Price up to ($)", ""),
+    "minBeds": ("Beds, at least", ""), "maxBeds": ("Beds, at most", ""),
+    "minBaths": ("Baths, at least", ""), "minSqft": ("Square feet from", ""),
+    "maxSqft": ("Square feet up to", ""), "minYearBuilt": ("Built in or after", ""),
+    "maxDaysOnMarket": ("Days on market, at most", ""),
+    "latitude": ("Latitude", "42.0267"), "longitude": ("Longitude", "-93.6465"),
+    "radius": ("Radius (miles)", "5"), "bbox": ("Box", "west,south,east,north"),
+}  # fmt: skip
+"""How each filter reads on the page (its name and type are the search endpoint's)."""
+
+
+def fields() -> tuple[Field, ...]:
+    """Every filter GET /v1/properties takes, in its order: the form's fields."""
+    made = []
+    for name, found in declared().items():
+        label, hint = _LABELS.get(name, (name, ""))
+        made.append(Field(name, label, found.kind, hint))
+    return tuple(made)
+
+
+_IDS = re.compile(r"[\s,]+")
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def filters_of(form: dict[str, str]) -> dict[str, Any]:
+    """The filters a form holds, by parameter name: empty fields left out, a number field
+    that holds a number as that number (anything else as typed, for the service to refuse
+    naming the field)."""
+    filters: dict[str, Any] = {}
+    for field in fields():
+        text = form.get(field.name, "").strip()
+        if not text:
+            continue
+        if field.kind is int and _INTEGER.fullmatch(text):
+            filters[field.name] = int(text)
+        elif field.kind is float and DECIMAL.fullmatch(text):
+            filters[field.name] = float(text)
+        else:
+            filters[field.name] = text
+    return filters
+
+
+def property_ids_of(form: dict[str, str]) -> list[str]:
+    """The ids of the form's `propertyIds` (separated by commas, spaces or lines)."""
+    return [part for part in _IDS.split(form.get("propertyIds", "")) if part]
+
+
+def owner(v: Visit) -> str:
+    assert v.account is not None
+    return f"acct:{v.account.id}"
+
+
+@get(PAGE)
+async def searches_page(request: Request[Any, Any, Any], settings: Injected[Settings],
+                        accounts: Injected[AccountService],
+                        searches: Injected[SavedSearches]) -> Response[Any]:  # fmt: skip
+    """The account's saved searches with their match counts, and the form that saves one."""
+    v = await visit(request, settings, accounts)
+    if v.account is None or v.session is None:
+        return see_other(v, "/login")
+    return await _page(accounts, searches, v)
+
+
+async def _page(
+    accounts: AccountService, searches: SavedSearches, v: Visit, status: int = 200,
+    error: ServiceError | None = None, form: dict[str, str] | None = None,
+) -> Template:  # fmt: skip
+    assert v.account is not None and v.session is not None
+    flash = await accounts.take_flash(v.session)
+    listed, plan = await searches.of_owner(owner(v))
+    return await page(
+        accounts, v, "searches.html", status=status, headers=error.headers if error else None,
+        searches=listed, limit=plan.saved_searches, plan_title=plan.title, fields=fields(),
+        error=error, form=form or {}, notice=flash.notice,
+    )  # fmt: skip
+
+
+@post(PAGE, status_code=303)
+async def create_search(request: Request[Any, Any, Any], settings: Injected[Settings],
+                        accounts: Injected[AccountService],
+                        searches: Injected[SavedSearches]) -> Response[Any]:  # fmt: skip
+    """Save a search from the form's name and filters; its match count shows at once."""
+    v, form = await checked(request, settings, accounts)
+    if v.account is None or v.session is None:
+        return see_other(v, "/login")
+    wanted = SavedSearchInput(
+        name=form.get("name", "").strip(), filters=filters_of(form),
+        property_ids=property_ids_of(form),
+    )  # fmt: skip
+    try:
+        made = await searches.create(owner(v), wanted)
+    except ServiceError as exc:
+        return await _page(accounts, searches, v, exc.status, exc, form)
+    records = "record matches" if made.match_count == 1 else "records match"
+    await accounts.set_flash(v.session, Flash(notice=(
+        f"Saved “{made.name}”: {made.match_count:,} {records} it now. You will get an event"
+        " whenever one of them changes, or a record enters or leaves it."
+    )))  # fmt: skip
+    return see_other(v, PAGE)
+
+
+@post(PAGE + "/{search_id:str}/delete", status_code=303)
+async def delete_search(request: Request[Any, Any, Any], search_id: FromPath[str],
+                        settings: Injected[Settings], accounts: Injected[AccountService],
+                        searches: Injected[SavedSearches]) -> Response[Any]:  # fmt: skip
+    """Delete a saved search: it produces no more events."""
+    v, _ = await checked(request, settings, accounts)
+    if v.account is None or v.session is None:
+        return see_other(v, "/login")
+    try:
+        gone = await searches.delete(owner(v), search_id)
+    except ServiceError as exc:
+        return await _page(accounts, searches, v, exc.status, exc)
+    await accounts.set_flash(v.session, Flash(notice=f"Deleted “{gone.name}”."))
+    return see_other(v, PAGE)
+
+
+ROUTES = [searches_page, create_search, delete_search]
