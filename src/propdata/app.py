@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, cast
 
 import msgspec
@@ -35,12 +36,13 @@ from propdata.kit import memory, metrics, multiproc
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
 from propdata.kit.logs import RequestLog, configure
-from propdata.kit.mail import mailer_for
+from propdata.kit.mail import Mailer, mailer_for
 from propdata.kit.ratelimit.base import Clock, Limiter
 from propdata.kit.ratelimit.redis import RedisLimiter
 from propdata.kit.ratelimit.resilient import ResilientLimiter
 from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from propdata.kit.requests import extra_headers, request_id
+from propdata.kit.wakeup import Wakeups, open_wakeups
 from propdata.markets import endpoints as market_endpoints
 from propdata.markets.service import MarketService
 from propdata.migrations.schema import migrate, migrate_accounts
@@ -54,6 +56,10 @@ from propdata.search.service import SearchService
 from propdata.valuation import endpoints as valuation_endpoints
 from propdata.valuation.service import ValuationService
 from propdata.web import DocsPage
+from propdata.webhooks import endpoints as webhook_endpoints
+from propdata.webhooks.addresses import Gate
+from propdata.webhooks.dispatcher import Dispatcher, HostTurn, dispatch
+from propdata.webhooks.service import WebhookService
 
 log = logging.getLogger("propdata")
 
@@ -80,8 +86,12 @@ class Services:
     feed: FeedService
     markets: MarketService
     valuations: ValuationService
+    webhooks: WebhookService
     limiter: Limiter
     cache: ResponseCache
+    wakeups: Wakeups
+    """Wake-ups between processes: "changes" (a data commit), "events" (events produced)."""
+    mailer: Mailer
 
     @property
     def cache_ttl(self) -> float:
@@ -90,7 +100,23 @@ class Services:
     async def cache_namespace(self) -> str:
         return await self.properties.cache_namespace()
 
+    def dispatcher(self) -> Dispatcher:
+        """A webhook dispatcher over the accounts store (one per process that delivers)."""
+        return Dispatcher(
+            self.accounts_db, self.webhooks.gate, self.wakeups, self.mailer,
+            self.webhooks.mail_to,
+        )  # fmt: skip
+
+    def dispatch_turn(self) -> HostTurn | None:
+        """On SQLite, the lock that makes one worker of the host the dispatcher; None at
+        scale-out, where every process dispatches."""
+        path = getattr(self.accounts_db, "path", None)
+        if self.accounts_db.dialect == "postgresql" or path in (None, ":memory:"):
+            return None
+        return HostTurn(Path(f"{path}.dispatch.lock"))
+
     async def close(self) -> None:
+        await self.wakeups.close()
         await self.search.close()
         await self.cache.close()
         await self.limiter.close()
@@ -146,6 +172,8 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         cache = MemoryCache(settings.cache_bytes)
     keys = KeyService(accounts, **({"clock": clock} if clock else {}))
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
+    wakeups = open_wakeups(accounts, settings.redis_url)
+    gate = Gate(allowed=settings.webhook_networks)
     return Services(
         settings=settings,
         db=db,
@@ -164,8 +192,11 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         feed=FeedService(db),
         markets=MarketService(db),
         valuations=ValuationService(db),
+        webhooks=WebhookService(accounts, gate, wakeups, **({"clock": clock} if clock else {})),
         limiter=limiter,
         cache=cache,
+        wakeups=wakeups,
+        mailer=mailer,
     )
 
 
@@ -291,6 +322,7 @@ DEPENDENCIES = {
             "limiter",
             "accounts",
             "settings",
+            "webhooks",
         )
     },
     "key": Provide(current_key, sync_to_thread=False),
@@ -315,6 +347,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         tasks = [
             asyncio.create_task(services.properties.keep_aged(settings.today)),
             asyncio.create_task(services.feed.keep_pruned(settings.today)),
+            # Webhook deliveries: every process at scale-out, one worker a host embedded.
+            asyncio.create_task(dispatch(services.dispatcher(), services.dispatch_turn())),
         ]
         try:
             yield
@@ -362,6 +396,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             *valuation_endpoints.HANDLERS,
             *market_endpoints.HANDLERS,
             *account_endpoints.HANDLERS,
+            *webhook_endpoints.HANDLERS,
         ],
         middleware=[MeteringMiddleware()],
         before_request=check_request,

@@ -50,6 +50,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     metrics_token: str | None = None
     """PROPDATA_METRICS_TOKEN: a secret that lets a scraper from any address read GET /metrics
     with `Authorization: Bearer <token>`; unset: the allowed networks only."""
+    webhook_allowed_networks: str = ""
+    """PROPDATA_WEBHOOK_ALLOWED_NETWORKS: comma-separated networks webhook deliveries may reach
+    although they are not public (10.20.0.0/16, 127.0.0.1/32), by http:// as well as https://;
+    empty: https:// to public addresses only."""
     search_index: bool = True
     """PROPDATA_SEARCH_INDEX: keep every property's search columns in memory (about 66 MB at
     1,000,000 properties, mapped once for all of a host's workers) so searches take
@@ -143,6 +147,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         return _networks(self.trusted_proxies)
 
     @property
+    def webhook_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return _networks(self.webhook_allowed_networks)
+
+    @property
     def metrics_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
         return _networks(self.metrics_allowed_networks)
 
@@ -183,6 +191,7 @@ ENV = {
     "log_format": "PROPDATA_LOG_FORMAT",
     "metrics_allowed_networks": "PROPDATA_METRICS_ALLOWED_NETWORKS",
     "metrics_token": "PROPDATA_METRICS_TOKEN",
+    "webhook_allowed_networks": "PROPDATA_WEBHOOK_ALLOWED_NETWORKS",
     "search_index": "PROPDATA_SEARCH_INDEX",
     "index_dir": "PROPDATA_INDEX_DIR",
     "smtp_url": "PROPDATA_SMTP_URL",
@@ -234,7 +243,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         raise ConfigError("PROPDATA_PUBLIC_URL must be an http:// or https:// URL")
     if not 0 < settings.session_days <= 366:
         raise ConfigError("PROPDATA_SESSION_DAYS must be more than 0 and at most 366")
-    for field in ("trusted_proxies", "metrics_allowed_networks"):
+    for field in ("trusted_proxies", "metrics_allowed_networks", "webhook_allowed_networks"):
         try:
             _networks(getattr(settings, field))
         except ValueError as exc:

@@ -173,6 +173,13 @@ def method_not_allowed(method: str) -> MethodNotAllowed:
     )
 
 
+class PlanLimitReached(ServiceError):
+    """A saved search or webhook endpoint beyond the owner's plan; the message names the
+    limit and the plan that raises it."""
+
+    status, code = 403, "plan_limit_reached"
+
+
 def internal_error(rid: str) -> ServiceError:
     """The 500 of a request that failed unexpectedly: the id to quote, no stack trace."""
     return ServiceError(f"Internal error; quote request id {rid} when reporting it.")
@@ -187,6 +194,7 @@ class ServiceUnavailable(ServiceError):
 STATUS_CODES = {
     400: "invalid_parameter",
     401: "invalid_api_key",
+    403: "plan_limit_reached",
     404: "not_found",
     405: "method_not_allowed",
     409: "ambiguous_address",
@@ -234,6 +242,9 @@ def validation_handler(request: Request[Any, Any, Any], exc: ValidationException
         # Python names that clash with reserved words end in "_" (state_); the wire name does not.
         parameter = str(extra[0].get("key") or parameter).rstrip("_")
         said = str(extra[0].get("message") or said)
+    if extra and isinstance(extra[0], dict) and extra[0].get("source") == "body":
+        parameter, message = body_error(str(extra[0].get("key") or ""), said)
+        return render(request, 400, "invalid_parameter", message, parameter)
     missing = _MISSING.search(said)
     if missing:
         parameter = missing.group(1)
@@ -246,6 +257,26 @@ def validation_handler(request: Request[Any, Any, Any], exc: ValidationException
         else f"Invalid value for '{parameter}'."
     )
     return render(request, 400, "invalid_parameter", message, parameter)
+
+
+_BODY_FIELD = re.compile(r"(unknown|missing required) field `([^`]+)`")
+
+
+def body_error(key: str, said: str) -> tuple[str, str]:
+    """The parameter a JSON body's validation error names (dotted for nested fields, no list
+    positions) and its message. `key` is where the decoder stood ("data": the body itself)."""
+    path = re.sub(r"\[\d+\]", "", key)
+    path = "" if path == "data" else path.removeprefix("data.")
+    named = _BODY_FIELD.search(said)
+    if named:
+        path = f"{path}.{named[2]}" if path else named[2]
+        if named[1] == "unknown":
+            return path, f"Unknown field '{path}' in the request body."
+        return path, f"The field '{path}' is required."
+    if not path:
+        return "body", "The request body must be a JSON object."
+    said = said.replace("`", "")
+    return path, f"Invalid value for '{path}': {said[:1].lower()}{said[1:]}."
 
 
 def _field(request: Request[Any, Any, Any], parameter: str) -> Any:

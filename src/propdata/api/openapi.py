@@ -59,6 +59,8 @@ _DESCRIPTIONS = {
     " names it.",
     401: "No key (`missing_api_key`), or the key is unknown or malformed (`invalid_api_key`)"
     " or revoked (`revoked_api_key`).",
+    403: "The owner's plan allows no more of these (`plan_limit_reached`); the message names"
+    " the limit and the plan that raises it.",
     404: "Nothing matches.",
     409: "The address matches several properties.",
     429: "Per-minute limit (`rate_limit_exceeded`), daily quota (`quota_exceeded`) or the"

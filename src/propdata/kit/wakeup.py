@@ -1,0 +1,192 @@
+"""Wake-ups: one process tells the waiting ones that something happened ("changes", "events").
+
+Three carriers, one interface: PostgreSQL's LISTEN/NOTIFY when the store is PostgreSQL, Redis
+pub/sub when Redis is configured (and the store is not), else an `asyncio.Event` inside the
+process. A notification only hurries a waiter: every wait also ends after `POLL` seconds at
+most, so a lost notification (a listener reconnecting, a carrier down, a process the carrier
+does not reach) delays the work by at most that, never loses it.
+
+    wakeups = await open_wakeups(db, redis_url)
+    await wakeups.notify("events")               # after the commit that made them
+    await wakeups.wait("events", timeout=5.0)    # returns at the notice, or within 1 s
+    await wakeups.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any, Protocol
+
+import asyncpg
+import redis.asyncio as aioredis
+
+from propdata.kit import redis_link
+from propdata.kit.db import Database, PostgresDatabase
+
+log = logging.getLogger("propdata")
+
+POLL = 1.0
+"""The longest any wait lasts: a waiter looks again at least this often."""
+TOPICS = ("changes", "events")
+_CHANNEL = "propdata_"
+"""Channel names: `propdata_<topic>` (PostgreSQL) and `propdata:<topic>` (Redis)."""
+
+
+class Wakeups(Protocol):
+    async def notify(self, topic: str) -> None:
+        """Wake every waiter of `topic`, in every process the carrier reaches (never raises)."""
+        ...
+
+    async def wait(self, topic: str, timeout: float) -> None:  # noqa: ASYNC109 (the design's API)
+        """Return at the next notice of `topic`, or after min(timeout, POLL) seconds."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class LocalWakeups:
+    """Inside one process: an event per topic, replaced each time it is set."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, asyncio.Event] = {}
+
+    def _event(self, topic: str) -> asyncio.Event:
+        event = self._events.get(topic)
+        if event is None:
+            event = self._events[topic] = asyncio.Event()
+        return event
+
+    def wake(self, topic: str) -> None:
+        """Wake this process's waiters of `topic` (a carrier's listener calls it)."""
+        event = self._events.pop(topic, None)
+        if event is not None:
+            event.set()
+
+    async def notify(self, topic: str) -> None:
+        self.wake(topic)
+
+    async def wait(self, topic: str, timeout: float) -> None:  # noqa: ASYNC109 (the design's API)
+        event = self._event(topic)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), max(0.0, min(timeout, POLL)))
+
+    async def close(self) -> None:
+        for topic in list(self._events):
+            self.wake(topic)
+
+
+class PostgresWakeups(LocalWakeups):
+    """LISTEN on a connection of its own; NOTIFY through the store's pool. The listening
+    connection is opened on the first wait and opened again after it drops."""
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        super().__init__()
+        self.db = db
+        self._listener: asyncpg.Connection | None = None
+        self._opening = asyncio.Lock()
+        self._retry_at = 0.0
+
+    def _heard(self, _conn: Any, _pid: int, channel: str, _payload: str) -> None:
+        self.wake(channel.removeprefix(_CHANNEL))
+
+    async def _listen(self) -> None:
+        if self._listener is not None and not self._listener.is_closed():
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._retry_at:
+            return
+        async with self._opening:
+            if self._listener is not None and not self._listener.is_closed():
+                return
+            try:
+                conn = await asyncpg.connect(self.db.url, timeout=2)
+                for topic in TOPICS:
+                    await conn.add_listener(_CHANNEL + topic, self._heard)
+            except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+                log.debug("wake-ups: cannot listen on PostgreSQL (%s); polling", exc)
+                self._retry_at = loop.time() + POLL
+                return
+            self._listener = conn
+
+    async def notify(self, topic: str) -> None:
+        self.wake(topic)
+        try:
+            await self.db.execute("SELECT pg_notify(?, '')", (_CHANNEL + topic,))
+        except Exception as exc:  # a lost notice only delays the waiters (they poll)
+            log.debug("wake-ups: NOTIFY failed (%s)", exc)
+
+    async def wait(self, topic: str, timeout: float) -> None:  # noqa: ASYNC109 (the design's API)
+        await self._listen()
+        await super().wait(topic, timeout)
+
+    async def close(self) -> None:
+        await super().close()
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                await self._listener.close(timeout=2)
+            self._listener = None
+
+
+class RedisWakeups(LocalWakeups):
+    """PUBLISH to `propdata:<topic>`; one subscriber task per process, started on the first
+    wait and started again when Redis drops it."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+        self._client = redis_link.connect(url)
+        self._reader: asyncio.Task[None] | None = None
+
+    async def _read(self) -> None:
+        client: aioredis.Redis = aioredis.Redis.from_url(self.url, socket_connect_timeout=1)
+        pubsub = client.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(*(f"propdata:{topic}" for topic in TOPICS))
+            while True:
+                message = await pubsub.get_message(timeout=POLL)
+                if message is not None:
+                    channel = message["channel"]
+                    if isinstance(channel, bytes):
+                        channel = channel.decode()
+                    self.wake(str(channel).removeprefix("propdata:"))
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+    async def notify(self, topic: str) -> None:
+        self.wake(topic)
+        try:
+            await self._client.publish(f"propdata:{topic}", "")
+        except redis_link.OUTAGE_ERRORS as exc:
+            log.debug("wake-ups: PUBLISH failed (%s)", exc)
+
+    async def wait(self, topic: str, timeout: float) -> None:  # noqa: ASYNC109 (the design's API)
+        if self._reader is None or self._reader.done():
+            if self._reader is not None and not self._reader.cancelled():
+                error = self._reader.exception()
+                log.debug("wake-ups: the Redis subscriber stopped (%s); polling", error)
+            self._reader = asyncio.create_task(self._read())
+        await super().wait(topic, timeout)
+
+    async def close(self) -> None:
+        await super().close()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+        with contextlib.suppress(Exception):
+            await self._client.aclose()
+
+
+def open_wakeups(db: Database, redis_url: str | None) -> Wakeups:
+    """The carrier that reaches every process of this service: the PostgreSQL store, else
+    Redis, else this process alone."""
+    if isinstance(db, PostgresDatabase):
+        return PostgresWakeups(db)
+    if redis_url:
+        return RedisWakeups(redis_url)
+    return LocalWakeups()

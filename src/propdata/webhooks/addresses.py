@@ -1,0 +1,185 @@
+"""Where webhook deliveries may go (contract.md "Where deliveries may go").
+
+`https://` to public addresses; `http://` only to the operator's allowed networks
+(PROPDATA_WEBHOOK_ALLOWED_NETWORKS). Loopback, private, link-local (cloud metadata
+included), carrier-grade NAT, unique-local, multicast, reserved and unspecified addresses,
+and IPv4 addresses wrapped in IPv6 (mapped, 6to4, NAT64) that are any of them, are refused
+unless inside an allowed network; so are ports below 1024 other than 80 and 443, and URLs
+with user info.
+
+The rule is checked when an endpoint is made or changed, and again before every attempt,
+after resolving the name: the delivery then connects to the very address that was checked
+(`Gate.resolve` hands it to the sender), so a name that answers a public address to the
+check and a private one to the connection (DNS rebinding) gets nowhere. The resolver is a
+parameter: tests decide what every name resolves to, and no socket is opened to a refused
+address.
+
+    gate = Gate(allowed=(ipaddress.ip_network("127.0.0.1/32"),))
+    target = parse("https://hooks.example.com/propdata")
+    addresses = await gate.resolve(target)   # Refused when any address is not permitted
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Resolver = Callable[[str, int], Awaitable[Sequence[IPAddress]]]
+"""A name and port to the addresses to connect to."""
+
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_OPEN_PORTS = (80, 443)
+MAX_URL = 2048
+"""Characters an endpoint's URL may have."""
+
+
+class Refused(ValueError):
+    """The URL, or an address its name resolves to, is not one deliveries may go to."""
+
+
+class Unresolvable(OSError):
+    """The URL's name resolves to no address."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A delivery URL taken apart: what to connect to and what to tell the server."""
+
+    url: str
+    scheme: str
+    host: str
+    """The name or literal address, without brackets."""
+    port: int
+    explicit_port: bool
+
+    @property
+    def literal(self) -> IPAddress | None:
+        try:
+            return ipaddress.ip_address(self.host)
+        except ValueError:
+            return None
+
+
+def parse(url: str) -> Target:
+    """The URL's parts, or Refused for one that can never be delivered to (scheme, user info,
+    no host, a port that is not a number)."""
+    if len(url) > MAX_URL:
+        raise Refused(f"the URL is longer than {MAX_URL} characters")
+    if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url):
+        raise Refused("the URL holds spaces or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise Refused(f"the URL cannot be read ({exc})") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http"):
+        raise Refused("the URL must start with https:// (or http:// to an allowed network)")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise Refused("the URL must not hold user info (user:password@)")
+    host = (parts.hostname or "").rstrip(".")
+    if not host:
+        raise Refused("the URL has no host")
+    if parts.fragment:
+        raise Refused("the URL must not have a fragment (#...)")
+    default = 443 if scheme == "https" else 80
+    return Target(url, scheme, host, port if port is not None else default, port is not None)
+
+
+def _embedded(address: IPAddress) -> IPAddress:
+    """The IPv4 address an IPv6 one carries (mapped ::ffff:a.b.c.d, 6to4, NAT64), else itself."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return address.ipv4_mapped
+        if address.sixtofour is not None and address in _SIX_TO_FOUR:
+            return address.sixtofour
+        if address in _NAT64:
+            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address
+
+
+def not_public(address: IPAddress) -> str | None:
+    """Why an address is not a public one deliveries may reach by default (None: it is)."""
+    inner = _embedded(address)
+    checks: list[tuple[bool, str]] = [
+        (inner.is_unspecified, "unspecified"),
+        (inner.is_loopback, "loopback"),
+        (inner.is_link_local, "link-local"),
+        (inner.is_multicast, "multicast"),
+        (isinstance(inner, ipaddress.IPv4Address) and inner in _CGNAT, "carrier-grade NAT"),
+        (inner.is_private, "private"),
+        (inner.is_reserved, "reserved"),
+        (not inner.is_global, "not public"),
+    ]
+    return next((reason for failed, reason in checks if failed), None)
+
+
+async def system_resolver(host: str, port: int) -> list[IPAddress]:
+    """The addresses the system's resolver gives for a name (a literal is itself)."""
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise Unresolvable(f"{host} does not resolve ({exc})") from exc
+    found: list[IPAddress] = []
+    for _family, _kind, _proto, _name, sockaddr in infos:
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
+        if address not in found:
+            found.append(address)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """The rule of where deliveries may go, with the resolver it checks names through."""
+
+    allowed: tuple[Network, ...] = ()
+    resolver: Resolver = system_resolver
+
+    def _inside(self, address: IPAddress) -> bool:
+        inner = _embedded(address)
+        return any(address in net or inner in net for net in self.allowed)
+
+    def judge(self, target: Target, address: IPAddress) -> str | None:
+        """Why `target` may not be delivered to at `address` (None: it may)."""
+        if self._inside(address):
+            return None
+        if target.scheme == "http":
+            return f"http:// is only for the allowed networks, and {address} is not in one"
+        reason = not_public(address)
+        if reason is not None:
+            return (
+                f"{address} is {reason}" if reason != "not public" else f"{address} is not public"
+            )
+        if target.port < 1024 and target.port not in _OPEN_PORTS:
+            return f"port {target.port} is below 1024 and neither 80 nor 443"
+        return None
+
+    async def resolve(self, target: Target) -> list[IPAddress]:
+        """Every address the target's name resolves to, each one permitted; Refused when any
+        is not (a name must not point at a private address beside a public one), Unresolvable
+        when there is none."""
+        literal = target.literal
+        addresses = [literal] if literal is not None else list(
+            await self.resolver(target.host, target.port)
+        )  # fmt: skip
+        if not addresses:
+            raise Unresolvable(f"{target.host} resolves to no address")
+        for address in addresses:
+            reason = self.judge(target, address)
+            if reason is not None:
+                where = "" if literal is not None else f"{target.host} resolves to {address}: "
+                raise Refused(where + reason)
+        return addresses

@@ -1,0 +1,494 @@
+"""The webhook dispatcher: fans events out to endpoints and attempts their deliveries.
+
+Fan-out: an enabled endpoint whose owner has events past its `cursor_seq` is claimed (on
+PostgreSQL `FOR UPDATE SKIP LOCKED`, so any number of dispatchers share the work), and the
+events that pass its filters become pending deliveries while the cursor moves past them, in
+one transaction: each event reaches each endpoint once. A disabled endpoint's cursor stays
+where it is, so what arrives meanwhile is delivered, oldest first, once it is enabled.
+
+Delivery: due deliveries are claimed with a lease (`claimed_until`), POSTed with the Standard
+Webhooks headers (`standardwebhooks` signs them) to the address `addresses.Gate` checked, and
+their outcome written back; a dispatcher that dies mid-attempt loses its lease and another
+(or itself, restarted) attempts the delivery again: at least once, across crashes.
+
+    dispatcher = Dispatcher(accounts_db, Gate(), wakeups, mailer)
+    task = asyncio.create_task(dispatcher.run())     # until cancelled
+    await dispatcher.run_once()                      # tests: everything due, now
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import fcntl
+import logging
+import os
+import ssl
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+from standardwebhooks import Webhook
+
+from propdata.events.repository import EventRepository, EventRow
+from propdata.kit.db import Database, StoreUnavailable
+from propdata.kit.mail import Mailer
+from propdata.kit.metrics import WEBHOOK_BACKLOG, WEBHOOK_DELIVERIES, WEBHOOK_LAG
+from propdata.kit.wakeup import POLL, Wakeups
+from propdata.webhooks.addresses import Gate, IPAddress, Refused, Target, Unresolvable, parse
+from propdata.webhooks.repository import WebhookRepository
+from propdata.webhooks.retries import Retries, retry_after
+from propdata.webhooks.schemas import Due, EndpointRow, Outcome
+
+log = logging.getLogger("propdata.webhooks")
+
+TOTAL_TIMEOUT = 15.0
+"""Seconds an attempt may take in all (contract: a 2xx within 15 s)."""
+CONNECT_TIMEOUT = 3.0
+LEASE = 60.0
+"""Seconds a claimed delivery is this dispatcher's: longer than an attempt can take."""
+FAILING_FOR = 5 * 86_400.0
+"""An endpoint failing this long without a success is disabled (`failing`)."""
+FINISHED_KEPT = 30 * 86_400.0
+"""Finished deliveries are listed this long."""
+FAN_OUT_PAGE = 500
+"""Events read per endpoint per fan-out pass."""
+_RESPONSE_READ = 65_536
+"""Bytes of a receiver's answer read (and thrown away) so its connection can be kept."""
+
+
+def iso(at: float) -> str:
+    """Unix seconds as the API's ISO-8601 UTC time with milliseconds."""
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _unix(text: str) -> float | None:
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def passes(endpoint: EndpointRow, event_type: str, search_id: str | None) -> bool:
+    """Whether an event passes an endpoint's filters (absent lists pass everything)."""
+    if endpoint.event_types is not None and event_type not in msgspec.json.decode(
+        endpoint.event_types
+    ):
+        return False
+    if endpoint.search_ids is not None:
+        return search_id in msgspec.json.decode(endpoint.search_ids)
+    return True
+
+
+def delivered_body(seq: int, body: str) -> str:
+    """The event's JSON as delivered: as stored, with its `sequence` (the event's number)."""
+    decoded = msgspec.json.decode(body)
+    if isinstance(decoded, dict) and decoded.get("sequence") != seq:
+        decoded["sequence"] = seq
+        return msgspec.json.encode(decoded).decode()
+    return body
+
+
+class _Signers:
+    """`standardwebhooks.Webhook` per secret (decoding a secret costs more than signing)."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self._held: OrderedDict[str, Webhook] = OrderedDict()
+        self._size = size
+
+    def get(self, secret: str) -> Webhook:
+        signer = self._held.get(secret)
+        if signer is None:
+            signer = self._held[secret] = Webhook(secret)
+            if len(self._held) > self._size:
+                self._held.popitem(last=False)
+        else:
+            self._held.move_to_end(secret)
+        return signer
+
+
+def signature(signers: _Signers, due: Due, body: str, at: dt.datetime, now: float) -> str:
+    """`webhook-signature`: the current secret's, and during a rotation's grace the previous
+    one's beside it."""
+    secrets = [due.secret]
+    if due.old_secret and due.old_secret_until is not None and now < due.old_secret_until:
+        secrets.append(due.old_secret)
+    return " ".join(signers.get(s).sign(due.event_id, at, body) for s in secrets)
+
+
+TransportFactory = Callable[[Target], httpx.AsyncBaseTransport]
+
+
+def default_transport(target: Target) -> httpx.AsyncBaseTransport:
+    return httpx.AsyncHTTPTransport(
+        retries=0, verify=ssl.create_default_context(), http2=False,
+        limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+    )  # fmt: skip
+
+
+class Sender:
+    """POSTs to the address that was checked: the URL's host is replaced by the address for
+    the connection, while the Host header and TLS (SNI and the certificate's name) keep the
+    URL's name. Connections are pooled per name and address, never shared between names."""
+
+    def __init__(self, transport: TransportFactory = default_transport, pools: int = 256) -> None:
+        self._make = transport
+        self._pools: OrderedDict[tuple[str, str, int, str], httpx.AsyncBaseTransport] = (
+            OrderedDict()
+        )
+        self._size = pools
+
+    def _pool(self, target: Target, address: IPAddress) -> httpx.AsyncBaseTransport:
+        key = (target.scheme, target.host, target.port, str(address))
+        pool = self._pools.get(key)
+        if pool is None:
+            pool = self._pools[key] = self._make(target)
+            if len(self._pools) > self._size:
+                _, old = self._pools.popitem(last=False)
+                asyncio.get_running_loop().create_task(old.aclose())
+        else:
+            self._pools.move_to_end(key)
+        return pool
+
+    async def post(
+        self, target: Target, address: IPAddress, body: bytes, headers: Mapping[str, str]
+    ) -> tuple[int, str | None]:
+        """The answer's status and Retry-After; raises httpx's errors or TimeoutError."""
+        url = httpx.URL(target.url)
+        extensions: dict[str, Any] = {
+            "timeout": {"connect": CONNECT_TIMEOUT, "read": TOTAL_TIMEOUT,
+                        "write": TOTAL_TIMEOUT, "pool": TOTAL_TIMEOUT},
+        }  # fmt: skip
+        if target.literal is None and target.scheme == "https":
+            extensions["sni_hostname"] = target.host
+        request = httpx.Request(
+            "POST",
+            url.copy_with(host=str(address)),
+            headers={**headers, "host": url.netloc.decode("ascii")},
+            content=body,
+            extensions=extensions,
+        )
+        pool = self._pool(target, address)
+        async with asyncio.timeout(TOTAL_TIMEOUT):
+            response = await pool.handle_async_request(request)
+            try:
+                read = 0
+                async for chunk in response.aiter_raw():
+                    read += len(chunk)
+                    if read > _RESPONSE_READ:
+                        break
+            finally:
+                await response.aclose()
+        return response.status_code, response.headers.get("retry-after")
+
+    async def close(self) -> None:
+        pools, self._pools = list(self._pools.values()), OrderedDict()
+        for pool in pools:
+            with contextlib.suppress(Exception):
+                await pool.aclose()
+
+
+def _tls(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError | ssl.CertificateError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def classify(exc: BaseException) -> str:
+    """The contract's `error` for an attempt that got no answer."""
+    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        return "timeout"
+    if _tls(exc):
+        return "tls"
+    return "connection"
+
+
+Owners = Callable[[str], Awaitable[str | None]]
+"""An owner to the address its mail goes to (None: nobody to mail)."""
+
+
+@dataclass
+class Dispatcher:
+    db: Database
+    gate: Gate
+    wakeups: Wakeups
+    mailer: Mailer | None = None
+    mail_to: Owners | None = None
+    clock: Callable[[], float] = time.time
+    retries: Retries = field(default_factory=Retries)
+    sender: Sender | None = None
+    lease: float = LEASE
+    batch: int = 200
+    concurrency: int = 256
+
+    def __post_init__(self) -> None:
+        self.repo = WebhookRepository(self.db)
+        self.events = EventRepository(self.db)
+        self.signers = _Signers()
+        self.sender = self.sender or Sender()
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._done: list[tuple[Due, Outcome]] = []
+        self._progress = asyncio.Event()
+        self._gauged = 0.0
+        self._pruned = 0.0
+
+    # Fan-out
+
+    async def fan_out(self) -> int:
+        """Turn events past the cursors of enabled endpoints into deliveries; how many."""
+        made = 0
+        while True:
+            async with self.db.transaction():
+                endpoints = await self.repo.claim_fan_out(50)
+                rows: list[tuple[str, int, str, str, float]] = []
+                now = self.clock()
+                for endpoint in endpoints:
+                    events = await self.events.page(endpoint.owner, endpoint.cursor_seq,
+                                                    FAN_OUT_PAGE)  # fmt: skip
+                    rows += [
+                        (endpoint.id, event.seq, event.id, event.type, now)
+                        for event in events
+                        if passes(endpoint, event.type, event.search_id)
+                    ]
+                    if events:
+                        await self.repo.move_cursor(endpoint.id, events[-1].seq)
+                await self.repo.insert_deliveries(rows)
+            made += len(rows)
+            if not endpoints:
+                return made
+
+    # Attempts
+
+    async def attempt(self, due: Due) -> Outcome:
+        """POST one delivery and say what came of it (never raises but for cancellation)."""
+        now = self.clock()
+        number = due.attempt + 1
+        started = time.monotonic()
+        status: int | None = None
+        error: str | None = None
+        wait_asked: float | None = None
+        if due.body is None:  # the event is no longer kept: nothing to deliver
+            return Outcome(due.id, due.endpoint_id, "failed", number, None, None, None, 0,
+                           iso(now), False)  # fmt: skip
+        try:
+            target = parse(due.url)
+            addresses = await self.gate.resolve(target)
+            body = delivered_body(due.event_seq, due.body)
+            at = dt.datetime.fromtimestamp(int(now), dt.UTC)
+            headers = {
+                "webhook-id": due.event_id,
+                "webhook-timestamp": str(int(now)),
+                "webhook-signature": signature(self.signers, due, body, at, now),
+                "content-type": "application/json",
+                "user-agent": "propdata-webhooks",
+            }
+            assert self.sender is not None
+            status, asked = await self.sender.post(target, addresses[0], body.encode(), headers)
+            if status in (429, 503):
+                wait_asked = retry_after(asked, now)
+        except Refused:
+            error = "blocked_address"
+        except Unresolvable:
+            error = "connection"
+        except (httpx.HTTPError, TimeoutError, OSError, ssl.SSLError) as exc:
+            error = classify(exc)
+        duration = int((time.monotonic() - started) * 1000)
+        if status is not None and 200 <= status < 300:
+            return Outcome(due.id, due.endpoint_id, "succeeded", number, None, status, None,
+                           duration, iso(now), False)  # fmt: skip
+        gone = status == 410
+        if status is not None:
+            error = "redirect" if 300 <= status < 400 else "http_status"
+        delay = None if gone else self.retries.delay(number, wait_asked)
+        state, next_at = ("failed", None) if delay is None else ("pending", now + delay)
+        return Outcome(due.id, due.endpoint_id, state, number, next_at, status, error, duration,
+                       iso(now), gone)  # fmt: skip
+
+    async def _attempt_into(self, due: Due) -> None:
+        try:
+            outcome = await self.attempt(due)
+        except Exception:  # a bug: the lease runs out and the delivery is tried again
+            log.exception("webhook delivery %s failed unexpectedly", due.id)
+            return
+        self._done.append((due, outcome))
+        self._progress.set()
+
+    async def claim(self, limit: int) -> list[Due]:
+        async with self.db.transaction():
+            return await self.repo.claim(self.clock(), self.lease, limit)
+
+    async def flush(self) -> int:
+        """Write the outcomes of finished attempts; disable endpoints gone or failing."""
+        done, self._done = self._done, []
+        if not done:
+            return 0
+        now = self.clock()
+        outcomes = [outcome for _, outcome in done]
+        ok = sorted({o.endpoint_id for o in outcomes if o.state == "succeeded"})
+        bad = sorted({o.endpoint_id for o in outcomes if o.state != "succeeded"} - set(ok))
+        disabled: list[str] = []
+        try:
+            async with self.db.transaction():
+                await self.repo.finish(outcomes)
+                await self.repo.succeeded(ok)
+                await self.repo.failed(bad, now)
+                for endpoint_id in sorted({o.endpoint_id for o in outcomes if o.gone}):
+                    await self.repo.disable(endpoint_id, "gone", None)
+                for endpoint_id in bad:
+                    if await self.repo.disable(endpoint_id, "failing", now - FAILING_FOR):
+                        disabled.append(endpoint_id)
+        except BaseException:
+            self._done[:0] = done  # written with the next flush
+            raise
+        for due, outcome in done:
+            WEBHOOK_DELIVERIES.labels(
+                "succeeded" if outcome.state == "succeeded" else "failed"
+            ).inc()
+            if outcome.attempt == 1:
+                WEBHOOK_LAG.observe(max(0.0, now - due.made_at))
+        for due, _ in done:
+            if due.endpoint_id in disabled:
+                disabled.remove(due.endpoint_id)
+                await self._mail_failing(due)
+        return len(done)
+
+    async def _mail_failing(self, due: Due) -> None:
+        if self.mailer is None or self.mail_to is None:
+            return
+        try:
+            to = await self.mail_to(due.owner)
+            if to is None:
+                return
+            await self.mailer.send(
+                to,
+                "Webhook endpoint disabled: 5 days of failed deliveries",
+                f"Deliveries to your webhook endpoint {due.endpoint_id} ({due.url}) have failed"
+                " for 5 days without a success, so it has been disabled.\n\nEvents that"
+                " arrive while it is disabled are kept for 30 days (at most 50,000) and"
+                " delivered, oldest first, once you enable it again: PATCH"
+                f' /v1/webhooks/{due.endpoint_id} with {{"status": "enabled"}}.\n',
+            )
+        except Exception:
+            log.exception("could not mail the owner of webhook endpoint %s", due.endpoint_id)
+
+    async def run_once(self) -> int:
+        """Fan out, then attempt every delivery due now and write the outcomes; the attempts
+        made (tests, and a command that delivers without a server)."""
+        await self.fan_out()
+        attempts = 0
+        while True:
+            claimed = await self.claim(self.batch)
+            if not claimed:
+                return attempts
+            await asyncio.gather(*(self._attempt_into(due) for due in claimed))
+            attempts += await self.flush()
+
+    async def _housekeeping(self) -> None:
+        now = time.monotonic()
+        if now - self._gauged >= 10:
+            self._gauged = now
+            WEBHOOK_BACKLOG.set(await self.repo.backlog())
+        if now - self._pruned >= 3600:
+            self._pruned = now
+            async with self.db.transaction():
+                await self.repo.prune(self.clock() - FINISHED_KEPT)
+
+    async def run(self) -> None:
+        """Deliver until cancelled: woken by new events, looking again at least every second."""
+        try:
+            while True:
+                try:
+                    made = await self.fan_out()
+                    free = self.concurrency - len(self._inflight)
+                    claimed = await self.claim(min(free, self.batch)) if free > 0 else []
+                    for due in claimed:
+                        task = asyncio.create_task(self._attempt_into(due))
+                        self._inflight.add(task)
+                        task.add_done_callback(self._inflight.discard)
+                    await self.flush()
+                    await self._housekeeping()
+                except (StoreUnavailable, OSError) as exc:
+                    log.warning("webhook dispatcher: store unavailable (%s); trying again", exc)
+                    await asyncio.sleep(POLL)
+                    continue
+                if claimed and len(claimed) == min(free, self.batch):
+                    await asyncio.sleep(0)  # more may be due now
+                    continue
+                if made:
+                    continue
+                await self._idle()
+        finally:
+            for task in list(self._inflight):
+                task.cancel()
+            await asyncio.gather(*self._inflight, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.flush())
+            if self.sender is not None:
+                await self.sender.close()
+
+    async def _idle(self) -> None:
+        """Until new events are told of, an attempt ends, or POLL seconds pass."""
+        self._progress.clear()
+        if self._done:
+            return
+        woken = asyncio.create_task(self.wakeups.wait("events", POLL))
+        progressed = asyncio.create_task(self._progress.wait())
+        try:
+            await asyncio.wait({woken, progressed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (woken, progressed):
+                task.cancel()
+            await asyncio.gather(woken, progressed, return_exceptions=True)
+
+
+class HostTurn:
+    """One dispatcher per host on SQLite: the worker that holds an exclusive lock on a file
+    beside the accounts store dispatches; the others try again every few seconds, so one
+    takes over when it stops."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def take(self) -> bool:
+        if self._fd is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+async def dispatch(dispatcher: Dispatcher, turn: HostTurn | None, retry_every: float = 5.0) -> None:
+    """Run the dispatcher, on SQLite once this process holds the host's turn."""
+    try:
+        while turn is not None and not turn.take():  # noqa: ASYNC110 (a file lock has no event)
+            await asyncio.sleep(retry_every)
+        await dispatcher.run()
+    finally:
+        if turn is not None:
+            turn.release()
+
+
+def kept_rows(events: list[EventRow], endpoint: EndpointRow) -> list[EventRow]:
+    """The events that pass an endpoint's filters."""
+    return [event for event in events if passes(endpoint, event.type, event.search_id)]

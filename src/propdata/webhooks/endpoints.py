@@ -1,0 +1,176 @@
+"""HTTP endpoints of /v1/webhooks: endpoints, their secrets, tests, deliveries and replays."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Request, Response, delete, get, patch, post
+from litestar.params import Parameter
+
+from propdata.accounts.schemas import ApiKey
+from propdata.api import paging
+from propdata.api.dependencies import Injected
+from propdata.api.openapi import RATE_HEADERS, ApiOperation, errors
+from propdata.api.params import PageLimit, PageOffset
+from propdata.api.schemas import PageMeta
+from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
+from propdata.webhooks.schemas import (
+    DeliveriesResponse,
+    EndpointChange,
+    EndpointResponse,
+    EndpointsResponse,
+    NewEndpoint,
+    NewEndpointAnswer,
+    NewEndpointResponse,
+    Queued,
+    QueuedResponse,
+    Replay,
+    Rotation,
+    Secret,
+    SecretResponse,
+)
+from propdata.webhooks.service import WebhookService, endpoint_view
+
+MAX_BODY = 65_536
+"""Bytes a request body may have (contract: at most 64 KB)."""
+
+EndpointId = Annotated[
+    str, Parameter(description="Webhook endpoint id", examples=None, max_length=100)
+]
+_MANAGE: dict[str, Any] = {"metered": False}
+"""Managing webhooks is never counted (contract.md "Metering")."""
+_NOT_FOUND = NotFound("No webhook endpoint wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze.")
+_BAD_URL = InvalidParameter("url", "Deliveries cannot go to this URL: 10.0.0.5 is private.")
+
+
+def _common(
+    summary: str, operation_id: str, *statuses: int, examples: list[Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "opt": _MANAGE, "operation_class": ApiOperation, "tags": ["webhooks"],
+        "summary": summary, "operation_id": operation_id, "response_headers": RATE_HEADERS,
+        "responses": errors(*statuses, metered=False, examples=examples or []),
+        "request_max_body_size": MAX_BODY,
+    }  # fmt: skip
+
+
+def _page_size(request: Request[Any, Any, Any], key: ApiKey) -> int:
+    return paging.page_size(
+        request.query_params.get(paging.LIMIT), key.default_page_size, key.max_page_size
+    )
+
+
+@post("/webhooks", status_code=201,
+      **_common("Create a webhook endpoint", "createWebhook", 403,
+                examples=[_BAD_URL, PlanLimitReached(
+                    "The Free plan allows 1 webhook endpoint; the Developer plan allows 5.")]))  # fmt: skip
+async def create_webhook(
+    webhooks: Injected[WebhookService], key: Injected[ApiKey], data: NewEndpoint
+) -> NewEndpointResponse:
+    """Make an endpoint the owner's events are POSTed to; its signing secret is shown this once."""
+    row, secret = await webhooks.create(key, data)
+    view = endpoint_view(row)
+    fields = {name: getattr(view, name) for name in view.__struct_fields__}
+    return NewEndpointResponse(data=NewEndpointAnswer(**fields, secret=secret))
+
+
+@get("/webhooks", **_common("List webhook endpoints", "listWebhooks"))
+async def list_webhooks(
+    webhooks: Injected[WebhookService],
+    key: Injected[ApiKey],
+    request: Request[Any, Any, Any],
+    limit: PageLimit = None,
+    offset: PageOffset = 0,
+) -> EndpointsResponse:
+    """List the owner's webhook endpoints, oldest first (paged)."""
+    size = _page_size(request, key)
+    total, rows = await webhooks.page(key, size, offset)
+    return EndpointsResponse(
+        meta=PageMeta(total=total, limit=size, offset=offset),
+        data=[endpoint_view(row) for row in rows],
+    )
+
+
+@get("/webhooks/{id:str}", **_common("Get a webhook endpoint", "getWebhook", 404,
+                                     examples=[_NOT_FOUND]))  # fmt: skip
+async def get_webhook(
+    webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId
+) -> EndpointResponse:
+    """Return one of the owner's webhook endpoints."""
+    return EndpointResponse(data=endpoint_view(await webhooks.get(key, id)))
+
+
+@patch("/webhooks/{id:str}", **_common("Change a webhook endpoint", "updateWebhook", 404,
+                                       examples=[_NOT_FOUND, _BAD_URL]))  # fmt: skip
+async def update_webhook(
+    webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId,
+    data: EndpointChange,
+) -> EndpointResponse:  # fmt: skip
+    """Change an endpoint's URL, filters, description or status (enabled again, it is sent
+    what arrived meanwhile, oldest first)."""
+    return EndpointResponse(data=endpoint_view(await webhooks.change(key, id, data)))
+
+
+@delete("/webhooks/{id:str}", status_code=204,
+        **_common("Delete a webhook endpoint", "deleteWebhook", 404, examples=[_NOT_FOUND]))  # fmt: skip
+async def delete_webhook(
+    webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId
+) -> None:
+    """Delete an endpoint and its deliveries."""
+    await webhooks.delete(key, id)
+
+
+@post("/webhooks/{id:str}/rotate-secret", status_code=200,
+      **_common("Rotate an endpoint's signing secret", "rotateWebhookSecret", 404,
+                examples=[_NOT_FOUND]))  # fmt: skip
+async def rotate_secret(
+    webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId,
+    data: Rotation | None = None,
+) -> SecretResponse:  # fmt: skip
+    """Issue a new signing secret; the old one goes on signing beside it for graceSeconds."""
+    grace = (data or Rotation()).grace_seconds
+    return SecretResponse(data=Secret(secret=await webhooks.rotate(key, id, grace)))
+
+
+@post("/webhooks/{id:str}/test", status_code=202,
+      **_common("Send a test event", "testWebhook", 404, examples=[_NOT_FOUND]))  # fmt: skip
+async def test_webhook(
+    webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId
+) -> Response[QueuedResponse]:
+    """Deliver a `webhook.test` event to this endpoint alone."""
+    await webhooks.test(key, id)
+    return Response(QueuedResponse(data=Queued(queued=1)), status_code=202)
+
+
+@get("/webhooks/{id:str}/deliveries",
+     **_common("List an endpoint's deliveries", "listWebhookDeliveries", 404,
+               examples=[_NOT_FOUND]))  # fmt: skip
+async def list_deliveries(
+    webhooks: Injected[WebhookService],
+    key: Injected[ApiKey],
+    request: Request[Any, Any, Any],
+    id: EndpointId,
+    limit: PageLimit = None,
+    offset: PageOffset = 0,
+) -> DeliveriesResponse:
+    """List an endpoint's deliveries, newest first (paged)."""
+    size = _page_size(request, key)
+    total, rows = await webhooks.deliveries(key, id, size, offset)
+    return DeliveriesResponse(meta=PageMeta(total=total, limit=size, offset=offset), data=rows)
+
+
+@post("/webhooks/{id:str}/replay", status_code=202,
+      **_common("Deliver kept events again", "replayWebhook", 404, examples=[
+          _NOT_FOUND, InvalidParameter("since", "'since' is not an event cursor: pass"
+                                       " meta.nextCursor (or an event's stream id) as it came.")]))  # fmt: skip
+async def replay_webhook(
+    webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId, data: Replay
+) -> QueuedResponse:
+    """Deliver again every kept event after `since` that passes the endpoint's filters."""
+    return QueuedResponse(data=Queued(queued=await webhooks.replay(key, id, data.since)))
+
+
+HANDLERS = [
+    create_webhook, list_webhooks, get_webhook, update_webhook, delete_webhook, rotate_secret,
+    test_webhook, list_deliveries, replay_webhook,
+]  # fmt: skip

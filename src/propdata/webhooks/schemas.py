@@ -1,0 +1,214 @@
+"""Wire shapes of webhook endpoints and deliveries, and the rows they are kept as."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, NamedTuple
+
+import msgspec
+
+from propdata.api.schemas import Base, PageMeta
+
+EndpointStatus = Literal["enabled", "disabled"]
+DisabledReason = Literal["gone", "failing", "owner"]
+DeliveryState = Literal["pending", "succeeded", "failed"]
+DeliveryError = Literal[
+    "timeout", "connection", "tls", "redirect", "http_status", "blocked_address"
+]
+
+EVENT_TYPES: tuple[str, ...] = (
+    "search.entered",
+    "search.exited",
+    "property.listed",
+    "property.priceChanged",
+    "property.statusChanged",
+    "property.estimateChanged",
+    "property.updated",
+    "market.updated",
+    "webhook.test",
+)
+"""Every event type an endpoint may ask for (contract.md "Events")."""
+
+MAX_GRACE = 604_800
+"""Seconds a rotated secret may go on signing beside the new one (a week)."""
+DEFAULT_GRACE = 86_400
+
+
+class _Body(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
+    """A request body: camelCase names, an unknown field is a 400 naming it."""
+
+
+Url = Annotated[str, msgspec.Meta(min_length=1, max_length=2048, description="https:// URL")]
+Types = Annotated[
+    list[Annotated[str, msgspec.Meta(max_length=100)]],
+    msgspec.Meta(max_length=len(EVENT_TYPES), description="Event types to deliver"),
+]
+SearchIds = Annotated[
+    list[Annotated[str, msgspec.Meta(max_length=100)]],
+    msgspec.Meta(max_length=10_000, description="Saved search ids whose events to deliver"),
+]
+Description = Annotated[str, msgspec.Meta(max_length=500)]
+
+
+class NewEndpoint(_Body):
+    """POST /v1/webhooks: where to deliver, and which events (absent lists: all)."""
+
+    url: Url
+    event_types: Types | None = None
+    search_ids: SearchIds | None = None
+    description: Description | None = None
+
+
+class EndpointChange(_Body):
+    """PATCH /v1/webhooks/{id}: any of these; absent fields stay as they are."""
+
+    url: Url | msgspec.UnsetType = msgspec.UNSET
+    event_types: Types | msgspec.UnsetType | None = msgspec.UNSET
+    search_ids: SearchIds | msgspec.UnsetType | None = msgspec.UNSET
+    description: Description | msgspec.UnsetType | None = msgspec.UNSET
+    status: EndpointStatus | msgspec.UnsetType = msgspec.UNSET
+
+
+class Rotation(_Body):
+    """POST /v1/webhooks/{id}/rotate-secret: how long the old secret goes on signing."""
+
+    grace_seconds: Annotated[int, msgspec.Meta(ge=0, le=MAX_GRACE)] = DEFAULT_GRACE
+
+
+class Replay(_Body):
+    """POST /v1/webhooks/{id}/replay: deliver again every kept event after this cursor."""
+
+    since: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class Endpoint(Base):
+    """A webhook endpoint: where the owner's events are POSTed, and which of them."""
+
+    id: str
+    url: str
+    event_types: list[str] | None
+    search_ids: list[str] | None
+    description: str | None
+    status: EndpointStatus
+    disabled_reason: DisabledReason | None
+    created_at: str
+
+
+class NewEndpointAnswer(Endpoint):
+    """An endpoint just made, with its signing secret (shown this once)."""
+
+    secret: str
+
+
+class EndpointResponse(Base):
+    data: Endpoint
+
+
+class NewEndpointResponse(Base):
+    data: NewEndpointAnswer
+
+
+class EndpointsResponse(Base):
+    meta: PageMeta
+    data: list[Endpoint]
+
+
+class Secret(Base):
+    secret: str
+
+
+class SecretResponse(Base):
+    data: Secret
+
+
+class Queued(Base):
+    queued: int
+
+
+class QueuedResponse(Base):
+    data: Queued
+
+
+class Delivery(Base):
+    """One event's delivery to an endpoint: where it stands and how its last attempt went."""
+
+    event_id: str
+    type: str
+    attempt: int
+    status: DeliveryState
+    response_status: int | None
+    error: DeliveryError | None
+    duration_ms: int | None
+    attempted_at: str | None
+    next_attempt_at: str | None
+
+
+class DeliveriesResponse(Base):
+    meta: PageMeta
+    data: list[Delivery]
+
+
+class EndpointRow(NamedTuple):
+    id: str
+    owner: str
+    url: str
+    event_types: str | None
+    search_ids: str | None
+    description: str | None
+    status: str
+    disabled_reason: str | None
+    secret: str
+    old_secret: str | None
+    old_secret_until: float | None
+    cursor_seq: int
+    created_at: str
+    failing_since: float | None
+
+
+class DeliveryRow(NamedTuple):
+    id: int
+    endpoint_id: str
+    event_seq: int
+    event_id: str
+    type: str
+    state: str
+    attempt: int
+    next_attempt_at: float | None
+    claimed_until: float | None
+    response_status: int | None
+    error: str | None
+    duration_ms: int | None
+    attempted_at: str | None
+    made_at: float
+
+
+class Due(NamedTuple):
+    """A claimed delivery with what its attempt needs: the endpoint's URL and secrets, the
+    event's JSON (None when the event is no longer kept)."""
+
+    id: int
+    attempt: int
+    event_id: str
+    made_at: float
+    endpoint_id: str
+    owner: str
+    url: str
+    secret: str
+    old_secret: str | None
+    old_secret_until: float | None
+    body: str | None
+    event_seq: int
+
+
+class Outcome(NamedTuple):
+    """What one attempt came to, as it is written back."""
+
+    delivery_id: int
+    endpoint_id: str
+    state: str
+    attempt: int
+    next_attempt_at: float | None
+    response_status: int | None
+    error: str | None
+    duration_ms: int
+    attempted_at: str
+    gone: bool

@@ -1,0 +1,291 @@
+"""Webhook endpoint decisions: who may hold how many, where they may point, what they get."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from propdata.accounts.repository import AccountRepository, KeyRepository
+from propdata.accounts.schemas import ApiKey
+from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
+from propdata.events import cursor
+from propdata.events.repository import EventRepository, NewEvent
+from propdata.events.service import owner_of
+from propdata.kit.db import Database
+from propdata.kit.wakeup import Wakeups
+from propdata.plans import PLANS, Plan
+from propdata.webhooks.addresses import Gate, Refused, Unresolvable, parse
+from propdata.webhooks.dispatcher import iso, passes
+from propdata.webhooks.repository import WebhookRepository
+from propdata.webhooks.schemas import (
+    EVENT_TYPES,
+    Delivery,
+    Endpoint,
+    EndpointChange,
+    EndpointRow,
+    NewEndpoint,
+)
+
+BACKLOG_KEPT = 50_000
+"""Events kept for a disabled endpoint: the newest this many are delivered when it is
+enabled again (each event is also kept 30 days at most)."""
+REPLAY_MOST = 50_000
+"""Events one replay queues at most (the newest after its cursor)."""
+
+
+def new_secret() -> str:
+    """`whsec_` and base64 of 32 random bytes (Standard Webhooks' form)."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+
+
+def new_id(prefix: str) -> str:
+    return prefix + secrets.token_urlsafe(18).replace("-", "x").replace("_", "y")[:24]
+
+
+def endpoint_view(row: EndpointRow) -> Endpoint:
+    return Endpoint(
+        id=row.id,
+        url=row.url,
+        event_types=msgspec.json.decode(row.event_types) if row.event_types is not None else None,
+        search_ids=msgspec.json.decode(row.search_ids) if row.search_ids is not None else None,
+        description=row.description,
+        status="enabled" if row.status == "enabled" else "disabled",
+        disabled_reason=row.disabled_reason,  # type: ignore[arg-type]
+        created_at=row.created_at,
+    )
+
+
+class WebhookService:
+    def __init__(
+        self,
+        db: Database,
+        gate: Gate,
+        wakeups: Wakeups | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db = db
+        self.repo = WebhookRepository(db)
+        self.events = EventRepository(db)
+        self.keys = KeyRepository(db)
+        self.accounts = AccountRepository(db)
+        self.gate = gate
+        self.wakeups = wakeups
+        self.clock = clock
+
+    async def plan_of(self, key: ApiKey) -> Plan:
+        """The plan whose endpoint limit the key's owner has: the highest among the active
+        keys of its account, else the key's own."""
+        names = {key.plan}
+        if key.account_id is not None:
+            names |= {k.plan for k in await self.keys.of_account(key.account_id)
+                      if k.status == "active"}  # fmt: skip
+        return next(plan for plan in reversed(PLANS) if plan.name in names)
+
+    async def mail_to(self, owner: str) -> str | None:
+        """Where mail about an owner's endpoints goes: its account's address (None: a key
+        without an account)."""
+        if not owner.startswith("acct:"):
+            return None
+        account = await self.accounts.by_id(owner.removeprefix("acct:"))
+        return account.email if account is not None else None
+
+    async def _check_url(self, url: str) -> str:
+        try:
+            await self.gate.resolve(parse(url))
+        except Refused as exc:
+            raise InvalidParameter("url", f"Deliveries cannot go to this URL: {exc}.") from exc
+        except Unresolvable as exc:
+            raise InvalidParameter("url", f"The URL's host does not resolve: {exc}.") from exc
+        return url
+
+    async def _check_filters(
+        self, owner: str, types: Sequence[str] | None, search_ids: Sequence[str] | None
+    ) -> tuple[str | None, str | None]:
+        if types is not None:
+            for position, name in enumerate(types):
+                if name not in EVENT_TYPES:
+                    raise InvalidParameter(
+                        "eventTypes",
+                        f"eventTypes[{position}] '{name}' is not an event type; one of "
+                        + ", ".join(EVENT_TYPES) + ".",
+                    )  # fmt: skip
+        if search_ids:
+            owned = await self.repo.owned_searches(owner, sorted(set(search_ids)))
+            missing = next((i for i in search_ids if i not in owned), None)
+            if missing is not None:
+                raise InvalidParameter(
+                    "searchIds", f"searchIds: no saved search '{missing}' of yours."
+                )
+        encode = msgspec.json.encode
+        return (
+            encode(list(dict.fromkeys(types))).decode() if types is not None else None,
+            encode(list(dict.fromkeys(search_ids))).decode() if search_ids is not None else None,
+        )
+
+    async def create(self, key: ApiKey, new: NewEndpoint) -> tuple[EndpointRow, str]:
+        """Make an endpoint; its secret is returned this once."""
+        owner = owner_of(key)
+        url = await self._check_url(new.url)
+        types, searches = await self._check_filters(owner, new.event_types, new.search_ids)
+        plan = await self.plan_of(key)
+        secret = new_secret()
+        async with self.db.transaction():
+            held = await self.repo.count(owner)
+            if held >= plan.webhook_endpoints:
+                raise PlanLimitReached(_limit_message(plan, held))
+            row = EndpointRow(
+                id=new_id("wh_"), owner=owner, url=url, event_types=types, search_ids=searches,
+                description=new.description, status="enabled", disabled_reason=None,
+                secret=secret, old_secret=None, old_secret_until=None,
+                cursor_seq=await self.events.last(), created_at=iso(self.clock()),
+                failing_since=None,
+            )  # fmt: skip
+            await self.repo.insert(row)
+        return row, secret
+
+    async def get(self, key: ApiKey, endpoint_id: str) -> EndpointRow:
+        row = await self.repo.get(owner_of(key), endpoint_id)
+        if row is None:
+            raise NotFound(f"No webhook endpoint {endpoint_id}.")
+        return row
+
+    async def page(self, key: ApiKey, limit: int, offset: int) -> tuple[int, list[EndpointRow]]:
+        return await self.repo.page(owner_of(key), limit, offset)
+
+    async def change(self, key: ApiKey, endpoint_id: str, change: EndpointChange) -> EndpointRow:
+        """Change what the PATCH names; enabling again resumes where the endpoint stopped."""
+        owner = owner_of(key)
+        values: dict[str, Any] = {}
+        if change.url is not msgspec.UNSET:
+            values["url"] = await self._check_url(change.url)
+        types = None if change.event_types is msgspec.UNSET else change.event_types
+        searches = None if change.search_ids is msgspec.UNSET else change.search_ids
+        encoded = await self._check_filters(owner, types, searches)
+        if change.event_types is not msgspec.UNSET:
+            values["event_types"] = encoded[0]
+        if change.search_ids is not msgspec.UNSET:
+            values["search_ids"] = encoded[1]
+        if change.description is not msgspec.UNSET:
+            values["description"] = change.description
+        async with self.db.transaction():
+            row = await self.repo.get(owner, endpoint_id, lock=True)
+            if row is None:
+                raise NotFound(f"No webhook endpoint {endpoint_id}.")
+            if change.status == "disabled" and row.status == "enabled":
+                values.update(status="disabled", disabled_reason="owner")
+            elif change.status == "enabled" and row.status != "enabled":
+                values.update(status="enabled", disabled_reason=None)
+                await self._trim_backlog(row)
+            await self.repo.change(endpoint_id, values)
+            changed = await self.repo.get(owner, endpoint_id)
+        assert changed is not None
+        if values.get("status") == "enabled" and self.wakeups is not None:
+            await self.wakeups.notify("events")
+        return changed
+
+    async def _trim_backlog(self, row: EndpointRow) -> None:
+        """Keep the newest BACKLOG_KEPT events of a disabled endpoint's backlog."""
+        oldest = await self.repo.newest_kept(row.owner, row.cursor_seq, BACKLOG_KEPT)
+        if oldest is not None:
+            await self.repo.move_cursor(row.id, oldest - 1)
+
+    async def delete(self, key: ApiKey, endpoint_id: str) -> None:
+        async with self.db.transaction():
+            row = await self.repo.get(owner_of(key), endpoint_id, lock=True)
+            if row is None:
+                raise NotFound(f"No webhook endpoint {endpoint_id}.")
+            await self.repo.delete(endpoint_id)
+
+    async def rotate(self, key: ApiKey, endpoint_id: str, grace: int) -> str:
+        """A new secret; the one it replaces goes on signing for `grace` seconds."""
+        secret = new_secret()
+        async with self.db.transaction():
+            row = await self.repo.get(owner_of(key), endpoint_id, lock=True)
+            if row is None:
+                raise NotFound(f"No webhook endpoint {endpoint_id}.")
+            if grace > 0:
+                await self.repo.rotate(endpoint_id, secret, row.secret, self.clock() + grace)
+            else:
+                await self.repo.rotate(endpoint_id, secret, None, None)
+        return secret
+
+    async def test(self, key: ApiKey, endpoint_id: str) -> None:
+        """A `webhook.test` event for this endpoint alone, and its delivery."""
+        owner = owner_of(key)
+        row = await self.get(key, endpoint_id)
+        now = self.clock()
+        event_id = new_id("evt_")[:30]
+        async with self.db.transaction():
+            body: dict[str, Any] = {
+                "id": event_id, "type": "webhook.test", "timestamp": iso(now), "sequence": 0,
+                "data": {"endpointId": row.id, "url": row.url},
+            }  # fmt: skip
+            (seq,) = await self.events.insert_events(
+                [NewEvent(event_id, owner, "webhook.test", None, row.id, iso(now), "{}")]
+            )
+            body["sequence"] = seq
+            await self.repo.set_event_body(seq, msgspec.json.encode(body).decode())
+            await self.repo.insert_deliveries([(row.id, seq, event_id, "webhook.test", now)])
+        if self.wakeups is not None:
+            await self.wakeups.notify("events")
+
+    async def deliveries(
+        self, key: ApiKey, endpoint_id: str, limit: int, offset: int
+    ) -> tuple[int, list[Delivery]]:
+        row = await self.get(key, endpoint_id)
+        total, rows = await self.repo.deliveries(row.id, limit, offset)
+        return total, [
+            Delivery(
+                event_id=d.event_id, type=d.type, attempt=d.attempt,
+                status=d.state,  # type: ignore[arg-type]
+                response_status=d.response_status,
+                error=d.error,  # type: ignore[arg-type]
+                duration_ms=d.duration_ms, attempted_at=d.attempted_at,
+                next_attempt_at=iso(d.next_attempt_at)
+                if d.state == "pending" and d.next_attempt_at is not None else None,
+            )
+            for d in rows
+        ]  # fmt: skip
+
+    async def replay(self, key: ApiKey, endpoint_id: str, since: str) -> int:
+        """Deliver again every kept event after `since` that passes the endpoint's filters."""
+        after = cursor.decode(since, "since")
+        row = await self.get(key, endpoint_id)
+        start = await self.repo.newest_kept(row.owner, after, REPLAY_MOST)
+        if start is not None:
+            after = max(after, start - 1)
+        now = self.clock()
+        queued = 0
+        async with self.db.transaction():
+            while True:
+                events = await self.events.page(row.owner, after, 1000)
+                if not events:
+                    break
+                deliveries = [
+                    (row.id, e.seq, e.id, e.type, now)
+                    for e in events
+                    if passes(row, e.type, e.search_id)
+                ]
+                await self.repo.insert_deliveries(deliveries)
+                queued += len(deliveries)
+                after = events[-1].seq
+        if queued and self.wakeups is not None:
+            await self.wakeups.notify("events")
+        return queued
+
+
+def _limit_message(plan: Plan, held: int) -> str:
+    higher = next((p for p in PLANS if p.webhook_endpoints > held), None)
+    message = f"The {plan.title} plan allows {plan.webhook_endpoints} webhook endpoint" + (
+        "s" if plan.webhook_endpoints != 1 else ""
+    )
+    if higher is not None and higher is not plan:
+        message += f"; the {higher.title} plan allows {higher.webhook_endpoints}."
+    else:
+        message += "."
+    return message
