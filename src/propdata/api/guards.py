@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 from urllib.parse import parse_qsl, urlencode
 
+import msgspec
 from litestar import Request
 
 from propdata.api.params import DECIMAL, INTEGER
-from propdata.errors import InvalidParameter, NotFound
+from propdata.errors import InvalidParameter, NotFound, body_error
 
 _RESERVED = {"request", "scope", "state", "headers", "cookies", "query", "body", "data", "socket"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -92,8 +93,37 @@ def unknown_parameter(name: str, allowed: Iterable[str]) -> InvalidParameter:
 
 async def check_request(request: Request[Any, Any, Any]) -> None:
     """400 for an unknown or repeated query parameter, a control character in any path or
-    query value, or a number not written plainly; the parameter is named."""
+    query value, or a number not written plainly; the parameter is named. A JSON body is
+    decoded strictly (no "1" for 1), its unknown fields refused, before the handler's own
+    parsing, which would take a number written as a string."""
     checked_query(request.scope)
+    body_type = _body_type(request.scope["route_handler"])
+    if body_type is not None:
+        check_body(await request.body(), body_type)
+
+
+_body_types: dict[Any, Any] = {}
+
+
+def _body_type(handler: Any) -> Any:
+    """The type of a handler's JSON body (`data`), or None when it takes none."""
+    if handler.fn not in _body_types:
+        field = handler.parsed_fn_signature.parameters.get("data")
+        _body_types[handler.fn] = field.annotation if field is not None else None
+    return _body_types[handler.fn]
+
+
+def check_body(body: bytes, body_type: Any) -> None:
+    """A 400 naming the field (dotted when nested) when `body` is not JSON of `body_type`;
+    an empty body stands for null."""
+    try:
+        msgspec.json.decode(body or b"null", type=body_type, strict=True)
+    except msgspec.ValidationError as exc:
+        said, _, where = str(exc).partition(" - at `")
+        key = "data" + where.rstrip("`").removeprefix("$")
+        raise InvalidParameter(*body_error(key.replace("data.", "", 1), said)) from exc
+    except msgspec.DecodeError as exc:
+        raise InvalidParameter("body", f"The request body is not JSON ({exc}).") from exc
 
 
 _CHECKED = "propdata.checked_query"

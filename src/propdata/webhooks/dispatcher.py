@@ -380,6 +380,11 @@ class Dispatcher:
         except Exception:
             log.exception("could not mail the owner of webhook endpoint %s", due.endpoint_id)
 
+    async def close(self) -> None:
+        """Close the connections kept open to receivers."""
+        if self.sender is not None:
+            await self.sender.close()
+
     async def run_once(self) -> int:
         """Fan out, then attempt every delivery due now and write the outcomes; the attempts
         made (tests, and a command that delivers without a server)."""
@@ -432,8 +437,7 @@ class Dispatcher:
             await asyncio.gather(*self._inflight, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.flush())
-            if self.sender is not None:
-                await self.sender.close()
+            await self.close()
 
     async def _idle(self) -> None:
         """Until new events are told of, an attempt ends, or POLL seconds pass."""

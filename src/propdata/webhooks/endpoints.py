@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, patch, post
-from litestar.params import Parameter
+from litestar.params import JSONBody, Parameter
 
 from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
@@ -65,7 +65,7 @@ def _page_size(request: Request[Any, Any, Any], key: ApiKey) -> int:
                 examples=[_BAD_URL, PlanLimitReached(
                     "The Free plan allows 1 webhook endpoint; the Developer plan allows 5.")]))  # fmt: skip
 async def create_webhook(
-    webhooks: Injected[WebhookService], key: Injected[ApiKey], data: NewEndpoint
+    webhooks: Injected[WebhookService], key: Injected[ApiKey], data: JSONBody[NewEndpoint]
 ) -> NewEndpointResponse:
     """Make an endpoint the owner's events are POSTed to; its signing secret is shown this once."""
     row, secret = await webhooks.create(key, data)
@@ -104,7 +104,7 @@ async def get_webhook(
                                        examples=[_NOT_FOUND, _BAD_URL]))  # fmt: skip
 async def update_webhook(
     webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId,
-    data: EndpointChange,
+    data: JSONBody[EndpointChange],
 ) -> EndpointResponse:  # fmt: skip
     """Change an endpoint's URL, filters, description or status (enabled again, it is sent
     what arrived meanwhile, oldest first)."""
@@ -125,7 +125,7 @@ async def delete_webhook(
                 examples=[_NOT_FOUND]))  # fmt: skip
 async def rotate_secret(
     webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId,
-    data: Rotation | None = None,
+    data: JSONBody[Rotation | None] = None,
 ) -> SecretResponse:  # fmt: skip
     """Issue a new signing secret; the old one goes on signing beside it for graceSeconds."""
     grace = (data or Rotation()).grace_seconds
@@ -164,7 +164,10 @@ async def list_deliveries(
           _NOT_FOUND, InvalidParameter("since", "'since' is not an event cursor: pass"
                                        " meta.nextCursor (or an event's stream id) as it came.")]))  # fmt: skip
 async def replay_webhook(
-    webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId, data: Replay
+    webhooks: Injected[WebhookService],
+    key: Injected[ApiKey],
+    id: EndpointId,
+    data: JSONBody[Replay],
 ) -> QueuedResponse:
     """Deliver again every kept event after `since` that passes the endpoint's filters."""
     return QueuedResponse(data=Queued(queued=await webhooks.replay(key, id, data.since)))

@@ -1,0 +1,286 @@
+"""The dispatcher on both stores, against a real HTTP server on 127.0.0.1 (an allowed
+network): signed deliveries, filters, the retry schedule under a controlled clock, 410,
+five failing days, the backlog of a disabled endpoint, rotation, rebinding, redirects."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import msgspec
+import pytest
+from standardwebhooks import Webhook, WebhookVerificationError
+
+from propdata.events.service import owner_of
+from propdata.kit.db import Database
+from propdata.migrations.schema import migrate_accounts
+from propdata.webhooks.addresses import Gate, Target
+from propdata.webhooks.dispatcher import FAILING_FOR, Sender
+from propdata.webhooks.schemas import EndpointChange, NewEndpoint
+from tests.webhooks.helpers import LOCAL, Rig, api_key, table_resolver
+from tests.webhooks.receiver import receiving
+
+KEY = api_key()
+OWNER = owner_of(KEY)
+
+
+@pytest.fixture
+async def rig(empty_db: Database) -> AsyncIterator[Rig]:
+    await migrate_accounts(empty_db)
+    made = Rig(empty_db)
+    yield made
+    await made.close()
+
+
+async def _deliveries(rig: Rig, endpoint_id: str) -> list[dict[str, object]]:
+    _, rows = await rig.service.deliveries(KEY, endpoint_id, 100, 0)
+    return [msgspec.to_builtins(row) for row in rows]
+
+
+async def test_events_are_posted_signed_once_each(rig: Rig) -> None:
+    async with receiving() as receiver:
+        row, secret = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        ids = await rig.events(OWNER, 3)
+        await rig.events("key:someone-else", 2)
+        assert await rig.dispatcher().run_once() == 3
+        assert await rig.dispatcher().run_once() == 0
+    assert [r.headers["webhook-id"] for r in receiver.received] == ids
+    for got in receiver.received:
+        event = Webhook(secret).verify(got.body, got.headers)
+        assert event["id"] == got.headers["webhook-id"] and event["sequence"] > 0
+        assert got.headers["content-type"] == "application/json"
+        assert got.headers["host"] == f"127.0.0.1:{receiver.port}"
+        assert got.headers["webhook-timestamp"] == str(int(rig.clock()))
+    listed = await _deliveries(rig, row.id)
+    assert [d["eventId"] for d in listed] == ids[::-1]  # newest first
+    assert {(d["status"], d["attempt"], d["responseStatus"], d["error"]) for d in listed} == {
+        ("succeeded", 1, 200, None)
+    }
+
+
+async def test_an_endpoint_gets_the_types_and_searches_it_asked_for(rig: Rig) -> None:
+    async with receiving() as receiver:
+        await rig.service.create(
+            KEY, NewEndpoint(url=receiver.url, event_types=["property.listed", "webhook.test"])
+        )
+        wanted = await rig.events(OWNER, 2, "property.listed")
+        await rig.events(OWNER, 2, "property.priceChanged")
+        await rig.dispatcher().run_once()
+    assert [r.headers["webhook-id"] for r in receiver.received] == wanted
+
+
+async def test_failures_are_retried_on_the_schedule_then_given_up(rig: Rig) -> None:
+    async with receiving(answer=lambda _: (500, {})) as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.events(OWNER)
+        dispatcher = rig.dispatcher()
+        steps = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
+        for attempt, step in enumerate(steps, 1):
+            assert await dispatcher.run_once() == 1
+            (delivery,) = await _deliveries(rig, row.id)
+            assert delivery["attempt"] == attempt and delivery["status"] == "pending"
+            assert delivery["error"] == "http_status" and delivery["responseStatus"] == 500
+            rig.clock.advance(step - 1)
+            assert await dispatcher.run_once() == 0  # not yet
+            rig.clock.advance(1)
+        assert await dispatcher.run_once() == 1
+        (delivery,) = await _deliveries(rig, row.id)
+        assert (delivery["attempt"], delivery["status"], delivery["nextAttemptAt"]) == (
+            10, "failed", None,
+        )  # fmt: skip
+        rig.clock.advance(10 * 86400)
+        assert await dispatcher.run_once() == 0
+    assert len(receiver.received) == 10
+
+
+async def test_retry_after_of_a_429_is_honoured(rig: Rig) -> None:
+    async with receiving(answer=lambda _: (429, {"retry-after": "600"})) as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.events(OWNER)
+        dispatcher = rig.dispatcher()
+        await dispatcher.run_once()
+        rig.clock.advance(599)
+        assert await dispatcher.run_once() == 0
+        rig.clock.advance(1)
+        assert await dispatcher.run_once() == 1
+    (delivery,) = await _deliveries(rig, row.id)
+    assert delivery["attempt"] == 2 and delivery["responseStatus"] == 429
+
+
+async def test_410_disables_the_endpoint_at_once(rig: Rig) -> None:
+    async with receiving(answer=lambda _: (410, {})) as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.events(OWNER, 2)
+        await rig.dispatcher(batch=1).run_once()
+    endpoint = await rig.service.get(KEY, row.id)
+    assert (endpoint.status, endpoint.disabled_reason) == ("disabled", "gone")
+    assert len(receiver.received) == 1  # nothing more goes to a disabled endpoint
+
+
+async def test_five_days_of_failures_disable_the_endpoint_and_mail_the_owner(rig: Rig) -> None:
+    async with receiving(answer=lambda _: (503, {})) as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        dispatcher = rig.dispatcher()
+        for _day in range(5):
+            await rig.events(OWNER)
+            await dispatcher.run_once()
+            assert (await rig.service.get(KEY, row.id)).status == "enabled"
+            rig.clock.advance(FAILING_FOR / 5)
+        await rig.events(OWNER)
+        await dispatcher.run_once()
+    endpoint = await rig.service.get(KEY, row.id)
+    assert (endpoint.status, endpoint.disabled_reason) == ("disabled", "failing")
+    ((to, subject, text),) = rig.mail.sent
+    assert to == "key-key_test1@example.com" and row.id in text and "5 days" in subject
+    assert receiver.received
+
+
+async def test_a_success_resets_the_failing_days(rig: Rig) -> None:
+    answers = iter([503, 200, 503])
+    async with receiving(answer=lambda _: (next(answers), {})) as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        dispatcher = rig.dispatcher()
+        for _ in range(3):
+            await rig.events(OWNER)
+            await dispatcher.run_once()
+            rig.clock.advance(FAILING_FOR * 0.6)
+        assert (await rig.service.get(KEY, row.id)).status == "enabled"
+        assert len(receiver.received) >= 3
+
+
+async def test_a_disabled_endpoint_gets_its_backlog_in_order_when_enabled(rig: Rig) -> None:
+    async with receiving() as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.service.change(KEY, row.id, EndpointChange(status="disabled"))
+        endpoint = await rig.service.get(KEY, row.id)
+        assert (endpoint.status, endpoint.disabled_reason) == ("disabled", "owner")
+        ids = await rig.events(OWNER, 5)
+        dispatcher = rig.dispatcher(batch=1)
+        assert await dispatcher.run_once() == 0
+        await rig.service.change(KEY, row.id, EndpointChange(status="enabled"))
+        assert await dispatcher.run_once() == 5
+    assert [r.headers["webhook-id"] for r in receiver.received] == ids
+
+
+async def test_both_signatures_verify_during_the_grace_then_only_the_new(rig: Rig) -> None:
+    async with receiving() as receiver:
+        row, old = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        new = await rig.service.rotate(KEY, row.id, 60)
+        await rig.events(OWNER)
+        await rig.dispatcher().run_once()
+        rig.clock.advance(61)
+        await rig.events(OWNER)
+        await rig.dispatcher().run_once()
+    during, after = receiver.received
+    assert len(during.headers["webhook-signature"].split(" ")) == 2
+    for secret in (old, new):
+        Webhook(secret).verify(during.body, during.headers)
+    assert len(after.headers["webhook-signature"].split(" ")) == 1
+    Webhook(new).verify(after.body, after.headers)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(old).verify(after.body, after.headers)
+
+
+async def test_a_rotation_without_grace_signs_with_the_new_secret_alone(rig: Rig) -> None:
+    async with receiving() as receiver:
+        row, old = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        new = await rig.service.rotate(KEY, row.id, 0)
+        await rig.events(OWNER)
+        await rig.dispatcher().run_once()
+    (got,) = receiver.received
+    Webhook(new).verify(got.body, got.headers)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(old).verify(got.body, got.headers)
+
+
+class NoSockets(Sender):
+    """A sender that fails the test if anything is sent."""
+
+    async def post(self, target: Target, address: object, body: bytes, headers: object) -> tuple[int, str | None]:  # type: ignore[override]  # fmt: skip
+        raise AssertionError(f"a socket was opened to {address}")
+
+
+async def test_a_name_that_turns_private_after_the_check_is_never_connected_to(
+    rig: Rig,
+) -> None:
+    answers = {"rebind.example": ["93.184.215.14"]}
+    rig.gate = Gate(allowed=LOCAL, resolver=table_resolver(answers))
+    rig.__post_init__()
+    row, _ = await rig.service.create(KEY, NewEndpoint(url="https://rebind.example/hook"))
+    answers["rebind.example"] = ["10.0.0.7"]
+    await rig.events(OWNER)
+    await rig.dispatcher(sender=NoSockets()).run_once()
+    (delivery,) = await _deliveries(rig, row.id)
+    assert (delivery["error"], delivery["status"], delivery["responseStatus"]) == (
+        "blocked_address", "pending", None,
+    )  # fmt: skip
+
+
+async def test_redirects_are_not_followed(rig: Rig) -> None:
+    async with receiving(answer=lambda _: (302, {"location": "http://127.0.0.1:1/x"})) as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.events(OWNER)
+        await rig.dispatcher().run_once()
+    (delivery,) = await _deliveries(rig, row.id)
+    assert (delivery["error"], delivery["responseStatus"]) == ("redirect", 302)
+    assert len(receiver.received) == 1
+
+
+async def test_a_refused_connection_is_a_connection_error(rig: Rig) -> None:
+    async with receiving() as receiver:
+        url = receiver.url
+    row, _ = await rig.service.create(KEY, NewEndpoint(url=url))
+    await rig.events(OWNER)
+    await rig.dispatcher().run_once()
+    (delivery,) = await _deliveries(rig, row.id)
+    assert delivery["error"] == "connection" and delivery["responseStatus"] is None
+
+
+async def test_tls_spoken_to_a_plain_server_is_a_tls_error(rig: Rig) -> None:
+    async with receiving() as receiver:
+        row, _ = await rig.service.create(
+            KEY, NewEndpoint(url=receiver.url.replace("http:", "https:"))
+        )
+        await rig.events(OWNER)
+        await rig.dispatcher().run_once()
+    (delivery,) = await _deliveries(rig, row.id)
+    assert delivery["error"] == "tls"
+
+
+async def test_test_and_replay_deliver_the_same_event_ids_again(rig: Rig) -> None:
+    from propdata.events import cursor
+
+    async with receiving() as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.service.test(KEY, row.id)
+        ids = await rig.events(OWNER, 3)
+        await rig.dispatcher().run_once()
+        assert await rig.service.replay(KEY, row.id, cursor.encode(0)) == 3
+        await rig.dispatcher().run_once()
+    got = [r.headers["webhook-id"] for r in receiver.received]
+    assert got[1:] == ids + ids
+    test_event = msgspec.json.decode(receiver.received[0].body)
+    assert test_event["type"] == "webhook.test" and test_event["data"]["endpointId"] == row.id
+
+
+def test_the_sender_connects_to_the_checked_address_with_the_names_host_and_sni() -> None:
+    seen: list[httpx.Request] = []
+
+    class Recorder(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            seen.append(request)
+            return httpx.Response(204, stream=httpx.ByteStream(b""))
+
+    import asyncio
+    import ipaddress
+
+    from propdata.webhooks.addresses import parse
+
+    sender = Sender(transport=lambda _: Recorder())
+    target = parse("https://hooks.example.com:8443/in?x=1")
+    status, _ = asyncio.run(sender.post(target, ipaddress.ip_address("93.184.215.14"), b"{}", {}))
+    (request,) = seen
+    assert status == 204
+    assert str(request.url) == "https://93.184.215.14:8443/in?x=1"
+    assert request.headers["host"] == "hooks.example.com:8443"
+    assert request.extensions["sni_hostname"] == "hooks.example.com"

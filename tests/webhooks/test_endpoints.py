@@ -1,0 +1,218 @@
+"""/v1/webhooks on both stores: create, list, get, change, delete, rotate, test, deliveries
+and replay; every bad input a 400 naming its field; plan limits; another owner's id a 404."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from propdata.config import accounts_url
+from propdata.events import cursor
+from propdata.kit.db import connect
+from tests.conftest import KeyMaker, Store
+
+PUBLIC = "https://93.184.215.14/hook"
+
+
+@pytest.fixture(autouse=True)
+async def saved_searches(store: Store) -> None:
+    """The saved searches' table as the events package makes it (id and owner are what the
+    endpoints read), in case this store's steps do not include it."""
+    accounts = await connect(accounts_url(store.url))
+    try:
+        await accounts.execute(
+            "CREATE TABLE IF NOT EXISTS saved_searches (id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
+            " name TEXT NOT NULL, filters TEXT NOT NULL, property_ids TEXT NOT NULL,"
+            " created_at TEXT NOT NULL)"
+        )
+    finally:
+        await accounts.close()
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
+
+
+async def _make(client: Any, secret: str, **body: Any) -> dict[str, Any]:
+    response = await client.post("/v1/webhooks", json={"url": PUBLIC, **body},
+                                 headers=bearer(secret))  # fmt: skip
+    assert response.status_code == 201, response.text
+    made: dict[str, Any] = response.json()["data"]
+    return made
+
+
+async def test_an_endpoint_is_made_listed_changed_and_deleted(
+    client: Any, make_key: KeyMaker
+) -> None:
+    secret = await make_key("developer")
+    made = await _make(client, secret, eventTypes=["property.listed"], description="crm")
+    assert made["id"].startswith("wh_") and made["url"] == PUBLIC
+    assert made["secret"].startswith("whsec_")
+    assert len(base64.b64decode(made["secret"].removeprefix("whsec_"))) == 32
+    assert (made["eventTypes"], made["searchIds"], made["description"]) == (
+        ["property.listed"], None, "crm",
+    )  # fmt: skip
+    assert (made["status"], made["disabledReason"]) == ("enabled", None)
+    one = (await client.get(f"/v1/webhooks/{made['id']}", headers=bearer(secret))).json()["data"]
+    assert "secret" not in one and one == {k: v for k, v in made.items() if k != "secret"}
+    listed = (await client.get("/v1/webhooks", headers=bearer(secret))).json()
+    assert listed["meta"]["total"] == 1 and listed["data"] == [one]
+
+    changed = await client.patch(
+        f"/v1/webhooks/{made['id']}", headers=bearer(secret),
+        json={"eventTypes": None, "description": None, "status": "disabled"},
+    )  # fmt: skip
+    assert changed.status_code == 200, changed.text
+    data = changed.json()["data"]
+    assert (data["eventTypes"], data["description"], data["status"], data["disabledReason"]) == (
+        None, None, "disabled", "owner",
+    )  # fmt: skip
+    again = await client.patch(f"/v1/webhooks/{made['id']}", headers=bearer(secret),
+                               json={"status": "enabled"})  # fmt: skip
+    assert again.json()["data"]["disabledReason"] is None
+
+    rotated = await client.post(f"/v1/webhooks/{made['id']}/rotate-secret", headers=bearer(secret),
+                                json={"graceSeconds": 0})  # fmt: skip
+    assert rotated.status_code == 200 and rotated.json()["data"]["secret"] != made["secret"]
+    default = await client.post(f"/v1/webhooks/{made['id']}/rotate-secret", headers=bearer(secret))
+    assert default.status_code == 200, default.text
+
+    deleted = await client.delete(f"/v1/webhooks/{made['id']}", headers=bearer(secret))
+    assert deleted.status_code == 204 and deleted.content == b""
+    gone = await client.get(f"/v1/webhooks/{made['id']}", headers=bearer(secret))
+    assert gone.status_code == 404 and gone.json()["error"]["code"] == "not_found"
+
+
+async def test_test_queues_a_delivery_and_replay_counts_the_kept_events(
+    client: Any, make_key: KeyMaker
+) -> None:
+    secret = await make_key()
+    made = await _make(client, secret)
+    tested = await client.post(f"/v1/webhooks/{made['id']}/test", headers=bearer(secret))
+    assert tested.status_code == 202, tested.text
+    deliveries = await client.get(f"/v1/webhooks/{made['id']}/deliveries", headers=bearer(secret))
+    assert deliveries.status_code == 200, deliveries.text
+    body = deliveries.json()
+    assert body["meta"]["total"] == 1
+    (delivery,) = body["data"]
+    assert delivery["type"] == "webhook.test" and delivery["eventId"].startswith("evt_")
+    assert set(delivery) == {"eventId", "type", "attempt", "status", "responseStatus", "error",
+                             "durationMs", "attemptedAt", "nextAttemptAt"}  # fmt: skip
+    replayed = await client.post(f"/v1/webhooks/{made['id']}/replay", headers=bearer(secret),
+                                 json={"since": cursor.encode(0)})  # fmt: skip
+    assert replayed.status_code == 202 and replayed.json() == {"data": {"queued": 0}}
+    bad = await client.post(f"/v1/webhooks/{made['id']}/replay", headers=bearer(secret),
+                            json={"since": "nope"})  # fmt: skip
+    assert bad.status_code == 400 and bad.json()["error"]["parameter"] == "since"
+
+
+@pytest.mark.parametrize(
+    ("body", "parameter"),
+    [
+        ({"url": 5}, "url"),
+        ({}, "url"),
+        ({"url": PUBLIC, "colour": "red"}, "colour"),
+        ({"url": PUBLIC, "eventTypes": ["property.sold"]}, "eventTypes"),
+        ({"url": PUBLIC, "eventTypes": [3]}, "eventTypes"),
+        ({"url": PUBLIC, "eventTypes": "property.listed"}, "eventTypes"),
+        ({"url": PUBLIC, "searchIds": ["srch_not_mine"]}, "searchIds"),
+        ({"url": PUBLIC, "description": "x" * 501}, "description"),
+        ({"url": "http://93.184.215.14/hook"}, "url"),
+        ({"url": "https://10.0.0.1/hook"}, "url"),
+        ({"url": "https://169.254.169.254/latest/meta-data/"}, "url"),
+        ({"url": "https://[::ffff:10.0.0.1]/hook"}, "url"),
+        ({"url": "https://localhost/hook"}, "url"),
+        ({"url": "https://93.184.215.14:22/"}, "url"),
+        ({"url": "https://me:pw@93.184.215.14/"}, "url"),
+        ({"url": "ftp://93.184.215.14/"}, "url"),
+    ],
+)  # fmt: skip
+async def test_bad_bodies_are_400_naming_the_field(
+    client: Any, make_key: KeyMaker, body: dict[str, Any], parameter: str
+) -> None:
+    secret = await make_key()
+    response = await client.post("/v1/webhooks", json=body, headers=bearer(secret))
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["code"], error["parameter"]) == ("invalid_parameter", parameter), error
+    listed = await client.get("/v1/webhooks", headers=bearer(secret))
+    assert listed.json()["meta"]["total"] == 0  # nothing made
+
+
+async def test_bad_changes_are_400_naming_the_field(client: Any, make_key: KeyMaker) -> None:
+    secret = await make_key()
+    made = await _make(client, secret)
+    for body, parameter in (
+        ({"status": "paused"}, "status"), ({"secret": "x"}, "secret"),
+        ({"url": "https://192.168.0.1/"}, "url"), ({"eventTypes": ["nope"]}, "eventTypes"),
+    ):  # fmt: skip
+        response = await client.patch(f"/v1/webhooks/{made['id']}", json=body,
+                                      headers=bearer(secret))  # fmt: skip
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["parameter"] == parameter
+    for grace in (-1, 604_801, "1"):
+        response = await client.post(f"/v1/webhooks/{made['id']}/rotate-secret",
+                                     json={"graceSeconds": grace}, headers=bearer(secret))  # fmt: skip
+        assert response.status_code == 400 and response.json()["error"]["parameter"] == (
+            "graceSeconds"
+        )
+    unchanged = await client.get(f"/v1/webhooks/{made['id']}", headers=bearer(secret))
+    assert unchanged.json()["data"]["url"] == PUBLIC
+
+
+async def test_search_ids_must_be_the_owners(client: Any, make_key: KeyMaker, store: Store) -> None:
+    secret = await make_key()
+    me = (await client.get("/v1/auth/status", headers=bearer(secret))).json()["data"]["keyId"]
+    accounts = await connect(accounts_url(store.url))
+    try:
+        async with accounts.transaction():
+            await accounts.execute(
+                "INSERT INTO saved_searches VALUES (?, ?, 'n', '{}', '[]', '2026-11-25')",
+                (f"srch_{me}", f"key:{me}"),
+            )
+    finally:
+        await accounts.close()
+    made = await _make(client, secret, searchIds=[f"srch_{me}"])
+    assert made["searchIds"] == [f"srch_{me}"]
+    other = await make_key()
+    refused = await client.post("/v1/webhooks", headers=bearer(other),
+                                json={"url": PUBLIC, "searchIds": [f"srch_{me}"]})  # fmt: skip
+    assert refused.status_code == 400 and refused.json()["error"]["parameter"] == "searchIds"
+
+
+async def test_the_plan_limits_endpoints(client: Any, make_key: KeyMaker) -> None:
+    secret = await make_key("free")
+    await _make(client, secret)
+    refused = await client.post("/v1/webhooks", json={"url": PUBLIC}, headers=bearer(secret))
+    assert refused.status_code == 403, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "plan_limit_reached"
+    assert "Free" in error["message"] and "Developer" in error["message"]
+
+
+async def test_another_owners_endpoint_is_404_to_every_operation(
+    client: Any, make_key: KeyMaker
+) -> None:
+    mine, theirs = await make_key(), await make_key()
+    made = await _make(client, mine)
+    path = f"/v1/webhooks/{made['id']}"
+    for method, suffix, body in (
+        ("GET", "", None), ("PATCH", "", {"description": "x"}), ("DELETE", "", None),
+        ("POST", "/rotate-secret", {}), ("POST", "/test", None), ("GET", "/deliveries", None),
+        ("POST", "/replay", {"since": cursor.encode(0)}),
+    ):  # fmt: skip
+        response = await client.request(method, path + suffix, json=body, headers=bearer(theirs))
+        assert response.status_code == 404, (method, suffix, response.text)
+    assert (await client.get(path, headers=bearer(mine))).status_code == 200
+    listed = await client.get("/v1/webhooks", headers=bearer(theirs))
+    assert listed.json()["data"] == []
+
+
+async def test_managing_webhooks_is_not_counted(client: Any, make_key: KeyMaker) -> None:
+    secret = await make_key("free")
+    for _ in range(3):
+        await client.get("/v1/webhooks", headers=bearer(secret))
+    status = (await client.get("/v1/auth/status", headers=bearer(secret))).json()["data"]
+    assert status["usage"]["minute"]["used"] == 0
