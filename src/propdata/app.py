@@ -29,6 +29,9 @@ from propdata.api.guards import check_request
 from propdata.api.openapi import ApiOperation, errors
 from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD, http_error_handler
+from propdata.events import endpoints as event_endpoints
+from propdata.events import produce
+from propdata.events.service import EventService, SavedSearchService
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
 from propdata.kit import memory, metrics, multiproc
@@ -80,6 +83,8 @@ class Services:
     feed: FeedService
     markets: MarketService
     valuations: ValuationService
+    saved_searches: SavedSearchService
+    events: EventService
     limiter: Limiter
     cache: ResponseCache
 
@@ -145,6 +150,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         limiter = SQLiteLimiter(settings.usage_path, **({"clock": clock} if clock else {}))
         cache = MemoryCache(settings.cache_bytes)
     keys = KeyService(accounts, **({"clock": clock} if clock else {}))
+    search = SearchService(db, search_index=settings.search_index, snapshots=settings.index_path)
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     return Services(
         settings=settings,
@@ -160,10 +166,14 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
             session_lifetime=settings.session_days * 86_400,
         ),
         properties=PropertyService(db),
-        search=SearchService(db, search_index=settings.search_index, snapshots=settings.index_path),
+        search=search,
         feed=FeedService(db),
         markets=MarketService(db),
         valuations=ValuationService(db),
+        saved_searches=SavedSearchService(
+            accounts, db, keys, search, **({"clock": clock} if clock else {})
+        ),
+        events=EventService(accounts),
         limiter=limiter,
         cache=cache,
     )
@@ -288,6 +298,8 @@ DEPENDENCIES = {
             "feed",
             "markets",
             "valuations",
+            "saved_searches",
+            "events",
             "limiter",
             "accounts",
             "settings",
@@ -315,6 +327,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         tasks = [
             asyncio.create_task(services.properties.keep_aged(settings.today)),
             asyncio.create_task(services.feed.keep_pruned(settings.today)),
+            # Saved searches' events, from every commit of the data store. Wake-ups plug in
+            # here: wait=<"changes" with a timeout>, notify=<"events">; without them it polls.
+            asyncio.create_task(produce.keep_producing(services.db, services.accounts_db)),
         ]
         try:
             yield
@@ -362,6 +377,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             *valuation_endpoints.HANDLERS,
             *market_endpoints.HANDLERS,
             *account_endpoints.HANDLERS,
+            *event_endpoints.HANDLERS,
         ],
         middleware=[MeteringMiddleware()],
         before_request=check_request,

@@ -59,8 +59,11 @@ _DESCRIPTIONS = {
     " names it.",
     401: "No key (`missing_api_key`), or the key is unknown or malformed (`invalid_api_key`)"
     " or revoked (`revoked_api_key`).",
+    403: "The owner's plan holds no more of these (`plan_limit_reached`); the message names"
+    " the plan that raises the limit.",
     404: "Nothing matches.",
     409: "The address matches several properties.",
+    413: "The request body is over 64 KB (`payload_too_large`).",
     429: "Per-minute limit (`rate_limit_exceeded`), daily quota (`quota_exceeded`) or the"
     " failed-request guard exceeded; wait Retry-After seconds.",
     431: "Request headers over 16 KB in total: refused by the server before the API reads"
