@@ -30,6 +30,9 @@ from propdata.api.guards import check_request
 from propdata.api.openapi import ApiOperation, errors
 from propdata.config import Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD, http_error_handler
+from propdata.events import endpoints as event_endpoints
+from propdata.events import produce
+from propdata.events.service import EventService, SavedSearchService
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
 from propdata.kit import memory, metrics, multiproc
@@ -87,6 +90,8 @@ class Services:
     markets: MarketService
     valuations: ValuationService
     webhooks: WebhookService
+    saved_searches: SavedSearchService
+    events: EventService
     limiter: Limiter
     cache: ResponseCache
     wakeups: Wakeups
@@ -171,6 +176,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         limiter = SQLiteLimiter(settings.usage_path, **({"clock": clock} if clock else {}))
         cache = MemoryCache(settings.cache_bytes)
     keys = KeyService(accounts, **({"clock": clock} if clock else {}))
+    search = SearchService(db, search_index=settings.search_index, snapshots=settings.index_path)
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     wakeups = open_wakeups(accounts, settings.redis_url)
     gate = Gate(allowed=settings.webhook_networks)
@@ -188,11 +194,15 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
             session_lifetime=settings.session_days * 86_400,
         ),
         properties=PropertyService(db),
-        search=SearchService(db, search_index=settings.search_index, snapshots=settings.index_path),
+        search=search,
         feed=FeedService(db),
         markets=MarketService(db),
         valuations=ValuationService(db),
         webhooks=WebhookService(accounts, gate, wakeups, **({"clock": clock} if clock else {})),
+        saved_searches=SavedSearchService(
+            accounts, db, keys, search, **({"clock": clock} if clock else {})
+        ),
+        events=EventService(accounts),
         limiter=limiter,
         cache=cache,
         wakeups=wakeups,
@@ -319,6 +329,8 @@ DEPENDENCIES = {
             "feed",
             "markets",
             "valuations",
+            "saved_searches",
+            "events",
             "limiter",
             "accounts",
             "settings",
@@ -349,6 +361,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             asyncio.create_task(services.feed.keep_pruned(settings.today)),
             # Webhook deliveries: every process at scale-out, one worker a host embedded.
             asyncio.create_task(dispatch(services.dispatcher(), services.dispatch_turn())),
+            # Saved searches' events, from every commit of the data store. Wake-ups plug in
+            # here: wait=<"changes" with a timeout>, notify=<"events">; without them it polls.
+            asyncio.create_task(produce.keep_producing(services.db, services.accounts_db)),
         ]
         try:
             yield
@@ -397,6 +412,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             *market_endpoints.HANDLERS,
             *account_endpoints.HANDLERS,
             *webhook_endpoints.HANDLERS,
+            *event_endpoints.HANDLERS,
         ],
         middleware=[MeteringMiddleware()],
         before_request=check_request,

@@ -166,11 +166,19 @@ class MethodNotAllowed(ServiceError):
     status, code = 405, "method_not_allowed"
 
 
-def method_not_allowed(method: str) -> MethodNotAllowed:
-    """The 405 every path answers to a method but GET and HEAD, naming what it takes."""
+def method_not_allowed(method: str, allowed: Sequence[str] = ("GET", "HEAD")) -> MethodNotAllowed:
+    """The 405 a path answers to a method it does not take (most take GET and HEAD alone),
+    naming those it takes."""
+    taken = [m for m in ALL_METHODS if m in allowed]
+    words = [m for m in taken if m != "HEAD"]
+    use = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
     return MethodNotAllowed(
-        f"{method} is not allowed here; use GET.", headers={"Allow": "GET, HEAD"}
+        f"{method} is not allowed here; use {use}.", headers={"Allow": ", ".join(taken)}
     )
+
+
+ALL_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+"""The methods an Allow header names, in the order it names them."""
 
 
 class PlanLimitReached(ServiceError):
@@ -178,6 +186,10 @@ class PlanLimitReached(ServiceError):
     limit and the plan that raises it."""
 
     status, code = 403, "plan_limit_reached"
+
+
+class PayloadTooLarge(ServiceError):
+    status, code = 413, "payload_too_large"
 
 
 def internal_error(rid: str) -> ServiceError:
@@ -198,6 +210,7 @@ STATUS_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     409: "ambiguous_address",
+    413: "payload_too_large",
     429: "rate_limit_exceeded",
     500: "internal_error",
     503: "service_unavailable",
@@ -306,11 +319,16 @@ def _expected(request: Request[Any, Any, Any], parameter: str) -> str | None:
     field = _field(request, parameter)
     if field is None:
         return None
-    allowed = _allowed(field.annotation)
+    return expected(field.annotation, field.kwarg_definition)
+
+
+def expected(annotation: Any, definition: Any) -> str | None:
+    """What a declared parameter (its type, and its QueryParameter or None) takes, in words:
+    its allowed values, its range or its description."""
+    allowed = _allowed(annotation)
     if allowed:
         return "one of " + ", ".join(allowed)
-    definition = field.kwarg_definition
-    kinds = set(typing.get_args(field.annotation)) or {field.annotation}
+    kinds = set(typing.get_args(annotation)) or {annotation}
     if kinds & {int, float}:
         low = getattr(definition, "ge", None)
         above = getattr(definition, "gt", None)
@@ -339,7 +357,13 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
         return render(request, 404, "not_found", f"No resource at {request.url.path}.")
     if isinstance(exc, MethodNotAllowedException):
         method = request.scope.get("state", {}).get(ORIGINAL_METHOD) or request.method
-        return service_error_handler(request, method_not_allowed(method))
+        allowed = [m.strip().upper() for m in (exc.headers or {}).get("allow", "").split(",")]
+        allowed = [m for m in allowed if m in ALL_METHODS and m != "OPTIONS"]
+        if "GET" in allowed and "HEAD" not in allowed:
+            allowed.append("HEAD")  # HeadAsGet serves HEAD wherever GET is
+        return service_error_handler(
+            request, method_not_allowed(method, allowed or ("GET", "HEAD"))
+        )
     status = exc.status_code if exc.status_code in STATUS_CODES else 400
     return render(request, status, STATUS_CODES.get(status, "invalid_parameter"), str(exc.detail))
 

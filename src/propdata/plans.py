@@ -10,6 +10,7 @@ portal's pages and the command line. A test holds the docs' plan tables to it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -65,6 +66,22 @@ PLANS: tuple[Plan, ...] = (FREE, DEVELOPER, PRO, ENTERPRISE)
 BY_NAME: dict[str, Plan] = {plan.name: plan for plan in PLANS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
 SELF_SERVE: tuple[str, ...] = tuple(plan.name for plan in PLANS if plan.self_serve)
+
+
+def highest(names: Iterable[str]) -> Plan:
+    """The dearest of these plans (in `PLANS` order); Free when there are none."""
+    held = set(names)
+    return next((plan for plan in reversed(PLANS) if plan.name in held), FREE)
+
+
+def raising(limit: str, beyond: int) -> Plan | None:
+    """The cheapest plan whose `limit` (a Plan field: saved_searches, ...) is above `beyond`
+    (None: unlimited counts as above all), or None when no plan's is."""
+    for plan in PLANS:
+        value = getattr(plan, limit)
+        if value is None or value > beyond:
+            return plan
+    return None
 
 
 def choice(names: tuple[str, ...], *, titles: bool = False) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from propdata.accounts.repository import KeyRepository
@@ -15,7 +15,7 @@ from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
 from propdata.kit import crypto
 from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate_accounts
-from propdata.plans import BY_NAME, NAMES, choice
+from propdata.plans import BY_NAME, NAMES, Plan, choice, highest
 
 
 class KeyCommandError(ValueError):
@@ -130,6 +130,26 @@ class KeyService:
 
     async def all(self) -> list[ApiKey]:
         return await self.repo.all()
+
+    async def plan_of(self, key: ApiKey) -> Plan:
+        """The plan whose limits a key's owner has for saved searches, webhook endpoints and
+        events: the highest among the active keys of the key's portal account (every key
+        of the account shares them), else the key's own."""
+        if key.account_id is None:
+            return BY_NAME[key.plan]
+        accounts, _ = await self.repo.plans_held([key.account_id], [])
+        return highest({key.plan} | accounts.get(key.account_id, set()))
+
+    async def owners_plans(
+        self, account_ids: Sequence[str], key_ids: Sequence[str]
+    ) -> tuple[dict[str, Plan], dict[str, Plan]]:
+        """`plan_of` for many owners at once: by account id, and by id of a key without one
+        (an account without an active key has the Free plan's limits)."""
+        accounts, keys = await self.repo.plans_held(account_ids, key_ids)
+        return (
+            {a: highest(accounts.get(a, {"free"})) for a in account_ids},
+            {k: BY_NAME[keys.get(k, "free")] for k in key_ids},
+        )
 
 
 @contextlib.asynccontextmanager

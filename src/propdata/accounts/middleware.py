@@ -5,6 +5,14 @@ counted, served even over quota) -> the limiter admits and records in one step (
 otherwise) -> the handler runs -> a 4xx/5xx answer is refunded -> a 200 is cached.
 Routes with opt {"metered": False} (auth status) are verified but never counted.
 
+The events' routes (contract.md "Events", Metering) say how they are metered in `opt`:
+- `MANAGED` (saved searches and webhook endpoints, every method): never counted nor
+  cached, but at most `MANAGED_PER_MINUTE` of them a key in any 60 s (429 past that);
+- `{"cached": False}` (GET /v1/events): counted like any lookup, never cached (the answer
+  is its owner's and moves with every event);
+- `STREAMED` (GET /v1/events/stream): counted once when opened, never cached, and its
+  body passes through as it is written (no ETag; a 4xx or 5xx at the start is refunded).
+
 Every metered 200 carries an ETag (a hash of its bytes); a request whose If-None-Match
 names it gets 304 with no body instead, counted like the 200 it replaces (not counted when
 the 200 would have come from the cache).
@@ -68,6 +76,14 @@ class Metering(Protocol):
         ...
 
 
+MANAGED_PER_MINUTE = 60
+"""Requests managing saved searches and webhook endpoints a key may make in any 60 s."""
+MANAGED = {"metering": "managed"}
+"""opt of a route that manages saved searches or webhook endpoints (see the module's doc)."""
+STREAMED = {"metering": "stream"}
+"""opt of a streamed answer (GET /v1/events/stream): counted once, passed through."""
+
+
 def current_key(request: Request[Any, Any, Any]) -> ApiKey:
     """The verified key of this request (a dependency: handlers take `key: ApiKey`)."""
     key: ApiKey = request.scope["state"][STATE_KEY]
@@ -108,6 +124,11 @@ class MeteringMiddleware(ASGIMiddleware):
             await next_app(scope, receive, send)
             return
 
+        metering = opt.get("metering")
+        if metering == "managed":
+            await self._managed(services, key, scope, receive, send, next_app)
+            return
+
         guard = key.failures_per_minute
         size: int | None = None
         try:
@@ -126,7 +147,7 @@ class MeteringMiddleware(ASGIMiddleware):
             await limiter.fail(key.window_id)
             raise
         cache_key = None
-        if services.cache_ttl > 0:
+        if services.cache_ttl > 0 and metering is None and opt.get("cached", True):
             cache_key = await self._cache_key(services, scope, pairs, size)
             hit = await services.cache.get(cache_key)
             TALLY.inc(_CACHE_MISS if hit is None else _CACHE_HIT)
@@ -160,6 +181,13 @@ class MeteringMiddleware(ASGIMiddleware):
 
         async def metered_send(message: Message) -> None:
             nonlocal status, content_type, held
+            if metering == "stream":  # passed through as written: only a failure settles
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                    if status >= 400:
+                        await settle(status)
+                await send(message)
+                return
             if message["type"] == "http.response.start":
                 status = message["status"]
                 for name, value in message.get("headers", ()):
@@ -189,6 +217,37 @@ class MeteringMiddleware(ASGIMiddleware):
             await services.cache.set(
                 cache_key, Cached(200, content_type, b"".join(body)), services.cache_ttl
             )
+
+    @staticmethod
+    async def _managed(
+        services: Metering,
+        key: ApiKey,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        next_app: ASGIApp,
+    ) -> None:
+        """A request managing saved searches or webhook endpoints: not counted, not cached,
+        at most MANAGED_PER_MINUTE a key in any 60 s."""
+        limiter = services.limiter
+        usage = await limiter.usage(key.window_id, key.per_minute, key.daily)
+        add_headers(scope, rate_headers(usage))
+        pairs = checked_query(scope)
+        if scope["route_handler"].opt.get("paged"):
+            paging.remember(
+                scope,
+                paging.page_size(
+                    dict(pairs).get(paging.LIMIT), key.default_page_size, key.max_page_size
+                ),
+            )
+        tried = await limiter.attempt(f"manage:{key.id}", MANAGED_PER_MINUTE, 60.0)
+        if not tried.allowed:
+            raise RateLimitExceeded(
+                f"At most {MANAGED_PER_MINUTE} requests a minute may manage saved searches and"
+                f" webhooks; retry after {tried.retry_after} seconds.",
+                headers={"Retry-After": str(tried.retry_after)},
+            )
+        await next_app(scope, receive, send)
 
     @staticmethod
     async def _cache_key(

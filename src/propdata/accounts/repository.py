@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from propdata.accounts.schemas import Account, ApiKey, AuditEntry
@@ -49,6 +50,30 @@ class KeyRepository:
             ApiKey(*row)
             for row in await self.db.fetch_all(_SELECT + " ORDER BY k.created_at, k.id")
         ]
+
+    async def plans_held(
+        self, account_ids: Sequence[str], key_ids: Sequence[str]
+    ) -> tuple[dict[str, set[str]], dict[str, str]]:
+        """The plans of the active keys of each account, and the plan of each key."""
+        accounts: dict[str, set[str]] = {}
+        for start in range(0, len(account_ids), 500):
+            part = account_ids[start : start + 500]
+            rows = await self.db.fetch_all(
+                f"SELECT DISTINCT k.account_id, k.plan FROM api_keys k JOIN accounts a"
+                f" ON a.id = k.account_id WHERE k.status = 'active' AND a.status = 'active'"
+                f" AND k.account_id IN ({', '.join('?' for _ in part)})",
+                part,
+            )
+            for account_id, plan in rows:
+                accounts.setdefault(str(account_id), set()).add(str(plan))
+        keys: dict[str, str] = {}
+        for start in range(0, len(key_ids), 500):
+            part = key_ids[start : start + 500]
+            rows = await self.db.fetch_all(
+                f"SELECT id, plan FROM api_keys WHERE id IN ({', '.join('?' for _ in part)})", part
+            )
+            keys.update((str(key_id), str(plan)) for key_id, plan in rows)
+        return accounts, keys
 
     async def insert(
         self,

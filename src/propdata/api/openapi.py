@@ -63,6 +63,7 @@ _DESCRIPTIONS = {
     " the limit and the plan that raises it.",
     404: "Nothing matches.",
     409: "The address matches several properties.",
+    413: "The request body is over 64 KB (`payload_too_large`).",
     429: "Per-minute limit (`rate_limit_exceeded`), daily quota (`quota_exceeded`) or the"
     " failed-request guard exceeded; wait Retry-After seconds.",
     431: "Request headers over 16 KB in total: refused by the server before the API reads"

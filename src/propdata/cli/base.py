@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from propdata.config import ConfigError, Settings, load_settings
 from propdata.kit.db import Database, StoreUnavailable, connect
-from propdata.migrations.schema import initialised, migrate
+from propdata.migrations.schema import initialised, migrate, migrate_accounts
 
 app = typer.Typer(
     help="US property records and ZIP-level market statistics over HTTP.", no_args_is_help=True
@@ -135,9 +135,31 @@ def pipeline_step(
         with progress_bars() as progress:
             outcome = await work(db, settings, Bars(progress))
         summary(outcome)
+        await produce_events(db, settings)
         return outcome
 
     return run(go, create=create)
+
+
+async def produce_events(db: Database, settings: Settings) -> None:
+    """The saved searches' events of what the step committed (nothing to do, and the keys'
+    store left closed, when no saved search watches the data)."""
+    from propdata.events.produce import produce
+    from propdata.events.repository import ImageRepository
+
+    if not await ImageRepository(db).pending():
+        return
+    accounts = db if settings.accounts_url == settings.database_url else None
+    if accounts is None:
+        accounts = await connect(settings.accounts_url)
+    try:
+        await migrate_accounts(accounts)
+        produced = await produce(db, accounts)
+    finally:
+        if accounts is not db:
+            await accounts.close()
+    if produced:
+        err.print(f"Events: {produced:,} produced for saved searches.")
 
 
 def summary(outcome: Any) -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import msgspec
 
 from propdata.kit.db import Database
+from propdata.properties.repository import PropertyRow
 
 
 class EventRow(NamedTuple):
@@ -32,12 +36,25 @@ class NewEvent(NamedTuple):
 _COLUMNS = ", ".join(EventRow._fields)
 
 
+def iso_ms(at: float) -> str:
+    """ISO-8601 UTC with milliseconds and Z: how events and saved searches tell time."""
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def numbered(body: str, seq: int) -> str:
+    """An event's JSON with `sequence` set to `seq` (its place kept, else added last)."""
+    event = msgspec.json.decode(body)
+    event["sequence"] = seq
+    return msgspec.json.encode(event).decode()
+
+
 class EventRepository:
     def __init__(self, db: Database) -> None:
         self.db = db
 
     async def insert_events(self, events: Sequence[NewEvent]) -> list[int]:
-        """Append events (inside a transaction) and return their numbers, in order.
+        """Append events (inside a transaction) and return their numbers, in order; each
+        stored body gets its number as `sequence` (a body may hold 0 there, or none).
 
         On PostgreSQL the table is locked until the commit first: numbers come from an
         identity, handed out before commits, and a reader that has seen number n must have
@@ -46,15 +63,24 @@ class EventRepository:
             return []
         if self.db.dialect == "postgresql":
             await self.db.execute("LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE")
-        numbers: list[int] = []
-        for event in events:
-            row = await self.db.fetch_one(
-                f"INSERT INTO events ({', '.join(NewEvent._fields)})"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-                tuple(event),
+            rows = await self.db.fetch_all(
+                "SELECT nextval(pg_get_serial_sequence('events', 'seq'))"
+                " FROM generate_series(1, ?)",
+                (len(events),),
             )
-            assert row is not None
-            numbers.append(int(row[0]))
+            numbers = sorted(int(row[0]) for row in rows)
+        else:  # one writer: the numbers after the highest held are free
+            row = await self.db.fetch_one("SELECT COALESCE(MAX(seq), 0) FROM events")
+            first = int(row[0]) + 1 if row else 1
+            numbers = list(range(first, first + len(events)))
+        await self.db.executemany(
+            f"INSERT INTO events (seq, {', '.join(NewEvent._fields)})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (seq, *event[:-1], numbered(event.body, seq))
+                for seq, event in zip(numbers, events, strict=True)
+            ],
+        )
         return numbers
 
     async def page(
@@ -87,4 +113,209 @@ class EventRepository:
 
     async def prune(self, before: str) -> int:
         """Remove the events produced before `before` (ISO-8601 time); inside a transaction."""
-        return await self.db.execute("DELETE FROM events WHERE created_at < ?", (before,))
+        # The newest is kept: SQLite numbers the next row after the highest one held.
+        return await self.db.execute(
+            "DELETE FROM events WHERE created_at < ? AND seq < (SELECT MAX(seq) FROM events)",
+            (before,),
+        )
+
+
+class SearchRow(NamedTuple):
+    """One row of `saved_searches` (`filters` and `property_ids` as JSON)."""
+
+    id: str
+    owner: str
+    name: str
+    filters: str
+    property_ids: str
+    created_at: str
+
+
+_SEARCH_COLUMNS = ", ".join(SearchRow._fields)
+
+
+class SavedSearchRepository:
+    """The statements of saved searches (accounts store)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def insert(self, row: SearchRow) -> None:
+        await self.db.execute(
+            f"INSERT INTO saved_searches ({_SEARCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+            tuple(row),
+        )
+
+    async def update(self, row: SearchRow) -> None:
+        await self.db.execute(
+            "UPDATE saved_searches SET name = ?, filters = ?, property_ids = ?"
+            " WHERE id = ? AND owner = ?",
+            (row.name, row.filters, row.property_ids, row.id, row.owner),
+        )
+
+    async def delete(self, owner: str, search_id: str) -> bool:
+        done = await self.db.execute(
+            "DELETE FROM saved_searches WHERE id = ? AND owner = ?", (search_id, owner)
+        )
+        return done > 0
+
+    async def get(self, owner: str, search_id: str) -> SearchRow | None:
+        row = await self.db.fetch_one(
+            f"SELECT {_SEARCH_COLUMNS} FROM saved_searches WHERE id = ? AND owner = ?",
+            (search_id, owner),
+        )
+        return SearchRow._make(row) if row else None
+
+    async def page(self, owner: str, limit: int, offset: int) -> list[SearchRow]:
+        """The owner's searches, oldest first."""
+        rows = await self.db.fetch_all(
+            f"SELECT {_SEARCH_COLUMNS} FROM saved_searches WHERE owner = ?"
+            " ORDER BY created_at, id LIMIT ? OFFSET ?",
+            (owner, limit, offset),
+        )
+        return [SearchRow._make(row) for row in rows]
+
+    async def count(self, owner: str | None = None) -> int:
+        """The owner's searches (every owner's, when None)."""
+        if owner is None:
+            row = await self.db.fetch_one("SELECT count(*) FROM saved_searches")
+        else:
+            row = await self.db.fetch_one(
+                "SELECT count(*) FROM saved_searches WHERE owner = ?", (owner,)
+            )
+        return int(row[0]) if row else 0
+
+    async def all(self) -> list[SearchRow]:
+        """Every owner's searches (the producer evaluates them all at once)."""
+        rows = await self.db.fetch_all(
+            f"SELECT {_SEARCH_COLUMNS} FROM saved_searches ORDER BY owner, created_at, id"
+        )
+        return [SearchRow._make(row) for row in rows]
+
+
+class ImageRow(NamedTuple):
+    seq: int
+    key: str
+    """The property id, or the ZIP code of a market snapshot."""
+    before: str | None
+    after: str | None
+
+
+IMAGE_TABLES = {"properties": ("property_images", "property_id"),
+                "markets": ("market_images", "zip_code")}  # fmt: skip
+"""The image tables (data store) by what they hold, with their key column."""
+
+
+class ImageRepository:
+    """The data store's side of events: the change images and whether they are written."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def set_watching(self, watching: bool) -> None:
+        """Have the triggers write change images (a saved search exists) or not."""
+        await self.db.execute(
+            "INSERT INTO meta (key, value) VALUES ('events_watching', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            ("1" if watching else "0",),
+        )
+
+    async def watching(self) -> bool:
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'events_watching'")
+        return bool(row and row[0] == "1")
+
+    async def store_id(self) -> str:
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'store_id'")
+        return str(row[0]) if row else ""
+
+    async def pending(self) -> bool:
+        """Whether any change image is held (the producer's work, or what it left)."""
+        for table, _ in IMAGE_TABLES.values():
+            if await self.db.fetch_one(f"SELECT 1 FROM {table} LIMIT 1"):
+                return True
+        return False
+
+    async def images(self, kind: str, after: int, limit: int) -> list[ImageRow]:
+        """Images of `kind` ("properties" or "markets") numbered above `after`, in order."""
+        table, key = IMAGE_TABLES[kind]
+        rows = await self.db.fetch_all(
+            f"SELECT seq, {key}, before, after FROM {table} WHERE seq > ? ORDER BY seq LIMIT ?",
+            (after, limit),
+        )
+        return [ImageRow._make(row) for row in rows]
+
+    async def forget(self, kind: str, upto: int) -> None:
+        """Delete the images of `kind` numbered `upto` and below (turned into events)."""
+        table, _ = IMAGE_TABLES[kind]
+        await self.db.execute(f"DELETE FROM {table} WHERE seq <= ?", (upto,))
+
+    async def records(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored rows of these properties, by column name (those that exist)."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            cursor_rows = await self.db.fetch_all(
+                f"SELECT {_PROPERTY_COLUMNS} FROM properties"
+                f" WHERE id IN ({', '.join('?' for _ in part)})",
+                part,
+            )
+            found += [dict(zip(PropertyRow._fields, row, strict=True)) for row in cursor_rows]
+        return found
+
+
+_PROPERTY_COLUMNS = ", ".join(PropertyRow._fields)
+
+
+class ProducerRepository:
+    """The accounts store's side of producing: how far the images were read, the daily
+    counts of each owner's events, and what was dropped past a cap."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def lock(self) -> None:
+        """One producer at a time (inside its transaction): PostgreSQL's advisory lock,
+        held to the commit; SQLite's write transaction already is one."""
+        if self.db.dialect == "postgresql":
+            await self.db.execute("SELECT pg_advisory_xact_lock(7231009)")
+
+    async def meta(self, key: str) -> str | None:
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(row[0]) if row else None
+
+    async def set_meta(self, key: str, value: str) -> None:
+        await self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    async def produced_since(self, minute: int) -> dict[str, int]:
+        """Events produced per owner from unix minute `minute` on."""
+        rows = await self.db.fetch_all(
+            "SELECT owner, SUM(produced) FROM event_counts WHERE minute >= ? GROUP BY owner",
+            (minute,),
+        )
+        return {str(owner): int(n) for owner, n in rows}
+
+    async def count_produced(self, minute: int, produced: dict[str, int]) -> None:
+        await self.db.executemany(
+            "INSERT INTO event_counts (owner, minute, produced) VALUES (?, ?, ?)"
+            " ON CONFLICT (owner, minute) DO UPDATE"
+            " SET produced = event_counts.produced + excluded.produced",
+            [(owner, minute, n) for owner, n in produced.items() if n],
+        )
+
+    async def dropped(self) -> dict[str, int]:
+        rows = await self.db.fetch_all("SELECT owner, dropped FROM event_drops WHERE dropped > 0")
+        return {str(owner): int(n) for owner, n in rows}
+
+    async def set_dropped(self, dropped: dict[str, int]) -> None:
+        await self.db.executemany(
+            "INSERT INTO event_drops (owner, dropped) VALUES (?, ?)"
+            " ON CONFLICT (owner) DO UPDATE SET dropped = excluded.dropped",
+            list(dropped.items()),
+        )
+
+    async def prune_counts(self, before_minute: int) -> None:
+        await self.db.execute("DELETE FROM event_counts WHERE minute < ?", (before_minute,))

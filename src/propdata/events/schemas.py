@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from propdata.api.schemas import Base
+import msgspec
+
+from propdata.api.schemas import Base, PageMeta
 
 
 class Event(Base):
@@ -29,3 +31,58 @@ class EventsMeta(Base):
 class EventsResponse(Base):
     meta: EventsMeta
     data: list[Event]
+
+
+EVENT_TYPES = (
+    "search.entered", "search.exited", "property.listed", "property.priceChanged",
+    "property.statusChanged", "property.estimateChanged", "property.updated", "market.updated",
+    "webhook.test",
+)  # fmt: skip
+"""Every event type (contract.md "Events"), in the order the contract lists them."""
+
+
+class RawEventsResponse(Base):
+    """An `EventsResponse` whose events are their stored JSON (the same bytes on the wire)."""
+
+    meta: EventsMeta
+    data: msgspec.Raw
+
+
+class SavedSearch(Base):
+    """A saved search: what it watches (filters as GET /v1/properties takes them, and/or
+    property ids) and how many records match it now."""
+
+    id: Annotated[str, msgspec.Meta(examples=["srch_5mXw2kV9qLr0aT3bYc8dZe1f"])]
+    name: str
+    filters: Annotated[
+        dict[str, Any],
+        msgspec.Meta(
+            description="GET /v1/properties' filter parameters under the same names: numbers"
+            " as JSON numbers, bbox as its string",
+            examples=[{"city": "Ames", "state": "IA", "status": "forSale", "maxPrice": 350000}],
+        ),
+    ]
+    property_ids: Annotated[
+        list[str], msgspec.Meta(description="The records watched (all, when empty)")
+    ]
+    created_at: str
+    match_count: Annotated[int, msgspec.Meta(description="How many records match the search now")]
+
+
+class SavedSearchInput(Base, forbid_unknown_fields=True):
+    """The body of POST /v1/searches (PATCH: any of the three)."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+    filters: dict[str, Any] = msgspec.field(default_factory=dict)
+    property_ids: Annotated[list[str], msgspec.Meta(max_length=1000)] = msgspec.field(
+        default_factory=list
+    )
+
+
+class SavedSearchResponse(Base):
+    data: SavedSearch
+
+
+class SavedSearchList(Base):
+    meta: PageMeta
+    data: list[SavedSearch]

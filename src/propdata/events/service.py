@@ -1,8 +1,49 @@
-"""Event decisions: whose events are whose."""
+"""Event decisions: whose events are whose, saved searches, and the event log's pages."""
 
 from __future__ import annotations
 
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from propdata.accounts.keys import KeyService
 from propdata.accounts.schemas import ApiKey
+from propdata.api import body as bodies
+from propdata.api.schemas import PageMeta
+from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
+from propdata.events import cursor, filters
+from propdata.events.repository import (
+    EventRepository,
+    ImageRepository,
+    SavedSearchRepository,
+    SearchRow,
+    iso_ms,
+)
+from propdata.events.schemas import (
+    EVENT_TYPES,
+    EventsMeta,
+    RawEventsResponse,
+    SavedSearch,
+    SavedSearchList,
+)
+from propdata.kit.db import Database
+from propdata.plans import Plan, raising
+from propdata.properties.schemas import PROPERTY_ID
+from propdata.search.match import matches
+from propdata.search.schemas import SearchResponse
+from propdata.search.service import SearchService
+
+FIELDS = ("name", "filters", "propertyIds")
+"""What a saved search's body takes."""
+MAX_IDS = 1_000
+"""Property ids a saved search may watch."""
+MAX_NAME = 100
+_ID = re.compile(PROPERTY_ID)
 
 
 def owner_of(key: ApiKey) -> str:
@@ -11,3 +52,187 @@ def owner_of(key: ApiKey) -> str:
     if key.account_id is not None:
         return f"acct:{key.account_id}"
     return f"key:{key.id}"
+
+
+def plan_limit(plan: Plan, limit: str, noun: str) -> PlanLimitReached:
+    """The 403 of an owner at their plan's `limit` (a `plans.Plan` field, such as
+    saved_searches), naming the plan that raises it."""
+    held = getattr(plan, limit)
+    higher = raising(limit, held)
+    then = (
+        f"; the {higher.title} plan holds {getattr(higher, limit):,}"
+        if higher is not None
+        else "; an operator may raise an Enterprise account's limit"
+    )
+    return PlanLimitReached(f"The {plan.title} plan holds at most {held:,} {noun}{then}.")
+
+
+class SavedSearchService:
+    def __init__(
+        self,
+        accounts: Database,
+        data: Database,
+        keys: KeyService,
+        search: SearchService,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.repo = SavedSearchRepository(accounts)
+        self.accounts = accounts
+        self.images = ImageRepository(data)
+        self.keys = keys
+        self.search = search
+        self.clock = clock
+
+    async def create(self, key: ApiKey, body: Mapping[str, Any]) -> SavedSearch:
+        """Save a search for the key's owner; 403 past the owner's plan."""
+        name, wanted, ids = _checked(body, partial=False)
+        owner = owner_of(key)
+        row = SearchRow(
+            id="srch_" + secrets.token_hex(12), owner=owner, name=name or "",
+            filters=json.dumps(wanted or {}), property_ids=json.dumps(ids or []),
+            created_at=iso_ms(self.clock()),
+        )  # fmt: skip
+        plan = await self.keys.plan_of(key)
+        async with self.accounts.transaction():
+            held = await self.repo.count(owner)
+            if held >= plan.saved_searches:
+                raise plan_limit(plan, "saved_searches", "saved searches")
+            await self.repo.insert(row)
+        if not await self.images.watching():
+            await self.images.set_watching(True)
+        return await self._wire(row)
+
+    async def page(self, key: ApiKey, limit: int, offset: int) -> SavedSearchList:
+        owner = owner_of(key)
+        rows = await self.repo.page(owner, limit, offset)
+        total = await self.repo.count(owner)
+        return SavedSearchList(
+            meta=PageMeta(total=total, limit=limit, offset=offset),
+            data=[await self._wire(row) for row in rows],
+        )
+
+    async def get(self, key: ApiKey, search_id: str) -> SavedSearch:
+        return await self._wire(await self._row(key, search_id))
+
+    async def update(self, key: ApiKey, search_id: str, body: Mapping[str, Any]) -> SavedSearch:
+        """Change any of a search's name, filters and property ids."""
+        name, wanted, ids = _checked(body, partial=True)
+        row = await self._row(key, search_id)
+        row = row._replace(
+            name=row.name if name is None else name,
+            filters=row.filters if wanted is None else json.dumps(wanted),
+            property_ids=row.property_ids if ids is None else json.dumps(ids),
+        )
+        if not json.loads(row.filters) and not json.loads(row.property_ids):
+            raise _empty("filters" if wanted is not None else "propertyIds")
+        async with self.accounts.transaction():
+            await self.repo.update(row)
+        return await self._wire(row)
+
+    async def delete(self, key: ApiKey, search_id: str) -> None:
+        async with self.accounts.transaction():
+            if not await self.repo.delete(owner_of(key), search_id):
+                raise _missing(search_id)
+        if not await self.repo.count() and await self.images.watching():
+            await self.images.set_watching(False)
+
+    async def _row(self, key: ApiKey, search_id: str) -> SearchRow:
+        row = await self.repo.get(owner_of(key), search_id)
+        if row is None:
+            raise _missing(search_id)
+        return row
+
+    async def _wire(self, row: SearchRow) -> SavedSearch:
+        stored = json.loads(row.filters)
+        ids = json.loads(row.property_ids)
+        return SavedSearch(
+            id=row.id, name=row.name, filters=stored, property_ids=ids,
+            created_at=row.created_at, match_count=await self._match_count(stored, ids),
+        )  # fmt: skip
+
+    async def _match_count(self, stored: dict[str, Any], ids: list[str]) -> int:
+        """How many records match now: the search's count, or the watched ids that pass."""
+        query = filters.query_of(stored)
+        if ids:
+            records = await self.images.records(ids)
+            return int(matches(query, records).sum()) if records else 0
+        page = await self.search.search(query)
+        assert isinstance(page, SearchResponse)
+        return page.meta.total
+
+
+def _checked(
+    body: Mapping[str, Any], *, partial: bool
+) -> tuple[str | None, dict[str, Any] | None, list[str] | None]:
+    """A saved search's body checked field by field: (name, filters, ids), None for each one
+    absent (a PATCH's); a 400 naming the field otherwise."""
+    bodies.unknown(body, FIELDS)
+    name = wanted = ids = None
+    if "name" in body:
+        name = bodies.value(body, "name", str).strip()
+        if not 1 <= len(name) <= MAX_NAME:
+            raise InvalidParameter("name", f"'name' must hold 1 to {MAX_NAME} characters.")
+    elif not partial:
+        raise InvalidParameter("name", "'name' is required: 1 to 100 characters.")
+    if "filters" in body:
+        wanted = filters.check(bodies.value(body, "filters", dict))
+    if "propertyIds" in body:
+        given = bodies.value(body, "propertyIds", list)
+        if len(given) > MAX_IDS:
+            raise InvalidParameter(
+                "propertyIds", f"'propertyIds' may hold at most {MAX_IDS:,} property ids."
+            )
+        for value in given:
+            if not isinstance(value, str) or not _ID.fullmatch(value):
+                raise InvalidParameter(
+                    "propertyIds", "'propertyIds' must hold property ids (strings of 1 to 64"
+                    " letters, digits, '.', '_' or '-')."
+                )  # fmt: skip
+        ids = list(dict.fromkeys(given))
+    if not partial and not wanted and not ids:
+        raise _empty("filters")
+    if partial and name is None and wanted is None and ids is None:
+        raise InvalidParameter("body", f"Send any of {', '.join(FIELDS)}.")
+    return name, wanted, ids
+
+
+def _empty(parameter: str) -> InvalidParameter:
+    return InvalidParameter(
+        parameter, "A saved search needs filters, propertyIds or both (a record must pass both)."
+    )
+
+
+def _missing(search_id: str) -> NotFound:
+    return NotFound(f"No saved search with id '{search_id}'.")
+
+
+class EventService:
+    def __init__(self, accounts: Database) -> None:
+        self.repo = EventRepository(accounts)
+
+    async def page(
+        self, key: ApiKey, since: str | None, types: str | None, search_id: str | None, limit: int
+    ) -> RawEventsResponse:
+        """The owner's events after `since`, oldest first, as they were stored."""
+        after = 0 if since is None else cursor.decode(since, "since")
+        wanted = _types(types)
+        rows = await self.repo.page(owner_of(key), after, limit, wanted, search_id)
+        last = rows[-1].seq if rows else max(after, await self.repo.last())
+        raw = b"[" + b",".join(row.body.encode() for row in rows) + b"]"
+        return RawEventsResponse(
+            meta=EventsMeta(limit=limit, next_cursor=cursor.encode(last)), data=msgspec.Raw(raw)
+        )
+
+
+def _types(raw: str | None) -> list[str]:
+    if raw is None:
+        return []
+    wanted = [t.strip() for t in raw.split(",")]
+    for name in wanted:
+        if name not in EVENT_TYPES:
+            raise InvalidParameter(
+                "types",
+                f"Unknown event type '{name}' in 'types'; expected a comma-separated list of:"
+                f" {', '.join(EVENT_TYPES)}.",
+            )
+    return list(dict.fromkeys(wanted))

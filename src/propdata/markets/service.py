@@ -23,7 +23,7 @@ class MarketService:
         row = await self.repo.snapshot(zip_code)
         if row is None:
             raise NotFound(f"No market data for ZIP code {zip_code}.")
-        return _market(row)
+        return market_of(row)
 
     async def history(self, zip_code: str, months: int) -> MarketHistory:
         row = await self.repo.snapshot(zip_code)
@@ -53,11 +53,13 @@ class MarketService:
     ) -> MarketSearchResponse:
         total, rows = await self.repo.search(city_key, state, zip_prefix, limit, offset)
         return MarketSearchResponse(
-            meta=PageMeta(total=total, limit=limit, offset=offset), data=[_market(r) for r in rows]
+            meta=PageMeta(total=total, limit=limit, offset=offset),
+            data=[market_of(r) for r in rows],
         )
 
 
-def _market(r: SnapshotRow) -> Market:
+def market_of(r: SnapshotRow) -> Market:
+    """The wire market of a stored snapshot row."""
     return Market(
         zip_code=r.zip_code, city=r.city, state=r.state,
         snapshot=Snapshot(

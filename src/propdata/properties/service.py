@@ -148,6 +148,11 @@ def gross_yield(rent: Estimate | None, value: Estimate | None) -> float | None:
     return round(12 * rent.value / value.value, 4)
 
 
+def record_of(r: PropertyRow) -> PropertyDetail:
+    """The wire record of a stored row, without its histories (empty lists)."""
+    return _detail(r, [], [])
+
+
 def _detail(r: PropertyRow, events: list[EventRow], taxes: list[TaxRow]) -> PropertyDetail:
     rent = estimate(r.rent_value, r.rent_low, r.rent_high, r.rent_as_of)
     value = estimate(r.value_value, r.value_low, r.value_high, r.value_as_of)

@@ -1,0 +1,80 @@
+"""Request bodies of the writes under /v1 (saved searches, webhook endpoints): JSON objects,
+at most 64 KB, each field checked by name.
+
+contract.md, "Events": `Content-Type: application/json`; an unknown field, a bad type or a
+bad value is 400 `invalid_parameter` naming it in `parameter`, dotted for nested names
+(`filters.minPrice`). A body over 64 KB is 413 `payload_too_large`, read no further.
+
+    body = await json_object(request)
+    unknown(body, ("name", "filters"))
+    name = value(body, "name", str)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+import msgspec
+from litestar import Request
+
+from propdata.errors import InvalidParameter, PayloadTooLarge
+
+MAX_BODY = 64 * 1024
+"""Bytes a request body may hold."""
+T = TypeVar("T")
+_KINDS = {str: "a string", int: "a whole number", float: "a number", bool: "true or false",
+          list: "an array", dict: "an object"}  # fmt: skip
+
+
+async def json_object(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """The request's body, a JSON object; a 400 (naming `body` or `Content-Type`) or a 413
+    for anything else."""
+    kind = request.headers.get("content-type", "")
+    if kind.split(";")[0].strip().lower() != "application/json":
+        raise InvalidParameter(
+            "Content-Type", "Send the body as JSON, with 'Content-Type: application/json'."
+        )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise too_large()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise too_large()
+        chunks.append(chunk)
+    try:
+        found = msgspec.json.decode(b"".join(chunks))
+    except msgspec.DecodeError:
+        raise InvalidParameter("body", "The body is not valid JSON.") from None
+    if not isinstance(found, dict):
+        raise InvalidParameter("body", "The body must be a JSON object.")
+    return found
+
+
+def too_large() -> PayloadTooLarge:
+    return PayloadTooLarge(f"A request body may hold at most {MAX_BODY // 1024} KB.")
+
+
+def unknown(body: Mapping[str, Any], allowed: Iterable[str], prefix: str = "") -> None:
+    """400 naming the first field of `body` not in `allowed` (`prefix` + its name)."""
+    known = tuple(allowed)
+    for name in body:
+        if name not in known:
+            raise InvalidParameter(
+                f"{prefix}{name}",
+                f"Unknown field '{prefix}{name}'; {prefix.rstrip('.') or 'the body'} takes:"
+                f" {', '.join(known)}.",
+            )
+
+
+def value(body: Mapping[str, Any], name: str, kind: type[T], prefix: str = "") -> T:
+    """`body[name]` as `kind` (strictly: 3.0 is no whole number, "3" no number), or a 400
+    naming `prefix` + `name` and saying what it takes."""
+    try:
+        return msgspec.convert(body[name], kind, strict=True)
+    except msgspec.ValidationError:
+        what = _KINDS.get(kind, "a value of another kind")
+        raise InvalidParameter(f"{prefix}{name}", f"'{prefix}{name}' must be {what}.") from None

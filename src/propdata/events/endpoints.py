@@ -1,0 +1,165 @@
+"""HTTP endpoints of saved searches (/v1/searches) and the event log (GET /v1/events)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Request, Response, delete, get, patch, post
+from litestar.params import PathParameter, QueryParameter
+
+from propdata.accounts.middleware import MANAGED
+from propdata.accounts.schemas import ApiKey
+from propdata.api import paging
+from propdata.api.body import json_object
+from propdata.api.dependencies import Injected
+from propdata.api.openapi import ANSWER_HEADERS, RATE_HEADERS, ApiOperation, errors
+from propdata.api.params import PageLimit, PageOffset
+from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
+from propdata.events.schemas import (
+    EVENT_TYPES,
+    EventsResponse,
+    SavedSearchList,
+    SavedSearchResponse,
+)
+from propdata.events.service import EventService, SavedSearchService
+
+_BODY_ERRORS = [
+    InvalidParameter("filters.maxPrice", "Invalid value for 'filters.maxPrice'; expected: a"
+                     " whole number from 0 to 9,007,199,254,740,991."),
+    InvalidParameter("filters.limit", "'limit' is not a filter: a saved search has no page,"
+                     " sort or fields."),
+    InvalidParameter("name", "'name' must hold 1 to 100 characters."),
+]  # fmt: skip
+_NOT_FOUND = NotFound("No saved search with id 'srch_0123456789abcdef01234567'.")
+_MANAGED = {**MANAGED}
+_TAGS = ["searches"]
+
+
+@post(
+    "/searches", opt=_MANAGED, status_code=201, tags=_TAGS, operation_class=ApiOperation,
+    summary="Save a search", operation_id="createSavedSearch", response_headers=RATE_HEADERS,
+    responses=errors(403, 413, examples=[*_BODY_ERRORS, PlanLimitReached(
+        "The Free plan holds at most 3 saved searches; the Developer plan holds 25.")]),
+)  # fmt: skip
+async def create_search(
+    saved_searches: Injected[SavedSearchService],
+    key: Injected[ApiKey],
+    request: Request[Any, Any, Any],
+) -> SavedSearchResponse:
+    """Save a search: filters as GET /v1/properties takes them, property ids, or both.
+
+    Body: `{"name", "filters": {...}, "propertyIds": [...]}`. Its events are produced from
+    the next change of a record that matches it.
+    """
+    return SavedSearchResponse(data=await saved_searches.create(key, await json_object(request)))
+
+
+@get(
+    "/searches", opt={**_MANAGED, "paged": True}, tags=_TAGS, operation_class=ApiOperation,
+    summary="List saved searches", operation_id="listSavedSearches",
+    response_headers=RATE_HEADERS, responses=errors(),
+)  # fmt: skip
+async def list_searches(
+    saved_searches: Injected[SavedSearchService],
+    key: Injected[ApiKey],
+    request: Request[Any, Any, Any],
+    limit: PageLimit = None,  # declared for the reference; the size applied is paging's
+    offset: PageOffset = 0,
+) -> SavedSearchList:
+    """List the saved searches of the key's owner, oldest first."""
+    return await saved_searches.page(key, paging.applied_page_size(request.scope), offset)
+
+
+@get(
+    "/searches/{search_id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
+    summary="Get a saved search", operation_id="getSavedSearch",
+    response_headers=RATE_HEADERS, responses=errors(404, examples=[_NOT_FOUND]),
+)  # fmt: skip
+async def get_search(
+    saved_searches: Injected[SavedSearchService],
+    key: Injected[ApiKey],
+    search_id: Annotated[str, PathParameter(min_length=1, max_length=100)],
+) -> SavedSearchResponse:
+    """Get one saved search, with how many records match it now."""
+    return SavedSearchResponse(data=await saved_searches.get(key, search_id))
+
+
+@patch(
+    "/searches/{search_id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
+    summary="Change a saved search", operation_id="updateSavedSearch",
+    response_headers=RATE_HEADERS,
+    responses=errors(404, 413, examples=[*_BODY_ERRORS, _NOT_FOUND]),
+)  # fmt: skip
+async def update_search(
+    saved_searches: Injected[SavedSearchService],
+    key: Injected[ApiKey],
+    request: Request[Any, Any, Any],
+    search_id: Annotated[str, PathParameter(min_length=1, max_length=100)],
+) -> SavedSearchResponse:
+    """Change any of a saved search's name, filters and propertyIds (each replaced whole)."""
+    body = await json_object(request)
+    return SavedSearchResponse(data=await saved_searches.update(key, search_id, body))
+
+
+@delete(
+    "/searches/{search_id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
+    summary="Delete a saved search", operation_id="deleteSavedSearch",
+    response_headers=RATE_HEADERS, responses=errors(404, examples=[_NOT_FOUND]),
+)  # fmt: skip
+async def delete_search(
+    saved_searches: Injected[SavedSearchService],
+    key: Injected[ApiKey],
+    search_id: Annotated[str, PathParameter(min_length=1, max_length=100)],
+) -> None:
+    """Delete a saved search; it produces no more events (those produced are kept)."""
+    await saved_searches.delete(key, search_id)
+
+
+@get(
+    "/events", opt={"paged": True, "cached": False}, tags=["events"],
+    operation_class=ApiOperation, summary="The event log", operation_id="listEvents",
+    response_headers=ANSWER_HEADERS,
+    responses=errors(examples=[
+        InvalidParameter("since", "'since' is not an event cursor: pass meta.nextCursor (or"
+                         " an event's stream id) as it came."),
+        InvalidParameter("types", f"Unknown event type 'property.sold' in 'types'; expected"
+                         f" a comma-separated list of: {', '.join(EVENT_TYPES)}."),
+    ]),
+)  # fmt: skip
+async def list_events(
+    events: Injected[EventService],
+    key: Injected[ApiKey],
+    request: Request[Any, Any, Any],
+    since: Annotated[
+        str | None,
+        QueryParameter(
+            min_length=1,
+            max_length=100,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="meta.nextCursor of the previous page (or a stream event's id);"
+            " without it the log starts at the oldest event kept (30 days)",
+        ),
+    ] = None,
+    types: Annotated[
+        str | None,
+        QueryParameter(
+            min_length=1,
+            max_length=500,
+            description=f"Only these event types, comma-separated: {', '.join(EVENT_TYPES)}",
+        ),
+    ] = None,
+    searchId: Annotated[
+        str | None,
+        QueryParameter(min_length=1, max_length=100, description="Only this saved search's"),
+    ] = None,
+    limit: PageLimit = None,  # declared for the reference; the size applied is paging's
+) -> Response[EventsResponse]:
+    """List the owner's events, oldest first; follow meta.nextCursor (never null).
+
+    An empty page means you are up to date: ask again later with the same cursor.
+    """
+    size = paging.applied_page_size(request.scope)
+    return Response(await events.page(key, since, types, searchId, size))  # type: ignore[arg-type]
+
+
+HANDLERS = [create_search, list_searches, get_search, update_search, delete_search, list_events]
