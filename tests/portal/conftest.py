@@ -117,10 +117,12 @@ class Receiver:
         receiver = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 size = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(size)
-                receiver.received.append(Delivered({k.lower(): v for k, v in self.headers.items()}, body))
+                receiver.received.append(
+                    Delivered({k.lower(): v for k, v in self.headers.items()}, body)
+                )
                 self.send_response(receiver.status)
                 self.send_header("content-length", "0")
                 self.end_headers()

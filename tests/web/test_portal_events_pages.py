@@ -118,7 +118,9 @@ def test_save_a_search_and_watch_a_webhook_deliver(
         time.sleep(0.2)
         page.reload()
     else:
-        raise AssertionError("no delivery shown: " + page.get_by_test_id("webhook-row").inner_text())
+        raise AssertionError(
+            "no delivery shown: " + page.get_by_test_id("webhook-row").inner_text()
+        )
     assert "webhook.test" in delivery.first.inner_text()
     assert "HTTP 204" in delivery.first.get_by_test_id("delivery-response").inner_text()
     assert len(receiver.received) == seen + 1

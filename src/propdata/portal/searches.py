@@ -22,11 +22,11 @@ from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
 from propdata.api.params import DECIMAL
 from propdata.config import Settings
-from propdata.errors import ServiceError
-from propdata.events.schemas import SavedSearchInput
-from propdata.events.service import SavedSearches
+from propdata.errors import Forbidden, ServiceError
 from propdata.events.filters import declared
-from propdata.portal.pages import Visit, checked, page, see_other, visit
+from propdata.events.schemas import SavedSearch
+from propdata.events.service import SavedSearchService
+from propdata.portal.pages import Visit, acting_key, checked, page, see_other, visit
 
 PAGE = "/dashboard/searches"
 
@@ -100,52 +100,64 @@ def property_ids_of(form: dict[str, str]) -> list[str]:
     return [part for part in _IDS.split(form.get("propertyIds", "")) if part]
 
 
-def owner(v: Visit) -> str:
-    assert v.account is not None
-    return f"acct:{v.account.id}"
+NO_KEY = (
+    "Your account holds no active API key, and saved searches are managed through one: create"
+    " a key on the API keys page first."
+)
 
 
 @get(PAGE)
 async def searches_page(request: Request[Any, Any, Any], settings: Injected[Settings],
                         accounts: Injected[AccountService],
-                        searches: Injected[SavedSearches]) -> Response[Any]:  # fmt: skip
+                        saved_searches: Injected[SavedSearchService]) -> Response[Any]:  # fmt: skip
     """The account's saved searches with their match counts, and the form that saves one."""
     v = await visit(request, settings, accounts)
     if v.account is None or v.session is None:
         return see_other(v, "/login")
-    return await _page(accounts, searches, v)
+    return await _page(accounts, saved_searches, v)
 
 
 async def _page(
-    accounts: AccountService, searches: SavedSearches, v: Visit, status: int = 200,
+    accounts: AccountService, saved_searches: SavedSearchService, v: Visit, status: int = 200,
     error: ServiceError | None = None, form: dict[str, str] | None = None,
 ) -> Template:  # fmt: skip
     assert v.account is not None and v.session is not None
     flash = await accounts.take_flash(v.session)
-    listed, plan = await searches.of_owner(owner(v))
+    key = await acting_key(accounts, v.account)
+    listed: list[SavedSearch] = []
+    limit, plan_title = 0, ""
+    if key is not None:
+        plan = await accounts.keys.plan_of(key)
+        limit, plan_title = plan.saved_searches, plan.title
+        listed = (await saved_searches.page(key, plan.saved_searches, 0)).data
     return await page(
         accounts, v, "searches.html", status=status, headers=error.headers if error else None,
-        searches=listed, limit=plan.saved_searches, plan_title=plan.title, fields=fields(),
-        error=error, form=form or {}, notice=flash.notice,
+        searches=listed, limit=limit, plan_title=plan_title, fields=fields(),
+        no_key=NO_KEY if key is None else "", error=error, form=form or {}, notice=flash.notice,
     )  # fmt: skip
 
 
 @post(PAGE, status_code=303)
 async def create_search(request: Request[Any, Any, Any], settings: Injected[Settings],
                         accounts: Injected[AccountService],
-                        searches: Injected[SavedSearches]) -> Response[Any]:  # fmt: skip
+                        saved_searches: Injected[SavedSearchService]) -> Response[Any]:  # fmt: skip
     """Save a search from the form's name and filters; its match count shows at once."""
     v, form = await checked(request, settings, accounts)
     if v.account is None or v.session is None:
         return see_other(v, "/login")
-    wanted = SavedSearchInput(
-        name=form.get("name", "").strip(), filters=filters_of(form),
-        property_ids=property_ids_of(form),
-    )  # fmt: skip
+    body: dict[str, Any] = {"name": form.get("name", ""), "filters": filters_of(form)}
+    ids = property_ids_of(form)
+    if ids:
+        body["propertyIds"] = ids
+    if not body["filters"] and ids:
+        del body["filters"]
     try:
-        made = await searches.create(owner(v), wanted)
+        key = await acting_key(accounts, v.account)
+        if key is None:
+            raise Forbidden(NO_KEY)
+        made = await saved_searches.create(key, body)
     except ServiceError as exc:
-        return await _page(accounts, searches, v, exc.status, exc, form)
+        return await _page(accounts, saved_searches, v, exc.status, exc, form)
     records = "record matches" if made.match_count == 1 else "records match"
     await accounts.set_flash(v.session, Flash(notice=(
         f"Saved “{made.name}”: {made.match_count:,} {records} it now. You will get an event"
@@ -157,15 +169,19 @@ async def create_search(request: Request[Any, Any, Any], settings: Injected[Sett
 @post(PAGE + "/{search_id:str}/delete", status_code=303)
 async def delete_search(request: Request[Any, Any, Any], search_id: FromPath[str],
                         settings: Injected[Settings], accounts: Injected[AccountService],
-                        searches: Injected[SavedSearches]) -> Response[Any]:  # fmt: skip
+                        saved_searches: Injected[SavedSearchService]) -> Response[Any]:  # fmt: skip
     """Delete a saved search: it produces no more events."""
     v, _ = await checked(request, settings, accounts)
     if v.account is None or v.session is None:
         return see_other(v, "/login")
     try:
-        gone = await searches.delete(owner(v), search_id)
+        key = await acting_key(accounts, v.account)
+        if key is None:
+            raise Forbidden(NO_KEY)
+        gone = await saved_searches.get(key, search_id)
+        await saved_searches.delete(key, search_id)
     except ServiceError as exc:
-        return await _page(accounts, searches, v, exc.status, exc)
+        return await _page(accounts, saved_searches, v, exc.status, exc)
     await accounts.set_flash(v.session, Flash(notice=f"Deleted “{gone.name}”."))
     return see_other(v, PAGE)
 

@@ -9,23 +9,26 @@ button does, `webhooks.service` decides; its refusals are shown on the page in w
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from litestar import Request, Response, get, post
 from litestar.params import FromPath
 from litestar.response import Template
 
+from propdata.accounts.schemas import ApiKey
 from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
-from propdata.accounts.schemas import ApiKey
 from propdata.errors import Forbidden, InvalidField, ServiceError
 from propdata.portal.pages import Visit, acting_key, checked, page, see_other, visit
 from propdata.webhooks.schemas import (
     DEFAULT_GRACE,
     EVENT_TYPES,
     MAX_GRACE,
+    Delivery,
+    Endpoint,
     EndpointChange,
     NewEndpoint,
 )
@@ -57,6 +60,15 @@ GRACES = [(0, "no time: at once"), (3_600, "1 hour"), (DEFAULT_GRACE, "1 day"),
 """The rotation form's choices of how long the old secret goes on signing."""
 
 
+@dataclass(frozen=True, slots=True)
+class Row:
+    """An endpoint as the page shows it: why it is disabled, its last deliveries."""
+
+    endpoint: Endpoint
+    why: str
+    deliveries: list[Delivery]
+
+
 NO_KEY = (
     "Your account holds no active API key, and webhooks are managed through one: create a key"
     " on the API keys page first."
@@ -81,7 +93,8 @@ async def _page(
     assert v.account is not None and v.session is not None
     flash = await accounts.take_flash(v.session)
     key = await acting_key(accounts, v.account)
-    rows, limit, plan_title = [], 0, ""
+    rows: list[Row] = []
+    limit, plan_title = 0, ""
     if key is not None:
         plan = await webhooks.plan_of(key)
         limit, plan_title = plan.webhook_endpoints, plan.title
@@ -89,9 +102,9 @@ async def _page(
         for hook in (endpoint_view(row) for row in held):
             _, deliveries = await webhooks.deliveries(key, hook.id, DELIVERIES_SHOWN, 0)
             why = WHY_DISABLED.get(hook.disabled_reason or "", "")
-            rows.append({"endpoint": hook, "why": why, "deliveries": deliveries})
+            rows.append(Row(hook, why, deliveries))
     form = form or {}
-    shown = next((row["endpoint"] for row in rows if row["endpoint"].id == flash.secret_of), None)
+    shown = next((row.endpoint for row in rows if row.endpoint.id == flash.secret_of), None)
     return await page(
         accounts, v, "webhooks.html", status=status, headers=error.headers if error else None,
         endpoints=rows, limit=limit, plan_title=plan_title, no_key=NO_KEY if key is None else "",
@@ -215,7 +228,8 @@ def _grace(text: str) -> int:
         return DEFAULT_GRACE
     if not (text.isascii() and text.isdigit()) or int(text) > MAX_GRACE:
         raise InvalidField(
-            "graceSeconds", f"graceSeconds must be a whole number of seconds from 0 to {MAX_GRACE:,}."
+            "graceSeconds",
+            f"graceSeconds must be a whole number of seconds from 0 to {MAX_GRACE:,}.",
         )
     return int(text)
 
