@@ -55,7 +55,12 @@ def test_save_a_search_and_watch_a_webhook_deliver(
 
     def fits(name: str) -> None:
         if phone:
-            assert page.evaluate("document.documentElement.scrollWidth") <= width, name
+            wide = page.evaluate(
+                "[...document.querySelectorAll('body *')].filter(e =>"
+                f" e.getBoundingClientRect().right > {width} + 1).map(e => e.tagName + '.'"
+                " + e.className + '#' + (e.id || e.dataset.testid || '')).slice(0, 8)"
+            )
+            assert page.evaluate("document.documentElement.scrollWidth") <= width, (name, wide)
 
     def shot(name: str) -> None:
         fits(name)

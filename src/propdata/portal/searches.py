@@ -51,15 +51,16 @@ class Field:
 
 
 _LABELS = {
-    "zipCode": ("ZIP code", "50010"), "city": ("City", "Ames"), "state": ("State", "IA"),
+    "zipCode": ("ZIP code", "e.g. 50010"), "city": ("City", "e.g. Ames"),
+    "state": ("State", "e.g. IA"),
     "status": ("Status", ""), "propertyType": ("Property type", ""),
     "minPrice": ("Price from ($)", ""), "maxPrice": ("Price up to ($)", ""),
     "minBeds": ("Beds, at least", ""), "maxBeds": ("Beds, at most", ""),
     "minBaths": ("Baths, at least", ""), "minSqft": ("Square feet from", ""),
     "maxSqft": ("Square feet up to", ""), "minYearBuilt": ("Built in or after", ""),
-    "maxDaysOnMarket": ("Days on market, at most", ""),
-    "latitude": ("Latitude", "42.0267"), "longitude": ("Longitude", "-93.6465"),
-    "radius": ("Radius (miles)", "5"), "bbox": ("Box", "west,south,east,north"),
+    "maxDaysOnMarket": ("Days listed, at most", ""),
+    "latitude": ("Latitude", "e.g. 42.0267"), "longitude": ("Longitude", "e.g. -93.6465"),
+    "radius": ("Radius (miles)", "e.g. 5"), "bbox": ("Box", "west,south,east,north"),
 }  # fmt: skip
 """How each filter reads on the page (its name and type are the search endpoint's)."""
 

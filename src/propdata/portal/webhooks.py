@@ -174,7 +174,9 @@ async def test_webhook(request: Request[Any, Any, Any], endpoint_id: FromPath[st
 
     async def test(key: ApiKey, form: dict[str, Any]) -> Flash:
         await webhooks.test(key, endpoint_id)
-        return Flash(notice="A test event is on its way; reload the page to see how it went.")
+        return Flash(
+            notice="A test event is on its way: its delivery is listed below (reload to follow it)."
+        )
 
     return await _on_page(request, settings, accounts, webhooks, test)
 
