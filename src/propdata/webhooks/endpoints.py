@@ -49,7 +49,8 @@ def _common(
     return {
         "opt": _MANAGE, "operation_class": ApiOperation, "tags": ["webhooks"],
         "summary": summary, "operation_id": operation_id, "response_headers": RATE_HEADERS,
-        "responses": errors(*statuses, metered=False, examples=examples or []),
+        # Not counted, but at most 60 such requests a minute: 429 (contract.md "Metering").
+        "responses": errors(429, *statuses, metered=False, examples=examples or []),
         "request_max_body_size": MAX_BODY,
     }  # fmt: skip
 
