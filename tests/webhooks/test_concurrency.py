@@ -9,7 +9,6 @@ import asyncio
 import collections
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -96,15 +95,15 @@ async def test_a_delivery_in_flight_when_its_process_is_killed_is_made_again(rig
         receiver.before_answer = hold
         row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
         (event_id,) = await rig.events(OWNER)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.webhooks.deliver_apart"], cwd=ROOT,
-            env={**os.environ, "PROPDATA_TEST_STORE": store}, stdout=subprocess.DEVNULL,
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.webhooks.deliver_apart", cwd=ROOT,
+            env={**os.environ, "PROPDATA_TEST_STORE": store}, stdout=asyncio.subprocess.DEVNULL,
         )  # fmt: skip
         try:
             await asyncio.wait_for(answered.wait(), 60)
         finally:
             os.kill(process.pid, signal.SIGKILL)
-            process.wait(10)
+            await asyncio.wait_for(process.wait(), 10)
         # The lease the dead process took (on the real clock, seconds ago) runs out.
         rig.clock.advance(LEASE + 30)
         assert await rig.dispatcher().run_once() == 1
