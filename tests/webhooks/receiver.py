@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 
@@ -22,6 +22,7 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     answer: Callable[[Received], tuple[int, dict[str, str]]] = lambda _: (200, {})
     delay: float = 0.0
+    before_answer: Callable[[Received], Awaitable[None]] | None = None
 
     @property
     def url(self) -> str:
@@ -49,6 +50,8 @@ class Receiver:
                 self.received.append(got)
                 if self.delay:
                     await asyncio.sleep(self.delay)
+                if self.before_answer is not None:
+                    await self.before_answer(got)
                 status, extra = self.answer(got)
                 out = f"HTTP/1.1 {status} X\r\ncontent-length: 2\r\n"
                 out += "".join(f"{k}: {v}\r\n" for k, v in extra.items())

@@ -3,15 +3,20 @@ and replay; every bad input a 400 naming its field; plan limits; another owner's
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
 
 import pytest
+from litestar.testing import AsyncTestClient
+from standardwebhooks import Webhook
 
+from propdata.app import create_app
 from propdata.config import accounts_url
 from propdata.events import cursor
 from propdata.kit.db import connect
-from tests.conftest import KeyMaker, Store
+from tests.conftest import KeyMaker, Store, settings_for
+from tests.webhooks.receiver import receiving
 
 PUBLIC = "https://93.184.215.14/hook"
 
@@ -36,7 +41,8 @@ def bearer(secret: str) -> dict[str, str]:
 
 
 async def _make(client: Any, secret: str, **body: Any) -> dict[str, Any]:
-    response = await client.post("/v1/webhooks", json={"url": PUBLIC, **body},
+    body.setdefault("url", PUBLIC)
+    response = await client.post("/v1/webhooks", json=body,
                                  headers=bearer(secret))  # fmt: skip
     assert response.status_code == 201, response.text
     made: dict[str, Any] = response.json()["data"]
@@ -216,3 +222,33 @@ async def test_managing_webhooks_is_not_counted(client: Any, make_key: KeyMaker)
         await client.get("/v1/webhooks", headers=bearer(secret))
     status = (await client.get("/v1/auth/status", headers=bearer(secret))).json()["data"]
     assert status["usage"]["minute"]["used"] == 0
+
+
+async def test_the_servers_dispatcher_delivers_a_test_event(
+    store: Store, make_key: KeyMaker
+) -> None:
+    """The app's own dispatcher (started with it) signs and POSTs `webhook.test` to a real
+    receiver in an allowed network."""
+    settings = settings_for(store, cache_ttl=0, webhook_allowed_networks="127.0.0.1/32")
+    secret = await make_key()
+    async with receiving() as receiver, AsyncTestClient(app=create_app(settings)) as client:
+        made = await _make(client, secret, url=receiver.url)
+        assert (await client.post(f"/v1/webhooks/{made['id']}/test",
+                                  headers=bearer(secret))).status_code == 202  # fmt: skip
+        for _ in range(200):
+            if receiver.received:
+                break
+            await asyncio.sleep(0.05)
+        (got,) = receiver.received
+        event = Webhook(made["secret"]).verify(got.body, got.headers)
+        assert event["type"] == "webhook.test" and event["data"]["endpointId"] == made["id"]
+        for _ in range(100):
+            listed = await client.get(f"/v1/webhooks/{made['id']}/deliveries",
+                                      headers=bearer(secret))  # fmt: skip
+            (delivery,) = listed.json()["data"]
+            if delivery["status"] != "pending":
+                break
+            await asyncio.sleep(0.05)
+        assert (delivery["status"], delivery["attempt"], delivery["responseStatus"]) == (
+            "succeeded", 1, 200,
+        )  # fmt: skip

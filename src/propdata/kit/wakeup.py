@@ -49,7 +49,8 @@ class Wakeups(Protocol):
 class LocalWakeups:
     """Inside one process: an event per topic, replaced each time it is set."""
 
-    def __init__(self) -> None:
+    def __init__(self, poll: float = POLL) -> None:
+        self.poll = poll
         self._events: dict[str, asyncio.Event] = {}
 
     def _event(self, topic: str) -> asyncio.Event:
@@ -70,7 +71,7 @@ class LocalWakeups:
     async def wait(self, topic: str, timeout: float) -> None:  # noqa: ASYNC109 (the design's API)
         event = self._event(topic)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), max(0.0, min(timeout, POLL)))
+            await asyncio.wait_for(event.wait(), max(0.0, min(timeout, self.poll)))
 
     async def close(self) -> None:
         for topic in list(self._events):
@@ -81,8 +82,8 @@ class PostgresWakeups(LocalWakeups):
     """LISTEN on a connection of its own; NOTIFY through the store's pool. The listening
     connection is opened on the first wait and opened again after it drops."""
 
-    def __init__(self, db: PostgresDatabase) -> None:
-        super().__init__()
+    def __init__(self, db: PostgresDatabase, poll: float = POLL) -> None:
+        super().__init__(poll)
         self.db = db
         self._listener: asyncpg.Connection | None = None
         self._opening = asyncio.Lock()
@@ -133,8 +134,8 @@ class RedisWakeups(LocalWakeups):
     """PUBLISH to `propdata:<topic>`; one subscriber task per process, started on the first
     wait and started again when Redis drops it."""
 
-    def __init__(self, url: str) -> None:
-        super().__init__()
+    def __init__(self, url: str, poll: float = POLL) -> None:
+        super().__init__(poll)
         self.url = url
         self._client = redis_link.connect(url)
         self._reader: asyncio.Task[None] | None = None

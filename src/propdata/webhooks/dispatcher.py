@@ -36,7 +36,7 @@ import httpx
 import msgspec
 from standardwebhooks import Webhook
 
-from propdata.events.repository import EventRepository, EventRow
+from propdata.events.repository import EventRepository
 from propdata.kit.db import Database, StoreUnavailable
 from propdata.kit.mail import Mailer
 from propdata.kit.metrics import WEBHOOK_BACKLOG, WEBHOOK_DELIVERIES, WEBHOOK_LAG
@@ -354,7 +354,8 @@ class Dispatcher:
                 "succeeded" if outcome.state == "succeeded" else "failed"
             ).inc()
             if outcome.attempt == 1:
-                WEBHOOK_LAG.observe(max(0.0, now - due.made_at))
+                produced = _unix(due.event_at) if due.event_at else None
+                WEBHOOK_LAG.observe(max(0.0, now - (produced or due.made_at)))
         for due, _ in done:
             if due.endpoint_id in disabled:
                 disabled.remove(due.endpoint_id)
@@ -491,8 +492,3 @@ async def dispatch(dispatcher: Dispatcher, turn: HostTurn | None, retry_every: f
     finally:
         if turn is not None:
             turn.release()
-
-
-def kept_rows(events: list[EventRow], endpoint: EndpointRow) -> list[EventRow]:
-    """The events that pass an endpoint's filters."""
-    return [event for event in events if passes(endpoint, event.type, event.search_id)]

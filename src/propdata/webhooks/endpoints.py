@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, patch, post
+from litestar.openapi.spec import Example
 from litestar.params import JSONBody, Parameter
 
 from propdata.accounts.schemas import ApiKey
@@ -35,8 +36,12 @@ MAX_BODY = 65_536
 """Bytes a request body may have (contract: at most 64 KB)."""
 
 EndpointId = Annotated[
-    str, Parameter(description="Webhook endpoint id", examples=None, max_length=100)
-]
+    str,
+    Parameter(
+        description="Webhook endpoint id", max_length=100,
+        examples=[Example(value="wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze")],
+    ),
+]  # fmt: skip
 _MANAGE: dict[str, Any] = {"metered": False}
 """Managing webhooks is never counted (contract.md "Metering")."""
 _NOT_FOUND = NotFound("No webhook endpoint wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze.")
@@ -49,7 +54,8 @@ def _common(
     return {
         "opt": _MANAGE, "operation_class": ApiOperation, "tags": ["webhooks"],
         "summary": summary, "operation_id": operation_id, "response_headers": RATE_HEADERS,
-        "responses": errors(*statuses, metered=False, examples=examples or []),
+        # Not counted, but at most 60 such requests a minute: 429 (contract.md "Metering").
+        "responses": errors(429, *statuses, metered=False, examples=examples or []),
         "request_max_body_size": MAX_BODY,
     }  # fmt: skip
 

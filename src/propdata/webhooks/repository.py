@@ -163,7 +163,7 @@ class WebhookRepository:
         )
         due = await self.db.fetch_all(
             "SELECT d.id, d.attempt, d.event_id, d.made_at, e.id, e.owner, e.url, e.secret,"
-            " e.old_secret, e.old_secret_until, v.body, d.event_seq"
+            " e.old_secret, e.old_secret_until, v.body, d.event_seq, v.created_at"
             " FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id"
             f" LEFT JOIN events v ON v.seq = d.event_seq WHERE d.id IN ({marks})"
             " ORDER BY d.next_attempt_at, d.id",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, NamedTuple
+from typing import Annotated, Literal, NamedTuple, get_args
 
 import msgspec
 
@@ -15,7 +15,7 @@ DeliveryError = Literal[
     "timeout", "connection", "tls", "redirect", "http_status", "blocked_address"
 ]
 
-EVENT_TYPES: tuple[str, ...] = (
+EventType = Literal[
     "search.entered",
     "search.exited",
     "property.listed",
@@ -25,7 +25,8 @@ EVENT_TYPES: tuple[str, ...] = (
     "property.updated",
     "market.updated",
     "webhook.test",
-)
+]
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 """Every event type an endpoint may ask for (contract.md "Events")."""
 
 MAX_GRACE = 604_800
@@ -39,7 +40,7 @@ class _Body(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=
 
 Url = Annotated[str, msgspec.Meta(min_length=1, max_length=2048, description="https:// URL")]
 Types = Annotated[
-    list[Annotated[str, msgspec.Meta(max_length=100)]],
+    list[EventType],
     msgspec.Meta(max_length=len(EVENT_TYPES), description="Event types to deliver"),
 ]
 SearchIds = Annotated[
@@ -80,12 +81,15 @@ class Replay(_Body):
     since: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 
 
+EndpointIdText = Annotated[str, msgspec.Meta(examples=["wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze"])]
+
+
 class Endpoint(Base):
     """A webhook endpoint: where the owner's events are POSTed, and which of them."""
 
-    id: str
+    id: EndpointIdText
     url: str
-    event_types: list[str] | None
+    event_types: list[EventType] | None
     search_ids: list[str] | None
     description: str | None
     status: EndpointStatus
@@ -197,6 +201,8 @@ class Due(NamedTuple):
     old_secret_until: float | None
     body: str | None
     event_seq: int
+    event_at: str | None
+    """When the event was produced (ISO-8601)."""
 
 
 class Outcome(NamedTuple):
