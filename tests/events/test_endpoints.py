@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -10,7 +12,9 @@ import pytest
 from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.accounts.repository import AccountRepository
 from propdata.accounts.schemas import Account
+from propdata.ingest import pipeline
 from tests.conftest import Fresh, Store
+from tests.factories import AS_OF, record
 
 
 def bearer(secret: str) -> dict[str, str]:
@@ -73,8 +77,8 @@ async def test_match_count_of_watched_ids_counts_those_that_pass_the_filters(fre
     made = (await client.post("/v1/searches", headers=headers, json=body)).json()["data"]
     assert made["propertyIds"] == ids and made["matchCount"] == 3
     status = page[0]["status"]
-    body = {"name": "two", "propertyIds": ids, "filters": {"status": status}}
-    made = (await client.post("/v1/searches", headers=headers, json=body)).json()["data"]
+    body2: dict[str, Any] = {"name": "two", "propertyIds": ids, "filters": {"status": status}}
+    made = (await client.post("/v1/searches", headers=headers, json=body2)).json()["data"]
     assert made["matchCount"] == sum(item["status"] == status for item in page)
 
 
@@ -254,3 +258,46 @@ async def test_other_methods_are_a_405_naming_those_a_path_takes(
     assert answer.headers["Allow"] == "GET, HEAD, POST"
     post = await client.post("/v1/properties", headers=headers, json={})
     assert post.status_code == 405 and post.headers["Allow"] == "GET, HEAD"
+
+
+async def test_a_load_becomes_events_the_log_pages_by_cursor(fresh: Fresh) -> None:
+    """A server worker produces by itself: a saved search, a load, then the log's pages."""
+    client, _, make = await fresh()
+    headers = bearer(await make())
+    other = bearer(await make())
+    body = {"name": "new in Ames", "filters": {"city": "Ames", "state": "IA"}}
+    search = (await client.post("/v1/searches", headers=headers, json=body)).json()["data"]
+    await client.post(
+        "/v1/searches", headers=other, json={"name": "NY", "filters": {"state": "NY"}}
+    )
+    db = await fresh.db()
+    try:
+        records = [record(f"new-{n}", address={"street_address": f"{n} Elm St"}) for n in range(3)]
+        source = pipeline.Source("test", "import", enumerate(records, 1), 3, False)
+        await pipeline.run(db, [source], AS_OF)
+    finally:
+        await db.close()
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 20
+    while len(seen) < 6:  # entered and listed, three times
+        assert time.monotonic() < deadline, seen
+        await asyncio.sleep(0.1)
+        seen = (await client.get("/v1/events?limit=100", headers=headers)).json()["data"]
+    assert all(e["data"]["searchId"] == search["id"] for e in seen)
+    assert (await client.get("/v1/events", headers=other)).json()["data"] == []
+
+    pages: list[dict[str, Any]] = []
+    since = ""
+    while True:
+        page = (await client.get(f"/v1/events?limit=4{since}", headers=headers)).json()
+        assert page["meta"]["limit"] == 4 and page["meta"]["nextCursor"]
+        since = f"&since={page['meta']['nextCursor']}"
+        pages += page["data"]
+        if not page["data"]:
+            break
+    assert pages == seen
+    assert [e["sequence"] for e in pages] == sorted(e["sequence"] for e in pages)
+    listed = (await client.get("/v1/events?types=property.listed", headers=headers)).json()
+    assert {e["type"] for e in listed["data"]} == {"property.listed"} and len(listed["data"]) == 3
+    none = (await client.get("/v1/events?searchId=srch_other", headers=headers)).json()
+    assert none["data"] == [] and none["meta"]["nextCursor"]

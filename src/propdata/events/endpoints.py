@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, patch, post
+from litestar.openapi.spec import Example
 from litestar.params import PathParameter, QueryParameter
 
 from propdata.accounts.middleware import MANAGED
@@ -23,6 +24,13 @@ from propdata.events.schemas import (
 )
 from propdata.events.service import EventService, SavedSearchService
 
+SearchId = Annotated[
+    str,
+    PathParameter(
+        min_length=1, max_length=100, description="The saved search's id (srch_...)",
+        examples=[Example(value="srch_5f0c2d8e9a7b41c6d3e2f1a0")],
+    ),
+]  # fmt: skip
 _BODY_ERRORS = [
     InvalidParameter("filters.maxPrice", "Invalid value for 'filters.maxPrice'; expected: a"
                      " whole number from 0 to 9,007,199,254,740,991."),
@@ -71,21 +79,21 @@ async def list_searches(
 
 
 @get(
-    "/searches/{search_id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
+    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
     summary="Get a saved search", operation_id="getSavedSearch",
     response_headers=RATE_HEADERS, responses=errors(404, examples=[_NOT_FOUND]),
 )  # fmt: skip
 async def get_search(
     saved_searches: Injected[SavedSearchService],
     key: Injected[ApiKey],
-    search_id: Annotated[str, PathParameter(min_length=1, max_length=100)],
+    id: SearchId,
 ) -> SavedSearchResponse:
     """Get one saved search, with how many records match it now."""
-    return SavedSearchResponse(data=await saved_searches.get(key, search_id))
+    return SavedSearchResponse(data=await saved_searches.get(key, id))
 
 
 @patch(
-    "/searches/{search_id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
+    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
     summary="Change a saved search", operation_id="updateSavedSearch",
     response_headers=RATE_HEADERS,
     responses=errors(404, 413, examples=[*_BODY_ERRORS, _NOT_FOUND]),
@@ -94,25 +102,25 @@ async def update_search(
     saved_searches: Injected[SavedSearchService],
     key: Injected[ApiKey],
     request: Request[Any, Any, Any],
-    search_id: Annotated[str, PathParameter(min_length=1, max_length=100)],
+    id: SearchId,
 ) -> SavedSearchResponse:
     """Change any of a saved search's name, filters and propertyIds (each replaced whole)."""
     body = await json_object(request)
-    return SavedSearchResponse(data=await saved_searches.update(key, search_id, body))
+    return SavedSearchResponse(data=await saved_searches.update(key, id, body))
 
 
 @delete(
-    "/searches/{search_id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
+    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
     summary="Delete a saved search", operation_id="deleteSavedSearch",
     response_headers=RATE_HEADERS, responses=errors(404, examples=[_NOT_FOUND]),
 )  # fmt: skip
 async def delete_search(
     saved_searches: Injected[SavedSearchService],
     key: Injected[ApiKey],
-    search_id: Annotated[str, PathParameter(min_length=1, max_length=100)],
+    id: SearchId,
 ) -> None:
     """Delete a saved search; it produces no more events (those produced are kept)."""
-    await saved_searches.delete(key, search_id)
+    await saved_searches.delete(key, id)
 
 
 @get(
