@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 from propdata.events.filters import declared
-
 from tests.portal.conftest import Person, other
 
 PAGE = "/dashboard/searches"
