@@ -105,6 +105,14 @@ async def test_the_page_needs_a_session_and_starts_empty(hooked: Person) -> None
     for name in EVENT_TYPES:
         assert f'name="eventTypes" value="{name}"' in page.text
     assert f'href="{PAGE}"' in (await hooked.client.get("/dashboard")).text
+    # a browser that follows a form's address gets a page, never JSON or a 500
+    for path in (
+        f"{PAGE}/wh_x/test",
+        f"{PAGE}/wh_x/deliveries/evt_x/resend",
+        "/dashboard/searches/x/delete",
+    ):
+        answer = await hooked.client.get(path, headers={"Accept": "text/html"})
+        assert answer.status_code == 405 and answer.headers["content-type"].startswith("text/html")
 
 
 async def test_add_test_resend_and_see_the_deliveries(hooked: Person, receiver: Receiver) -> None:
