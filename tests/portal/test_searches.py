@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from propdata.events.filters import declared
+from propdata.portal import searches
 from tests.portal.conftest import Person, other
 
 PAGE = "/dashboard/searches"
@@ -149,3 +150,25 @@ async def test_delete_and_anothers_search(person: Person, fresh: Any) -> None:
     assert rows((await person.client.get(PAGE)).text) == []
     missing = await person.submit(PAGE, f"{PAGE}/{sid}/delete")
     assert missing.status_code == 404
+
+
+async def test_a_long_list_is_paged(person: Person, monkeypatch: Any) -> None:
+    monkeypatch.setattr(searches, "PER_PAGE", 2)
+    await person.sign_up("sam@example.com")
+    for n in range(3):
+        assert (await person.submit(PAGE, PAGE, name=f"s{n}", state="IA")).status_code == 303
+    first = (await person.client.get(PAGE)).text
+    assert (
+        len(rows(first)) == 2
+        and "1\u20132 of 3" in text(first)
+        and "3 of 3 on the Free" in text(first)
+    )
+    assert 'href="?offset=2"' in first
+    second = (await person.client.get(PAGE + "?offset=2")).text
+    assert len(rows(second)) == 1 and 'href="?offset=0"' in second
+    names = {
+        re.sub(r".*<h2>([^<]+)</h2>.*", r"\1", r, flags=re.S) for r in rows(first) + rows(second)
+    }
+    assert names == {"s0", "s1", "s2"}
+    for odd in ("-1", "x", "1e3", "99999999999"):  # read as the start, never a 500
+        assert len(rows((await person.client.get(f"{PAGE}?offset={odd}")).text)) == 2

@@ -146,3 +146,13 @@ async def acting_key(accounts: AccountService, account: Account) -> ApiKey | Non
     its active keys (each sees the account's; the services read the account's plan from all
     of them), or None when it holds none."""
     return next((key for key in await accounts.keys_of(account) if key.status == "active"), None)
+
+
+PER_PAGE = 20
+"""Rows a listed page shows (saved searches, webhook endpoints) before its next page."""
+
+
+def offset_of(request: Request[Any, Any, Any]) -> int:
+    """Where a listed page starts (`?offset=`); anything but plain digits: the start."""
+    raw = request.query_params.get("offset", "")
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else 0

@@ -26,7 +26,16 @@ from propdata.errors import Forbidden, ServiceError
 from propdata.events.filters import declared
 from propdata.events.schemas import SavedSearch
 from propdata.events.service import SavedSearchService
-from propdata.portal.pages import Visit, acting_key, checked, page, see_other, visit
+from propdata.portal.pages import (
+    PER_PAGE,
+    Visit,
+    acting_key,
+    checked,
+    offset_of,
+    page,
+    see_other,
+    visit,
+)
 
 PAGE = "/dashboard/searches"
 
@@ -115,25 +124,27 @@ async def searches_page(request: Request[Any, Any, Any], settings: Injected[Sett
     v = await visit(request, settings, accounts)
     if v.account is None or v.session is None:
         return see_other(v, "/login")
-    return await _page(accounts, saved_searches, v)
+    return await _page(accounts, saved_searches, v, offset=offset_of(request))
 
 
 async def _page(
     accounts: AccountService, saved_searches: SavedSearchService, v: Visit, status: int = 200,
-    error: ServiceError | None = None, form: dict[str, str] | None = None,
+    error: ServiceError | None = None, form: dict[str, str] | None = None, offset: int = 0,
 ) -> Template:  # fmt: skip
     assert v.account is not None and v.session is not None
     flash = await accounts.take_flash(v.session)
     key = await acting_key(accounts, v.account)
     listed: list[SavedSearch] = []
-    limit, plan_title = 0, ""
+    limit, total, plan_title = 0, 0, ""
     if key is not None:
         plan = await accounts.keys.plan_of(key)
         limit, plan_title = plan.saved_searches, plan.title
-        listed = (await saved_searches.page(key, plan.saved_searches, 0)).data
+        found = await saved_searches.page(key, PER_PAGE, offset)
+        listed, total = found.data, found.meta.total
     return await page(
         accounts, v, "searches.html", status=status, headers=error.headers if error else None,
-        searches=listed, limit=limit, plan_title=plan_title, fields=fields(),
+        searches=listed, total=total, offset=offset, per_page=PER_PAGE, limit=limit,
+        plan_title=plan_title, fields=fields(),
         no_key=NO_KEY if key is None else "", error=error, form=form or {}, notice=flash.notice,
     )  # fmt: skip
 

@@ -8,6 +8,7 @@ button does, `webhooks.service` decides; its refusals are shown on the page in w
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +22,17 @@ from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
-from propdata.errors import Forbidden, InvalidField, ServiceError
-from propdata.portal.pages import Visit, acting_key, checked, page, see_other, visit
+from propdata.errors import Forbidden, InvalidField, NotFound, ServiceError
+from propdata.portal.pages import (
+    PER_PAGE,
+    Visit,
+    acting_key,
+    checked,
+    offset_of,
+    page,
+    see_other,
+    visit,
+)
 from propdata.webhooks.schemas import (
     DEFAULT_GRACE,
     EVENT_TYPES,
@@ -83,31 +93,35 @@ async def webhooks_page(request: Request[Any, Any, Any], settings: Injected[Sett
     v = await visit(request, settings, accounts)
     if v.account is None or v.session is None:
         return see_other(v, "/login")
-    return await _page(accounts, webhooks, v)
+    return await _page(accounts, webhooks, v, offset=offset_of(request))
 
 
 async def _page(
     accounts: AccountService, webhooks: WebhookService, v: Visit, status: int = 200,
-    error: ServiceError | None = None, form: dict[str, Any] | None = None,
+    error: ServiceError | None = None, form: dict[str, Any] | None = None, offset: int = 0,
 ) -> Template:  # fmt: skip
     assert v.account is not None and v.session is not None
     flash = await accounts.take_flash(v.session)
     key = await acting_key(accounts, v.account)
     rows: list[Row] = []
-    limit, plan_title = 0, ""
+    limit, total, plan_title = 0, 0, ""
     if key is not None:
         plan = await webhooks.plan_of(key)
         limit, plan_title = plan.webhook_endpoints, plan.title
-        _, held = await webhooks.page(key, plan.webhook_endpoints + 100, 0)
+        total, held = await webhooks.page(key, PER_PAGE, offset)
         for hook in (endpoint_view(row) for row in held):
             _, deliveries = await webhooks.deliveries(key, hook.id, DELIVERIES_SHOWN, 0)
             why = WHY_DISABLED.get(hook.disabled_reason or "", "")
             rows.append(Row(hook, why, deliveries))
     form = form or {}
-    shown = next((row.endpoint for row in rows if row.endpoint.id == flash.secret_of), None)
+    shown = None  # the endpoint whose new secret this page shows once
+    if key is not None and flash.secret is not None and flash.secret_of is not None:
+        with contextlib.suppress(NotFound):
+            shown = await webhooks.get(key, flash.secret_of)
     return await page(
         accounts, v, "webhooks.html", status=status, headers=error.headers if error else None,
-        endpoints=rows, limit=limit, plan_title=plan_title, no_key=NO_KEY if key is None else "",
+        endpoints=rows, total=total, offset=offset, per_page=PER_PAGE, limit=limit,
+        plan_title=plan_title, no_key=NO_KEY if key is None else "",
         event_types=EVENT_TYPES, chosen_types=form.get("eventTypes", []), graces=GRACES,
         errors=ERRORS, error=error, form=form, notice=flash.notice,
         secret=flash.secret if shown else None, secret_url=shown.url if shown else "",
