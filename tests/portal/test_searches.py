@@ -172,3 +172,16 @@ async def test_a_long_list_is_paged(person: Person, monkeypatch: Any) -> None:
     assert names == {"s0", "s1", "s2"}
     for odd in ("-1", "x", "1e3", "99999999999"):  # read as the start, never a 500
         assert len(rows((await person.client.get(f"{PAGE}?offset={odd}")).text)) == 2
+
+
+async def test_an_account_without_an_active_key_is_asked_to_make_one(person: Person) -> None:
+    await person.sign_up("sky@example.com")
+    dashboard = (await person.client.get("/dashboard")).text
+    found = re.search(r'data-key-id="([^"]+)"', dashboard)
+    assert found
+    await person.submit("/dashboard", f"/dashboard/keys/{found.group(1)}/revoke")
+    page = await person.client.get(PAGE)
+    assert page.status_code == 200 and "no active API key" in text(page.text)
+    assert 'action="/dashboard/searches" class="card' not in page.text
+    refused = await person.submit(PAGE, PAGE, name="x", state="IA")
+    assert refused.status_code == 403 and "create a key" in error_of(refused.text)[1]
