@@ -434,7 +434,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         before_send=[_add_headers]
         + ([_strict_transport] if (settings.public_url or "").startswith("https://") else []),
         openapi_config=openapi,
-        plugins=[api_openapi.NullableChoice()],
+        plugins=[api_openapi.NullableChoice(), api_openapi.ClosedBody()],
         logging_config=None,
         debug=False,
     )

@@ -310,6 +310,28 @@ class NullableChoice(OpenAPISchemaPlugin):
         )
 
 
+class ClosedBody(OpenAPISchemaPlugin):
+    """A request body struct that refuses unknown fields (`forbid_unknown_fields`) says so:
+    `additionalProperties: false`, which Litestar's struct schema leaves out."""
+
+    def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
+        annotation = field_definition.annotation
+        return (
+            isinstance(annotation, type)
+            and issubclass(annotation, msgspec.Struct)
+            and bool(getattr(annotation.__struct_config__, "forbid_unknown_fields", False))
+        )
+
+    def to_openapi_schema(
+        self, field_definition: FieldDefinition, schema_creator: SchemaCreator
+    ) -> Schema:
+        from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
+
+        schema = StructSchemaPlugin().to_openapi_schema(field_definition, schema_creator)
+        schema.additional_properties = False
+        return schema
+
+
 def _choices(annotation: Any) -> list[str]:
     """The strings of `Literal[...] | None`; [] for any other annotation."""
     options = [arg for arg in typing.get_args(annotation) if arg is not type(None)]

@@ -125,10 +125,16 @@ def signature(signers: _Signers, due: Due, body: str, at: dt.datetime, now: floa
 TransportFactory = Callable[[Target], httpx.AsyncBaseTransport]
 
 
+PER_RECEIVER = 16
+"""Connections (and so attempts at once) to one receiver's name and address; more attempts
+wait their turn before reaching the pool, whose own queue is costly to keep long."""
+
+
 def default_transport(target: Target) -> httpx.AsyncBaseTransport:
     return httpx.AsyncHTTPTransport(
         retries=0, verify=ssl.create_default_context(), http2=False,
-        limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+        limits=httpx.Limits(max_connections=PER_RECEIVER,
+                            max_keepalive_connections=PER_RECEIVER),
     )  # fmt: skip
 
 
@@ -139,18 +145,20 @@ class Sender:
 
     def __init__(self, transport: TransportFactory = default_transport, pools: int = 256) -> None:
         self._make = transport
-        self._pools: OrderedDict[tuple[str, str, int, str], httpx.AsyncBaseTransport] = (
-            OrderedDict()
-        )
+        self._pools: OrderedDict[
+            tuple[str, str, int, str], tuple[httpx.AsyncBaseTransport, asyncio.Semaphore]
+        ] = OrderedDict()
         self._size = pools
 
-    def _pool(self, target: Target, address: IPAddress) -> httpx.AsyncBaseTransport:
+    def _pool(
+        self, target: Target, address: IPAddress
+    ) -> tuple[httpx.AsyncBaseTransport, asyncio.Semaphore]:
         key = (target.scheme, target.host, target.port, str(address))
         pool = self._pools.get(key)
         if pool is None:
-            pool = self._pools[key] = self._make(target)
+            pool = self._pools[key] = (self._make(target), asyncio.Semaphore(PER_RECEIVER))
             if len(self._pools) > self._size:
-                _, old = self._pools.popitem(last=False)
+                _, (old, _turns) = self._pools.popitem(last=False)
                 asyncio.get_running_loop().create_task(old.aclose())
         else:
             self._pools.move_to_end(key)
@@ -174,8 +182,8 @@ class Sender:
             content=body,
             extensions=extensions,
         )
-        pool = self._pool(target, address)
-        async with asyncio.timeout(TOTAL_TIMEOUT):
+        pool, turns = self._pool(target, address)
+        async with turns, asyncio.timeout(TOTAL_TIMEOUT):
             response = await pool.handle_async_request(request)
             try:
                 read = 0
@@ -189,7 +197,7 @@ class Sender:
 
     async def close(self) -> None:
         pools, self._pools = list(self._pools.values()), OrderedDict()
-        for pool in pools:
+        for pool, _turns in pools:
             with contextlib.suppress(Exception):
                 await pool.aclose()
 
