@@ -11,7 +11,7 @@ which belongs to no operation: it is `components.responses.MethodNotAllowed`.
 from __future__ import annotations
 
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from litestar.openapi.spec import (
     Operation,
     Parameter,
     Reference,
+    RequestBody,
     Schema,
 )
 from litestar.openapi.spec.enums import OpenAPIType
@@ -265,6 +266,23 @@ class ApiOperation(Operation):
         error = unknown_parameter("colour", query)
         example = Example(summary="unknownParameter", value=_of(error).value())
         media.examples = {**(media.examples or {}), "unknownParameter": example}
+
+
+def with_body(schema: Callable[[], Schema], description: str) -> type[ApiOperation]:
+    """The operation class of a write whose JSON body the handler reads itself (so that each
+    field's error names it): the body's schema is stated here (`schema()`, made when the
+    document is)."""
+
+    @dataclass
+    class BodyOperation(ApiOperation):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            self.request_body = RequestBody(
+                required=True, description=description,
+                content={"application/json": OpenAPIMediaType(schema=schema())},
+            )  # fmt: skip
+
+    return BodyOperation
 
 
 def _headers(status: int, success: set[str], rated: bool, error: bool) -> list[str]:

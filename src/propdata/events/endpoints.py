@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, patch, post
-from litestar.openapi.spec import Example
+from litestar.openapi.spec import Example, Schema
+from litestar.openapi.spec.enums import OpenAPIType
 from litestar.params import PathParameter, QueryParameter
 
 from propdata.accounts.middleware import MANAGED
@@ -13,21 +15,24 @@ from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
 from propdata.api.body import json_object
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ANSWER_HEADERS, RATE_HEADERS, ApiOperation, errors
-from propdata.api.params import PageLimit, PageOffset
+from propdata.api.openapi import ANSWER_HEADERS, RATE_HEADERS, ApiOperation, errors, with_body
+from propdata.api.params import TEXT, PageLimit, PageOffset
 from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
+from propdata.events import filters
 from propdata.events.schemas import (
     EVENT_TYPES,
     EventsResponse,
     SavedSearchList,
     SavedSearchResponse,
 )
-from propdata.events.service import EventService, SavedSearchService
+from propdata.events.service import MAX_IDS, MAX_NAME, EventService, SavedSearchService
+from propdata.properties.schemas import PROPERTY_ID
 
 SearchId = Annotated[
     str,
     PathParameter(
-        min_length=1, max_length=100, description="The saved search's id (srch_...)",
+        min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$",
+        description="The saved search's id (srch_...)",
         examples=[Example(value="srch_5f0c2d8e9a7b41c6d3e2f1a0")],
     ),
 ]  # fmt: skip
@@ -38,13 +43,41 @@ _BODY_ERRORS = [
                      " sort or fields."),
     InvalidParameter("name", "'name' must hold 1 to 100 characters."),
 ]  # fmt: skip
+
+
+def _body(partial: bool) -> Schema:
+    """The JSON Schema of a saved search's body (PATCH: any of its fields)."""
+    return Schema(
+        type=OpenAPIType.OBJECT,
+        properties={
+            "name": Schema(type=OpenAPIType.STRING, min_length=1, max_length=MAX_NAME,
+                           pattern=r"\S", description="What the search is called"),
+            "filters": filters.schema(),
+            "propertyIds": Schema(
+                type=OpenAPIType.ARRAY, max_items=MAX_IDS,
+                items=Schema(type=OpenAPIType.STRING, pattern=PROPERTY_ID),
+                description="The records watched",
+            ),
+        },
+        required=None if partial else ["name"],
+        additional_properties=False,
+        examples=[{"name": "Ames under 350k",
+                   "filters": {"city": "Ames", "state": "IA", "maxPrice": 350000}}],
+    )  # fmt: skip
+
+
+_CREATE = with_body(lambda: _body(False), "The search: name, and filters, propertyIds or both")
+_CHANGE = with_body(lambda: _body(True), "Any of name, filters and propertyIds")
 _NOT_FOUND = NotFound("No saved search with id 'srch_0123456789abcdef01234567'.")
 _MANAGED = {**MANAGED}
 _TAGS = ["searches"]
+_ONE_TYPE = "|".join(re.escape(kind) for kind in EVENT_TYPES)
+_TYPES = rf"^({_ONE_TYPE})(,({_ONE_TYPE}))*$"
+"""A comma-separated list of event types."""
 
 
 @post(
-    "/searches", opt=_MANAGED, status_code=201, tags=_TAGS, operation_class=ApiOperation,
+    "/searches", opt=_MANAGED, status_code=201, tags=_TAGS, operation_class=_CREATE,
     summary="Save a search", operation_id="createSavedSearch", response_headers=RATE_HEADERS,
     responses=errors(403, 413, examples=[*_BODY_ERRORS, PlanLimitReached(
         "The Free plan holds at most 3 saved searches; the Developer plan holds 25.")]),
@@ -93,7 +126,7 @@ async def get_search(
 
 
 @patch(
-    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
+    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=_CHANGE,
     summary="Change a saved search", operation_id="updateSavedSearch",
     response_headers=RATE_HEADERS,
     responses=errors(404, 413, examples=[*_BODY_ERRORS, _NOT_FOUND]),
@@ -153,12 +186,18 @@ async def list_events(
         QueryParameter(
             min_length=1,
             max_length=500,
+            pattern=_TYPES,
             description=f"Only these event types, comma-separated: {', '.join(EVENT_TYPES)}",
         ),
     ] = None,
     searchId: Annotated[
         str | None,
-        QueryParameter(min_length=1, max_length=100, description="Only this saved search's"),
+        QueryParameter(
+            min_length=1,
+            max_length=100,
+            pattern=TEXT,
+            description="A saved search's id: only its events",
+        ),
     ] = None,
     limit: PageLimit = None,  # declared for the reference; the size applied is paging's
 ) -> Response[EventsResponse]:

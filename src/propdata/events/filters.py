@@ -20,6 +20,8 @@ from functools import cache
 from typing import Any
 
 import msgspec
+from litestar.openapi.spec import Reference, Schema
+from litestar.openapi.spec.enums import OpenAPIType
 
 from propdata.errors import InvalidParameter, expected
 from propdata.search import endpoints
@@ -94,6 +96,8 @@ def _value(where: str, raw: Any, declared: Declared) -> Any:
     kind, definition = declared.kind, declared.definition
     if raw is None:
         raise _invalid(where, declared)
+    if kind is int and isinstance(raw, float) and raw.is_integer():
+        raw = int(raw)  # JSON Schema's integer: 3.0 is one
     try:
         value = msgspec.convert(raw, kind, strict=True)
     except msgspec.ValidationError:
@@ -126,3 +130,31 @@ def _invalid(where: str, declared: Declared) -> InvalidParameter:
         where, f"Invalid value for '{where}'; expected: {words}." if words else
         f"Invalid value for '{where}'.",
     )  # fmt: skip
+
+
+def schema() -> Schema:
+    """The JSON Schema of `filters` (for the OpenAPI document), from the same declarations:
+    each filter with its type and range, no other name."""
+    properties: dict[str, Schema | Reference] = {}
+    for name, found in declared().items():
+        kind, definition = found.kind, found.definition
+        description = getattr(definition, "description", None)
+        if typing.get_origin(kind) is typing.Literal:
+            properties[name] = Schema(type=OpenAPIType.STRING, enum=list(typing.get_args(kind)),
+                                      description=description)  # fmt: skip
+        elif kind is str:
+            properties[name] = Schema(
+                type=OpenAPIType.STRING, description=description,
+                pattern=getattr(definition, "pattern", None),
+                min_length=getattr(definition, "min_length", None),
+                max_length=getattr(definition, "max_length", None),
+            )  # fmt: skip
+        else:
+            properties[name] = Schema(
+                type=OpenAPIType.INTEGER if kind is int else OpenAPIType.NUMBER,
+                description=description,
+                minimum=getattr(definition, "ge", None),
+                maximum=getattr(definition, "le", None),
+                exclusive_minimum=getattr(definition, "gt", None),
+            )  # fmt: skip
+    return Schema(type=OpenAPIType.OBJECT, properties=properties, additional_properties=False)

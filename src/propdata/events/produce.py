@@ -27,7 +27,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -79,6 +79,8 @@ _CURSORS = {"properties": "events_images_seq", "markets": "events_markets_seq"}
 _STORE = "events_images_store"
 _PRUNED = "events_pruned_on"
 _encode = msgspec.json.encode
+_PROPERTY_FIELDS = PropertyRow._fields
+_ITEM_FIELDS = ItemRow._fields
 
 
 @dataclass(slots=True)
@@ -114,12 +116,6 @@ class Change:
     key: str
     before: dict[str, Any] | None
     after: dict[str, Any] | None
-    _facts: Facts | None = None
-
-    def facts(self) -> Facts:
-        if self._facts is None:
-            self._facts = Facts.of(self.before, self.after)
-        return self._facts
 
 
 @dataclass(slots=True)
@@ -163,11 +159,13 @@ def _record(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _row(row: dict[str, Any]) -> PropertyRow:
-    return PropertyRow._make(row.get(name) for name in PropertyRow._fields)
+    values: list[Any] = [row.get(name) for name in _PROPERTY_FIELDS]
+    return PropertyRow(*values)
 
 
 def _item(row: dict[str, Any]) -> dict[str, Any]:
-    fields = ItemRow._make(row.get(name) for name in ItemRow._fields)
+    values: list[Any] = [row.get(name) for name in _ITEM_FIELDS]
+    fields = ItemRow(*values)
     item: dict[str, Any] = msgspec.to_builtins(search_item(fields, msgspec.UNSET))
     return item
 
@@ -197,15 +195,15 @@ def collapse(images: Sequence[ImageRow]) -> list[Change]:
     return [c for c in found.values() if c.before != c.after]
 
 
-@dataclass(slots=True)
-class Draft:
-    """An event to produce: its owner, search, type and data; `order` sorts a batch's."""
+class Draft(NamedTuple):
+    """An event to produce: its order in the batch (record, search, type), owner, search,
+    type and data (shared by the events of one record and search)."""
 
+    order: tuple[int, int, int]
     owner: str
     search_id: str
     type: str
     data: dict[str, Any]
-    order: tuple[int, int, int]
 
 
 def evaluate(searches: Sequence[Watch], changes: Sequence[Change]) -> list[Draft]:
@@ -219,16 +217,35 @@ def evaluate(searches: Sequence[Watch], changes: Sequence[Change]) -> list[Draft
     had = np.fromiter((c.before is not None for c in changes), np.bool_, len(changes))
     has = np.fromiter((c.after is not None for c in changes), np.bool_, len(changes))
     position = {c.key: i for i, c in enumerate(changes)}
+    facts: list[Facts | None] = [None] * len(changes)
     drafts: list[Draft] = []
-    for order, search in enumerate(searches):
+    add = drafts.append
+    for at, search in enumerate(searches):
         was = matches(search.filters, before) & had
         now = matches(search.filters, after) & has
         if search.ids is not None:
             watched = _watched(search.ids, position, len(changes))
             was &= watched
             now &= watched
-        for i in np.flatnonzero(was | now).tolist():
-            drafts += _drafts(search, changes[i], bool(was[i]), bool(now[i]), (i, order))
+        owner, search_id, name = search.owner, search.id, search.name
+        entered, exited = (now & ~was).tolist(), (was & ~now).tolist()
+        for i in np.flatnonzero(was | now).tolist():  # a few Python steps per record met
+            found = facts[i]
+            if found is None:
+                change = changes[i]
+                found = facts[i] = Facts.of(change.before, change.after)
+            data = {"searchId": search_id, "searchName": name, "property": found.item,
+                    "previous": found.previous, "changes": found.changes}  # fmt: skip
+            n = 0
+            if entered[i]:
+                add(Draft((i, at, 0), owner, search_id, "search.entered", data))
+                n = 1
+            elif exited[i]:
+                add(Draft((i, at, 0), owner, search_id, "search.exited", data))
+                n = 1
+            for kind in found.types:
+                add(Draft((i, at, n), owner, search_id, kind, data))
+                n += 1
     return drafts
 
 
@@ -237,22 +254,6 @@ def _watched(ids: list[str], position: dict[str, int], size: int) -> npt.NDArray
     hits = [position[i] for i in ids if i in position]
     mask[hits] = True
     return mask
-
-
-def _drafts(
-    search: Watch, change: Change, was: bool, now: bool, order: tuple[int, int]
-) -> list[Draft]:
-    facts = change.facts()
-    types = []
-    if now and not was:
-        types.append("search.entered")
-    elif was and not now:
-        types.append("search.exited")
-    if change.after is not None:
-        types += facts.types
-    data = {"searchId": search.id, "searchName": search.name, "property": facts.item,
-            "previous": facts.previous, "changes": facts.changes}  # fmt: skip
-    return [Draft(search.owner, search.id, kind, data, (*order, n)) for n, kind in enumerate(types)]
 
 
 def market_drafts(searches: Sequence[Watch], changes: Sequence[Change]) -> list[Draft]:
@@ -276,7 +277,7 @@ def market_drafts(searches: Sequence[Watch], changes: Sequence[Change]) -> list[
         for order, search in concerned:
             data = {"searchId": search.id, "searchName": search.name, "zipCode": change.key,
                     "snapshot": new, "previous": previous}  # fmt: skip
-            drafts.append(Draft(search.owner, search.id, "market.updated", data, (i, order, 0)))
+            drafts.append(Draft((i, order, 0), search.owner, search.id, "market.updated", data))
     return drafts
 
 
@@ -403,7 +404,7 @@ async def _capped(
             room[d.owner] = left - 1
         missed = dropped.get(d.owner, 0)
         if missed:
-            d.data = {**d.data, "dropped": missed}
+            d = d._replace(data={**d.data, "dropped": missed})
             changed[d.owner] = dropped[d.owner] = 0
         counts[d.owner] = counts.get(d.owner, 0) + 1
         kept.append(d)
