@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import msgspec
 import pytest
+from prometheus_client import REGISTRY
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from propdata.events.service import owner_of
@@ -160,6 +161,31 @@ async def test_a_disabled_endpoint_gets_its_backlog_in_order_when_enabled(rig: R
         await rig.service.change(KEY, row.id, EndpointChange(status="enabled"))
         assert await dispatcher.run_once() == 5
     assert [r.headers["webhook-id"] for r in receiver.received] == ids
+
+
+async def test_a_backlog_past_its_cap_keeps_the_newest(rig: Rig) -> None:
+    rig.service.backlog_kept = 3  # 50,000 in service
+    async with receiving() as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.service.change(KEY, row.id, EndpointChange(status="disabled"))
+        ids = await rig.events(OWNER, 5)
+        await rig.service.change(KEY, row.id, EndpointChange(status="enabled"))
+        await rig.dispatcher(batch=1).run_once()
+    assert [r.headers["webhook-id"] for r in receiver.received] == ids[2:]
+
+
+async def test_attempts_are_counted_in_the_metrics(rig: Rig) -> None:
+    def count(result: str) -> float:
+        return REGISTRY.get_sample_value("propdata_webhook_deliveries_total",
+                                         {"result": result}) or 0.0  # fmt: skip
+
+    before = count("succeeded"), count("failed")
+    answers = iter([200, 500])
+    async with receiving(answer=lambda _: (next(answers), {})) as receiver:
+        await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.events(OWNER, 2)
+        await rig.dispatcher(batch=1).run_once()
+    assert (count("succeeded") - before[0], count("failed") - before[1]) == (1, 1)
 
 
 async def test_both_signatures_verify_during_the_grace_then_only_the_new(rig: Rig) -> None:

@@ -76,6 +76,7 @@ class WebhookService:
         self.gate = gate
         self.wakeups = wakeups
         self.clock = clock
+        self.backlog_kept = BACKLOG_KEPT
 
     async def plan_of(self, key: ApiKey) -> Plan:
         """The plan whose endpoint limit the key's owner has: the highest among the active
@@ -189,8 +190,8 @@ class WebhookService:
         return changed
 
     async def _trim_backlog(self, row: EndpointRow) -> None:
-        """Keep the newest BACKLOG_KEPT events of a disabled endpoint's backlog."""
-        oldest = await self.repo.newest_kept(row.owner, row.cursor_seq, BACKLOG_KEPT)
+        """Keep the newest `backlog_kept` events of a disabled endpoint's backlog."""
+        oldest = await self.repo.newest_kept(row.owner, row.cursor_seq, self.backlog_kept)
         if oldest is not None:
             await self.repo.move_cursor(row.id, oldest - 1)
 
