@@ -135,7 +135,7 @@ async def rotate_secret(
     data: JSONBody[Rotation | None] = None,
 ) -> SecretResponse:  # fmt: skip
     """Issue a new signing secret; the old one goes on signing beside it for graceSeconds."""
-    grace = (data or Rotation()).grace_seconds
+    grace = int((data or Rotation()).grace_seconds)
     return SecretResponse(data=Secret(secret=await webhooks.rotate(key, id, grace)))
 
 
