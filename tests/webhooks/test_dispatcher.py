@@ -5,6 +5,7 @@ five failing days, the backlog of a disabled endpoint, rotation, rebinding, redi
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import msgspec
@@ -16,7 +17,7 @@ from propdata.events.service import owner_of
 from propdata.kit.db import Database
 from propdata.migrations.schema import migrate_accounts
 from propdata.webhooks.addresses import Gate, Target
-from propdata.webhooks.dispatcher import FAILING_FOR, Sender
+from propdata.webhooks.dispatcher import FAILING_FOR, HostTurn, Sender
 from propdata.webhooks.schemas import EndpointChange, NewEndpoint
 from tests.webhooks.helpers import LOCAL, Rig, api_key, table_resolver
 from tests.webhooks.receiver import receiving
@@ -310,3 +311,12 @@ def test_the_sender_connects_to_the_checked_address_with_the_names_host_and_sni(
     assert str(request.url) == "https://93.184.215.14:8443/in?x=1"
     assert request.headers["host"] == "hooks.example.com:8443"
     assert request.extensions["sni_hostname"] == "hooks.example.com"
+
+
+def test_one_process_of_a_host_holds_the_sqlite_dispatchers_turn(tmp_path: Path) -> None:
+    first, second = HostTurn(tmp_path / "a.lock"), HostTurn(tmp_path / "a.lock")
+    assert first.take() and first.take()  # taking it again keeps it
+    assert not second.take()
+    first.release()
+    assert second.take()
+    second.release()

@@ -440,6 +440,10 @@ class Dispatcher:
                     log.warning("webhook dispatcher: store unavailable (%s); trying again", exc)
                     await asyncio.sleep(POLL)
                     continue
+                except Exception:  # a bug must not end deliveries for the process's life
+                    log.exception("webhook dispatcher failed; trying again")
+                    await asyncio.sleep(POLL)
+                    continue
                 if claimed and len(claimed) == min(free, self.batch):
                     await asyncio.sleep(0)  # more may be due now
                     continue
