@@ -125,7 +125,7 @@ def signature(signers: _Signers, due: Due, body: str, at: dt.datetime, now: floa
 TransportFactory = Callable[[Target], httpx.AsyncBaseTransport]
 
 
-PER_RECEIVER = 16
+PER_RECEIVER = 8
 """Connections (and so attempts at once) to one receiver's name and address; more attempts
 wait their turn before reaching the pool, whose own queue is costly to keep long."""
 
