@@ -43,8 +43,10 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
 
 
-def new_id(prefix: str) -> str:
-    return prefix + secrets.token_urlsafe(18).replace("-", "x").replace("_", "y")[:24]
+def new_id(prefix: str, length: int = 24) -> str:
+    """`prefix` and `length` random letters and digits."""
+    alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
 
 
 def endpoint_view(row: EndpointRow) -> Endpoint:
@@ -220,7 +222,7 @@ class WebhookService:
         owner = owner_of(key)
         row = await self.get(key, endpoint_id)
         now = self.clock()
-        event_id = new_id("evt_")[:30]
+        event_id = new_id("evt_", 26)
         async with self.db.transaction():
             body: dict[str, Any] = {
                 "id": event_id, "type": "webhook.test", "timestamp": iso(now), "sequence": 0,
