@@ -8,7 +8,9 @@ Throughput: `--events` events are committed for one owner with `--endpoints` end
 pointing at a receiver in a process of its own (a bare asyncio HTTP/1.1 server answering 200,
 so it costs the dispatcher's cores little); one dispatcher (`Dispatcher.run`, as a server
 process runs it) delivers them, and POSTs a second is the deliveries over the seconds from
-the first to the last one received.
+the first to the last one received. On a shared machine that rate is the machine's, so the
+dispatcher's own CPU seconds are printed too: POSTs a CPU second is what one idle core
+sustains whatever else runs.
 
 Latency: on the same store, idle, events are committed one at a time as the producer commits
 them (`EventRepository.insert_events` in a transaction, then `notify("events")` on the
@@ -141,13 +143,18 @@ async def main(args: argparse.Namespace) -> None:
     for start in range(0, args.events, 1000):
         await _commit(db, min(1000, args.events - start), made)
     want = args.events * args.endpoints
+    cpu = time.process_time()
     task = asyncio.create_task(dispatcher.run())
     while len(_received(stamps)) < want:  # noqa: ASYNC110 (another process writes the file)
         await asyncio.sleep(0.2)
+    cpu = time.process_time() - cpu
     got = _received(stamps)
     seconds = got[-1][0] - got[0][0]
     print(f"throughput ({args.store}): {len(got)} POSTs in {seconds:.2f} s ="
-          f" {len(got) / seconds:,.0f} POSTs/s ({args.endpoints} endpoints, one dispatcher)")  # fmt: skip
+          f" {len(got) / seconds:,.0f} POSTs/s ({args.endpoints} endpoints, one dispatcher);"
+          f" the dispatcher's process used {cpu:.2f} CPU s: {len(got) / cpu:,.0f} POSTs a"
+          f" CPU second (the rate one idle core sustains; load average"
+          f" {os.getloadavg()[0]:.1f})")  # fmt: skip
 
     # Latency: one event at a time on an idle service.
     lags: list[float] = []

@@ -109,7 +109,7 @@ class Services:
         """A webhook dispatcher over the accounts store (one per process that delivers)."""
         return Dispatcher(
             self.accounts_db, self.webhooks.gate, self.wakeups, self.mailer,
-            self.webhooks.mail_to,
+            self.webhooks.mail_to, clock=self.webhooks.clock,
         )  # fmt: skip
 
     def dispatch_turn(self) -> HostTurn | None:

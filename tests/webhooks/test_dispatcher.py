@@ -5,17 +5,19 @@ five failing days, the backlog of a disabled endpoint, rotation, rebinding, redi
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import msgspec
 import pytest
+from prometheus_client import REGISTRY
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from propdata.events.service import owner_of
 from propdata.kit.db import Database
 from propdata.migrations.schema import migrate_accounts
 from propdata.webhooks.addresses import Gate, Target
-from propdata.webhooks.dispatcher import FAILING_FOR, Sender
+from propdata.webhooks.dispatcher import FAILING_FOR, HostTurn, Sender
 from propdata.webhooks.schemas import EndpointChange, NewEndpoint
 from tests.webhooks.helpers import LOCAL, Rig, api_key, table_resolver
 from tests.webhooks.receiver import receiving
@@ -162,6 +164,31 @@ async def test_a_disabled_endpoint_gets_its_backlog_in_order_when_enabled(rig: R
     assert [r.headers["webhook-id"] for r in receiver.received] == ids
 
 
+async def test_a_backlog_past_its_cap_keeps_the_newest(rig: Rig) -> None:
+    rig.service.backlog_kept = 3  # 50,000 in service
+    async with receiving() as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.service.change(KEY, row.id, EndpointChange(status="disabled"))
+        ids = await rig.events(OWNER, 5)
+        await rig.service.change(KEY, row.id, EndpointChange(status="enabled"))
+        await rig.dispatcher(batch=1).run_once()
+    assert [r.headers["webhook-id"] for r in receiver.received] == ids[2:]
+
+
+async def test_attempts_are_counted_in_the_metrics(rig: Rig) -> None:
+    def count(result: str) -> float:
+        return REGISTRY.get_sample_value("propdata_webhook_deliveries_total",
+                                         {"result": result}) or 0.0  # fmt: skip
+
+    before = count("succeeded"), count("failed")
+    answers = iter([200, 500])
+    async with receiving(answer=lambda _: (next(answers), {})) as receiver:
+        await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.events(OWNER, 2)
+        await rig.dispatcher(batch=1).run_once()
+    assert (count("succeeded") - before[0], count("failed") - before[1]) == (1, 1)
+
+
 async def test_both_signatures_verify_during_the_grace_then_only_the_new(rig: Rig) -> None:
     async with receiving() as receiver:
         row, old = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
@@ -284,3 +311,12 @@ def test_the_sender_connects_to_the_checked_address_with_the_names_host_and_sni(
     assert str(request.url) == "https://93.184.215.14:8443/in?x=1"
     assert request.headers["host"] == "hooks.example.com:8443"
     assert request.extensions["sni_hostname"] == "hooks.example.com"
+
+
+def test_one_process_of_a_host_holds_the_sqlite_dispatchers_turn(tmp_path: Path) -> None:
+    first, second = HostTurn(tmp_path / "a.lock"), HostTurn(tmp_path / "a.lock")
+    assert first.take() and first.take()  # taking it again keeps it
+    assert not second.take()
+    first.release()
+    assert second.take()
+    second.release()

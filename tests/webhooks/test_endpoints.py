@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import time
 from typing import Any
 
 import pytest
-from litestar.testing import AsyncTestClient
 from standardwebhooks import Webhook
 
-from propdata.app import create_app
 from propdata.config import accounts_url
 from propdata.events import cursor
 from propdata.kit.db import connect
-from tests.conftest import KeyMaker, Store, settings_for
+from tests.conftest import Fresh, KeyMaker, Store
 from tests.webhooks.receiver import receiving
 
 PUBLIC = "https://93.184.215.14/hook"
@@ -224,14 +223,13 @@ async def test_managing_webhooks_is_not_counted(client: Any, make_key: KeyMaker)
     assert status["usage"]["minute"]["used"] == 0
 
 
-async def test_the_servers_dispatcher_delivers_a_test_event(
-    store: Store, make_key: KeyMaker
-) -> None:
+async def test_the_servers_dispatcher_delivers_a_test_event(fresh: Fresh) -> None:
     """The app's own dispatcher (started with it) signs and POSTs `webhook.test` to a real
     receiver in an allowed network."""
-    settings = settings_for(store, cache_ttl=0, webhook_allowed_networks="127.0.0.1/32")
-    secret = await make_key()
-    async with receiving() as receiver, AsyncTestClient(app=create_app(settings)) as client:
+    client, clock, make = await fresh(cache_ttl=0, webhook_allowed_networks="127.0.0.1/32")
+    clock.now = time.time()  # signatures are verified against the real time
+    secret = await make()
+    async with receiving() as receiver:
         made = await _make(client, secret, url=receiver.url)
         assert (await client.post(f"/v1/webhooks/{made['id']}/test",
                                   headers=bearer(secret))).status_code == 202  # fmt: skip

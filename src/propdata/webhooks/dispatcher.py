@@ -125,7 +125,7 @@ def signature(signers: _Signers, due: Due, body: str, at: dt.datetime, now: floa
 TransportFactory = Callable[[Target], httpx.AsyncBaseTransport]
 
 
-PER_RECEIVER = 16
+PER_RECEIVER = 8
 """Connections (and so attempts at once) to one receiver's name and address; more attempts
 wait their turn before reaching the pool, whose own queue is costly to keep long."""
 
@@ -254,7 +254,9 @@ class Dispatcher:
     async def fan_out(self) -> int:
         """Turn events past the cursors of enabled endpoints into deliveries; how many."""
         made = 0
-        while True:
+        # Looked for without a transaction first: an idle dispatcher writes nothing (a write
+        # to the accounts store would drop every worker's verified keys, `KeyService`).
+        while await self.repo.fan_out_waiting():
             async with self.db.transaction():
                 endpoints = await self.repo.claim_fan_out(50)
                 rows: list[tuple[str, int, str, str, float]] = []
@@ -272,7 +274,8 @@ class Dispatcher:
                 await self.repo.insert_deliveries(rows)
             made += len(rows)
             if not endpoints:
-                return made
+                break
+        return made
 
     # Attempts
 
@@ -331,8 +334,11 @@ class Dispatcher:
         self._progress.set()
 
     async def claim(self, limit: int) -> list[Due]:
+        now = self.clock()
+        if not await self.repo.any_due(now):
+            return []
         async with self.db.transaction():
-            return await self.repo.claim(self.clock(), self.lease, limit)
+            return await self.repo.claim(now, self.lease, limit)
 
     async def flush(self) -> int:
         """Write the outcomes of finished attempts; disable endpoints gone or failing."""
@@ -432,6 +438,10 @@ class Dispatcher:
                     await self._housekeeping()
                 except (StoreUnavailable, OSError) as exc:
                     log.warning("webhook dispatcher: store unavailable (%s); trying again", exc)
+                    await asyncio.sleep(POLL)
+                    continue
+                except Exception:  # a bug must not end deliveries for the process's life
+                    log.exception("webhook dispatcher failed; trying again")
                     await asyncio.sleep(POLL)
                     continue
                 if claimed and len(claimed) == min(free, self.batch):

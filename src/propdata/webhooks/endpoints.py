@@ -35,11 +35,12 @@ from propdata.webhooks.service import WebhookService, endpoint_view
 MAX_BODY = 65_536
 """Bytes a request body may have (contract: at most 64 KB)."""
 
+ENDPOINT_ID = r"^[A-Za-z0-9_-]{1,100}$"
 EndpointId = Annotated[
     str,
     Parameter(
-        description="Webhook endpoint id", max_length=100,
-        examples=[Example(value="wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze")],
+        description="Webhook endpoint id (`wh_` and 24 letters or digits)", max_length=100,
+        pattern=ENDPOINT_ID, examples=[Example(value="wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze")],
     ),
 ]  # fmt: skip
 _MANAGE: dict[str, Any] = {"metered": False}
@@ -134,7 +135,7 @@ async def rotate_secret(
     data: JSONBody[Rotation | None] = None,
 ) -> SecretResponse:  # fmt: skip
     """Issue a new signing secret; the old one goes on signing beside it for graceSeconds."""
-    grace = (data or Rotation()).grace_seconds
+    grace = int((data or Rotation()).grace_seconds)
     return SecretResponse(data=Secret(secret=await webhooks.rotate(key, id, grace)))
 
 

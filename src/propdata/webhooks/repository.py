@@ -119,6 +119,26 @@ class WebhookRepository:
 
     # The dispatcher's fan-out
 
+    async def fan_out_waiting(self) -> bool:
+        """Whether an enabled endpoint has events past its cursor (a read, no lock)."""
+        row = await self.db.fetch_one(
+            "SELECT 1 FROM webhook_endpoints e WHERE e.status = 'enabled' AND EXISTS"
+            " (SELECT 1 FROM events v WHERE v.owner = e.owner AND v.seq > e.cursor_seq"
+            "  AND v.endpoint_id IS NULL) LIMIT 1"
+        )
+        return row is not None
+
+    async def any_due(self, now: float) -> bool:
+        """Whether a delivery is due (a read, no lock)."""
+        row = await self.db.fetch_one(
+            "SELECT 1 FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id"
+            " WHERE d.state = 'pending' AND d.next_attempt_at <= ?"
+            " AND (d.claimed_until IS NULL OR d.claimed_until <= ?) AND e.status = 'enabled'"
+            " LIMIT 1",
+            (now, now),
+        )
+        return row is not None
+
     async def claim_fan_out(self, limit: int) -> list[EndpointRow]:
         """Enabled endpoints whose owner has events past their cursor; inside a transaction,
         each locked to this dispatcher until it commits (PostgreSQL)."""

@@ -72,7 +72,8 @@ class EndpointChange(_Body):
 class Rotation(_Body):
     """POST /v1/webhooks/{id}/rotate-secret: how long the old secret goes on signing."""
 
-    grace_seconds: Annotated[int, msgspec.Meta(ge=0, le=MAX_GRACE)] = DEFAULT_GRACE
+    # A number with no fraction (JSON Schema's integer: 60.0 is one), 0 to a week.
+    grace_seconds: Annotated[float, msgspec.Meta(ge=0, le=MAX_GRACE, multiple_of=1)] = DEFAULT_GRACE
 
 
 class Replay(_Body):

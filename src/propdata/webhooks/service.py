@@ -43,8 +43,10 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
 
 
-def new_id(prefix: str) -> str:
-    return prefix + secrets.token_urlsafe(18).replace("-", "x").replace("_", "y")[:24]
+def new_id(prefix: str, length: int = 24) -> str:
+    """`prefix` and `length` random letters and digits."""
+    alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
 
 
 def endpoint_view(row: EndpointRow) -> Endpoint:
@@ -76,6 +78,7 @@ class WebhookService:
         self.gate = gate
         self.wakeups = wakeups
         self.clock = clock
+        self.backlog_kept = BACKLOG_KEPT
 
     async def plan_of(self, key: ApiKey) -> Plan:
         """The plan whose endpoint limit the key's owner has: the highest among the active
@@ -189,8 +192,8 @@ class WebhookService:
         return changed
 
     async def _trim_backlog(self, row: EndpointRow) -> None:
-        """Keep the newest BACKLOG_KEPT events of a disabled endpoint's backlog."""
-        oldest = await self.repo.newest_kept(row.owner, row.cursor_seq, BACKLOG_KEPT)
+        """Keep the newest `backlog_kept` events of a disabled endpoint's backlog."""
+        oldest = await self.repo.newest_kept(row.owner, row.cursor_seq, self.backlog_kept)
         if oldest is not None:
             await self.repo.move_cursor(row.id, oldest - 1)
 
@@ -219,7 +222,7 @@ class WebhookService:
         owner = owner_of(key)
         row = await self.get(key, endpoint_id)
         now = self.clock()
-        event_id = new_id("evt_")[:30]
+        event_id = new_id("evt_", 26)
         async with self.db.transaction():
             body: dict[str, Any] = {
                 "id": event_id, "type": "webhook.test", "timestamp": iso(now), "sequence": 0,
