@@ -219,3 +219,44 @@ def test_every_progress_bar_of_the_demo_reaches_its_end(env: dict[str, str]) -> 
     }  # fmt: skip
     for name, done, total in bars:
         assert done == total, f"{name.strip()} stopped at {done}/{total}"
+
+
+def test_a_load_produces_the_events_of_saved_searches(env: dict[str, str], tmp_path: Path) -> None:
+    """`data import` runs the event producer after its commit: no server needed."""
+    import asyncio
+
+    import msgspec
+
+    from propdata.config import load_settings
+    from propdata.events.repository import (
+        EventRepository,
+        ImageRepository,
+        SavedSearchRepository,
+        SearchRow,
+    )
+    from propdata.kit.db import connect
+    from tests.factories import record
+
+    settings = load_settings(env)
+
+    async def watch() -> None:
+        data, accounts = await connect(settings.database_url), await connect(settings.accounts_url)
+        await SavedSearchRepository(accounts).insert(SearchRow(
+            "srch_cli", "key:k", "Ames", '{"city": "Ames"}', "[]", "2026-11-21T00:00:00.000Z"))  # fmt: skip
+        await ImageRepository(data).set_watching(True)
+        await data.close()
+        await accounts.close()
+
+    async def events() -> list[str]:
+        accounts = await connect(settings.accounts_url)
+        rows = await EventRepository(accounts).page("key:k", 0, 100)
+        await accounts.close()
+        return [row.type for row in rows]
+
+    asyncio.run(watch())
+    source = tmp_path / "new.jsonl"
+    source.write_bytes(msgspec.json.encode(record("cli-1")) + b"\n")
+    code, _, err = run(env, "data", "import", str(source))
+    assert code == 0, err
+    assert "Events: 2 produced" in err
+    assert asyncio.run(events()) == ["search.entered", "property.listed"]

@@ -21,7 +21,7 @@ CODES = {
     and cls is not errors.ServiceError
 } | {"headers_too_large": 431, "internal_error": 500}
 EVERY_V1 = {"200", "400", "401", "431", "500", "503"}
-MANAGED = ("/v1/webhooks",)
+MANAGED = ("/v1/webhooks", "/v1/searches")
 """Paths whose requests are not counted but are limited per minute (429, never 304)."""
 
 

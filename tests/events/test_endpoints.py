@@ -301,3 +301,12 @@ async def test_a_load_becomes_events_the_log_pages_by_cursor(fresh: Fresh) -> No
     assert {e["type"] for e in listed["data"]} == {"property.listed"} and len(listed["data"]) == 3
     none = (await client.get("/v1/events?searchId=srch_other", headers=headers)).json()
     assert none["data"] == [] and none["meta"]["nextCursor"]
+
+
+async def test_saved_searches_are_never_served_from_the_response_cache(fresh: Fresh) -> None:
+    client, _, make = await fresh(cache_ttl=60)
+    headers = bearer(await make())
+    for n in range(2):
+        listed = await client.get("/v1/searches", headers=headers)
+        assert listed.headers["X-Cache"] == "MISS" and listed.json()["meta"]["total"] == n
+        await client.post("/v1/searches", headers=headers, json={"name": f"s{n}", "filters": AMES})

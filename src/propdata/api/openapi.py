@@ -130,12 +130,16 @@ _STANDARD: dict[int, list[tuple[str, _Example]]] = {
 
 
 def errors(
-    *statuses: int, metered: bool = True, examples: Iterable[ServiceError] = ()
+    *statuses: int,
+    metered: bool = True,
+    examples: Iterable[ServiceError] = (),
+    conditional: bool | None = None,
 ) -> dict[int, ResponseSpec]:
     """OpenAPI responses for the error statuses an operation can answer: `statuses` (its
     own: 404, 409), and those of every /v1 operation (400, 401, 431, 500, 503, and 429 and
     304 when the operation is metered). `examples` are real answers of this operation, shown
-    beside the standard ones (a 400 for an unknown parameter is added by `ApiOperation`)."""
+    beside the standard ones (a 400 for an unknown parameter is added by `ApiOperation`).
+    `conditional` (by default as `metered`): whether it answers 304 to If-None-Match."""
     own: dict[int, list[tuple[str, _Example]]] = {}
     for error in examples:
         named = own.setdefault(error.status, [])
@@ -150,7 +154,7 @@ def errors(
             examples=[Example(summary=name, value=example.value()) for name, example in shown]
             or None,
         )  # fmt: skip
-    if metered:
+    if metered if conditional is None else conditional:
         specs[304] = ResponseSpec(
             data_container=None, generate_examples=False,
             description="Not Modified: If-None-Match named this answer's ETag. No body;"

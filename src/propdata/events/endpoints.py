@@ -13,11 +13,17 @@ from litestar.params import PathParameter, QueryParameter
 from propdata.accounts.middleware import MANAGED
 from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
-from propdata.api.body import json_object
+from propdata.api.body import json_object, too_large
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import ANSWER_HEADERS, RATE_HEADERS, ApiOperation, errors, with_body
 from propdata.api.params import TEXT, PageLimit, PageOffset
-from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
+from propdata.errors import (
+    InvalidParameter,
+    NotFound,
+    PlanLimitReached,
+    RateLimitExceeded,
+    ServiceError,
+)
 from propdata.events import filters
 from propdata.events.schemas import (
     EVENT_TYPES,
@@ -68,6 +74,18 @@ def _body(partial: bool) -> Schema:
 
 _CREATE = with_body(lambda: _body(False), "The search: name, and filters, propertyIds or both")
 _CHANGE = with_body(lambda: _body(True), "Any of name, filters and propertyIds")
+
+
+def _managed_errors(*statuses: int, examples: list[ServiceError] | None = None) -> Any:
+    """The error answers of a management request: its own, a body over 64 KB where it takes
+    one, and the 429 of its 60 a minute (no 304: its answers carry no ETag)."""
+    shown = [*(examples or []), MANAGED_429, *([too_large()] if 413 in statuses else [])]
+    return errors(*statuses, examples=shown, conditional=False)
+
+
+MANAGED_429 = RateLimitExceeded(
+    "At most 60 requests a minute may manage saved searches and webhooks; retry after 12 seconds."
+)
 _NOT_FOUND = NotFound("No saved search with id 'srch_0123456789abcdef01234567'.")
 _MANAGED = {**MANAGED}
 _TAGS = ["searches"]
@@ -79,7 +97,7 @@ _TYPES = rf"^({_ONE_TYPE})(,({_ONE_TYPE}))*$"
 @post(
     "/searches", opt=_MANAGED, status_code=201, tags=_TAGS, operation_class=_CREATE,
     summary="Save a search", operation_id="createSavedSearch", response_headers=RATE_HEADERS,
-    responses=errors(403, 413, examples=[*_BODY_ERRORS, PlanLimitReached(
+    responses=_managed_errors(403, 413, examples=[*_BODY_ERRORS, PlanLimitReached(
         "The Free plan holds at most 3 saved searches; the Developer plan holds 25.")]),
 )  # fmt: skip
 async def create_search(
@@ -98,7 +116,7 @@ async def create_search(
 @get(
     "/searches", opt={**_MANAGED, "paged": True}, tags=_TAGS, operation_class=ApiOperation,
     summary="List saved searches", operation_id="listSavedSearches",
-    response_headers=RATE_HEADERS, responses=errors(),
+    response_headers=RATE_HEADERS, responses=_managed_errors(),
 )  # fmt: skip
 async def list_searches(
     saved_searches: Injected[SavedSearchService],
@@ -114,7 +132,7 @@ async def list_searches(
 @get(
     "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
     summary="Get a saved search", operation_id="getSavedSearch",
-    response_headers=RATE_HEADERS, responses=errors(404, examples=[_NOT_FOUND]),
+    response_headers=RATE_HEADERS, responses=_managed_errors(404, examples=[_NOT_FOUND]),
 )  # fmt: skip
 async def get_search(
     saved_searches: Injected[SavedSearchService],
@@ -129,7 +147,7 @@ async def get_search(
     "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=_CHANGE,
     summary="Change a saved search", operation_id="updateSavedSearch",
     response_headers=RATE_HEADERS,
-    responses=errors(404, 413, examples=[*_BODY_ERRORS, _NOT_FOUND]),
+    responses=_managed_errors(404, 413, examples=[*_BODY_ERRORS, _NOT_FOUND]),
 )  # fmt: skip
 async def update_search(
     saved_searches: Injected[SavedSearchService],
@@ -145,7 +163,7 @@ async def update_search(
 @delete(
     "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
     summary="Delete a saved search", operation_id="deleteSavedSearch",
-    response_headers=RATE_HEADERS, responses=errors(404, examples=[_NOT_FOUND]),
+    response_headers=RATE_HEADERS, responses=_managed_errors(404, examples=[_NOT_FOUND]),
 )  # fmt: skip
 async def delete_search(
     saved_searches: Injected[SavedSearchService],

@@ -456,12 +456,20 @@ async def keep_producing(
     worker's task). `wait(timeout)` returns early when a data commit is announced (the
     "changes" wake-up); `notify()` announces new events ("events"). Without them it polls."""
     pause = wait or asyncio.sleep
+    failing = False  # an outage is logged when it starts and when it ends, not every pass
     while True:
         try:
             if await produce(data, accounts, clock=clock) and notify is not None:
                 await notify()
+            if failing:
+                log.warning("the event producer works again")
+            failing = False
         except StoreUnavailable as exc:
-            log.warning("events not produced: %s; trying again", exc)
+            if not failing:
+                log.warning("events not produced: %s; trying again every %g s", exc, every)
+            failing = True
         except Exception:
-            log.exception("the event producer failed; trying again")
+            if not failing:
+                log.exception("the event producer failed; trying again every %g s", every)
+            failing = True
         await pause(every)

@@ -1,0 +1,83 @@
+"""What a page of the event log costs: pages of one owner's events by cursor, deep in a log
+of 1,000,000 of theirs among other owners' (target: p99 <= 10 ms a page).
+
+    .venv/bin/python bench/event_log.py                               # SQLite, in var/bench
+    .venv/bin/python bench/event_log.py --url postgresql://postgres@127.0.0.1/test
+    .venv/bin/python bench/event_log.py --events 200000 --pages 500
+
+The log is filled once (`--events` of one owner, a quarter as many of 50 others,
+interleaved), then `--pages` pages of `--limit` events are read through
+`EventRepository.page` from random cursors, as GET /v1/events reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import time
+from pathlib import Path
+
+from propdata.events.repository import EventRepository
+from propdata.kit.db import Database, connect
+from propdata.migrations.schema import migrate_accounts
+
+OWNER = "acct:bench"
+BODY = (
+    '{"id":"evt_%s","type":"property.updated","timestamp":"2026-11-25T00:00:00.000Z",'
+    '"sequence":%d,"data":{"searchId":"srch_bench","searchName":"bench","property":'
+    '{"id":"p-%d","status":"forSale","listPrice":250000},"previous":{"bedroomsTotal":3},'
+    '"changes":["bedroomsTotal"]}}'
+)
+
+
+async def fill(db: Database, events: int) -> None:
+    """The owner's `events` and a quarter as many of other owners, interleaved, numbered."""
+    held = await db.fetch_one("SELECT count(*) FROM events WHERE owner = ?", (OWNER,))
+    if held and held[0] >= events:
+        return
+    others = events // 4
+    rows = []
+    seq = 0
+    for n in range(events + others):
+        seq += 1
+        owner = f"acct:other-{n % 50}" if n % 5 == 4 else OWNER
+        rows.append((seq, f"evt_{seq:026d}", owner, "property.updated", "srch_bench", None,
+                     "2026-11-25T00:00:00.000Z", BODY % (seq, seq, n)))  # fmt: skip
+    columns = ["seq", "id", "owner", "type", "search_id", "endpoint_id", "created_at", "body"]
+    for start in range(0, len(rows), 50_000):
+        async with db.transaction():
+            await db.copy_into("events", columns, rows[start : start + 50_000])
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default=str(Path("var/bench/events.db")))
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--pages", type=int, default=2_000)
+    parser.add_argument("--limit", type=int, default=100)
+    args = parser.parse_args()
+    db = await connect(args.url)
+    await migrate_accounts(db)
+    started = time.perf_counter()
+    await fill(db, args.events)
+    print(f"log filled in {time.perf_counter() - started:.1f} s")
+    repo = EventRepository(db)
+    last = await repo.last()
+    rng = random.Random(1)
+    times = []
+    for _ in range(args.pages):
+        after = rng.randrange(0, last)
+        begun = time.perf_counter()
+        page = await repo.page(OWNER, after, args.limit)
+        times.append(time.perf_counter() - begun)
+        assert len(page) == args.limit or page[-1].seq >= last - 2 * args.limit
+    times.sort()
+    p50, p99 = times[len(times) // 2], times[int(len(times) * 0.99)]
+    print(f"{args.pages:,} pages of {args.limit} of {args.events:,} events ({db.dialect}):"
+          f" p50 {p50 * 1000:.2f} ms, p99 {p99 * 1000:.2f} ms")  # fmt: skip
+    await db.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
