@@ -185,3 +185,14 @@ async def test_an_account_without_an_active_key_is_asked_to_make_one(person: Per
     assert 'action="/dashboard/searches" class="card' not in page.text
     refused = await person.submit(PAGE, PAGE, name="x", state="IA")
     assert refused.status_code == 403 and "create a key" in error_of(refused.text)[1]
+
+
+async def test_a_search_may_watch_records_by_id(person: Person) -> None:
+    await person.sign_up("sia@example.com")
+    made = await person.submit(PAGE, PAGE, name="two homes", propertyIds="t-000, t-001\nt-001")
+    assert made.status_code == 303
+    (row,) = rows((await person.client.get(PAGE)).text)
+    assert match_count(row) == 2 and "2 watched records" in text(row)
+    bad = await person.submit(PAGE, PAGE, name="odd", propertyIds="t-000 no/such/id")
+    assert bad.status_code == 400 and error_of(bad.text)[0] == "propertyIds"
+    assert "no/such/id" in bad.text  # what was typed is kept
