@@ -96,3 +96,51 @@ async def person(
 def other(person: Person, client: Any) -> Person:
     """A second browser on the same store."""
     return Person(client, person.clock, person.make_key, person.outbox, person.db)
+
+
+@dataclass
+class Delivered:
+    headers: dict[str, str]
+    body: bytes
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1 (a port of its own, on a thread): it keeps what it is
+    sent and answers `status` (204 by default)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.received: list[Delivered] = []
+        self.status = 204
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                size = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(size)
+                receiver.received.append(
+                    Delivered({k.lower(): v for k, v in self.headers.items()}, body)
+                )
+                self.send_response(receiver.status)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

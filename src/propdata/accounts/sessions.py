@@ -38,10 +38,13 @@ class SignedIn:
 
 
 class Flash(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What a session's next page shows once: a new key's secret, a sentence of what changed."""
+    """What a session's next page shows once: a new key's secret, a webhook endpoint's new
+    signing secret (`secret`, of the endpoint `secret_of`), a sentence of what changed."""
 
     key: str | None = None
     notice: str | None = None
+    secret: str | None = None
+    secret_of: str | None = None
 
 
 def _iso(at: float) -> str:

@@ -2,9 +2,10 @@
 
 Server-rendered (Jinja2 through Litestar); every form works without JavaScript. Outside /v1:
 no API key, never metered. `router()` lists every page: the ones here, the dashboard's
-(`portal.dashboard`) and the operators' (`portal.admin`); what every page shares (the visit,
-form tokens, cookies) is in `portal.pages`. What may be done is decided by
-`accounts.service.AccountService`; these modules parse, answer and render.
+(`portal.dashboard`, its saved searches `portal.searches` and webhooks `portal.webhooks`) and
+the operators' (`portal.admin`); what every page shares (the visit, form tokens, cookies) is
+in `portal.pages`. What may be done is decided by the services (`accounts.service`,
+`events.service`, `webhooks.service`); these modules parse, answer and render.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from propdata.errors import InvalidField, NotFound, ServiceError
 from propdata.kit.db import StoreUnavailable
 from propdata.kit.requests import request_id
 from propdata.plans import BY_NAME
-from propdata.portal import admin, dashboard
+from propdata.portal import admin, dashboard, searches, webhooks
 from propdata.portal.pages import (
     NO_STORE,
     VISIT_STATE,
@@ -287,7 +288,8 @@ def router() -> Router:
         path="/",
         route_handlers=[
             home, signup_page, signup, login_page, login, logout, forgot_page, forgot,
-            reset_page, reset, verify, *dashboard.ROUTES, *admin.ROUTES,
+            reset_page, reset, verify, *dashboard.ROUTES, *searches.ROUTES, *webhooks.ROUTES,
+            *admin.ROUTES,
         ],
         exception_handlers={
             ServiceError: _service_error, HTTPException: _http_error,

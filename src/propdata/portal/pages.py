@@ -17,7 +17,7 @@ from litestar.datastructures import Cookie
 from litestar.enums import RequestEncodingType
 from litestar.response import Redirect, Template
 
-from propdata.accounts.schemas import Account
+from propdata.accounts.schemas import Account, ApiKey
 from propdata.accounts.service import AccountService
 from propdata.api import clients
 from propdata.config import Settings
@@ -139,3 +139,20 @@ async def checked(
             "This form has expired or did not come from this site; reload the page and send it again."
         )
     return v, form
+
+
+async def acting_key(accounts: AccountService, account: Account) -> ApiKey | None:
+    """The key through which the account's saved searches and webhooks are managed: one of
+    its active keys (each sees the account's; the services read the account's plan from all
+    of them), or None when it holds none."""
+    return next((key for key in await accounts.keys_of(account) if key.status == "active"), None)
+
+
+PER_PAGE = 20
+"""Rows a listed page shows (saved searches, webhook endpoints) before its next page."""
+
+
+def offset_of(request: Request[Any, Any, Any]) -> int:
+    """Where a listed page starts (`?offset=`); anything but plain digits: the start."""
+    raw = request.query_params.get("offset", "")
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else 0

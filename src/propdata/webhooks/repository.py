@@ -243,6 +243,16 @@ class WebhookRepository:
         )
         return (int(total[0]) if total else 0), [DeliveryRow._make(row) for row in rows]
 
+    async def delivered_event(self, endpoint_id: str, event_id: str) -> tuple[int, str] | None:
+        """(number, type) of an event the endpoint has a delivery of, while the event is
+        kept; None otherwise."""
+        row = await self.db.fetch_one(
+            "SELECT d.event_seq, d.type FROM webhook_deliveries d JOIN events v"
+            " ON v.seq = d.event_seq WHERE d.endpoint_id = ? AND d.event_id = ? LIMIT 1",
+            (endpoint_id, event_id),
+        )
+        return (int(row[0]), str(row[1])) if row else None
+
     async def backlog(self) -> int:
         """Deliveries waiting for their first or next attempt."""
         row = await self.db.fetch_one(

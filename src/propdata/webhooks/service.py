@@ -237,6 +237,19 @@ class WebhookService:
         if self.wakeups is not None:
             await self.wakeups.notify("events")
 
+    async def resend(self, key: ApiKey, endpoint_id: str, event_id: str) -> None:
+        """Deliver again one event the endpoint was sent (the same event id), as a new
+        delivery; 404 for an event it was never sent or that is no longer kept."""
+        row = await self.get(key, endpoint_id)
+        found = await self.repo.delivered_event(row.id, event_id)
+        if found is None:
+            raise NotFound(f"No delivery of event {event_id} to webhook endpoint {endpoint_id}.")
+        seq, kind = found
+        async with self.db.transaction():
+            await self.repo.insert_deliveries([(row.id, seq, event_id, kind, self.clock())])
+        if self.wakeups is not None:
+            await self.wakeups.notify("events")
+
     async def deliveries(
         self, key: ApiKey, endpoint_id: str, limit: int, offset: int
     ) -> tuple[int, list[Delivery]]:
