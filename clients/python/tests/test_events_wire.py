@@ -10,7 +10,6 @@ import datetime as dt
 from collections.abc import Iterator
 
 import pytest
-from stubserver import Answer, Stub, event, sse, stub_server
 
 from propdata_client import (
     AsyncClient,
@@ -23,6 +22,7 @@ from propdata_client import (
     SavedSearch,
     ServiceUnavailableError,
 )
+from stubserver import Answer, Stub, event, sse, stub_server
 
 KEY = "pmd_live_stub"
 SEARCH = {
@@ -298,9 +298,11 @@ def test_the_stream_waits_out_a_503_and_raises_a_401(
 
 
 def test_a_stream_that_cannot_connect_gives_up_after_max_reconnects(waits: Waits) -> None:
-    with Client(api_key=KEY, base_url="http://127.0.0.1:9", sleep=waits) as c:
-        with pytest.raises(PropdataError) as caught:
-            list(c.events.stream(max_reconnects=3))
+    with (
+        Client(api_key=KEY, base_url="http://127.0.0.1:9", sleep=waits) as c,
+        pytest.raises(PropdataError) as caught,
+    ):
+        list(c.events.stream(max_reconnects=3))
     assert caught.value.code == "connection_error" and len(waits.waits) == 3
     assert waits.waits == sorted(waits.waits)  # a growing backoff
 
@@ -342,7 +344,9 @@ def test_the_parser_reads_the_sse_format() -> None:
 
 def test_service_unavailable_on_every_retry_raises(stub: Stub, waits: Waits) -> None:
     stub.on("GET", "/v1/events", Answer(503, error(503, "service_unavailable")))
-    with Client(api_key=KEY, base_url=stub.base_url, sleep=waits, max_retries=1) as c:
-        with pytest.raises(ServiceUnavailableError):
-            c.events.list()
+    with (
+        Client(api_key=KEY, base_url=stub.base_url, sleep=waits, max_retries=1) as c,
+        pytest.raises(ServiceUnavailableError),
+    ):
+        c.events.list()
     assert len(stub.requests) == 2
