@@ -121,7 +121,7 @@ def stub_server() -> Iterator[Stub]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), stub._handler())
     server.daemon_threads = True
     stub.base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield stub
