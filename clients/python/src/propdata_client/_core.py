@@ -528,7 +528,7 @@ def streamed(message: SseMessage) -> StreamedEvent:
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise PropdataError(f"A streamed event does not have the expected shape: {exc}",
                             code="invalid_response") from exc  # fmt: skip
-    return StreamedEvent(cursor=message.id, event=event)
+    return StreamedEvent(cursor=message.id, event=event, body=message.data)
 
 
 def wanted(event: Event, types: Sequence[str] | str | None, search_id: str | None) -> bool:

@@ -483,11 +483,13 @@ class EventsPage(Model):
 
 
 class StreamedEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """One event of `GET /v1/events/stream`: the event and its `cursor` (the SSE `id:`;
-    pass it as `since` to resume after it)."""
+    """One event of `GET /v1/events/stream`: the event, its `cursor` (the SSE `id:`; pass
+    it as `since` to resume after it) and `body`, its JSON as the API sent it (the body a
+    webhook delivery of it carries)."""
 
     cursor: str
     event: Event
+    body: str
 
 
 class Webhook(Model):
