@@ -599,7 +599,8 @@ export interface MarketEventData {
 export interface Event {
   /** `evt_...`: the same on every delivery, retry and replay (dedupe by it). */
   id: string;
-  type: EventType;
+  /** One of `EventType`'s values (a string, so a type added to the API later still reads). */
+  type: string;
   /** ISO 8601 UTC. */
   timestamp: string;
   /** Grows with every event of the owner. */

@@ -452,7 +452,8 @@ class Event(Model):
     """
 
     id: str
-    type: EventType
+    type: str
+    """One of `EventType`'s values (a string, so a type added to the API later still reads)."""
     timestamp: dt.datetime
     sequence: int
     data: dict[str, Any]
