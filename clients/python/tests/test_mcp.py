@@ -354,22 +354,24 @@ async def test_recent_events_reads_pages_and_keeps_the_newest() -> None:
     pages = [[event(n) for n in range(1, 4)], [event(4, "search.exited")], []]
     with stub_server() as stub:
         stub.on("GET", "/v1/events", *[
-            Answer(200, {"meta": {"limit": 25, "nextCursor": f"c_{i}"}, "data": data})
+            Answer(200, {"meta": {"limit": 3, "nextCursor": f"c_{i}"}, "data": data})
             for i, data in enumerate(pages, 1)])  # fmt: skip
         async with session_at(stub.base_url, "pmd_live_stub") as s:
             got = answer(await s.call_tool("recent_events", {"limit": 2, "search_id": "srch_a",
                                                              "types": ["search.exited",
                                                                        "property.priceChanged"]}))  # fmt: skip
             later = answer(await s.call_tool("recent_events", {"since": got["nextCursor"]}))
-    assert got["returned"] == 2 and got["omittedOlder"] == 2 and got["nextCursor"] == "c_3"
+    assert got["returned"] == 2 and got["omittedOlder"] == 2 and got["nextCursor"] == "c_2"
+    assert got["caughtUp"] is True  # the second page was short
     first, second = got["events"]
     assert second["type"] == "search.exited" and second["searchName"] == "Ames under 400k"
     assert first["property"] == {"id": "t-001", "listPrice": 299997}
     assert first["changes"] == ["listPrice"] and first["previous"] == {"listPrice": 299998}
     queries = [r.query for r in stub.requests]
-    assert queries[0] == {"searchId": "srch_a", "types": "search.exited,property.priceChanged"}
-    assert queries[1]["since"] == "c_1" and queries[-1] == {"since": "c_3"}
-    assert later["returned"] == 0 and later["nextCursor"] == "c_3"
+    assert queries[0] == {"searchId": "srch_a", "limit": "1000",
+                          "types": "search.exited,property.priceChanged"}  # fmt: skip
+    assert queries[1]["since"] == "c_1" and queries[-1] == {"since": "c_2", "limit": "1000"}
+    assert later["returned"] == 0 and later["nextCursor"] == "c_3" and later["caughtUp"]
 
 
 async def test_watch_search_past_the_plan_limit_says_so() -> None:

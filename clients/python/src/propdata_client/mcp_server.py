@@ -79,7 +79,8 @@ State = Annotated[
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 CREATES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                           open_world_hint=True)  # fmt: skip
-MAX_EVENT_PAGES = 5  # recent_events without a cursor reads at most this many pages
+MAX_EVENT_PAGES = 5  # recent_events reads at most this many pages a call
+EVENT_PAGE = 1000  # the page size it asks for (the API clamps it to the plan's maximum)
 
 
 # -- formatting ---------------------------------------------------------------------------
@@ -600,18 +601,22 @@ def build_server(client: AsyncClient) -> MCPServer:
     ) -> str:
         """The property events of the account's saved searches (kept 30 days), newest last:
         type, time, the search, the property (id, status, price, address) and which fields
-        changed with their earlier values. Pass the answer's nextCursor as since on the next
-        call to get only newer events. Without since it reads the log from its oldest event,
-        a few metered pages at most, and returns the newest it saw."""
+        changed with their earlier values. It reads the log from since (without it, from
+        the oldest event kept), a few metered pages at most, and returns the newest events
+        it read; caughtUp false means newer ones remain: call again with since=nextCursor.
+        Pass nextCursor as since next time to get only events that came after."""
         seen: list[Event] = []
         cursor = since
-        pages = 1 if since is not None else MAX_EVENT_PAGES
+        caught_up = False
         try:
-            for _ in range(pages):
-                page = await client.events.list(cursor, types=types, search_id=search_id)
+            for _ in range(MAX_EVENT_PAGES):
+                page = await client.events.list(
+                    cursor, types=types, search_id=search_id, limit=EVENT_PAGE
+                )
                 seen.extend(page.data)
                 cursor = page.next_cursor
-                if not page.data:
+                if len(page.data) < page.meta.limit:
+                    caught_up = True
                     break
         except PropdataError as exc:
             raise tool_error(exc) from exc
@@ -620,6 +625,7 @@ def build_server(client: AsyncClient) -> MCPServer:
             {
                 "returned": len(shown),
                 "omittedOlder": len(seen) - len(shown),
+                "caughtUp": caught_up,
                 "nextCursor": cursor,
                 "events": [_event(e) for e in shown],
             }
