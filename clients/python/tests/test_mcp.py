@@ -22,13 +22,16 @@ from mcp.types import CallToolResult, TextContent
 from tests.redis_support import free_port
 
 from propdata_client import Client
+from stubserver import Answer, event, stub_server
 
 pytestmark = pytest.mark.slow
 
 if TYPE_CHECKING:
     from conftest import Live
 
-TOOLS = {"lookup_address", "search_properties", "get_property", "get_market", "check_usage"}
+TOOLS = {"lookup_address", "search_properties", "get_property", "get_market", "check_usage",
+         "watch_search", "recent_events"}  # fmt: skip
+WRITES = {"watch_search"}  # the tools that are not read-only
 
 
 def command() -> tuple[str, list[str]]:
@@ -40,8 +43,14 @@ def command() -> tuple[str, list[str]]:
 
 @asynccontextmanager
 async def session(live: Live, key: str) -> AsyncIterator[ClientSession]:
+    async with session_at(live.base_url, key) as s:
+        yield s
+
+
+@asynccontextmanager
+async def session_at(base_url: str, key: str) -> AsyncIterator[ClientSession]:
     program, args = command()
-    env = {"PROPDATA_API_KEY": key, "PROPDATA_BASE_URL": live.base_url}
+    env = {"PROPDATA_API_KEY": key, "PROPDATA_BASE_URL": base_url}
     params = StdioServerParameters(command=program, args=args, env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         await s.initialize()
@@ -66,7 +75,8 @@ async def test_tools_are_listed_with_descriptions_and_schemas(live: Live, key: s
         for tool in listed:
             assert tool.description and len(tool.description) > 80, tool.name
             assert tool.input_schema["type"] == "object"
-            assert tool.annotations is not None and tool.annotations.read_only_hint
+            assert tool.annotations is not None
+            assert tool.annotations.read_only_hint == (tool.name not in WRITES), tool.name
         schemas = {tool.name: tool.input_schema for tool in listed}
         lookup = schemas["lookup_address"]
         assert set(lookup["required"]) == {"street_address", "city", "state"}
@@ -314,3 +324,71 @@ def test_http_on_another_address_without_a_token_is_refused(key: str) -> None:
                           env=env, capture_output=True, text=True, timeout=30)  # fmt: skip
     assert done.returncode == 2
     assert "without a token" in done.stderr and "0.0.0.0" in done.stderr
+
+
+# -- events: watch_search and recent_events ----------------------------------------------
+
+
+async def test_watch_search_sends_the_filters_and_answers_the_match_count() -> None:
+    saved = {"id": "srch_a", "name": "Ames", "filters": {"zipCode": "50010", "maxPrice": 400000},
+             "propertyIds": [], "createdAt": "2026-11-25T12:00:00.000Z", "matchCount": 7}  # fmt: skip
+    with stub_server() as stub:
+        stub.json("POST", "/v1/searches", {"data": saved}, 201)
+        async with session_at(stub.base_url, "pmd_live_stub") as s:
+            made = answer(await s.call_tool("watch_search", {
+                "name": "Ames", "zip_code": "50010", "max_price": 400000, "radius_miles": 5,
+                "latitude": 42.0, "longitude": -93.6}))  # fmt: skip
+            bad = await s.call_tool("watch_search", {"name": "", "zip_code": "5001"})
+    assert made == {"id": "srch_a", "name": "Ames", "matchCount": 7,
+                    "filters": {"zipCode": "50010", "maxPrice": 400000},
+                    "createdAt": "2026-11-25T12:00:00Z"}  # fmt: skip
+    assert stub.seen("POST", "/v1/searches")[0].json() == {
+        "name": "Ames",
+        "filters": {"zipCode": "50010", "maxPrice": 400000, "latitude": 42.0,
+                    "longitude": -93.6, "radius": 5.0},
+    }  # fmt: skip
+    assert bad.is_error and text(bad).startswith("Invalid parameter 'name': ")
+
+
+async def test_recent_events_reads_pages_and_keeps_the_newest() -> None:
+    pages = [[event(n) for n in range(1, 4)], [event(4, "search.exited")], []]
+    with stub_server() as stub:
+        stub.on("GET", "/v1/events", *[
+            Answer(200, {"meta": {"limit": 3, "nextCursor": f"c_{i}"}, "data": data})
+            for i, data in enumerate(pages, 1)])  # fmt: skip
+        async with session_at(stub.base_url, "pmd_live_stub") as s:
+            got = answer(await s.call_tool("recent_events", {"limit": 2, "search_id": "srch_a",
+                                                             "types": ["search.exited",
+                                                                       "property.priceChanged"]}))  # fmt: skip
+            later = answer(await s.call_tool("recent_events", {"since": got["nextCursor"]}))
+    assert got["returned"] == 2 and got["omittedOlder"] == 2 and got["nextCursor"] == "c_2"
+    assert got["caughtUp"] is True  # the second page was short
+    first, second = got["events"]
+    assert second["type"] == "search.exited" and second["searchName"] == "Ames under 400k"
+    assert first["property"] == {"id": "t-001", "listPrice": 299997}
+    assert first["changes"] == ["listPrice"] and first["previous"] == {"listPrice": 299998}
+    queries = [r.query for r in stub.requests]
+    assert queries[0] == {"searchId": "srch_a", "limit": "1000",
+                          "types": "search.exited,property.priceChanged"}  # fmt: skip
+    assert queries[1]["since"] == "c_1" and queries[-1] == {"since": "c_2", "limit": "1000"}
+    assert later["returned"] == 0 and later["nextCursor"] == "c_3" and later["caughtUp"]
+
+
+async def test_watch_search_past_the_plan_limit_says_so() -> None:
+    with stub_server() as stub:
+        stub.json("POST", "/v1/searches", {"error": {
+            "code": "plan_limit_reached", "status": 403, "requestId": "req_1",
+            "message": "The Free plan keeps 3 saved searches; Developer keeps 25."}}, 403)  # fmt: skip
+        async with session_at(stub.base_url, "pmd_live_stub") as s:
+            refused = await s.call_tool("watch_search", {"name": "x", "zip_code": "50010"})
+    assert refused.is_error and "Free plan keeps 3 saved searches" in text(refused)
+
+
+async def test_watch_search_and_recent_events_against_the_live_server(live: Live, key: str) -> None:
+    async with session(live, key) as s:
+        made = answer(await s.call_tool("watch_search", {"name": "mcp Ames", "zip_code": "50010"}))
+        assert made["id"].startswith("srch_") and made["matchCount"] > 0
+        recent = answer(await s.call_tool("recent_events", {"search_id": made["id"]}))
+        assert recent["nextCursor"] and isinstance(recent["events"], list)
+    with Client(api_key=key, base_url=live.base_url) as c:
+        c.searches.delete(made["id"])

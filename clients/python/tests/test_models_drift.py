@@ -8,7 +8,9 @@ the SDK does not cover.
 from __future__ import annotations
 
 import inspect
+import re
 import typing
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -20,6 +22,9 @@ from propdata_client._sync import Markets, Properties
 from propdata_client.models import (
     AuthStatus,
     ChangesPage,
+    CreatedWebhook,
+    Delivery,
+    EventsPage,
     Market,
     MarketHistory,
     Page,
@@ -28,7 +33,11 @@ from propdata_client.models import (
     PropertyMatch,
     PropertyPage,
     PropertySummary,
+    ReplayQueued,
+    SavedSearch,
     Valuation,
+    Webhook,
+    WebhookSecret,
 )
 
 pytestmark = pytest.mark.slow
@@ -53,6 +62,57 @@ OPERATIONS: dict[str, tuple[Any, bool]] = {
 NOT_IN_SDK = {
     "getHealth",  # the operators' health check, outside /v1
     "streamEvents",  # Server-Sent Events: no JSON answer for a model to match
+}
+
+
+@dataclass(frozen=True)
+class Op:
+    """An operation of the events surface, known by its method and path (path parameters
+    as X), whatever the server names it: the SDK's model of its answer (None: no JSON
+    body), enveloped or not, the status of success, its query and its body's fields."""
+
+    model: Any
+    enveloped: bool = True
+    status: str = "200"
+    query: dict[str, str] = field(default_factory=dict)
+    body: dict[str, str] | None = None
+
+
+ROTATE_FIELDS = {"grace_seconds": "graceSeconds"}
+EVENT_OPERATIONS: dict[tuple[str, str], Op] = {
+    ("post", "/v1/searches"): Op(SavedSearch, status="201", body=_core.SEARCH_FIELDS),
+    ("get", "/v1/searches"): Op(Page[SavedSearch], False, query=_core.LIST_PARAMS),
+    ("get", "/v1/searches/X"): Op(SavedSearch),
+    ("patch", "/v1/searches/X"): Op(SavedSearch, body=_core.SEARCH_FIELDS),
+    ("delete", "/v1/searches/X"): Op(None, status="204"),
+    ("get", "/v1/events"): Op(EventsPage, False, query=_core.EVENTS_PARAMS),
+    ("get", "/v1/events/stream"): Op(None, query=_core.STREAM_PARAMS),
+    ("post", "/v1/webhooks"): Op(CreatedWebhook, status="201", body=_core.WEBHOOK_FIELDS),
+    ("get", "/v1/webhooks"): Op(Page[Webhook], False, query=_core.LIST_PARAMS),
+    ("get", "/v1/webhooks/X"): Op(Webhook),
+    ("patch", "/v1/webhooks/X"): Op(Webhook, body=_core.WEBHOOK_UPDATE_FIELDS),
+    ("delete", "/v1/webhooks/X"): Op(None, status="204"),
+    ("post", "/v1/webhooks/X/rotate-secret"): Op(WebhookSecret, body=ROTATE_FIELDS),
+    ("post", "/v1/webhooks/X/test"): Op(None, status="202"),
+    ("get", "/v1/webhooks/X/deliveries"): Op(Page[Delivery], False, query=_core.LIST_PARAMS),
+    ("post", "/v1/webhooks/X/replay"): Op(ReplayQueued, status="202", body={"since": "since"}),
+}
+EVENT_PATHS = {  # the request each SDK method makes, with "X" in the path parameter
+    ("post", "/v1/searches"): _core.create_search({"name": "x"}),
+    ("get", "/v1/searches"): _core.list_searches({}),
+    ("get", "/v1/searches/X"): _core.get_search("X"),
+    ("patch", "/v1/searches/X"): _core.update_search("X", {}),
+    ("delete", "/v1/searches/X"): _core.delete_search("X"),
+    ("get", "/v1/events"): _core.list_events({}),
+    ("post", "/v1/webhooks"): _core.create_webhook({"url": "x"}),
+    ("get", "/v1/webhooks"): _core.list_webhooks({}),
+    ("get", "/v1/webhooks/X"): _core.get_webhook("X"),
+    ("patch", "/v1/webhooks/X"): _core.update_webhook("X", {}),
+    ("delete", "/v1/webhooks/X"): _core.delete_webhook("X"),
+    ("post", "/v1/webhooks/X/rotate-secret"): _core.rotate_webhook_secret("X", None),
+    ("post", "/v1/webhooks/X/test"): _core.send_test_event("X"),
+    ("get", "/v1/webhooks/X/deliveries"): _core.list_deliveries("X", {}),
+    ("post", "/v1/webhooks/X/replay"): _core.replay_webhook("X", "c"),
 }
 
 QUERY_TABLES: dict[str, dict[str, str]] = {
@@ -93,7 +153,11 @@ def from_openapi(schema: dict[str, Any], components: dict[str, Any]) -> dict[str
     for union in ("oneOf", "anyOf"):
         if union in schema:
             options = [o for o in schema[union] if o.get("type") != "null"]
-            assert len(options) == 1, schema
+            if len(options) > 1:  # several shapes (an event's data by type): free-form
+                kinds = {from_openapi(o, components)["type"] for o in options}
+                shape = _shape("object" if kinds == {"object"} else "union")
+                shape["nullable"] = len(options) < len(schema[union])
+                return shape
             shape = from_openapi(options[0], components)
             shape["nullable"] = len(options) < len(schema[union])
             return shape
@@ -132,6 +196,8 @@ def from_sdk(info: msgspec.inspect.Type) -> dict[str, Any]:
         return _shape("object", fields=fields)
     if isinstance(info, mi.ListType):
         return _shape("array", items=from_sdk(info.item_type))
+    if isinstance(info, mi.DictType):  # free-form JSON (filters, an event's data)
+        return _shape("object")
     if isinstance(info, mi.LiteralType):
         return _shape("string", enum=sorted(str(v) for v in info.values))
     simple = {
@@ -155,8 +221,8 @@ def differences(sdk: dict[str, Any], server: dict[str, Any], path: str = "$") ->
             found.append(f"{path}: {key} is {sdk[key]!r} in the SDK, {server[key]!r} on the server")
     if sdk["type"] == server["type"] == "array":
         found += differences(sdk["items"], server["items"], path + "[]")
-    if sdk["type"] == server["type"] == "object":
-        ours, theirs = sdk["fields"], server["fields"]
+    if sdk["type"] == server["type"] == "object" and sdk["fields"] is not None:
+        ours, theirs = sdk["fields"], server["fields"] or {}
         for name in sorted(theirs.keys() - ours.keys()):
             found.append(f"{path}.{name}: on the server, missing from the SDK")
         for name in sorted(ours.keys() - theirs.keys()):
@@ -184,9 +250,11 @@ def operations(openapi: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]
     }
 
 
-def body_schema(openapi: dict[str, Any], op: dict[str, Any], enveloped: bool) -> dict[str, Any]:
+def body_schema(
+    openapi: dict[str, Any], op: dict[str, Any], enveloped: bool, status: str = "200"
+) -> dict[str, Any]:
     components = openapi["components"]["schemas"]
-    schema = op["responses"]["200"]["content"]["application/json"]["schema"]
+    schema = op["responses"][status]["content"]["application/json"]["schema"]
     shape = from_openapi(schema, components)
     if enveloped:
         assert set(shape["fields"]) == {"data"}, shape["fields"].keys()
@@ -195,12 +263,74 @@ def body_schema(openapi: dict[str, Any], op: dict[str, Any], enveloped: bool) ->
     return shape
 
 
+def every_operation(openapi: dict[str, Any]) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
+    """Every operation by (method, path with its parameters as X): (path, operation)."""
+    methods = {"get", "post", "put", "patch", "delete"}
+    return {
+        (method, re.sub(r"\{[^}]+\}", "X", path)): (path, op)
+        for path, item in openapi["paths"].items()
+        for method, op in item.items()
+        if method in methods
+    }
+
+
 # -- the tests ----------------------------------------------------------------------------
 
 
 def test_every_operation_is_covered(openapi: dict[str, Any]) -> None:
     served = set(operations(openapi)) - NOT_IN_SDK
+    served_events = {
+        key
+        for key, (_, op) in every_operation(openapi).items()
+        if op.get("operationId") not in OPERATIONS and op.get("operationId") not in NOT_IN_SDK
+    }
     assert served == set(OPERATIONS), "operations the SDK does not cover, or no longer served"
+    assert served_events == set(EVENT_OPERATIONS), "the events surface differs from the SDK's"
+
+
+@pytest.mark.parametrize("key", sorted(EVENT_OPERATIONS), ids=" ".join)
+def test_events_answers_match_the_schema(openapi: dict[str, Any], key: tuple[str, str]) -> None:
+    expected = EVENT_OPERATIONS[key]
+    _, op = every_operation(openapi)[key]
+    assert expected.status in op["responses"], sorted(op["responses"])
+    if expected.model is None:
+        return
+    server = body_schema(openapi, op, expected.enveloped, expected.status)
+    sdk = from_sdk(msgspec.inspect.type_info(expected.model))
+    assert differences(sdk, server) == []
+
+
+@pytest.mark.parametrize("key", sorted(EVENT_OPERATIONS), ids=" ".join)
+def test_events_requests_match_the_schema(openapi: dict[str, Any], key: tuple[str, str]) -> None:
+    expected = EVENT_OPERATIONS[key]
+    _, op = every_operation(openapi)[key]
+    params = op.get("parameters", [])
+    assert {p["name"] for p in params if p["in"] == "query"} == set(expected.query.values())
+    made = EVENT_PATHS.get(key)
+    if made is not None:
+        assert made.method.lower() == key[0] and made.path == key[1]
+    if expected.body is None:
+        assert "requestBody" not in op or key[1].endswith("/test")
+        return
+    components = openapi["components"]["schemas"]
+    schema = op["requestBody"]["content"]["application/json"]["schema"]
+    fields = from_openapi(schema, components)["fields"]
+    assert set(fields) == set(expected.body.values())
+
+
+def test_search_filters_are_the_property_search_filters(openapi: dict[str, Any]) -> None:
+    """A saved search's `filters` take exactly `GET /v1/properties`' filter parameters."""
+    _, op = operations(openapi)["searchProperties"]
+    filters = {p["name"] for p in op["parameters"] if p["in"] == "query"}
+    assert set(_core.SEARCH_FILTERS.values()) == filters - {"limit", "offset", "cursor", "sort",
+                                                             "order", "fields"}  # fmt: skip
+    _, create = every_operation(openapi)[("post", "/v1/searches")]
+    components = openapi["components"]["schemas"]
+    schema = create["requestBody"]["content"]["application/json"]["schema"]
+    body = from_openapi(schema, components)["fields"]
+    declared = body["filters"][1]["fields"]
+    if declared:  # the server may describe `filters` field by field, or as free-form JSON
+        assert set(declared) == set(_core.SEARCH_FILTERS.values())
 
 
 @pytest.mark.parametrize("operation", sorted(OPERATIONS))

@@ -36,6 +36,8 @@ SUBS = [
     (r"__aenter__", "__enter__"),
     (r"__aexit__", "__exit__"),
     (r"\baclose\(", "close("),
+    (r"\baread\(", "read("),
+    (r"\baiter_lines\(", "iter_lines("),
     (r"\bimport asyncio\b", "import time"),
     (r"\basyncio\.sleep\b", "time.sleep"),
     (r"\bAwaitable\[None\]", "None"),

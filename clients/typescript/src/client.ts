@@ -13,6 +13,23 @@ import {
 import type {
   AuthStatus,
   ChangesPage,
+  CreatedWebhook,
+  Delivery,
+  Event,
+  EventsPage,
+  EventsParams,
+  FollowEventsParams,
+  ListAllParams,
+  ListParams,
+  SavedSearch,
+  SearchCreateParams,
+  SearchFilters,
+  SearchUpdateParams,
+  StreamedEvent,
+  StreamParams,
+  Webhook,
+  WebhookCreateParams,
+  WebhookUpdateParams,
   ChangesParams,
   IterChangesParams,
   LookupParams,
@@ -45,17 +62,19 @@ export const DEFAULT_ETAG_CACHE = 128;
 /** An answer longer than this (in characters) is not kept for conditional requests. */
 const ETAG_CACHE_MAX_CHARS = 1 << 20;
 
-/** The part of a fetch `Response` the client reads. */
+/** The part of a fetch `Response` the client reads (`body`: the event stream only). */
 export interface FetchResponse {
   readonly status: number;
   readonly headers: { get(name: string): string | null };
+  readonly body?: ReadableStream<Uint8Array> | null;
   text(): Promise<string>;
 }
 
 /** The request the client makes; the global `fetch` takes it. */
 export interface FetchInit {
-  method: "GET";
+  method: "GET" | "POST" | "PATCH" | "DELETE";
   headers: Record<string, string>;
+  body?: string;
   signal?: AbortSignal;
 }
 
@@ -103,6 +122,21 @@ const MARKET_SEARCH_PARAMS = allKeys<MarketSearchParams>()([
   "city", "state", "zipCode", "limit", "offset",
 ]);
 const MARKET_HISTORY_PARAMS = allKeys<MarketHistoryParams>()(["months"]);
+const LIST_PARAMS = allKeys<ListParams>()(["limit", "offset"]);
+const EVENTS_PARAMS = allKeys<EventsParams>()(["since", "types", "searchId", "limit"]);
+const SEARCH_FILTERS = allKeys<SearchFilters>()([
+  "zipCode", "city", "state", "status", "propertyType", "minPrice", "maxPrice", "minBeds",
+  "maxBeds", "minBaths", "minSqft", "maxSqft", "minYearBuilt", "maxDaysOnMarket", "latitude",
+  "longitude", "radius", "bbox",
+]);
+const SEARCH_FIELDS = allKeys<SearchCreateParams>()(["name", "filters", "propertyIds"]);
+const WEBHOOK_FIELDS = allKeys<WebhookCreateParams>()(["url", "eventTypes", "searchIds", "description"]);
+const WEBHOOK_UPDATE_FIELDS = allKeys<WebhookUpdateParams>()([
+  "url", "eventTypes", "searchIds", "description", "status",
+]);
+/** Seconds without a byte before the stream is taken for dead and opened again (the API
+ * sends a comment at least every 15 s). */
+const STREAM_IDLE_SECONDS = 45;
 
 /** A list of every key of T: a missing or an unknown key fails to compile. */
 function allKeys<T>() {
@@ -147,6 +181,12 @@ export class Client {
   readonly markets: Markets;
   /** The calling key. */
   readonly auth: Auth;
+  /** Saved searches: what events are about. */
+  readonly searches: Searches;
+  /** The event log and its stream. */
+  readonly events: Events;
+  /** Webhook endpoints, their deliveries, replays and secrets. */
+  readonly webhooks: Webhooks;
 
   readonly #headers: Record<string, string>;
   readonly #fetch: FetchLike;
@@ -190,6 +230,9 @@ export class Client {
     this.properties = new Properties(this);
     this.markets = new Markets(this);
     this.auth = new Auth(this);
+    this.searches = new Searches(this);
+    this.events = new Events(this);
+    this.webhooks = new Webhooks(this);
   }
 
   toString(): string {
@@ -201,19 +244,35 @@ export class Client {
    * answer, whole. The methods below are built on it.
    */
   async request(path: string, query: [string, string][] = []): Promise<unknown> {
+    return this.send("GET", path, query);
+  }
+
+  /**
+   * @internal Any request: a JSON `body` for a write; the parsed answer (null for one
+   * without a body, a 202 or 204). A POST is retried only after a 429 or a 503 (the API
+   * did nothing), never after a lost connection, which may have done it.
+   */
+  async send(
+    method: FetchInit["method"],
+    path: string,
+    query: [string, string][] = [],
+    body?: unknown,
+  ): Promise<unknown> {
     const url = this.baseUrl + path + (query.length ? `?${new URLSearchParams(query)}` : "");
     const key = path + "?" + new URLSearchParams([...query].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    const reading = method === "GET";
     for (let retries = 0; ; retries++) {
       let error: PropdataError;
       try {
-        const known = this.#etags.get(key);
+        const known = reading ? this.#etags.get(key) : undefined;
         const headers = { ...this.#headers };
         if (known) headers["If-None-Match"] = known.etag;
-        const response = await this.#fetch(url, {
-          method: "GET",
-          headers,
-          signal: timeoutSignal(this.timeout),
-        });
+        const init: FetchInit = { method, headers, signal: timeoutSignal(this.timeout) };
+        if (body !== undefined) {
+          headers["Content-Type"] = "application/json";
+          init.body = JSON.stringify(body);
+        }
+        const response = await this.#fetch(url, init);
         const text = await response.text();
         const rateLimit = rateLimitOf(response.headers);
         this.lastRateLimit = rateLimit;
@@ -223,6 +282,11 @@ export class Client {
           this.lastEtag = response.headers.get("ETag") ?? known.etag;
           this.#remember(key, known.etag, known.text);
           return parseAnswer(known.text, 200, requestId);
+        }
+        if (response.status < 300 && !reading) {
+          this.lastNotModified = false;
+          this.lastEtag = null;
+          return text.trim() ? parseAnswer(text, response.status, requestId) : null;
         }
         if (response.status < 300) {
           this.lastNotModified = false;
@@ -237,8 +301,117 @@ export class Client {
         if (cause instanceof PropdataError) throw cause;
         error = connectionError(cause);
       }
-      const wait = retryWait(retries, error, this.maxRetries, this.maxRetryWait);
+      const wait =
+        method === "POST" && !(error instanceof RateLimitError || error.status === 503)
+          ? null
+          : retryWait(retries, error, this.maxRetries, this.maxRetryWait);
       if (wait === null) throw error;
+      await this.#sleep(wait);
+    }
+  }
+
+  /** @internal A write's `data` (`{data}` answers). */
+  async write<T>(method: FetchInit["method"], path: string, body?: unknown): Promise<T> {
+    const answer = await this.send(method, path, [], body);
+    if (answer === null || typeof answer !== "object" || !("data" in answer)) {
+      throw invalidAnswer("no data", this.lastRateLimit);
+    }
+    return (answer as { data: T }).data;
+  }
+
+  /**
+   * @internal The event stream: `GET /v1/events/stream`, opened again after each end or
+   * failure with `Last-Event-ID`, by the rule of `events.stream`.
+   */
+  async *stream(params: StreamParams = {}): AsyncGenerator<StreamedEvent, void, undefined> {
+    const { since, types, searchId, maxReconnects, signal, ...rest } = params;
+    if (Object.keys(rest).length) {
+      throw new TypeError(`unknown parameter ${JSON.stringify(Object.keys(rest)[0])}`);
+    }
+    const wanted = types === undefined ? null : new Set(typeof types === "string" ? types.split(",") : types);
+    let cursor = since ?? null;
+    let failures = 0;
+    let reconnects = 0;
+    let retryMs: number | null = null;
+    for (;;) {
+      if (signal?.aborted) return;
+      let error: PropdataError | null = null;
+      const idle = new AbortController();
+      const stop = () => idle.abort();
+      signal?.addEventListener("abort", stop);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const arm = () => {
+        clearTimeout(timer);
+        timer = setTimeout(stop, STREAM_IDLE_SECONDS * 1000);
+        (timer as { unref?: () => void }).unref?.();
+      };
+      try {
+        const headers: Record<string, string> = {
+          ...this.#headers,
+          Accept: "text/event-stream",
+          "Cache-Control": "no-cache",
+        };
+        if (cursor !== null) headers["Last-Event-ID"] = cursor;
+        arm();
+        const response = await this.#fetch(this.baseUrl + "/v1/events/stream", {
+          method: "GET",
+          headers,
+          signal: idle.signal,
+        });
+        this.lastRateLimit = rateLimitOf(response.headers);
+        if (response.status >= 300) {
+          const text = await response.text();
+          error = errorFromResponse(response.status, text, response.headers.get("X-Request-Id"), this.lastRateLimit);
+        } else if (!response.body) {
+          throw new PropdataError("The event stream has no body to read.", { code: "invalid_response" });
+        } else {
+          failures = 0;
+          const parser = new SseParser();
+          const reader = response.body.getReader();
+          const decoder = new TextDecoder();
+          let buffered = "";
+          try {
+            for (;;) {
+              const { done, value } = await reader.read();
+              if (done) break;
+              arm();
+              buffered += decoder.decode(value, { stream: true });
+              const lines = buffered.split(/\r\n|\r|\n/);
+              buffered = lines.pop() ?? "";
+              for (const line of lines) {
+                const message = parser.feed(line);
+                retryMs = parser.retryMs ?? retryMs;
+                if (message === null) continue;
+                const item = streamed(message);
+                cursor = item.cursor;
+                if (wanted !== null && !wanted.has(item.event.type)) continue;
+                if (searchId !== undefined && item.event.data.searchId !== searchId) continue;
+                yield item;
+                if (signal?.aborted) return;
+              }
+            }
+          } finally {
+            reader.cancel().catch(() => {});
+          }
+        }
+      } catch (cause) {
+        if (cause instanceof PropdataError) throw cause;
+        if (signal?.aborted) return;
+        error = connectionError(cause);
+      } finally {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", stop);
+      }
+      if (signal?.aborted) return;
+      let wait: number | null;
+      if (error === null) wait = (retryMs !== null ? retryMs / 1000 : 1) + Math.random() / 2;
+      else wait = retryWait(Math.min(failures, 30), error, Math.min(failures, 30) + 1, this.maxRetryWait);
+      if (wait === null || (maxReconnects !== undefined && reconnects >= maxReconnects)) {
+        if (error === null) return;
+        throw error;
+      }
+      if (error !== null) failures++;
+      reconnects++;
       await this.#sleep(wait);
     }
   }
@@ -472,6 +645,187 @@ export class Auth {
   }
 }
 
+/**
+ * `client.searches`: saved searches. `filters` takes `GET /v1/properties`' filters by their
+ * wire names (`{ zipCode: "50010", maxPrice: 400000 }`); `propertyIds` (at most 1,000)
+ * watches those records; a record must pass both.
+ */
+export class Searches {
+  readonly #client: Client;
+
+  constructor(client: Client) {
+    this.#client = client;
+  }
+
+  /** Save a search: `POST /v1/searches`. `matchCount` is how many records match now.
+   * Throws PlanLimitError past the plan's limit. */
+  async create(params: SearchCreateParams): Promise<SavedSearch> {
+    return this.#client.write("POST", "/v1/searches", searchBody(params, SEARCH_FIELDS));
+  }
+
+  /** One page of the saved searches: `GET /v1/searches`. */
+  async list(params: ListParams = {}): Promise<Page<SavedSearch>> {
+    return this.#client.page("/v1/searches", query(LIST_PARAMS, params));
+  }
+
+  /** Every saved search, page after page. */
+  async *listAll(params: ListAllParams = {}): AsyncGenerator<SavedSearch, void, undefined> {
+    yield* this.#client.pages<SavedSearch>("/v1/searches", allPagesQuery(LIST_PARAMS, params));
+  }
+
+  /** One saved search: `GET /v1/searches/{id}`. */
+  async get(id: string): Promise<SavedSearch> {
+    return this.#client.data(`/v1/searches/${segment(id, "id")}`);
+  }
+
+  /** Change a saved search's name, filters or ids: `PATCH /v1/searches/{id}`. */
+  async update(id: string, params: SearchUpdateParams): Promise<SavedSearch> {
+    const path = `/v1/searches/${segment(id, "id")}`;
+    return this.#client.write("PATCH", path, searchBody(params, SEARCH_FIELDS));
+  }
+
+  /** Delete a saved search: `DELETE /v1/searches/{id}`. */
+  async delete(id: string): Promise<void> {
+    await this.#client.send("DELETE", `/v1/searches/${segment(id, "id")}`);
+  }
+}
+
+/**
+ * `client.events`: the event log of the key's account (kept 30 days), and its stream.
+ */
+export class Events {
+  readonly #client: Client;
+
+  constructor(client: Client) {
+    this.#client = client;
+  }
+
+  /**
+   * One page of events, oldest first: `GET /v1/events` (one metered lookup). `since` is an
+   * earlier page's `meta.nextCursor`; `meta.nextCursor` is never null, and an empty `data`
+   * means caught up.
+   */
+  async list(params: EventsParams = {}): Promise<EventsPage> {
+    return this.#client.page<Event, EventsPage["meta"]>("/v1/events", query(EVENTS_PARAMS, params));
+  }
+
+  /**
+   * Every page of events after `since`, until caught up (the first empty page ends it and
+   * is not yielded). Save each page's `meta.nextCursor` once handled; pass the last as
+   * `since` next time. One metered request per page.
+   */
+  async *follow(params: FollowEventsParams = {}): AsyncGenerator<EventsPage, void, undefined> {
+    const { since, pageSize, ...filters } = params;
+    let cursor = since ?? undefined;
+    for (;;) {
+      const page = await this.list({ ...filters, since: cursor, limit: pageSize });
+      if (page.data.length === 0) return;
+      yield page;
+      cursor = page.meta.nextCursor;
+    }
+  }
+
+  /**
+   * Events as they happen: `GET /v1/events/stream` (Server-Sent Events), for ever.
+   *
+   * ```ts
+   * for await (const { cursor, event } of client.events.stream({ since: saved })) {
+   *   await handle(event);
+   *   saved = cursor;
+   * }
+   * ```
+   *
+   * Each item is the event, its `cursor` and its JSON as sent. When the connection ends or
+   * fails it is opened again with `Last-Event-ID`, the last cursor seen: after the server's
+   * `retry:` (else about 1 s), or after a 429's or 503's `Retry-After` or a capped backoff
+   * for a lost connection; any other error is thrown. `types` and `searchId` are applied by
+   * the client. Abort `signal` to stop. Each opening is one metered lookup.
+   */
+  stream(params: StreamParams = {}): AsyncGenerator<StreamedEvent, void, undefined> {
+    return this.#client.stream(params);
+  }
+}
+
+/**
+ * `client.webhooks`: endpoints the API POSTs events to, signed as Standard Webhooks sign.
+ * Verify each delivery with `verifyWebhook` from `@propdata/client/webhooks`.
+ */
+export class Webhooks {
+  readonly #client: Client;
+
+  constructor(client: Client) {
+    this.#client = client;
+  }
+
+  /** Add an endpoint: `POST /v1/webhooks`. Its `secret` is shown this once. */
+  async create(params: WebhookCreateParams): Promise<CreatedWebhook> {
+    return this.#client.write("POST", "/v1/webhooks", body(params, WEBHOOK_FIELDS));
+  }
+
+  /** One page of the endpoints: `GET /v1/webhooks`. */
+  async list(params: ListParams = {}): Promise<Page<Webhook>> {
+    return this.#client.page("/v1/webhooks", query(LIST_PARAMS, params));
+  }
+
+  /** Every endpoint, page after page. */
+  async *listAll(params: ListAllParams = {}): AsyncGenerator<Webhook, void, undefined> {
+    yield* this.#client.pages<Webhook>("/v1/webhooks", allPagesQuery(LIST_PARAMS, params));
+  }
+
+  /** One endpoint: `GET /v1/webhooks/{id}`. */
+  async get(id: string): Promise<Webhook> {
+    return this.#client.data(`/v1/webhooks/${segment(id, "id")}`);
+  }
+
+  /** Change an endpoint: `PATCH /v1/webhooks/{id}`. `status: "enabled"` turns it back on
+   * (the events kept while it was off are then delivered, oldest first). */
+  async update(id: string, params: WebhookUpdateParams): Promise<Webhook> {
+    const path = `/v1/webhooks/${segment(id, "id")}`;
+    return this.#client.write("PATCH", path, body(params, WEBHOOK_UPDATE_FIELDS));
+  }
+
+  /** Delete an endpoint: `DELETE /v1/webhooks/{id}`. */
+  async delete(id: string): Promise<void> {
+    await this.#client.send("DELETE", `/v1/webhooks/${segment(id, "id")}`);
+  }
+
+  /** A new signing secret: `POST /v1/webhooks/{id}/rotate-secret`. Until `graceSeconds`
+   * pass (0-604,800; default a day) deliveries carry signatures by both secrets. */
+  async rotateSecret(id: string, params: { graceSeconds?: number } = {}): Promise<string> {
+    const path = `/v1/webhooks/${segment(id, "id")}/rotate-secret`;
+    const made = await this.#client.write<{ secret: string }>("POST", path, body(params, ["graceSeconds"]));
+    return made.secret;
+  }
+
+  /** Send a `webhook.test` event to this endpoint alone: `POST /v1/webhooks/{id}/test`. */
+  async test(id: string): Promise<void> {
+    await this.#client.send("POST", `/v1/webhooks/${segment(id, "id")}/test`, [], {});
+  }
+
+  /** One page of the endpoint's deliveries, newest first: `GET /v1/webhooks/{id}/deliveries`. */
+  async deliveries(id: string, params: ListParams = {}): Promise<Page<Delivery>> {
+    const path = `/v1/webhooks/${segment(id, "id")}/deliveries`;
+    return this.#client.page(path, query(LIST_PARAMS, params));
+  }
+
+  /** Every delivery of the endpoint, newest first, page after page. */
+  async *deliveriesAll(id: string, params: ListAllParams = {}): AsyncGenerator<Delivery, void, undefined> {
+    const path = `/v1/webhooks/${segment(id, "id")}/deliveries`;
+    yield* this.#client.pages<Delivery>(path, allPagesQuery(LIST_PARAMS, params));
+  }
+
+  /** Deliver again every kept event after the cursor `since` that passes the endpoint's
+   * filters (same ids): `POST /v1/webhooks/{id}/replay`. How many were queued. */
+  async replay(id: string, params: { since: string }): Promise<number> {
+    if (typeof params?.since !== "string" || params.since === "") {
+      throw new TypeError("since must be a cursor (a non-empty string)");
+    }
+    const path = `/v1/webhooks/${segment(id, "id")}/replay`;
+    const queued = await this.#client.write<{ queued: number }>("POST", path, body(params, ["since"]));
+    return queued.queued;
+  }
+}
+
 // -- the retry rule ------------------------------------------------------------------------
 
 const RETRY_STATUSES = new Set([502, 503, 504]);
@@ -566,9 +920,9 @@ function query(allowed: readonly string[], values: object): [string, string][] {
         throw new TypeError("bbox is [west, south, east, north]: four finite numbers");
       }
       pairs.push([name, value.map((v: number) => decimal(v)).join(",")]);
-    } else if (name === "fields" && Array.isArray(value)) {
+    } else if ((name === "fields" || name === "types") && Array.isArray(value)) {
       if (!value.every((v) => typeof v === "string")) {
-        throw new TypeError("fields must be wire names (strings)");
+        throw new TypeError(`${name} must be wire names (strings)`);
       }
       pairs.push([name, value.join(",")]);
     } else {
@@ -680,4 +1034,90 @@ function describe(error: unknown): string {
     e = (e as { cause?: unknown }).cause;
   }
   return [...new Set(parts)].join(": ");
+}
+
+/** A JSON body from `values`: only `allowed` names; undefined left out; lists copied. */
+function body(values: object, allowed: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(values ?? {}) as [string, unknown][]) {
+    if (value === undefined) continue;
+    if (!allowed.includes(name)) throw new TypeError(`unknown parameter ${JSON.stringify(name)}`);
+    out[name] = Array.isArray(value) ? [...value] : value;
+  }
+  return out;
+}
+
+/** A saved search's body: its `filters` checked by name, `bbox` as the wire's string. */
+function searchBody(values: SearchUpdateParams, allowed: readonly string[]): Record<string, unknown> {
+  const out = body(values, allowed);
+  if (values.filters !== undefined) {
+    if (values.filters === null || typeof values.filters !== "object") {
+      throw new TypeError("filters must be an object of filter names to values");
+    }
+    const filters: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(values.filters) as [string, unknown][]) {
+      if (value === undefined || value === null) continue;
+      if (!SEARCH_FILTERS.includes(name)) {
+        throw new TypeError(`unknown filter ${JSON.stringify(name)}: filters are those of properties.search`);
+      }
+      filters[name] = name === "bbox" ? query(["bbox"], { bbox: value })[0]?.[1] : value;
+    }
+    out.filters = filters;
+  }
+  return out;
+}
+
+// -- the event stream (Server-Sent Events) -------------------------------------------------
+
+interface SseMessage {
+  id: string | null;
+  event: string;
+  data: string;
+}
+
+/** The Server-Sent Events format, line by line (WHATWG HTML, "event stream interpretation"). */
+class SseParser {
+  lastId: string | null = null;
+  retryMs: number | null = null;
+  #event = "";
+  #data: string[] = [];
+
+  feed(line: string): SseMessage | null {
+    if (line === "") {
+      const data = this.#data;
+      const event = this.#event;
+      this.#data = [];
+      this.#event = "";
+      return data.length ? { id: this.lastId, event: event || "message", data: data.join("\n") } : null;
+    }
+    if (line.startsWith(":")) return null;
+    const colon = line.indexOf(":");
+    const name = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (name === "data") this.#data.push(value);
+    else if (name === "event") this.#event = value;
+    else if (name === "id" && !value.includes("\0")) this.lastId = value;
+    else if (name === "retry" && /^\d+$/.test(value)) this.retryMs = Number(value);
+    return null;
+  }
+}
+
+function streamed(message: SseMessage): StreamedEvent {
+  if (message.id === null) {
+    throw new PropdataError("A streamed event has no id.", { code: "invalid_response" });
+  }
+  let event: Event;
+  try {
+    event = JSON.parse(message.data) as Event;
+  } catch (cause) {
+    throw new PropdataError("A streamed event is not JSON.", { code: "invalid_response", body: message.data, cause });
+  }
+  if (event === null || typeof event !== "object" || typeof event.id !== "string" || typeof event.type !== "string") {
+    throw new PropdataError("A streamed event does not have the expected shape.", {
+      code: "invalid_response",
+      body: message.data,
+    });
+  }
+  return { cursor: message.id, event, body: message.data };
 }

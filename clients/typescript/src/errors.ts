@@ -9,6 +9,7 @@
  * | AmbiguousAddressError     | 409 `ambiguous_address` (`candidates`, `zipCodes`, ...) |
  * | RateLimitError            | 429 `rate_limit_exceeded`                               |
  * | QuotaExceededError        | 429 `quota_exceeded` (a RateLimitError)                 |
+ * | PlanLimitError            | 403 `plan_limit_reached` (saved searches, webhooks)     |
  * | ServiceUnavailableError   | 503 `service_unavailable`                               |
  * | APIConnectionError        | no answer: connection refused or reset, DNS, timeout    |
  * | PropdataError             | any other status (405, 431, 500, ...)                   |
@@ -108,6 +109,14 @@ export class RateLimitError extends PropdataError {}
 /** 429 `quota_exceeded`: the rolling 24-hour quota. A RateLimitError too. */
 export class QuotaExceededError extends RateLimitError {}
 
+/** 403 `plan_limit_reached`: the account holds as many saved searches or webhook endpoints
+ * as its plan allows; the message names the limit and the plan that raises it. */
+export class PlanLimitError extends PropdataError {}
+
+/** A webhook delivery whose headers, timestamp or signature do not verify (`verifyWebhook`
+ * in `@propdata/client/webhooks`): answer it with a 400 and do nothing with it. */
+export class WebhookVerificationError extends PropdataError {}
+
 /** 503 `service_unavailable`: a backing store is unreachable; try again shortly. */
 export class ServiceUnavailableError extends PropdataError {}
 
@@ -145,6 +154,7 @@ const BY_CODE: Record<string, typeof PropdataError> = {
   rate_limit_exceeded: RateLimitError,
   quota_exceeded: QuotaExceededError,
   service_unavailable: ServiceUnavailableError,
+  plan_limit_reached: PlanLimitError,
 };
 
 const BY_STATUS: Record<number, typeof PropdataError> = {

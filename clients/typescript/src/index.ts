@@ -11,8 +11,11 @@ export {
   DEFAULT_MAX_RETRIES,
   DEFAULT_MAX_RETRY_WAIT,
   DEFAULT_TIMEOUT,
+  Events,
   Markets,
   Properties,
+  Searches,
+  Webhooks,
   retryWait,
 } from "./client.js";
 export type { ClientOptions, FetchInit, FetchLike, FetchResponse } from "./client.js";
@@ -22,10 +25,12 @@ export {
   AuthenticationError,
   InvalidParameterError,
   NotFoundError,
+  PlanLimitError,
   PropdataError,
   QuotaExceededError,
   RateLimitError,
   ServiceUnavailableError,
+  WebhookVerificationError,
 } from "./errors.js";
 export type { PropdataErrorInit } from "./errors.js";
 export type * from "./types.js";

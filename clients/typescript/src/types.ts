@@ -489,6 +489,242 @@ export interface MarketSearchAllParams extends Omit<MarketSearchParams, "limit" 
   pageSize?: number;
 }
 
+// -- events: saved searches, the event log, webhooks ----------------------------------
+
+/** `type` of an event. */
+export type EventType =
+  | "search.entered"
+  | "search.exited"
+  | "property.listed"
+  | "property.priceChanged"
+  | "property.statusChanged"
+  | "property.estimateChanged"
+  | "property.updated"
+  | "market.updated"
+  | "webhook.test";
+
+/** `status` of a webhook endpoint. */
+export type WebhookStatus = "enabled" | "disabled";
+
+/** `disabledReason` of a disabled endpoint: a 410 (`gone`), 5 days of failures
+ * (`failing`), or its owner (`owner`). */
+export type DisabledReason = "gone" | "failing" | "owner";
+
+/** `status` of a delivery. */
+export type DeliveryStatus = "pending" | "succeeded" | "failed";
+
+/** `error` of a failed delivery attempt. */
+export type DeliveryError =
+  | "timeout"
+  | "connection"
+  | "tls"
+  | "redirect"
+  | "http_status"
+  | "blocked_address";
+
+/** A saved search's `filters`: `GET /v1/properties`' filters (not paging, sort or fields). */
+export type SearchFilters = Omit<
+  PropertySearchParams,
+  "limit" | "offset" | "cursor" | "sort" | "order" | "fields"
+>;
+
+/** Body of `POST /v1/searches` (`searches.create`): filters, ids or both. */
+export interface SearchCreateParams {
+  /** 1 to 100 characters. */
+  name: string;
+  filters?: SearchFilters;
+  /** At most 1,000 property ids to watch; a record must pass the filters too. */
+  propertyIds?: readonly string[];
+}
+
+/** Body of `PATCH /v1/searches/{id}` (`searches.update`): what to change. */
+export interface SearchUpdateParams {
+  name?: string;
+  filters?: SearchFilters;
+  propertyIds?: readonly string[];
+}
+
+/** A saved search. */
+export interface SavedSearch {
+  /** `srch_...`. */
+  id: string;
+  name: string;
+  /** The filters by their wire names, as saved. */
+  filters: Record<string, unknown>;
+  propertyIds: string[];
+  /** ISO 8601 UTC. */
+  createdAt: string;
+  /** How many records match now: the volume of events to expect. */
+  matchCount: number;
+}
+
+/** Query of `GET /v1/searches`, `/v1/webhooks` and a webhook's deliveries. */
+export interface ListParams {
+  limit?: number;
+  offset?: number;
+}
+
+/** Query of a `...All` walk of a list: the page size. */
+export interface ListAllParams {
+  /** The `limit` of each request: the plan's default page size when absent. */
+  pageSize?: number;
+}
+
+/**
+ * `data` of a property event (`search.*`, `property.*`): the search it matched, the record
+ * (its search item, after the change; as it was for `search.exited` of a removed record),
+ * the changed fields and their earlier values. `dropped`: events missed past the plan's
+ * daily cap, on the first event produced after it.
+ */
+export interface PropertyEventData {
+  searchId: string;
+  searchName: string;
+  property: PropertySummary;
+  previous: Record<string, unknown>;
+  changes: string[];
+  dropped?: number;
+}
+
+/** `data` of a `market.updated` event. */
+export interface MarketEventData {
+  searchId: string;
+  searchName: string;
+  zipCode: string;
+  snapshot: MarketSnapshot;
+  previous: Record<string, unknown>;
+  dropped?: number;
+}
+
+/** One event of the log, the stream, and a webhook delivery's body. */
+export interface Event {
+  /** `evt_...`: the same on every delivery, retry and replay (dedupe by it). */
+  id: string;
+  /** One of `EventType`'s values (a string, so a type added to the API later still reads). */
+  type: string;
+  /** ISO 8601 UTC. */
+  timestamp: string;
+  /** Grows with every event of the owner. */
+  sequence: number;
+  /** By `type`: `PropertyEventData`, `MarketEventData`, or `{}` for `webhook.test`. */
+  data: Record<string, unknown>;
+}
+
+/** Query of `GET /v1/events` (`events.list`). */
+export interface EventsParams {
+  /** `meta.nextCursor` of an earlier page (or a streamed event's cursor); absent: the oldest kept. */
+  since?: string;
+  /** Only these types, as a list or one comma-separated string. */
+  types?: readonly EventType[] | string;
+  /** Only this saved search's events. */
+  searchId?: string;
+  /** Page size: the plan's default when absent, clamped to the plan's maximum. */
+  limit?: number;
+}
+
+/** Query of `events.follow`: where to start, the filters and the page size. */
+export interface FollowEventsParams extends Omit<EventsParams, "limit" | "since"> {
+  since?: string | null;
+  pageSize?: number;
+}
+
+/** The `meta` of a page of events. */
+export interface EventsMeta {
+  limit: number;
+  /** Pass it as `since` for the next page; never null. */
+  nextCursor: string;
+}
+
+/** A page of events, oldest first; an empty `data` means caught up. */
+export interface EventsPage {
+  meta: EventsMeta;
+  data: Event[];
+}
+
+/** Options of `events.stream`. */
+export interface StreamParams {
+  /** Start after this cursor (a streamed event's, or an events page's `nextCursor`); absent: from now. */
+  since?: string | null;
+  /** Only these types (applied by the client: the stream sends every event). */
+  types?: readonly EventType[] | string;
+  /** Only this saved search's events (applied by the client). */
+  searchId?: string;
+  /** Openings after the first before giving up; absent: no bound. */
+  maxReconnects?: number;
+  /** Stops the stream (and closes its connection) when aborted. */
+  signal?: AbortSignal;
+}
+
+/** One event of the stream: the event, its cursor (the SSE `id:`) and its JSON as sent. */
+export interface StreamedEvent {
+  cursor: string;
+  event: Event;
+  body: string;
+}
+
+/** Body of `POST /v1/webhooks` (`webhooks.create`). */
+export interface WebhookCreateParams {
+  /** `https://` (or `http://` inside the service's allowed networks). */
+  url: string;
+  /** Only these event types; absent: all. */
+  eventTypes?: readonly EventType[];
+  /** Only these saved searches' events; absent: all. */
+  searchIds?: readonly string[];
+  description?: string;
+}
+
+/** Body of `PATCH /v1/webhooks/{id}` (`webhooks.update`). */
+export interface WebhookUpdateParams {
+  url?: string;
+  eventTypes?: readonly EventType[];
+  searchIds?: readonly string[];
+  description?: string;
+  /** `enabled` turns a disabled endpoint back on: its backlog is delivered, oldest first. */
+  status?: WebhookStatus;
+}
+
+/** A webhook endpoint. */
+export interface Webhook {
+  /** `wh_...`. */
+  id: string;
+  url: string;
+  /** null: every type. */
+  eventTypes: EventType[] | null;
+  /** null: every saved search. */
+  searchIds: string[] | null;
+  description: string | null;
+  status: WebhookStatus;
+  disabledReason: DisabledReason | null;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+}
+
+/** The endpoint `webhooks.create` made: a `Webhook` with its signing secret (shown this once). */
+export interface CreatedWebhook {
+  id: string;
+  url: string;
+  eventTypes: EventType[] | null;
+  searchIds: string[] | null;
+  description: string | null;
+  status: WebhookStatus;
+  disabledReason: DisabledReason | null;
+  createdAt: string;
+  /** `whsec_` + base64: verify deliveries with it. */
+  secret: string;
+}
+
+/** One delivery of an event to an endpoint (`webhooks.deliveries`). */
+export interface Delivery {
+  eventId: string;
+  type: EventType;
+  attempt: number;
+  status: DeliveryStatus;
+  responseStatus: number | null;
+  error: DeliveryError | null;
+  durationMs: number | null;
+  attemptedAt: string | null;
+  nextAttemptAt: string | null;
+}
+
 // -- headers -----------------------------------------------------------------------------
 
 /**

@@ -81,6 +81,41 @@ const OPERATIONS: Record<string, (c: Client) => unknown> = {
 };
 const NOT_IN_SDK = new Set(["getHealth", "searchPropertiesAlias", "streamEvents"]);
 
+/**
+ * The events surface, by method and path (path parameters as X) whatever the server names
+ * its operations and schemas: the SDK interface of the answer's `data` (or of a page's
+ * items), the page's meta when it is a page, the status of success, the SDK interfaces of
+ * its query and body, and the method that calls it.
+ */
+interface EventOp {
+  model: string | null;
+  meta?: string;
+  status: string;
+  query?: string;
+  body?: string;
+  method: (c: Client) => unknown;
+}
+const EVENT_OPERATIONS: Record<string, EventOp> = {
+  "post /v1/searches": { model: "SavedSearch", status: "201", body: "SearchCreateParams", method: (c) => c.searches.create },
+  "get /v1/searches": { model: "SavedSearch", meta: "PageMeta", status: "200", query: "ListParams", method: (c) => c.searches.list },
+  "get /v1/searches/X": { model: "SavedSearch", status: "200", method: (c) => c.searches.get },
+  "patch /v1/searches/X": { model: "SavedSearch", status: "200", body: "SearchUpdateParams", method: (c) => c.searches.update },
+  "delete /v1/searches/X": { model: null, status: "204", method: (c) => c.searches.delete },
+  "get /v1/events": { model: "Event", meta: "EventsMeta", status: "200", query: "EventsParams", method: (c) => c.events.list },
+  "get /v1/events/stream": { model: null, status: "200", method: (c) => c.events.stream },
+  "post /v1/webhooks": { model: "CreatedWebhook", status: "201", body: "WebhookCreateParams", method: (c) => c.webhooks.create },
+  "get /v1/webhooks": { model: "Webhook", meta: "PageMeta", status: "200", query: "ListParams", method: (c) => c.webhooks.list },
+  "get /v1/webhooks/X": { model: "Webhook", status: "200", method: (c) => c.webhooks.get },
+  "patch /v1/webhooks/X": { model: "Webhook", status: "200", body: "WebhookUpdateParams", method: (c) => c.webhooks.update },
+  "delete /v1/webhooks/X": { model: null, status: "204", method: (c) => c.webhooks.delete },
+  "post /v1/webhooks/X/rotate-secret": { model: null, status: "200", method: (c) => c.webhooks.rotateSecret },
+  "post /v1/webhooks/X/test": { model: null, status: "202", method: (c) => c.webhooks.test },
+  "get /v1/webhooks/X/deliveries": { model: "Delivery", meta: "PageMeta", status: "200", query: "ListParams", method: (c) => c.webhooks.deliveries },
+  "post /v1/webhooks/X/replay": { model: null, status: "202", method: (c) => c.webhooks.replay },
+};
+const EVENT_PATHS = ["/v1/searches", "/v1/events", "/v1/webhooks"];
+const isEventPath = (path: string) => EVENT_PATHS.some((p) => path === p || path.startsWith(`${p}/`));
+
 /** One field's shape, on either side, in the same terms. */
 interface Shape {
   kind: string; // "string" | "number" | "boolean" | "array:<Model>" | "<Model>" | "object"
@@ -99,8 +134,14 @@ type Schema = Record<string, unknown> & {
   required?: string[];
 };
 
+interface Operation {
+  operationId: string;
+  parameters?: Parameter[];
+  requestBody?: { content: Record<string, { schema: Schema }> };
+  responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+}
 interface Document {
-  paths: Record<string, Record<string, { operationId: string; parameters?: Parameter[] }>>;
+  paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, Schema> };
 }
 interface Parameter {
@@ -238,22 +279,82 @@ function compare(
   assert.deepEqual(problems, []);
 }
 
+/** A schema with its `$ref` followed. */
+function resolve(doc: Document, schema: Schema): Schema {
+  return schema.$ref ? resolve(doc, doc.components.schemas[schema.$ref.split("/").pop() as string] as Schema) : schema;
+}
+
+/** The component schemas an events operation reaches (its answers and its body), deeply. */
+function eventSchemas(doc: Document): Set<string> {
+  const found = new Set<string>();
+  const walk = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(walk);
+    if (value === null || typeof value !== "object") return;
+    const ref = (value as Schema).$ref;
+    if (typeof ref === "string") {
+      const name = ref.split("/").pop() as string;
+      if (!found.has(name)) {
+        found.add(name);
+        walk(doc.components.schemas[name]);
+      }
+    }
+    Object.values(value).forEach(walk);
+  };
+  for (const [path, methods] of Object.entries(doc.paths)) if (isEventPath(path)) walk(methods);
+  for (const name of Object.values(MODELS)) found.delete(name); // shared (PageMeta, ...)
+  return found;
+}
+
+/** Field names, required and nullable of a served schema against a declared interface; the
+ * kind where the SDK declares a plain one (nested shapes are compared where they are models). */
+function compareLoosely(what: string, declared: Record<string, Shape>, served: Record<string, Shape>): void {
+  const plain = new Set(["string", "number", "boolean", "array:string", "array:number"]);
+  const problems: string[] = [];
+  for (const name of Object.keys(served)) if (!(name in declared)) problems.push(`${what}.${name}: served, not declared`);
+  for (const [name, shape] of Object.entries(declared)) {
+    const other = served[name];
+    if (!other) {
+      problems.push(`${what}.${name}: declared, not served`);
+      continue;
+    }
+    const aspects: (keyof Shape)[] = ["nullable", "required", "values"];
+    if (plain.has(shape.kind)) aspects.push("kind");
+    for (const key of aspects) {
+      if (JSON.stringify(shape[key]) !== JSON.stringify(other[key])) {
+        problems.push(`${what}.${name}.${key}: declared ${JSON.stringify(shape[key])}, served ${JSON.stringify(other[key])}`);
+      }
+    }
+  }
+  assert.deepEqual(problems, []);
+}
+
+function eventOperations(doc: Document): Map<string, Operation> {
+  const found = new Map<string, Operation>();
+  for (const [path, methods] of Object.entries(doc.paths)) {
+    if (!isEventPath(path)) continue;
+    for (const [method, op] of Object.entries(methods)) found.set(`${method} ${path.replace(/\{[^}]+\}/g, "X")}`, op);
+  }
+  return found;
+}
+
 // -- the tests -----------------------------------------------------------------------------
 
 describe("the SDK's types match the live /openapi.json", () => {
   let doc: Document;
+  let events: Set<string>;
 
   before(async () => {
     const answer = await fetch(`${baseUrl.replace(/\/+$/, "")}/openapi.json`);
     assert.equal(answer.status, 200);
     doc = (await answer.json()) as Document;
+    events = eventSchemas(doc);
   });
 
   it("every component schema has an SDK interface, and back", () => {
     const schemas = Object.keys(doc.components.schemas).filter((name) => {
       const props = Object.keys(doc.components.schemas[name]?.properties ?? {});
       const envelope = name.endsWith("Response") && props.every((p) => p === "data" || p === "meta");
-      return !envelope && !UNMODELLED.has(name);
+      return !envelope && !UNMODELLED.has(name) && !events.has(name);
     });
     assert.deepEqual(schemas.sort(), Object.values(MODELS).sort());
     for (const name of Object.keys(MODELS)) assert.ok(interfaces.has(name), `declares ${name}`);
@@ -267,7 +368,7 @@ describe("the SDK's types match the live /openapi.json", () => {
 
   it("each envelope is what the client unwraps", () => {
     for (const [name, schema] of Object.entries(doc.components.schemas)) {
-      if (!name.endsWith("Response") || UNMODELLED.has(name)) continue;
+      if (!name.endsWith("Response") || UNMODELLED.has(name) || events.has(name)) continue;
       const props = Object.keys(schema.properties ?? {}).sort();
       assert.ok(
         JSON.stringify(props) === '["data"]' || JSON.stringify(props) === '["data","meta"]',
@@ -305,12 +406,14 @@ describe("the SDK's types match the live /openapi.json", () => {
   });
 
   it("every operation has a client method", () => {
-    const served = Object.values(doc.paths).flatMap((methods) =>
-      Object.entries(methods).map(([method, op]) => {
-        assert.equal(method, "get", `${op.operationId} is a GET`);
-        return op.operationId;
-      }),
-    );
+    const served = Object.entries(doc.paths)
+      .filter(([path]) => !isEventPath(path))
+      .flatMap(([, methods]) =>
+        Object.entries(methods).map(([method, op]) => {
+          assert.equal(method, "get", `${op.operationId} is a GET`);
+          return op.operationId;
+        }),
+      );
     assert.deepEqual(
       served.filter((id) => !NOT_IN_SDK.has(id)).sort(),
       Object.keys(OPERATIONS).sort(),
@@ -318,6 +421,53 @@ describe("the SDK's types match the live /openapi.json", () => {
     const c = new Client();
     for (const [id, method] of Object.entries(OPERATIONS)) {
       assert.equal(typeof method(c), "function", `${id} has a method`);
+    }
+  });
+
+  it("the events surface: every operation by method and path has a client method", () => {
+    assert.deepEqual([...eventOperations(doc).keys()].sort(), Object.keys(EVENT_OPERATIONS).sort());
+    const c = new Client();
+    for (const [key, op] of Object.entries(EVENT_OPERATIONS)) {
+      assert.equal(typeof op.method(c), "function", `${key} has a method`);
+    }
+  });
+
+  it("the events answers: fields, required, nullable, enumerations", () => {
+    const served = eventOperations(doc);
+    for (const [key, expected] of Object.entries(EVENT_OPERATIONS)) {
+      const op = served.get(key);
+      assert.ok(op, `${key} is served`);
+      assert.ok(expected.status in op.responses, `${key} answers ${expected.status}`);
+      if (expected.model === null) continue;
+      const body = resolve(doc, op.responses[expected.status]?.content?.["application/json"]?.schema as Schema);
+      const data = body.properties?.data as Schema;
+      assert.ok(data, `${key} answers {data}`);
+      const item = expected.meta ? resolve(doc, data.items as Schema) : resolve(doc, data);
+      compareLoosely(`${key} ${expected.model}`, declaredFields(expected.model), schemaFields(item));
+      if (expected.meta) {
+        const meta = resolve(doc, body.properties?.meta as Schema);
+        compareLoosely(`${key} ${expected.meta}`, declaredFields(expected.meta), schemaFields(meta));
+      }
+    }
+  });
+
+  it("the events queries and bodies: names, required", () => {
+    const served = eventOperations(doc);
+    for (const [key, expected] of Object.entries(EVENT_OPERATIONS)) {
+      const op = served.get(key);
+      assert.ok(op, `${key} is served`);
+      const query = (op.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name).sort();
+      const declared = expected.query ? Object.keys(declaredFields(expected.query)).sort() : [];
+      if (key !== "get /v1/events/stream") assert.deepEqual(query, declared, `${key} query`);
+      if (!expected.body) continue;
+      const schema = op.requestBody?.content["application/json"]?.schema;
+      assert.ok(schema, `${key} takes a JSON body`);
+      const fields = schemaFields(resolve(doc, schema));
+      const body = declaredFields(expected.body);
+      assert.deepEqual(Object.keys(fields).sort(), Object.keys(body).sort(), `${key} body`);
+      for (const [name, shape] of Object.entries(body)) {
+        assert.equal(shape.required, fields[name]?.required, `${key} body ${name} required`);
+      }
     }
   });
 

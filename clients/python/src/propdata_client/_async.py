@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, cast, overload
 
@@ -19,6 +19,10 @@ from propdata_client.errors import PropdataError
 from propdata_client.models import (
     AuthStatus,
     ChangesPage,
+    CreatedWebhook,
+    Delivery,
+    EventsPage,
+    EventType,
     Market,
     MarketHistory,
     Page,
@@ -31,8 +35,12 @@ from propdata_client.models import (
     PropertySummary,
     PropertyType,
     RateLimit,
+    SavedSearch,
     SortOrder,
+    StreamedEvent,
     Valuation,
+    Webhook,
+    WebhookStatus,
 )
 
 T = TypeVar("T")
@@ -94,6 +102,9 @@ class AsyncClient:
         self.properties = AsyncProperties(self)
         self.markets = AsyncMarkets(self)
         self.auth = AsyncAuth(self)
+        self.searches = AsyncSearches(self)
+        self.events = AsyncEvents(self)
+        self.webhooks = AsyncWebhooks(self)
 
     @property
     def base_url(self) -> str:
@@ -112,22 +123,34 @@ class AsyncClient:
 
     # -- transport --------------------------------------------------------------------
 
-    async def _send(self, path: str, params: dict[str, str]) -> tuple[httpx.Response, bytes]:
-        """The answer and its body (a 304's from memory), after the retry rule."""
+    async def _send(
+        self,
+        path: str,
+        params: dict[str, str],
+        *,
+        method: str = "GET",
+        body: bytes | None = None,
+    ) -> tuple[httpx.Response, bytes]:
+        """The answer and its body (a GET's 304 from memory), after the retry rule."""
         settings = self._settings
         key = _core.EtagCache.key(path, params)
+        reading = method == "GET"
         retries = 0
         while True:
             cause: Exception | None = None
-            known = self._etags.get(key)
+            known = self._etags.get(key) if reading else None
             headers = settings.headers
             if known is not None:
                 headers = {**headers, "If-None-Match": known.etag}
+            if body is not None:
+                headers = {**headers, "Content-Type": "application/json"}
             try:
-                response = await self._http.get(
+                response = await self._http.request(
+                    method,
                     settings.base_url + path,
                     params=params,
                     headers=headers,
+                    content=body,
                     timeout=settings.timeout,
                 )
             except httpx.TransportError as exc:
@@ -136,9 +159,12 @@ class AsyncClient:
             else:
                 self.last_rate_limit = _core.rate_limit_of(response)
                 if response.status_code < 300 or (response.status_code == 304 and known):
+                    if not reading:
+                        self.last_not_modified, self.last_etag = False, None
+                        return response, response.content
                     return self._answered(key, response, known)
                 error = _core.error_of(response, self.last_rate_limit)
-            wait = settings.retry.wait(retries, error)
+            wait = settings.retry.wait(retries, error, idempotent=method != "POST")
             if wait is None:
                 raise error from cause
             await self._sleep(wait)
@@ -156,7 +182,9 @@ class AsyncClient:
         return response, response.content
 
     async def _call(self, call: _core.Call[T]) -> T:
-        response, content = await self._send(call.path, call.params)
+        response, content = await self._send(
+            call.path, call.params, method=call.method, body=call.body
+        )
         try:
             return call.result(content)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -178,6 +206,62 @@ class AsyncClient:
                 return
             yield page
             since = page.meta.next_cursor
+
+    async def _follow_events(
+        self, values: dict[str, Any], page_size: int | None
+    ) -> AsyncIterator[EventsPage]:
+        while True:
+            page = await self._call(_core.list_events({**values, "limit": page_size}))
+            if not page.data:
+                return
+            yield page
+            values["since"] = page.meta.next_cursor
+
+    async def _stream(
+        self,
+        since: str | None,
+        types: Sequence[str] | str | None,
+        search_id: str | None,
+        max_reconnects: int | None,
+    ) -> AsyncIterator[StreamedEvent]:
+        settings = self._settings
+        url = settings.base_url + _core.stream_path()
+        timeout = httpx.Timeout(settings.timeout, read=_core.STREAM_READ_TIMEOUT)
+        parser = _core.SseParser()
+        cursor, failures, reconnects = since, 0, 0
+        while True:
+            error: PropdataError | None = None
+            cause: Exception | None = None
+            try:
+                headers = _core.stream_headers(settings, cursor)
+                async with self._http.stream(
+                    "GET", url, headers=headers, timeout=timeout
+                ) as response:
+                    self.last_rate_limit = _core.rate_limit_of(response)
+                    if response.status_code >= 300:
+                        await response.aread()
+                        error = _core.error_of(response, self.last_rate_limit)
+                    else:
+                        failures = 0
+                        parser = _core.SseParser()
+                        async for line in response.aiter_lines():
+                            message = parser.feed(line)
+                            if message is None:
+                                continue
+                            item = _core.streamed(message)
+                            cursor = item.cursor
+                            if _core.wanted(item.event, types, search_id):
+                                yield item
+            except httpx.TransportError as exc:
+                error, cause = _core.connection_error(exc), exc
+            wait = _core.reconnect_wait(failures, error, settings.retry, parser.retry_ms)
+            if wait is None or (max_reconnects is not None and reconnects >= max_reconnects):
+                if error is None:
+                    return
+                raise error from cause
+            failures += error is not None
+            reconnects += 1
+            await self._sleep(wait)
 
     async def _iterate(self, call: _core.PageCall[T]) -> AsyncIterator[T]:
         page = await self._page(call.at(int(call.params.get("offset", "0"))))
@@ -551,3 +635,206 @@ class AsyncAuth:
     async def status(self) -> AuthStatus:
         """The key, its plan, limits and usage: `GET /v1/auth/status` (never metered)."""
         return await self._client._call(_core.auth_status())
+
+
+class AsyncSearches:
+    """`client.searches`: saved searches, the subjects of events and webhooks.
+
+    `filters` takes `properties.search`' filters, by the SDK's names or the wire's
+    (`{"zip_code": "50010", "max_price": 400000}` or `{"zipCode": "50010", ...}`);
+    `property_ids` (at most 1,000) watches those records; a record must pass both.
+    """
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def create(
+        self,
+        name: str,
+        *,
+        filters: Mapping[str, object] | None = None,
+        property_ids: Sequence[str] | None = None,
+    ) -> SavedSearch:
+        """Save a search: `POST /v1/searches`. Its `match_count` is how many records match
+        now (the volume of events to expect). Raises PlanLimitError past the plan's limit."""
+        return await self._client._call(_core.create_search(_args(locals())))
+
+    async def list(
+        self, *, limit: int | None = None, offset: int | None = None
+    ) -> Page[SavedSearch]:
+        """One page of the saved searches: `GET /v1/searches`."""
+        return await self._client._page(_core.list_searches(_args(locals())))
+
+    def list_all(self, *, page_size: int | None = None) -> AsyncIterator[SavedSearch]:
+        """Every saved search, page after page."""
+        return self._client._iterate(_core.list_searches({"limit": page_size}))
+
+    async def get(self, search_id: str) -> SavedSearch:
+        """One saved search: `GET /v1/searches/{id}`."""
+        return await self._client._call(_core.get_search(search_id))
+
+    async def update(
+        self,
+        search_id: str,
+        *,
+        name: str | None = None,
+        filters: Mapping[str, object] | None = None,
+        property_ids: Sequence[str] | None = None,
+    ) -> SavedSearch:
+        """Change a saved search's name, filters or ids (None leaves one as it is):
+        `PATCH /v1/searches/{id}`."""
+        values = _args(locals())
+        del values["search_id"]
+        return await self._client._call(_core.update_search(search_id, values))
+
+    async def delete(self, search_id: str) -> None:
+        """Delete a saved search: `DELETE /v1/searches/{id}`."""
+        await self._client._call(_core.delete_search(search_id))
+
+
+class AsyncEvents:
+    """`client.events`: the event log of the key's account (kept 30 days), and its stream.
+
+    `types` narrows to those event types (`["property.priceChanged", "search.entered"]`),
+    `search_id` to one saved search's events.
+    """
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def list(
+        self,
+        since: str | None = None,
+        *,
+        types: Sequence[EventType] | str | None = None,
+        search_id: str | None = None,
+        limit: int | None = None,
+    ) -> EventsPage:
+        """One page of events, oldest first: `GET /v1/events` (one metered lookup).
+
+        `since` is an earlier page's `meta.next_cursor` (None: from the oldest kept);
+        `page.meta.next_cursor` is never None, and an empty `data` means caught up.
+        """
+        return await self._client._call(_core.list_events(_args(locals())))
+
+    def follow(
+        self,
+        since: str | None = None,
+        *,
+        types: Sequence[EventType] | str | None = None,
+        search_id: str | None = None,
+        page_size: int | None = None,
+    ) -> AsyncIterator[EventsPage]:
+        """Every page of events after `since`, until caught up (the first empty page, which
+        is not yielded). Save each page's `next_cursor` once you have handled it, and pass
+        the last one as `since` next time. One metered request per page.
+        """
+        values: dict[str, Any] = {"since": since, "types": types, "search_id": search_id}
+        return self._client._follow_events(values, page_size)
+
+    def stream(
+        self,
+        since: str | None = None,
+        *,
+        types: Sequence[EventType] | str | None = None,
+        search_id: str | None = None,
+        max_reconnects: int | None = None,
+    ) -> AsyncIterator[StreamedEvent]:
+        """Events as they happen: `GET /v1/events/stream` (Server-Sent Events), for ever.
+
+        Each item is a `StreamedEvent`: the event and its `cursor`. The stream starts after
+        `since` (a cursor: a streamed event's, or an events page's `next_cursor`; None: from
+        now). When the connection ends or fails it is opened again with `Last-Event-ID`, the
+        last cursor seen, so no event is missed or repeated: after the server's `retry:`
+        (else about 1 s), or after a 429's or 503's `Retry-After` or a capped backoff for a
+        lost connection; any other error is raised. `max_reconnects` bounds the openings
+        after the first (None: no bound). `types` and `search_id` are applied by the client
+        (the stream sends every event). Each opening is one metered lookup.
+        """
+        return self._client._stream(since, types, search_id, max_reconnects)
+
+
+class AsyncWebhooks:
+    """`client.webhooks`: endpoints the API POSTs events to, signed (Standard Webhooks).
+
+    Verify each delivery with `propdata_client.verify_webhook`.
+    """
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def create(
+        self,
+        url: str,
+        *,
+        event_types: Sequence[EventType] | None = None,
+        search_ids: Sequence[str] | None = None,
+        description: str | None = None,
+    ) -> CreatedWebhook:
+        """Add an endpoint: `POST /v1/webhooks`. The answer's `secret` is shown this once:
+        keep it where the receiver can read it. `event_types` and `search_ids` None: all."""
+        return await self._client._call(_core.create_webhook(_args(locals())))
+
+    async def list(self, *, limit: int | None = None, offset: int | None = None) -> Page[Webhook]:
+        """One page of the endpoints: `GET /v1/webhooks`."""
+        return await self._client._page(_core.list_webhooks(_args(locals())))
+
+    def list_all(self, *, page_size: int | None = None) -> AsyncIterator[Webhook]:
+        """Every endpoint, page after page."""
+        return self._client._iterate(_core.list_webhooks({"limit": page_size}))
+
+    async def get(self, webhook_id: str) -> Webhook:
+        """One endpoint: `GET /v1/webhooks/{id}`."""
+        return await self._client._call(_core.get_webhook(webhook_id))
+
+    async def update(
+        self,
+        webhook_id: str,
+        *,
+        url: str | None = None,
+        event_types: Sequence[EventType] | None = None,
+        search_ids: Sequence[str] | None = None,
+        description: str | None = None,
+        status: WebhookStatus | None = None,
+    ) -> Webhook:
+        """Change an endpoint (None leaves a field as it is): `PATCH /v1/webhooks/{id}`.
+        `status="enabled"` turns a disabled endpoint back on: the events kept while it was
+        off are then delivered, oldest first."""
+        values = _args(locals())
+        del values["webhook_id"]
+        return await self._client._call(_core.update_webhook(webhook_id, values))
+
+    async def delete(self, webhook_id: str) -> None:
+        """Delete an endpoint: `DELETE /v1/webhooks/{id}`."""
+        await self._client._call(_core.delete_webhook(webhook_id))
+
+    async def rotate_secret(self, webhook_id: str, *, grace_seconds: int | None = None) -> str:
+        """A new signing secret: `POST /v1/webhooks/{id}/rotate-secret`. Until
+        `grace_seconds` pass (0-604,800; default a day) deliveries carry signatures by both
+        the old and the new secret."""
+        call = _core.rotate_webhook_secret(webhook_id, grace_seconds)
+        return (await self._client._call(call)).secret
+
+    async def test(self, webhook_id: str) -> None:
+        """Send a `webhook.test` event to this endpoint alone: `POST /v1/webhooks/{id}/test`."""
+        await self._client._call(_core.send_test_event(webhook_id))
+
+    async def deliveries(
+        self, webhook_id: str, *, limit: int | None = None, offset: int | None = None
+    ) -> Page[Delivery]:
+        """One page of the endpoint's deliveries, newest first:
+        `GET /v1/webhooks/{id}/deliveries`."""
+        values = _args(locals())
+        del values["webhook_id"]
+        return await self._client._page(_core.list_deliveries(webhook_id, values))
+
+    def deliveries_all(
+        self, webhook_id: str, *, page_size: int | None = None
+    ) -> AsyncIterator[Delivery]:
+        """Every delivery of the endpoint, newest first, page after page."""
+        return self._client._iterate(_core.list_deliveries(webhook_id, {"limit": page_size}))
+
+    async def replay(self, webhook_id: str, since: str) -> int:
+        """Deliver again every kept event after the cursor `since` that passes the endpoint's
+        filters (same ids): `POST /v1/webhooks/{id}/replay`. How many were queued."""
+        return (await self._client._call(_core.replay_webhook(webhook_id, since))).queued

@@ -28,6 +28,10 @@ from propdata_client.models import (
     AuthStatus,
     Candidate,
     ChangesPage,
+    CreatedWebhook,
+    Delivery,
+    Event,
+    EventsPage,
     Market,
     MarketHistory,
     Page,
@@ -37,7 +41,12 @@ from propdata_client.models import (
     PropertyPage,
     PropertySummary,
     RateLimit,
+    ReplayQueued,
+    SavedSearch,
+    StreamedEvent,
     Valuation,
+    Webhook,
+    WebhookSecret,
 )
 
 T = TypeVar("T")
@@ -96,6 +105,22 @@ MARKET_SEARCH_PARAMS = {
     "offset": "offset",
 }
 MARKET_HISTORY_PARAMS = {"months": "months"}
+LIST_PARAMS = {"limit": "limit", "offset": "offset"}  # saved searches, webhooks, deliveries
+EVENTS_PARAMS = {"since": "since", "types": "types", "search_id": "searchId", "limit": "limit"}
+STREAM_PARAMS = {"since": "since"}
+NOT_FILTERS = frozenset({"limit", "offset", "cursor", "sort", "order", "fields"})
+SEARCH_FILTERS = {k: v for k, v in PROPERTY_SEARCH_PARAMS.items() if k not in NOT_FILTERS}
+"""A saved search's `filters`: `GET /v1/properties`' filter parameters (not paging, sort or
+fields), by the SDK's argument name."""
+# The bodies of the writes, by the SDK's argument name.
+SEARCH_FIELDS = {"name": "name", "filters": "filters", "property_ids": "propertyIds"}
+WEBHOOK_FIELDS = {
+    "url": "url",
+    "event_types": "eventTypes",
+    "search_ids": "searchIds",
+    "description": "description",
+}
+WEBHOOK_UPDATE_FIELDS = {**WEBHOOK_FIELDS, "status": "status"}
 
 
 class _Envelope(msgspec.Struct, Generic[T], frozen=True):
@@ -117,18 +142,28 @@ class _ErrorEnvelope(msgspec.Struct, frozen=True):
 
 @dataclass(frozen=True)
 class Call(Generic[T]):
-    """One GET: its path, its query and how to read a 2xx answer (its `data`, or the whole
-    body when `enveloped` is False)."""
+    """One request: its method, path, query and JSON body, and how to read a 2xx answer
+    (its `data`, the whole body when `enveloped` is False, nothing when `decode` is None)."""
 
     path: str
     params: dict[str, str]
-    decode: msgspec.json.Decoder[Any]
+    decode: msgspec.json.Decoder[Any] | None
     enveloped: bool = True
+    method: str = "GET"
+    body: bytes | None = None
 
     def result(self, content: bytes) -> T:
+        if self.decode is None:
+            nothing: T = None  # type: ignore[assignment]
+            return nothing
         decoded = self.decode.decode(content)
         value: T = decoded.data if self.enveloped else decoded
         return value
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether sending it twice does what sending it once does (every method but POST)."""
+        return self.method != "POST"
 
 
 _DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
@@ -234,7 +269,7 @@ def query(names: Mapping[str, str], values: Mapping[str, object]) -> dict[str, s
             continue
         if name not in names:
             raise TypeError(f"unknown parameter {name!r}")
-        if name == "fields":
+        if name in ("fields", "types"):
             params[names[name]] = field_list(value)  # type: ignore[arg-type]
             continue
         if name == "bbox":
@@ -308,6 +343,226 @@ def search_markets(values: Mapping[str, object]) -> PageCall[Market]:
 
 def auth_status() -> Call[AuthStatus]:
     return Call("/v1/auth/status", {}, _decoder(AuthStatus))
+
+
+# -- events: saved searches, the event log, webhooks --------------------------------------
+
+_WIRE_FILTERS = {wire: sdk for sdk, wire in SEARCH_FILTERS.items()}
+
+
+def search_filters(filters: Mapping[str, object]) -> dict[str, object]:
+    """A saved search's `filters` as the API reads them: by wire name (the SDK's names, such
+    as `min_price`, are accepted too), numbers as JSON numbers, `bbox` as its string."""
+    if not isinstance(filters, Mapping):
+        raise TypeError("filters must be a mapping of filter names to values")
+    body: dict[str, object] = {}
+    for name, value in filters.items():
+        if value is None:
+            continue
+        wire = SEARCH_FILTERS.get(name) or (name if name in _WIRE_FILTERS else None)
+        if wire is None:
+            raise TypeError(f"unknown filter {name!r}: filters are those of properties.search")
+        if isinstance(value, bool):
+            raise TypeError(f"{name} must be a number or a string, not a bool")
+        body[wire] = bbox_of(value) if wire == "bbox" else value  # type: ignore[arg-type]
+    return body
+
+
+def _body(names: Mapping[str, str], values: Mapping[str, object]) -> bytes:
+    """A JSON request body from the SDK's keyword arguments; None is left out."""
+    body: dict[str, object] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if name not in names:
+            raise TypeError(f"unknown parameter {name!r}")
+        if name == "filters":
+            value = search_filters(value)  # type: ignore[arg-type]
+        elif isinstance(value, (list, tuple)):
+            value = list(value)
+        body[names[name]] = value
+    return msgspec.json.encode(body)
+
+
+def create_search(values: Mapping[str, object]) -> Call[SavedSearch]:
+    body = _body(SEARCH_FIELDS, values)
+    return Call("/v1/searches", {}, _decoder(SavedSearch), method="POST", body=body)
+
+
+def list_searches(values: Mapping[str, object]) -> PageCall[SavedSearch]:
+    return PageCall("/v1/searches", query(LIST_PARAMS, values), _page_decoder(SavedSearch))
+
+
+def get_search(search_id: str) -> Call[SavedSearch]:
+    return Call(f"/v1/searches/{segment(search_id, 'search_id')}", {}, _decoder(SavedSearch))
+
+
+def update_search(search_id: str, values: Mapping[str, object]) -> Call[SavedSearch]:
+    path = f"/v1/searches/{segment(search_id, 'search_id')}"
+    body = _body(SEARCH_FIELDS, values)
+    return Call(path, {}, _decoder(SavedSearch), method="PATCH", body=body)
+
+
+def delete_search(search_id: str) -> Call[None]:
+    path = f"/v1/searches/{segment(search_id, 'search_id')}"
+    return Call(path, {}, None, method="DELETE")
+
+
+_EVENTS = msgspec.json.Decoder(EventsPage)
+EVENT_DECODER = msgspec.json.Decoder(Event)
+"""One event's JSON: a webhook's body, an SSE message's `data`."""
+
+
+def list_events(values: Mapping[str, object]) -> Call[EventsPage]:
+    return Call("/v1/events", query(EVENTS_PARAMS, values), _EVENTS, False)
+
+
+def stream_path() -> str:
+    return "/v1/events/stream"
+
+
+def create_webhook(values: Mapping[str, object]) -> Call[CreatedWebhook]:
+    body = _body(WEBHOOK_FIELDS, values)
+    return Call("/v1/webhooks", {}, _decoder(CreatedWebhook), method="POST", body=body)
+
+
+def list_webhooks(values: Mapping[str, object]) -> PageCall[Webhook]:
+    return PageCall("/v1/webhooks", query(LIST_PARAMS, values), _page_decoder(Webhook))
+
+
+def _webhook_path(webhook_id: str, tail: str = "") -> str:
+    return f"/v1/webhooks/{segment(webhook_id, 'webhook_id')}{tail}"
+
+
+def get_webhook(webhook_id: str) -> Call[Webhook]:
+    return Call(_webhook_path(webhook_id), {}, _decoder(Webhook))
+
+
+def update_webhook(webhook_id: str, values: Mapping[str, object]) -> Call[Webhook]:
+    body = _body(WEBHOOK_UPDATE_FIELDS, values)
+    return Call(_webhook_path(webhook_id), {}, _decoder(Webhook), method="PATCH", body=body)
+
+
+def delete_webhook(webhook_id: str) -> Call[None]:
+    return Call(_webhook_path(webhook_id), {}, None, method="DELETE")
+
+
+def rotate_webhook_secret(webhook_id: str, grace_seconds: int | None) -> Call[WebhookSecret]:
+    path = _webhook_path(webhook_id, "/rotate-secret")
+    body = _body({"grace_seconds": "graceSeconds"}, {"grace_seconds": grace_seconds})
+    return Call(path, {}, _decoder(WebhookSecret), method="POST", body=body)
+
+
+def send_test_event(webhook_id: str) -> Call[None]:
+    return Call(_webhook_path(webhook_id, "/test"), {}, None, method="POST", body=b"{}")
+
+
+def list_deliveries(webhook_id: str, values: Mapping[str, object]) -> PageCall[Delivery]:
+    path = _webhook_path(webhook_id, "/deliveries")
+    return PageCall(path, query(LIST_PARAMS, values), _page_decoder(Delivery))
+
+
+def replay_webhook(webhook_id: str, since: str) -> Call[ReplayQueued]:
+    if not isinstance(since, str) or not since:
+        raise ValueError("since must be a cursor (a non-empty string)")
+    body = _body({"since": "since"}, {"since": since})
+    path = _webhook_path(webhook_id, "/replay")
+    return Call(path, {}, _decoder(ReplayQueued), method="POST", body=body)
+
+
+# -- the event stream (Server-Sent Events) -------------------------------------------------
+
+STREAM_READ_TIMEOUT = 45.0
+"""Seconds without a byte before the stream is taken for dead and opened again: the API
+sends a comment at least every 15 s."""
+
+
+@dataclass(frozen=True)
+class SseMessage:
+    id: str | None
+    event: str
+    data: str
+
+
+class SseParser:
+    """The Server-Sent Events wire format, line by line (WHATWG HTML, "event stream
+    interpretation"): `feed` each line without its end; a blank line ends a message."""
+
+    def __init__(self) -> None:
+        self.last_id: str | None = None
+        """The last `id:` seen; it outlives its message, as `Last-Event-ID` does."""
+        self.retry_ms: int | None = None
+        """The reconnection time the server asked for with `retry:`."""
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> SseMessage | None:
+        """The message this line ends, if it ends one."""
+        if line == "":
+            data, event = self._data, self._event
+            self._data, self._event = [], ""
+            if not data:
+                return None
+            return SseMessage(self.last_id, event or "message", "\n".join(data))
+        if line.startswith(":"):  # a comment: the keep-alive
+            return None
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self.last_id = value
+        elif name == "retry" and value.isdigit():
+            self.retry_ms = int(value)
+        return None
+
+
+def streamed(message: SseMessage) -> StreamedEvent:
+    """The event an SSE message carries, with its cursor (its `id:`)."""
+    if message.id is None:
+        raise PropdataError("A streamed event has no id.", code="invalid_response")
+    try:
+        event = EVENT_DECODER.decode(message.data)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise PropdataError(f"A streamed event does not have the expected shape: {exc}",
+                            code="invalid_response") from exc  # fmt: skip
+    return StreamedEvent(cursor=message.id, event=event, body=message.data)
+
+
+def wanted(event: Event, types: Sequence[str] | str | None, search_id: str | None) -> bool:
+    """Whether the stream's caller asked for this event (the stream itself sends all)."""
+    if types is not None:
+        names = types.split(",") if isinstance(types, str) else types
+        if event.type not in names:
+            return False
+    return search_id is None or event.search_id == search_id
+
+
+def stream_headers(settings: Settings, cursor: str | None) -> dict[str, str]:
+    headers = {**settings.headers, "Accept": "text/event-stream", "Cache-Control": "no-cache"}
+    if cursor is not None:
+        headers["Last-Event-ID"] = cursor
+    return headers
+
+
+def reconnect_wait(
+    failures: int, error: PropdataError | None, retry: RetryPolicy, retry_ms: int | None
+) -> float | None:
+    """Seconds before the stream is opened again, or None to raise `error`.
+
+    A stream that ended (the server restarted, a proxy cut it) is opened again after the
+    server's `retry:` (else 1 s); a 429, a 503 or a lost connection after the API's
+    `Retry-After` or a capped backoff, as often as it takes (`failures` in a row so far);
+    any other error is raised, and so is a wait announced longer than `max_retry_wait`.
+    """
+    if error is None:
+        return (retry_ms / 1000.0 if retry_ms is not None else 1.0) + random.uniform(0.0, 0.5)
+    failures = min(failures, 30)  # the backoff is capped long before; 2**n stays a float
+    forever = RetryPolicy(failures + 1, retry.max_retry_wait, retry.backoff_base,
+                          retry.backoff_cap)  # fmt: skip
+    return forever.wait(failures, error)
 
 
 # -- conditional requests -----------------------------------------------------------------
@@ -505,6 +760,9 @@ class RetryPolicy:
       when the answer has one, else capped exponential backoff with jitter
       (0.25-0.5 s, 0.5-1 s, 1-2 s, ... at most 8 s).
     - Any other error: never (a 4xx other than 429 fails the same way again).
+    - A POST (it creates something, or queues deliveries) only after a 429 or a 503, which
+      the API answers without doing anything; never after a lost connection or a timeout,
+      which may have done it.
     - At most `max_retries` retries; an announced wait above `max_retry_wait` seconds (a
       daily quota can announce hours) raises the error at once instead of sleeping.
     """
@@ -514,7 +772,9 @@ class RetryPolicy:
     backoff_base: float = 0.5
     backoff_cap: float = 8.0
 
-    def wait(self, retries_done: int, error: PropdataError) -> float | None:
+    def wait(
+        self, retries_done: int, error: PropdataError, *, idempotent: bool = True
+    ) -> float | None:
         """Seconds to sleep before the next attempt, or None to raise `error`."""
         if retries_done >= self.max_retries:
             return None
@@ -522,6 +782,8 @@ class RetryPolicy:
             isinstance(error, (RateLimitError, ServiceUnavailableError, APIConnectionError))
             or error.status in RETRY_STATUSES
         )
+        if not idempotent:
+            retryable = isinstance(error, RateLimitError) or error.status == 503
         if not retryable:
             return None
         if error.retry_after is not None:

@@ -1,4 +1,5 @@
-"""`propdata-client`: the command line of the Python SDK (today: the MCP server)."""
+"""`propdata-client`: the command line of the Python SDK: the MCP server (`mcp`) and the
+local webhook forwarder (`listen`)."""
 
 from __future__ import annotations
 
@@ -49,11 +50,80 @@ def _parser() -> argparse.ArgumentParser:
         help="Longest Retry-After (seconds) a tool waits out before answering with an error "
         "that names the wait (default 10)",
     )
+    listen = commands.add_parser(
+        "listen",
+        help="Forward the account's events to a local URL as signed webhooks",
+        description=(
+            "Follow the event stream and POST each event to --forward-to as a webhook "
+            "delivery would (the event's JSON, Standard Webhooks headers), signed with a "
+            "secret printed at start, so a receiver on this machine gets webhooks without "
+            "a public address. The key and the API's address come from PROPDATA_API_KEY "
+            "and PROPDATA_BASE_URL."
+        ),
+    )
+    listen.add_argument("--forward-to", required=True, metavar="URL",
+                        help="Where to POST each event, e.g. http://localhost:3000/hook")  # fmt: skip
+    listen.add_argument("--types", default=None, metavar="TYPE[,TYPE...]",
+                        help="Only these event types, e.g. property.priceChanged,search.entered")  # fmt: skip
+    listen.add_argument("--search-id", default=None, metavar="ID",
+                        help="Only the events of this saved search")  # fmt: skip
+    listen.add_argument("--since", default=None, metavar="CURSOR",
+                        help="Start after this cursor (one printed earlier, or an events "
+                        "page's nextCursor) instead of from now")  # fmt: skip
+    listen.add_argument("--secret", default=None, metavar="whsec_...",
+                        help="Sign with this secret (default: PROPDATA_LISTEN_SECRET, else a "
+                        "new one, printed at start)")  # fmt: skip
+    listen.add_argument("--count", type=int, default=None, metavar="N",
+                        help="Stop after forwarding N events (default: run until interrupted)")  # fmt: skip
     return parser
+
+
+def _listen(args: argparse.Namespace) -> int:
+    from propdata_client._sync import Client
+    from propdata_client.errors import PropdataError
+    from propdata_client.listen import Forwarded, listen, new_secret
+
+    if not args.forward_to.startswith(("http://", "https://")):
+        print("propdata-client listen: --forward-to must be an http:// or https:// URL.",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if not os.environ.get("PROPDATA_API_KEY", "").strip():
+        print("propdata-client listen: set PROPDATA_API_KEY to your API key.", file=sys.stderr)
+        return 2
+    secret = args.secret or os.environ.get("PROPDATA_LISTEN_SECRET", "").strip() or new_secret()
+    types = ",".join(t.strip() for t in (args.types or "").split(",") if t.strip()) or None
+
+    def report(done: Forwarded) -> None:
+        event = done.item.event
+        outcome = f"{done.status}" if done.status is not None else "no answer"
+        if done.error:
+            outcome += f" ({done.error})"
+        print(f"{event.timestamp:%H:%M:%S} {event.type} {event.id} -> {outcome} "
+              f"{done.milliseconds} ms  cursor {done.item.cursor}", flush=True)  # fmt: skip
+
+    try:
+        with Client() as client:
+            print(f"propdata-client listen: forwarding {client.base_url} events to "
+                  f"{args.forward_to}", file=sys.stderr)  # fmt: skip
+            print(f"propdata-client listen: signing secret {secret}", file=sys.stderr,
+                  flush=True)  # fmt: skip
+            listen(client, args.forward_to, secret, since=args.since, types=types,
+                   search_id=args.search_id, count=args.count, report=report)  # fmt: skip
+    except PropdataError as exc:
+        print(f"propdata-client listen: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"propdata-client listen: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "listen":
+        return _listen(args)
     if args.command != "mcp":
         _parser().print_help(sys.stderr)
         return 2

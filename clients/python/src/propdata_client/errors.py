@@ -21,10 +21,12 @@ __all__ = [
     "AuthenticationError",
     "InvalidParameterError",
     "NotFoundError",
+    "PlanLimitError",
     "PropdataError",
     "QuotaExceededError",
     "RateLimitError",
     "ServiceUnavailableError",
+    "WebhookVerificationError",
     "error_for",
 ]
 
@@ -163,6 +165,19 @@ class AmbiguousAddressError(_AtAnAddress):
         return [part.strip() for part in ids.group(1).split(",") if part.strip()] if ids else []
 
 
+class PlanLimitError(PropdataError):
+    """403 `plan_limit_reached`: the account holds as many saved searches or webhook
+    endpoints as its plan allows; the message names the limit and the plan that raises it."""
+
+
+class WebhookVerificationError(PropdataError):
+    """A webhook's signature, timestamp or headers do not verify (`verify_webhook`): answer
+    the request with a 400 and do nothing with it."""
+
+    def __init__(self, message: str, *, code: str = "invalid_webhook") -> None:
+        super().__init__(message, code=code)
+
+
 class RateLimitError(PropdataError):
     """429: the per-minute limit (or the failed-request guard) is exhausted.
 
@@ -214,6 +229,8 @@ def error_for(
     kind: type[PropdataError] = PropdataError
     if status == 401:
         kind = AuthenticationError
+    elif status == 403 and code == "plan_limit_reached":
+        kind = PlanLimitError
     elif status == 429:
         kind = QuotaExceededError if code == "quota_exceeded" else RateLimitError
     elif status == 503:

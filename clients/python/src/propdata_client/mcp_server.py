@@ -39,6 +39,8 @@ from propdata_client.errors import (
 from propdata_client.models import (
     Address,
     Candidate,
+    Event,
+    EventType,
     Model,
     PropertySort,
     PropertyStatus,
@@ -60,6 +62,9 @@ US property records and ZIP-code market statistics from the propdata API.
   time: at most 25 rows per call, with the total and the offset of the next page.
 - get_market summarises a ZIP code's market with its monthly history.
 - check_usage shows the key's plan, limits and usage (free: it is never counted).
+- watch_search saves a search (filters and/or property ids): from then on each change of a
+  matching property is an event (entered, exited, listed, price, status, estimate, other
+  fields); it answers with how many records match now. recent_events reads those events.
 Each other call counts against the key's per-minute limit and daily quota. When a tool says
 to retry after N seconds, wait that long before calling again.
 Money is whole US dollars; ratios are fractions (0.05 = 5 %)."""
@@ -72,6 +77,10 @@ State = Annotated[
     Field(min_length=2, max_length=2, description="Two-letter US state code, such as IA."),
 ]
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
+CREATES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                          open_world_hint=True)  # fmt: skip
+MAX_EVENT_PAGES = 5  # recent_events reads at most this many pages a call
+EVENT_PAGE = 1000  # the page size it asks for (the API clamps it to the plan's maximum)
 
 
 # -- formatting ---------------------------------------------------------------------------
@@ -497,7 +506,160 @@ def build_server(client: AsyncClient) -> MCPServer:
             }
         )
 
+    @server.tool(name="watch_search", title="Watch a search for changes", annotations=CREATES)
+    async def watch_search(
+        name: Annotated[
+            str, Field(min_length=1, max_length=100, description="A name for the search.")
+        ],
+        zip_code: Annotated[
+            str | None, Field(pattern=r"^[0-9]{5}$", description="Five-digit ZIP code.")
+        ] = None,
+        city: Annotated[str | None, Field(min_length=1, max_length=100)] = None,
+        state: Annotated[
+            str | None, Field(min_length=2, max_length=2, description="Two-letter state code.")
+        ] = None,
+        status: Annotated[PropertyStatus | None, Field(description="Listing status.")] = None,
+        property_type: PropertyType | None = None,
+        min_price: Annotated[
+            int | None, Field(ge=0, description="Minimum list price, USD.")
+        ] = None,
+        max_price: Annotated[
+            int | None, Field(ge=0, description="Maximum list price, USD.")
+        ] = None,
+        min_beds: Annotated[int | None, Field(ge=0)] = None,
+        max_beds: Annotated[int | None, Field(ge=0)] = None,
+        min_baths: Annotated[float | None, Field(ge=0)] = None,
+        min_sqft: Annotated[int | None, Field(ge=0, description="Minimum living area.")] = None,
+        max_sqft: Annotated[int | None, Field(ge=0, description="Maximum living area.")] = None,
+        min_year_built: Annotated[int | None, Field(ge=0)] = None,
+        max_days_on_market: Annotated[int | None, Field(ge=0)] = None,
+        latitude: Annotated[
+            float | None, Field(ge=-90, le=90, description="Centre of a radius search.")
+        ] = None,
+        longitude: Annotated[
+            float | None, Field(ge=-180, le=180, description="Centre of a radius search.")
+        ] = None,
+        radius_miles: Annotated[
+            float | None,
+            Field(gt=0, le=100, description="Radius in miles around latitude, longitude."),
+        ] = None,
+        property_ids: Annotated[
+            list[str] | None,
+            Field(max_length=1000, description="Watch these property ids (at most 1,000)."),
+        ] = None,
+    ) -> str:
+        """Save a search so that changes of the properties it matches become events: a
+        property entering or leaving the search, a new listing, a price, status or estimate
+        change, any other change of its record. Takes search_properties' filters and/or
+        property ids (a property must pass both). Returns the saved search with matchCount,
+        how many properties match now (the volume of events to expect). Read the events
+        with recent_events. Not counted against the quota; the plan limits how many
+        searches an account keeps."""
+        filters = {
+            "zip_code": zip_code, "city": city, "state": state, "status": status,
+            "property_type": property_type, "min_price": min_price, "max_price": max_price,
+            "min_beds": min_beds, "max_beds": max_beds, "min_baths": min_baths,
+            "min_sqft": min_sqft, "max_sqft": max_sqft, "min_year_built": min_year_built,
+            "max_days_on_market": max_days_on_market, "latitude": latitude,
+            "longitude": longitude, "radius": radius_miles,
+        }  # fmt: skip
+        try:
+            saved = await client.searches.create(
+                name,
+                filters={k: v for k, v in filters.items() if v is not None},
+                property_ids=property_ids,
+            )
+        except PropdataError as exc:
+            raise tool_error(exc) from exc
+        return _json(
+            {
+                "id": saved.id,
+                "name": saved.name,
+                "filters": saved.filters,
+                "propertyIds": saved.property_ids,
+                "matchCount": saved.match_count,
+                "createdAt": saved.created_at,
+            }
+        )
+
+    @server.tool(name="recent_events", title="Read recent property events", annotations=READ_ONLY)
+    async def recent_events(
+        search_id: Annotated[
+            str | None, Field(description="Only this saved search's events (watch_search's id).")
+        ] = None,
+        types: Annotated[
+            list[EventType] | None,
+            Field(description="Only these event types, e.g. ['property.priceChanged']."),
+        ] = None,
+        since: Annotated[
+            str | None,
+            Field(description="The nextCursor of an earlier call: only events after it."),
+        ] = None,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_ROWS, description="Events to return, 1 to 25.")
+        ] = 10,
+    ) -> str:
+        """The property events of the account's saved searches (kept 30 days), newest last:
+        type, time, the search, the property (id, status, price, address) and which fields
+        changed with their earlier values. It reads the log from since (without it, from
+        the oldest event kept), a few metered pages at most, and returns the newest events
+        it read; caughtUp false means newer ones remain: call again with since=nextCursor.
+        Pass nextCursor as since next time to get only events that came after."""
+        seen: list[Event] = []
+        cursor = since
+        caught_up = False
+        try:
+            for _ in range(MAX_EVENT_PAGES):
+                page = await client.events.list(
+                    cursor, types=types, search_id=search_id, limit=EVENT_PAGE
+                )
+                seen.extend(page.data)
+                cursor = page.next_cursor
+                if len(page.data) < page.meta.limit:
+                    caught_up = True
+                    break
+        except PropdataError as exc:
+            raise tool_error(exc) from exc
+        shown = seen[-limit:]
+        return _json(
+            {
+                "returned": len(shown),
+                "omittedOlder": len(seen) - len(shown),
+                "caughtUp": caught_up,
+                "nextCursor": cursor,
+                "events": [_event(e) for e in shown],
+            }
+        )
+
     return server
+
+
+def _event(event: Event) -> dict[str, Any]:
+    """An event in few words: what happened, to which property, what changed."""
+    data = event.data
+    row: dict[str, Any] = {
+        "id": event.id,
+        "type": event.type,
+        "timestamp": event.timestamp,
+        "searchId": data.get("searchId"),
+        "searchName": data.get("searchName"),
+    }
+    found = data.get("property")
+    if isinstance(found, Mapping):
+        address = found.get("address")
+        row["property"] = {
+            "id": found.get("id"),
+            "status": found.get("status"),
+            "listPrice": found.get("listPrice"),
+            "address": ", ".join(
+                str(address[k]) for k in ("streetAddress", "city", "state", "zipCode")
+                if address.get(k)
+            ) if isinstance(address, Mapping) else None,
+        }  # fmt: skip
+    for name in ("changes", "previous", "zipCode", "snapshot", "dropped"):
+        if name in data:
+            row[name] = data[name]
+    return row
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

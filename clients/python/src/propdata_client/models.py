@@ -12,7 +12,7 @@ types, required and nullable, enumerations.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -25,7 +25,16 @@ __all__ = [
     "ChangesPage",
     "Comparable",
     "Coordinates",
+    "CreatedWebhook",
+    "Delivery",
+    "DeliveryError",
+    "DeliveryStatus",
+    "DisabledReason",
     "Estimate",
+    "Event",
+    "EventType",
+    "EventsMeta",
+    "EventsPage",
     "Limits",
     "ListingType",
     "Market",
@@ -47,13 +56,19 @@ __all__ = [
     "PropertySummary",
     "PropertyType",
     "RateLimit",
+    "ReplayQueued",
+    "SavedSearch",
     "Scores",
     "SearchMeta",
     "ShortAddress",
     "SortOrder",
+    "StreamedEvent",
     "TaxRecord",
     "Usage",
     "Valuation",
+    "Webhook",
+    "WebhookSecret",
+    "WebhookStatus",
     "WindowUsage",
 ]
 
@@ -74,6 +89,23 @@ PriceEventSource = Literal["mls", "publicRecord", "agent", "owner"]
 PropertySort = Literal["listPrice", "daysOnMarket", "livingArea", "lastUpdated", "distance"]
 SortOrder = Literal["asc", "desc"]
 ChangeType = Literal["created", "updated", "removed"]
+EventType = Literal[
+    "search.entered",
+    "search.exited",
+    "property.listed",
+    "property.priceChanged",
+    "property.statusChanged",
+    "property.estimateChanged",
+    "property.updated",
+    "market.updated",
+    "webhook.test",
+]
+WebhookStatus = Literal["enabled", "disabled"]
+DisabledReason = Literal["gone", "failing", "owner"]
+DeliveryStatus = Literal["pending", "succeeded", "failed"]
+DeliveryError = Literal[
+    "timeout", "connection", "tls", "redirect", "http_status", "blocked_address"
+]
 
 T = TypeVar("T")
 
@@ -389,6 +421,122 @@ class AuthStatus(Model):
     status: str
     limits: Limits
     usage: Usage
+
+
+# -- events: saved searches, the event log, webhooks --------------------------------------
+
+
+class SavedSearch(Model):
+    """A saved search: `POST /v1/searches` and the rest of `/v1/searches`.
+
+    `filters` holds `GET /v1/properties`' filter parameters by their wire names (camelCase,
+    numbers as numbers, `bbox` as its string); `match_count` is how many records match now.
+    """
+
+    id: str
+    name: str
+    filters: dict[str, Any]
+    property_ids: list[str]
+    created_at: dt.datetime
+    match_count: int
+
+
+class Event(Model):
+    """One event of the owner's log: `GET /v1/events`, the stream, and a webhook's body.
+
+    `data` is the wire's JSON (camelCase names), by type: for the `search.*` and
+    `property.*` types `{searchId, searchName, property, previous, changes}` (`property`
+    the search item of the record after the change; for `search.exited` of a removed
+    record, as it was); for `market.updated` `{searchId, searchName, zipCode, snapshot,
+    previous}`; `sequence` grows with every event of the owner.
+    """
+
+    id: str
+    type: str
+    """One of `EventType`'s values (a string, so a type added to the API later still reads)."""
+    timestamp: dt.datetime
+    sequence: int
+    data: dict[str, Any]
+
+    @property
+    def search_id(self) -> str | None:
+        """The saved search the event is for (None for `webhook.test`)."""
+        value = self.data.get("searchId")
+        return value if isinstance(value, str) else None
+
+
+class EventsMeta(Model):
+    limit: int
+    next_cursor: str
+    """Pass it as `since` for the next page; never None (on the last page it is where the
+    events still to come will start)."""
+
+
+class EventsPage(Model):
+    """One page of `GET /v1/events`, oldest first; an empty `data` means caught up."""
+
+    meta: EventsMeta
+    data: list[Event]
+
+    @property
+    def next_cursor(self) -> str:
+        return self.meta.next_cursor
+
+
+class StreamedEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """One event of `GET /v1/events/stream`: the event, its `cursor` (the SSE `id:`; pass
+    it as `since` to resume after it) and `body`, its JSON as the API sent it (the body a
+    webhook delivery of it carries)."""
+
+    cursor: str
+    event: Event
+    body: str
+
+
+class Webhook(Model):
+    """A webhook endpoint: `/v1/webhooks`. `event_types` and `search_ids` None: all."""
+
+    id: str
+    url: str
+    event_types: list[EventType] | None
+    search_ids: list[str] | None
+    description: str | None
+    status: WebhookStatus
+    disabled_reason: DisabledReason | None
+    created_at: dt.datetime
+
+
+class CreatedWebhook(Webhook):
+    """The endpoint `POST /v1/webhooks` made, with its signing `secret` (`whsec_...`): the
+    only answer that shows it."""
+
+    secret: str
+
+
+class WebhookSecret(Model):
+    """`POST /v1/webhooks/{id}/rotate-secret`: the new signing secret."""
+
+    secret: str
+
+
+class ReplayQueued(Model):
+    """`POST /v1/webhooks/{id}/replay`: how many deliveries were queued."""
+
+    queued: int
+
+
+class Delivery(Model):
+    """One delivery of an event to an endpoint: `GET /v1/webhooks/{id}/deliveries`."""
+
+    event_id: str
+    type: EventType
+    attempt: int
+    status: DeliveryStatus
+    response_status: int | None
+    error: DeliveryError | None
+    duration_ms: int | None
+    attempted_at: dt.datetime | None
+    next_attempt_at: dt.datetime | None
 
 
 # -- headers ------------------------------------------------------------------------------
