@@ -46,6 +46,11 @@ def cross_parameter_rule(query: dict[str, Any], parameter: str, body: Any = None
     value only the service can judge, a cursor it did not give), or between the fields of a
     saved search's body (a search needs filters or ids; a PATCH needs a field)."""
     if isinstance(body, dict):
+        held: Any = body
+        for part in parameter.split("."):
+            held = held.get(part) if isinstance(held, dict) else None
+        if isinstance(held, str) and any(c == "\x00" or "\ud800" <= c <= "\udfff" for c in held):
+            return True  # no text may hold a NUL or a lone surrogate (api/body)
         if parameter.startswith("filters."):
             return cross_parameter_rule(body["filters"], parameter.removeprefix("filters."))
         if parameter in ("filters", "propertyIds"):

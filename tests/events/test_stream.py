@@ -120,6 +120,11 @@ class Reader:
         return True
 
 
+def _as_stored(event: NewEvent, number: int) -> Any:
+    """The event's body as the log keeps it: its number written in as `sequence`."""
+    return json.loads(event.body) | {"sequence": number}
+
+
 @contextlib.asynccontextmanager
 async def stream(
     client: httpx.AsyncClient, secret: str, headers: dict[str, str] | None = None, **params: str
@@ -153,7 +158,8 @@ async def test_events_arrive_in_order_as_id_event_and_data(
         numbers += await _add(accounts, events[2])
         for number, made in zip(numbers, events, strict=True):
             got = await reader.event()
-            assert got == {"id": cursor.encode(number), "event": made.type, "data": made.body}
+            assert (got["id"], got["event"]) == (cursor.encode(number), made.type)
+            assert json.loads(got["data"]) == _as_stored(made, number)
 
 
 async def test_resumes_after_last_event_id_or_since(
@@ -164,7 +170,8 @@ async def test_resumes_after_last_event_id_or_since(
     events = [_event(owner) for _ in range(5)]
     numbers = await _add(accounts, *events)
     async with stream(client, secret, since=cursor.encode(numbers[1])) as reader:
-        assert [(await reader.event())["data"] for _ in range(3)] == [e.body for e in events[2:]]
+        got = [json.loads((await reader.event())["data"]) for _ in range(3)]
+        assert got == [_as_stored(e, n) for e, n in zip(events[2:], numbers[2:], strict=True)]
     # The header wins over `since`: a reconnecting EventSource sends both.
     headers = {"Last-Event-ID": cursor.encode(numbers[3])}
     async with stream(client, secret, headers, since=cursor.encode(numbers[0])) as reader:
