@@ -41,6 +41,12 @@ class NearRow(NamedTuple):
 
 
 _PAGE = f"SELECT {', '.join(SearchRow._fields)}"
+_NAMESPACE = (
+    "(SELECT value FROM meta WHERE key = 'store_id') || '.'"
+    " || (SELECT value FROM meta WHERE key = 'data_version')"
+)
+"""The store's namespace, as `PropertyRepository.cache_namespace` reads it."""
+_LAST_CHANGE = "(SELECT COALESCE(MAX(seq), 0) FROM property_changes)"
 
 
 class SearchRepository:
@@ -140,6 +146,35 @@ class SearchRepository:
         return await self.db.fetch_all(
             f"{select} WHERE id > ? ORDER BY id LIMIT ?", (after, limit), slow=True
         )
+
+    async def feed_position(self) -> tuple[str, int]:
+        """The store's namespace (`cache_namespace`) and the change feed's newest number, read
+        together (one statement: one snapshot of the store on either dialect)."""
+        row = await self.db.fetch_one(f"SELECT {_NAMESPACE}, {_LAST_CHANGE}")
+        assert row is not None
+        return str(row[0]), int(row[1])
+
+    async def changed_rows(
+        self, columns: Sequence[str], after: int, upto: int
+    ) -> tuple[str, int, list[tuple[str, Row | None]]]:
+        """The properties changed by the feed's entries numbered above `after` and up to
+        `upto`, each with its row of `columns` now (None: no longer stored), with the
+        store's namespace and the feed's newest number as of the same read (one statement,
+        so the rows are those of that namespace when the newest number is at most `upto`)."""
+        chosen = ", ".join(f"p.{c}" for c in columns)
+        rows = await self.db.fetch_all(
+            f"SELECT m.ns, m.last, c.property_id, p.id, {chosen}"
+            f" FROM (SELECT {_NAMESPACE} AS ns, {_LAST_CHANGE} AS last) m"
+            " LEFT JOIN (SELECT DISTINCT property_id FROM property_changes"
+            "  WHERE seq > ? AND seq <= ?) c ON 1 = 1"
+            " LEFT JOIN properties p ON p.id = c.property_id",
+            (after, upto),
+            slow=True,
+        )
+        namespace, last = str(rows[0][0]), int(rows[0][1])
+        changed = [(row[2], None if row[3] is None else tuple(row[4:]))
+                   for row in rows if row[2] is not None]  # fmt: skip
+        return namespace, last, changed
 
     async def release_cache(self) -> None:
         """Free SQLite's page cache of this connection (after reading the whole table once)."""
