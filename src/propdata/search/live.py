@@ -236,7 +236,7 @@ class LiveIndex:
             positions, distances = positions[inside], found[inside]
         if positions is not None:
             total = len(positions)
-        elif mask is self.alive:
+        elif mask is not None and mask is self.alive:
             total = self.living
         elif mask is not None:
             total = int(np.count_nonzero(mask))
@@ -349,6 +349,7 @@ class LiveIndex:
         rows = base.orders[column]
         known = base.known[column]
         side, at, _ = target
+        null = False
         if column == "last_updated":
             rank = float(base.updated_rank[at]) if side == _BASE else float(self.updated_keys[at])
             before = min(max(math.ceil(rank), 0), len(rows))
@@ -356,7 +357,8 @@ class LiveIndex:
         else:
             value = float(self._index(side).nums[column][at])
             ident = float(at) if side == _BASE else float(self.id_keys[at])
-            if math.isnan(value):  # in the null tail, by id
+            null = math.isnan(value)
+            if null:  # in the null tail, by id
                 tail = rows[known:]
                 before = known + int(np.searchsorted(tail, ident, side="left"))
                 upto = known + int(np.searchsorted(tail, ident, side="right"))
@@ -371,9 +373,9 @@ class LiveIndex:
                 upto = bisect.bisect_right(range(known), (value, ident), key=key)
         if not descending:
             return [rows[upto:]]
-        if before <= known:
-            return [rows[:before][::-1], rows[known:][::-1]]
-        return [rows[known:before][::-1]]
+        if null:
+            return [rows[known:before][::-1]]
+        return [rows[:before][::-1], rows[known:][::-1]]
 
     def _merge(
         self,
