@@ -307,7 +307,7 @@ class LiveIndex:
             return _NONE, None if found.distances is None else _NO_FLOATS
         mask, positions, distances = found.mask, found.positions, found.distances
         small = positions is not None and len(positions) <= _SORT_DIRECTLY
-        if sort == "distance" or small or side == _DELTA:
+        if sort == "distance" or small or (side == _DELTA and target is not None):
             if positions is None:
                 positions = np.flatnonzero(mask) if mask is not None else np.arange(index.size)
             keys = self._keys(side, positions, sort, descending, distances)
@@ -324,7 +324,7 @@ class LiveIndex:
             mask = index._masks()[0]
             mask.fill(False)
             mask[positions] = True
-        sequences = index._sequences(column, descending)
+        sequences = index._sequences(column, descending)  # the delta's own: the same order
         if target is not None:
             sequences = self._seek(column, descending, target)
         page = walk(sequences, mask, start, count)
