@@ -54,7 +54,7 @@ POLL = 0.25
 before a request asks for it (SQLite: a marker read; PostgreSQL: one query)."""
 REFRESH_WAIT = 1.0
 """Seconds a search waits for the index of a data version being made before SQL answers."""
-REFRESH_CAP = 100_000
+REFRESH_CAP = 50_000
 """Changes read into a delta at most: past that (a large load), a new snapshot is built and
 SQL answers the versions after it until it is ready."""
 _COLUMNS = INDEX_COLUMNS + ITEM_COLUMNS
