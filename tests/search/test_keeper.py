@@ -107,6 +107,37 @@ async def test_loads_reach_the_index_as_a_delta_and_a_fold_changes_no_answer(
         await db.close()
 
 
+async def test_a_cursor_walk_keeps_its_version_s_order_across_commits(
+    own_store: Store, tmp_path: Path
+) -> None:
+    """Commits between pages (each a new data version, taken as a delta) neither repeat nor
+    skip a row of the walk: it follows the order of the version it began on."""
+    db = await open_db(own_store)
+    try:
+        service = SearchService(db, snapshots=tmp_path / "index")
+        service.warm()
+        await ready(service)
+        await _load(db, record("zz-0", list_price=2))  # a delta before the walk, too
+        whole = SearchQuery(SearchFilters(state="IA"), "listPrice", "asc", 100, 0)
+        expected = [item.id for item in (await service.search(whole)).data]
+        query = SearchQuery(SearchFilters(state="IA"), "listPrice", "asc", 4, 0)
+        walked: list[str] = []
+        page = await service.search(query)
+        for n in range(100):
+            walked += [item.id for item in page.data]
+            cursor = page.meta.next_cursor
+            if cursor is None:
+                break
+            if n < 3:  # a record that would come first, committed between pages
+                await _load(db, record(f"zz-cheap-{n}", list_price=1))
+            page = await service.search(SearchQuery(query.filters, "listPrice", "asc", 4,
+                                                    cursor=cursor))  # fmt: skip
+        assert walked == expected
+        await service.close()
+    finally:
+        await db.close()
+
+
 async def test_a_removed_record_leaves_and_a_changed_one_moves_with_new_etags(fresh: Any) -> None:
     """Through the API with the response cache on: the same search after a load gives the
     new answer and a new ETag; an old ETag no longer gets a 304."""
