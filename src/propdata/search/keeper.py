@@ -158,8 +158,7 @@ class IndexKeeper:
         view = self.current(namespace)
         task = self._building
         if view is None and self._delta is not None and task is not None and not task.done():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(task), REFRESH_WAIT)
+            await asyncio.wait({task}, timeout=REFRESH_WAIT)  # its failure is its own (logged)
             view = self.current(namespace)
         return view
 
