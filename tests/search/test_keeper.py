@@ -140,7 +140,7 @@ async def test_a_cursor_walk_keeps_its_version_s_order_across_commits(
 
 async def test_a_removed_record_leaves_and_a_changed_one_moves_with_new_etags(fresh: Any) -> None:
     """Through the API with the response cache on: the same search after a load gives the
-    new answer and a new ETag; an old ETag no longer gets a 304."""
+    new answer and a new ETag; the earlier ETag gets a 200, not a 304."""
     client, _, make_key = await fresh(cache_ttl=60)
     headers = {"Authorization": f"Bearer {await make_key('enterprise')}"}
     for_sale = "/v1/properties?status=forSale&sort=listPrice&order=asc&limit=100"

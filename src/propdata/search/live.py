@@ -14,8 +14,8 @@ delta row needs keys in the base's terms: its id's key is a number between the p
 the base ids around it (`id_keys`), its lastUpdated's a number between the ranks of the base
 rows around it in that order (`updated_keys`); numeric sort values compare as they are. A
 page at offset o merges the first o + limit rows of the delta's matches with the base's
-matches from o - k on (k: the delta's matches), so a deep page costs a walk of the base as
-before plus at most k more rows; a cursor page starts both sides past the last row's key.
+matches from o - k on (k: the delta's matches), so a deep page costs the base's walk plus
+at most k more rows; a cursor page starts both sides past the last row's key.
 
 The delta grows with every commit until the keeper folds it into a new snapshot
 (`FOLD_ROWS`, `FOLD_SHARE`): a worker holds about half a kilobyte per delta row (its encoded
@@ -451,7 +451,7 @@ class Delta:
         self, namespace: str, feed: int, changed: Sequence[tuple[str, Row | None]]
     ) -> LiveIndex:
         """The index of `namespace`: this delta's and `changed` (each id with its row of
-        `INDEX_COLUMNS + ITEM_COLUMNS` now, None when removed), at feed position `feed`."""
+        `INDEX_COLUMNS + ITEM_COLUMNS` as stored, None when removed), at feed position `feed`."""
         view = self.view
         if not changed:
             self.view = dataclasses.replace(view, namespace=namespace, feed=feed, _items=None)

@@ -158,7 +158,7 @@ class SearchRepository:
         self, columns: Sequence[str], after: int, upto: int
     ) -> tuple[str, int, list[tuple[str, Row | None]]]:
         """The properties changed by the feed's entries numbered above `after` and up to
-        `upto`, each with its row of `columns` now (None: no longer stored), with the
+        `upto`, each with its current row of `columns` (None: removed), with the
         store's namespace and the feed's newest number as of the same read (one statement,
         so the rows are those of that namespace when the newest number is at most `upto`)."""
         chosen = ", ".join(f"p.{c}" for c in columns)
