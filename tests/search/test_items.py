@@ -104,6 +104,7 @@ async def built_with_items(repo: SearchRepository, out: BinaryIO) -> SearchIndex
         if len(rows) < 700:
             index = builder.finish()
             index.feed = (await repo.feed_position())[1]  # the store did not move meanwhile
+            index.mark = await repo.feed_mark(index.feed)
             return index
 
 

@@ -87,7 +87,7 @@ async def read_rows(
         await between()
     exact = await repo.cache_namespace() == namespace
     index = await asyncio.to_thread(builder.finish)
-    index.feed, index.exact = feed, exact
+    index.feed, index.mark, index.exact = feed, await repo.feed_mark(feed), exact
     return index
 
 

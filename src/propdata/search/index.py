@@ -319,6 +319,9 @@ class SearchIndex:
     feed: int = 0
     """The change feed's position the rows are at least as new as: every change numbered
     above it may be missing (`search.live` takes those from the store)."""
+    mark: str | None = None
+    """The change feed's entry numbered `feed` (`SearchRepository.feed_mark`): a store whose
+    entry differs is not the one these rows came from."""
     exact: bool = True
     """Whether the rows are exactly those of `namespace` (no later change crept in while
     they were read): only then may a cursor walk of that version follow this index alone."""

@@ -214,14 +214,20 @@ class IndexKeeper:
         """Make the index of the store's newest data version: the base first when there is
         none, the folded one when it is ready, then the changes since."""
         try:
-            if self._delta is None:
-                found = await self._obtain(await self.repo.cache_namespace())
-                self._switch(*found)
             while True:
+                if self._delta is None:
+                    found = await self._obtain(await self.repo.cache_namespace())
+                    self._switch(*found)
                 if self._next is not None:
                     self._switch(*self._next)
                     self._next = None
-                await self._catch_up()
+                if not await self._catch_up():  # another store in its place: start again
+                    log.warning("the store is not the one the search index was made from (a"
+                                " restore?); making it again")  # fmt: skip
+                    self._delta, self._next = None, None
+                    self._views.clear()
+                    self._older.clear()
+                    continue
                 if self._next is None:
                     return
         except asyncio.CancelledError:
@@ -237,29 +243,41 @@ class IndexKeeper:
         log.info("search index ready from the %s: %d properties, %.0f MB", source, base.size,
                  base.nbytes / 1e6)  # fmt: skip
 
-    async def _catch_up(self) -> None:
+    async def _catch_up(self) -> bool:
         """The changes since the delta's position, into the next version's index; a fold
-        when the delta is due one or the changes are too many to read."""
+        when the delta is due one or the changes are too many to read. False when the
+        store is not the one the delta follows (restored, replaced): nothing was made."""
         delta = self._delta
         assert delta is not None
         namespace, last = await self.repo.feed_position()
+        if not await self._continues(namespace, delta.base.namespace, delta.feed, delta.mark):
+            return False
         made = self._views.get(namespace)
         if last == delta.feed and made is not None and made.base is delta.base:
-            return
+            return True
         upto = delta.feed + REFRESH_CAP
         changed: list[tuple[str, Row | None]] = []
         if last <= upto:
             namespace, last, changed = await self.repo.changed_rows(_COLUMNS, delta.feed, upto)
         if last > upto:  # a large load: a new snapshot, SQL meanwhile
             self._fold()
-            return
+            return True
         view = await asyncio.to_thread(delta.apply, namespace, last, changed)
+        delta.mark = await self.repo.feed_mark(last)
         self._views[namespace] = view
         self._views.move_to_end(namespace)
         while len(self._views) > OLDER_KEPT + 1:
             self._views.popitem(last=False)
         if fold_due(len(delta.changed), delta.base.size, self.fold_rows, self.fold_share):
             self._fold()
+        return True
+
+    async def _continues(self, namespace: str, made_from: str, feed: int, mark: str | None) -> bool:
+        """Whether the store is the one an index of `made_from` at feed position `feed`
+        came from: the same store id, and the feed's entry there unchanged."""
+        if namespace.rpartition(".")[0] != made_from.rpartition(".")[0]:
+            return False
+        return feed == 0 or await self.repo.feed_mark(feed) == mark
 
     def _fold(self) -> None:
         idle = self._folding is None or self._folding.done()
@@ -338,6 +356,8 @@ class IndexKeeper:
         index = await asyncio.to_thread(snapshots.load, name)
         if index is None:
             return identity
+        if not await self._continues(namespace, index.namespace, index.feed, index.mark):
+            return identity  # of the store this one replaced (a restore): built again
         await asyncio.to_thread(snapshots.prune, name)
         return index
 

@@ -440,6 +440,8 @@ class Delta:
         """The delta's ids by position."""
         self.changed: set[str] = set()
         """Every id changed since the base (the base's row, if any, is masked)."""
+        self.mark = base.mark
+        """The change feed's entry at `feed` (`SearchIndex.mark`), kept by the keeper."""
         self._insertions: dict[str, int] = {}
         self._updated: dict[str, tuple[bytes, int]] = {}
 

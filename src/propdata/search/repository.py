@@ -154,6 +154,15 @@ class SearchRepository:
         assert row is not None
         return str(row[0]), int(row[1])
 
+    async def feed_mark(self, seq: int) -> str | None:
+        """What the change feed's entry numbered `seq` says (its property and time), None
+        when there is none: the same mark later means the feed is the one it was (a store
+        restored from a backup, or another one in its place, has other entries)."""
+        row = await self.db.fetch_one(
+            "SELECT property_id || ' ' || changed_at FROM property_changes WHERE seq = ?", (seq,)
+        )
+        return None if row is None else str(row[0])
+
     async def changed_rows(
         self, columns: Sequence[str], after: int, upto: int
     ) -> tuple[str, int, list[tuple[str, Row | None]]]:

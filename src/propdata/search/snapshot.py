@@ -266,7 +266,8 @@ class Snapshots:
             updated_rank=arrays["updated_rank"], latitude=arrays["latitude"],
             longitude=arrays["longitude"], geo_order=arrays["geo_order"],
             geo_keys=arrays["geo_keys"], item_offsets=offsets, items=items,
-            updated=arrays["updated"], feed=int(manifest["feed"]), exact=bool(manifest["exact"]),
+            updated=arrays["updated"], feed=int(manifest["feed"]), mark=manifest["mark"],
+            exact=bool(manifest["exact"]),
         )  # fmt: skip
 
     # -- writing (under the version's BuildLock) ----------------------------------------
@@ -308,7 +309,7 @@ class Snapshots:
                               "crc32": _crc(file)}  # fmt: skip
             manifest: dict[str, Any] = {
                 "format": FORMAT, "namespace": index.namespace, "size": index.size,
-                "known": index.known, "arrays": specs, "feed": index.feed, "exact": index.exact,
+                "known": index.known, "arrays": specs, "feed": index.feed, "mark": index.mark, "exact": index.exact,
                 "codes": {name: list(codes) for name, codes in index.codes.items()},
             }  # fmt: skip
             if items.exists():
