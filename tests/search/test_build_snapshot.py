@@ -243,9 +243,9 @@ async def test_a_load_during_the_read_is_taken_from_the_change_feed(fresh_store:
 
         index = await build_snapshot.read_rows(repo, None, 5, between)
         assert (index.namespace, index.feed, index.exact) == (namespace, feed, False)
-        now, last, changed = await repo.changed_rows(COLUMNS, index.feed, index.feed + 100)
-        assert len(changed) == 2 and now != namespace
-        live = Delta(index).apply(now, last, changed)
+        read = await repo.changed_rows(COLUMNS, index.feed, index.feed + 100)
+        assert len(read.rows) == 2 and read.namespace != namespace and read.since == index.mark
+        live = Delta(index).apply(read.namespace, read.last, read.rows)
         sql = SearchService(db, search_index=False)
         for sort in ("listPrice", "lastUpdated"):
             for order in ("asc", "desc"):

@@ -103,8 +103,11 @@ async def _base(db: Database) -> SearchIndex:
 
 async def _next_version(db: Database, delta: Delta) -> LiveIndex:
     repo = SearchRepository(db)
-    namespace, last, changed = await repo.changed_rows(COLUMNS, delta.feed, delta.feed + 10_000)
-    return delta.apply(namespace, last, changed)
+    read = await repo.changed_rows(COLUMNS, delta.feed, delta.feed + 10_000)
+    assert read.since == delta.mark  # the same feed, followed
+    view = delta.apply(read.namespace, read.last, read.rows)
+    delta.mark = read.mark
+    return view
 
 
 @st.composite

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from propdata.kit import memory
-from propdata.kit.db import Row, address
+from propdata.kit.db import address
 from propdata.search.build_snapshot import STORE, read_rows
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.live import FOLD_ROWS, FOLD_SHARE, Delta, LiveIndex, fold_due
@@ -256,14 +256,17 @@ class IndexKeeper:
         if last == delta.feed and made is not None and made.base is delta.base:
             return True
         upto = delta.feed + REFRESH_CAP
-        changed: list[tuple[str, Row | None]] = []
-        if last <= upto:
-            namespace, last, changed = await self.repo.changed_rows(_COLUMNS, delta.feed, upto)
         if last > upto:  # a large load: a new snapshot, SQL meanwhile
             self._fold()
             return True
-        view = await asyncio.to_thread(delta.apply, namespace, last, changed)
-        delta.mark = await self.repo.feed_mark(last)
+        read = await self.repo.changed_rows(_COLUMNS, delta.feed, upto)
+        if delta.feed and read.since != delta.mark:  # replaced since the look above
+            return False
+        if read.last > upto:
+            self._fold()
+            return True
+        view = await asyncio.to_thread(delta.apply, read.namespace, read.last, read.rows)
+        delta.mark = read.mark
         self._views[namespace] = view
         self._views.move_to_end(namespace)
         while len(self._views) > OLDER_KEPT + 1:
@@ -277,7 +280,7 @@ class IndexKeeper:
         came from: the same store id, and the feed's entry there unchanged."""
         if namespace.rpartition(".")[0] != made_from.rpartition(".")[0]:
             return False
-        return feed == 0 or await self.repo.feed_mark(feed) == mark
+        return feed == 0 or (mark is not None and await self.repo.feed_mark(feed) == mark)
 
     def _fold(self) -> None:
         idle = self._folding is None or self._folding.done()
