@@ -3,7 +3,8 @@
 The child writes the very files an in-process build writes; a child that fails (exits,
 is killed midway, cannot open the store, finds the disk full) leaves its worker its own
 copy and no folder that could be served; a service that closes kills its child; a load
-during the build gives "start again"; a child whose worker died stops and writes nothing.
+during the read is taken from the change feed; a child whose worker died stops and writes
+nothing.
 The store's address reaches the child in its environment, never on its command line.
 """
 
@@ -24,6 +25,9 @@ import pytest
 
 from propdata.search import build_snapshot
 from propdata.search import keeper as service_module
+from propdata.search.filters import SearchFilters
+from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS
+from propdata.search.live import Delta
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 from propdata.search.service import SearchService
@@ -39,6 +43,7 @@ from tests.search.test_index_snapshot import (
 )
 from tests.search.test_items import built_with_items
 
+COLUMNS = INDEX_COLUMNS + ITEM_COLUMNS
 __all__ = ["mixed"]  # test_index_snapshot's fixture (module scope), used here too
 
 REAL = "from propdata.search import build_snapshot as b; sys.exit(b.main(sys.argv[1:]))"
@@ -73,6 +78,9 @@ Path(os.environ["TEST_CHILD_PID"]).write_text(str(os.getpid()))
 while not Path(os.environ["TEST_CHILD_GO"]).exists():
     time.sleep(0.01)
 from propdata.search import build_snapshot
+from propdata.search.filters import SearchFilters
+from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS
+from propdata.search.live import Delta
 build_snapshot.PAGE = 5  # many pages: the parent is checked between them
 {REAL}
 """
@@ -213,31 +221,39 @@ async def test_a_service_that_closes_kills_its_child(
         await db.close()
 
 
-async def test_a_load_during_the_build_gives_start_again(
-    fresh_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    program(monkeypatch, GATED)
-    monkeypatch.setenv("TEST_CHILD_PID", str(tmp_path / "pid"))
-    monkeypatch.setenv("TEST_CHILD_GO", str(tmp_path / "go"))
-    folder = tmp_path / "index"
+async def test_a_load_during_the_read_is_taken_from_the_change_feed(fresh_store: Store) -> None:
+    """The index read is of the namespace and feed position its read started at, marked not
+    exact when a load landed during the read; the load's changes come from the feed."""
     db = await open_db(fresh_store)
     try:
-        service = SearchService(db, snapshots=folder)
-        namespace = await service.repo.cache_namespace()
-        obtained = asyncio.create_task(service.indexes._obtain(namespace))
-        await child_pid(tmp_path / "pid")
         repo = SearchRepository(db)
-        async with db.transaction():
-            await repo.store.bump_data_version()  # a load lands while the child reads
-        (tmp_path / "go").touch()
-        assert await obtained is None
-        assert snapshot_folders(folder) == []
-        monkeypatch.setattr(service_module, "BUILDER", ("-m", build_snapshot.__name__))
-        service.warm()  # started again, for the new version
-        index = await ready(service)
-        assert index.namespace == await service.repo.cache_namespace() != namespace
-        assert snapshot_folders(folder) == [Snapshots(folder).path(index.namespace).name]
-        await service.close()
+        namespace, feed = await repo.feed_position()
+        landed: list[bool] = []
+
+        async def between() -> None:
+            if not landed:  # after the first page: a row read already and one not yet
+                landed.append(True)
+                async with db.transaction():
+                    await db.execute("UPDATE properties SET list_price = 1"
+                                     " WHERE id = (SELECT min(id) FROM properties)")  # fmt: skip
+                    await db.execute(
+                        "DELETE FROM properties WHERE id = (SELECT max(id) FROM properties)"
+                    )
+                    await repo.store.bump_data_version()
+
+        index = await build_snapshot.read_rows(repo, None, 5, between)
+        assert (index.namespace, index.feed, index.exact) == (namespace, feed, False)
+        read = await repo.changed_rows(COLUMNS, index.feed, index.feed + 100)
+        assert len(read.rows) == 2 and read.namespace != namespace and read.since == index.mark
+        live = Delta(index).apply(read.namespace, read.last, read.rows)
+        sql = SearchService(db, search_index=False)
+        for sort in ("listPrice", "lastUpdated"):
+            for order in ("asc", "desc"):
+                query = SearchQuery(SearchFilters(state="IA"), sort, order, 100, 0)
+                found = await sql.search(query)
+                page = live.search(query.filters, sort, order, 100, 0)
+                assert page is not None and page.total == found.meta.total
+                assert page.ids == [item.id for item in found.data]
     finally:
         await db.close()
 
@@ -284,10 +300,11 @@ def test_a_child_whose_worker_died_stops_and_writes_nothing(store: Store, tmp_pa
     assert gone(pid)
     assert snapshot_folders(folder) == []  # its draft went with it; nothing was written
     locks = list(folder.glob("*.lock"))
-    assert len(locks) == 1
-    lock = BuildLock(locks[0])
-    assert lock.acquire()  # free again: a worker can build the version
-    lock.release()
+    assert len(locks) == 2  # the version's and the host's
+    for found in locks:
+        lock = BuildLock(found)
+        assert lock.acquire()  # free again: a worker can build the version
+        lock.release()
 
 
 async def test_the_child_stops_between_pages_when_its_parent_changed(

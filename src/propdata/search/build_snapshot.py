@@ -26,8 +26,12 @@ How (`IndexKeeper._build_apart` starts it):
 - The table is read in pages (`read_rows`, the read of a worker's own build too), every
   row's search item written to DRAFT/items.bin, and `Snapshots.write` renames the draft
   into place: killed at any point, this process leaves no folder that looks complete.
-- Exit status: 0, written; `MOVED`, the data version moved while the table was read (a load
-  landed), nothing written; anything else, failed (its traceback on stderr, which is the
+- The snapshot is of the store as it is when the read starts (its namespace and the change
+  feed's newest number, read together: `SearchIndex.feed`). Loads may commit while the pages are
+  read: a row may then be newer than that, which the change feed says (`search.live` takes
+  every change numbered above the snapshot's from the store), and the snapshot is marked
+  not `exact` (no cursor walk of its version follows it alone).
+- Exit status: 0, written; anything else, failed (its traceback on stderr, which is the
   worker's): the worker logs it and builds its own copy from the table, as when it could
   not write a snapshot itself.
 - Between pages it checks that the worker is still its parent; when not (the worker died),
@@ -44,15 +48,14 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from propdata.config import ENV, load_settings
 from propdata.kit.db import connect
-from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, IndexBuilder
+from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, IndexBuilder, SearchIndex
 from propdata.search.repository import SearchRepository
 from propdata.search.snapshot import ITEMS, Snapshots
 
-MOVED = 3
-"""Exit status: the data version moved during the build; nothing was written."""
 ORPHANED = 4
 """Exit status: the worker that started the build went; nothing was written."""
 STORE = ENV["database_url"]
@@ -65,20 +68,27 @@ log = logging.getLogger("propdata")
 
 async def read_rows(
     repo: SearchRepository,
-    builder: IndexBuilder,
+    items: BinaryIO | None,
     page: int,
     between: Callable[[], Awaitable[None]],
-) -> bool:
-    """Every row of the table into `builder`, in id order, `page` rows a read, awaiting
-    `between` between reads; False when the data version moved meanwhile."""
-    columns = INDEX_COLUMNS if builder.items is None else INDEX_COLUMNS + ITEM_COLUMNS
+) -> SearchIndex:
+    """The index of every row of the table (with their search items into `items`, when
+    given), read in id order, `page` rows a read, awaiting `between` between reads: of the
+    namespace and feed position read first (`SearchIndex.feed`), `exact` when the data
+    version did not move meanwhile. Its sorts run on a thread (numpy's release the GIL)."""
+    namespace, feed = await repo.feed_position()
+    builder = IndexBuilder(namespace, items)
+    columns = INDEX_COLUMNS if items is None else INDEX_COLUMNS + ITEM_COLUMNS
     while True:
         rows = await repo.index_page(columns, builder.last_id, page)
         builder.add(rows)
         if len(rows) < page:
             break
         await between()
-    return await repo.cache_namespace() == builder.namespace
+    exact = await repo.cache_namespace() == namespace
+    index = await asyncio.to_thread(builder.finish)
+    index.feed, index.mark, index.exact = feed, await repo.feed_mark(feed), exact
+    return index
 
 
 class _Orphaned(Exception):
@@ -86,8 +96,9 @@ class _Orphaned(Exception):
 
 
 async def build(store: str, namespace: str, draft: Path, parent: int) -> int:
-    """Write the snapshot of `namespace` from the store at `store` through `draft`: the
-    exit status (0, `MOVED` or `ORPHANED`); an error raises. The draft goes unless written."""
+    """Write a snapshot of the store at `store` through `draft` (`namespace`: the worker's
+    when it started this; the snapshot is of the namespace the read starts at): the exit
+    status (0 or `ORPHANED`); an error raises. The draft goes unless written."""
     started = time.perf_counter()
     snapshots = Snapshots(draft.parent)
 
@@ -99,10 +110,7 @@ async def build(store: str, namespace: str, draft: Path, parent: int) -> int:
     written = False
     try:
         with (draft / ITEMS).open("wb") as items:
-            builder = IndexBuilder(namespace, items)
-            if not await read_rows(SearchRepository(db), builder, PAGE, between):
-                return MOVED
-            index = builder.finish()
+            index = await read_rows(SearchRepository(db), items, PAGE, between)
         snapshots.write(index, draft)
         written = True
     except _Orphaned:
@@ -113,7 +121,7 @@ async def build(store: str, namespace: str, draft: Path, parent: int) -> int:
         if not written:
             snapshots.discard(draft)
     log.info("search index snapshot %s written: %d properties in %.1f s",
-             snapshots.path(namespace), index.size, time.perf_counter() - started)  # fmt: skip
+             snapshots.path(index.namespace), index.size, time.perf_counter() - started)  # fmt: skip
     return 0
 
 

@@ -18,8 +18,9 @@ from propdata.errors import ServiceUnavailable
 from propdata.kit.geodesy import miles
 from propdata.search.cursor import Cursor
 from propdata.search.filters import SORT_COLUMNS, SearchFilters
-from propdata.search.index import IndexPage, SearchIndex
+from propdata.search.index import IndexPage
 from propdata.search.items import ItemFile
+from propdata.search.live import LiveIndex, LiveItems
 from propdata.search.query import SearchQuery
 from propdata.search.repository import NearRow, SearchRepository, SearchRow
 
@@ -57,19 +58,25 @@ class Engine(Protocol):
 
 
 class IndexEngine:
-    """The search index of one data version (`search.index`); rows read by id from the store."""
+    """The search index of one data version (`search.live`); rows read by id from the store
+    unless the index has them encoded."""
 
-    def __init__(self, index: SearchIndex, repo: SearchRepository, namespace: str) -> None:
+    def __init__(self, index: LiveIndex, repo: SearchRepository, namespace: str) -> None:
         self.index = index
         self.repo = repo
         self.namespace = namespace
-        """The store's current data version: an index of another serves cursor walks only."""
+        """The store's data version as the request read it."""
+        self.current = index.version >= int(namespace.rpartition(".")[2] or 0)
+        """Whether the index is of that version or a newer one (a commit the request had not
+        seen yet); an older index serves cursor walks only."""
 
-    def encoded(self, query: SearchQuery, walk: Cursor | None) -> tuple[IndexPage, ItemFile] | None:
-        """The page as the rows' positions with the snapshot's encoded items (`search.items`):
+    def encoded(
+        self, query: SearchQuery, walk: Cursor | None
+    ) -> tuple[IndexPage, ItemFile | LiveItems] | None:
+        """The page as the rows' positions with the index's encoded items (`search.items`):
         None when the index has no usable items or is not the current version's, or when
         the walk's last row is not among its matches."""
-        items = self.index.items if self.index.namespace == self.namespace else None
+        items = self.index.items if self.current else None
         if items is None or not items.ready:
             return None
         page = self._search(query, walk, ids=False)
@@ -85,13 +92,13 @@ class IndexEngine:
         ids = page.ids[:limit]
         found = await self.repo.search_rows(ids)
         more = len(page.ids) > limit
-        if self.index.namespace != self.namespace:  # the walk's version, today's records
+        if not self.current:  # the walk's version, today's records
             assert walk is not None
             rows, distances, mark = _older_page(page, found, limit, query.sort, walk)
             return Found(page.total, rows, distances, more, mark, walk.version)
-        if len(found) == len(ids) and await self.repo.cache_namespace() == self.namespace:
+        if len(found) == len(ids) and await self.repo.cache_namespace() == self.index.namespace:
             distances = None if page.distances is None else page.distances[:limit]
-            return Found(page.total, found, distances, more)
+            return Found(page.total, found, distances, more, version=self.index.version)
         return None
 
     def _search(self, query: SearchQuery, walk: Cursor | None, ids: bool) -> IndexPage | None:

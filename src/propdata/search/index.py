@@ -103,6 +103,11 @@ class IndexBuilder:
     _lats: list[npt.NDArray[np.float64]] = field(default_factory=list)
     _lons: list[npt.NDArray[np.float64]] = field(default_factory=list)
     last_id: str | None = None
+    ordered: bool = True
+    """Whether the rows came in id order; when not (`absorb`), `finish` puts them in it
+    and keeps the permutation it applied (`permutation`)."""
+    permutation: npt.NDArray[np.int64] | None = None
+    """The rows' order by id, by their order of arrival (set by `finish` when not `ordered`)."""
 
     def add(self, rows: Sequence[Sequence[Any]]) -> None:
         """Take one page: it is turned into arrays at once, so no Python object per row
@@ -112,6 +117,8 @@ class IndexBuilder:
         self.size += len(rows)
         columns = list(zip(*rows, strict=True))
         encoded = [i.encode() for i in columns[0]]
+        if self.last_id is not None and columns[0][0] <= self.last_id:
+            self.ordered = False
         self._ids.append(np.frombuffer(b"".join(encoded), np.uint8))
         self._id_lengths.append(np.fromiter(map(len, encoded), np.int64, count=len(encoded)))
         for n, name in enumerate(CATEGORICAL, start=1):
@@ -132,6 +139,29 @@ class IndexBuilder:
         self.last_id = rows[-1][0]
         if self.items is not None:
             self._add_items(rows)
+
+    def absorb(self, index: SearchIndex, keep: npt.NDArray[np.int64]) -> None:
+        """Take the rows at positions `keep` of `index` (an index of these columns, a delta's
+        earlier version), as they are: their ids may come anywhere among the other rows'."""
+        if not len(keep):
+            return
+        self.ordered = False
+        self.size += len(keep)
+        starts = index.id_offsets[keep].astype(np.int64)
+        lengths = index.id_offsets[keep + 1].astype(np.int64) - starts
+        shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        self._ids.append(index.id_bytes[shift + np.arange(int(lengths.sum()))])
+        self._id_lengths.append(lengths)
+        for name in CATEGORICAL:
+            codes = self._codes[name]
+            mapping = np.fromiter((codes.setdefault(v, len(codes)) for v in index.codes[name]),
+                                  np.int32, count=len(index.codes[name]))  # fmt: skip
+            self._cats[name].append(mapping[index.cats[name][keep]])
+        for name in NUMERIC:
+            self._nums[name].append(index.nums[name][keep].astype(np.float64))
+        self._updated.append(index.updated[keep])
+        self._lats.append(index.latitude[keep].astype(np.float64))
+        self._lons.append(index.longitude[keep].astype(np.float64))
 
     def _add_items(self, rows: Sequence[Sequence[Any]]) -> None:
         assert self.items is not None
@@ -160,17 +190,33 @@ class IndexBuilder:
         self._id_lengths.clear()
         offsets = np.zeros(size + 1, np.int32 if len(id_bytes) < 2**31 else np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        cats = {name: _narrow(np.concatenate(self._cats.pop(name) or [_ints()]), len(codes))
-                for name, codes in self._codes.items()}  # fmt: skip
+        raw_cats = {name: np.concatenate(self._cats.pop(name) or [_ints()]) for name in CATEGORICAL}
+        raw_nums = {name: np.concatenate(self._nums.pop(name) or [_floats()]) for name in NUMERIC}
+        text = np.concatenate(self._updated) if self._updated else np.zeros(0, "S1")
+        self._updated.clear()
+        lats = np.concatenate(self._lats) if self._lats else _floats()
+        lons = np.concatenate(self._lons) if self._lons else _floats()
+        self._lats.clear()
+        self._lons.clear()
+        if not self.ordered:  # rows taken from elsewhere: put them in id order
+            whole = id_bytes.tobytes()
+            ends = offsets.tolist()
+            ids = np.array([whole[ends[i] : ends[i + 1]] for i in range(size)], dtype=np.bytes_)
+            order = np.argsort(ids, kind="stable") if size else np.zeros(0, np.int64)
+            self.permutation = order
+            ordered_ids = ids[order].tolist()
+            id_bytes = np.frombuffer(b"".join(ordered_ids), np.uint8).copy()
+            np.cumsum(np.fromiter(map(len, ordered_ids), np.int64, count=size), out=offsets[1:])
+            raw_cats = {name: codes[order] for name, codes in raw_cats.items()}
+            raw_nums = {name: values[order] for name, values in raw_nums.items()}
+            text, lats, lons = text[order], lats[order], lons[order]
+        cats = {name: _narrow(raw_cats[name], len(codes)) for name, codes in self._codes.items()}
         grouped = {name: group(cats[name], len(self._codes[name])) for name in GROUPED}
-        nums = {name: _compact(np.concatenate(self._nums.pop(name) or [_floats()]))
-                for name in NUMERIC}  # fmt: skip
+        nums = {name: _compact(values) for name, values in raw_nums.items()}
         orders: dict[str, npt.NDArray[np.int32]] = {}
         known: dict[str, int] = {}
         for column in SORT_COLUMNS.values():
             if column == "last_updated":
-                text = np.concatenate(self._updated) if self._updated else np.zeros(0, "S1")
-                self._updated.clear()
                 orders[column] = np.argsort(text, kind="stable").astype(np.int32)
                 known[column] = size
             else:
@@ -179,10 +225,6 @@ class IndexBuilder:
                 known[column] = int(np.count_nonzero(~np.isnan(values)))
         ranks = np.empty(size, np.int32)
         ranks[orders["last_updated"]] = np.arange(size, dtype=np.int32)
-        lats = np.concatenate(self._lats) if self._lats else _floats()
-        lons = np.concatenate(self._lons) if self._lons else _floats()
-        self._lats.clear()
-        self._lons.clear()
         placed = np.flatnonzero(~np.isnan(lats))
         cells = geo_cells(lats[placed], lons[placed])
         by_cell = np.argsort(cells, kind="stable")  # within a cell, by position (id)
@@ -193,7 +235,7 @@ class IndexBuilder:
             group_starts={name: starts for name, (_, starts) in grouped.items()},
             updated_rank=ranks, latitude=lats, longitude=lons,
             geo_order=placed[by_cell].astype(np.int32), geo_keys=cells[by_cell],
-            item_offsets=item_offsets,
+            item_offsets=item_offsets, updated=text,
         )  # fmt: skip
 
 
@@ -271,6 +313,18 @@ class SearchIndex:
     """Where each row's search item starts in the snapshot's items (`search.items`)."""
     items: ItemFile | None = None
     """The snapshot's search items, when it has them (a private index has none)."""
+    updated: npt.NDArray[np.bytes_] = field(default_factory=lambda: np.zeros(0, "S1"))
+    """Each row's lastUpdated as the store holds it (ASCII): a delta's rows are placed
+    among these (`search.live`)."""
+    feed: int = 0
+    """The change feed's position the rows are at least as new as: every change numbered
+    above it may be missing (`search.live` takes those from the store)."""
+    mark: str | None = None
+    """The change feed's entry numbered `feed` (`SearchRepository.feed_mark`): a store whose
+    entry differs is not the one these rows came from."""
+    exact: bool = True
+    """Whether the rows are exactly those of `namespace` (no later change crept in while
+    they were read): only then may a cursor walk of that version follow this index alone."""
     _scratch: list[BoolArray] = field(default_factory=list, repr=False)
     """Two masks of `size` rows that every search reuses. A new one per filter would be a
     fresh mapping each time (kit.memory maps every allocation of 256 KB or more), 245 page
@@ -371,6 +425,11 @@ class SearchIndex:
 
     def _position(self, wanted: str) -> int | None:
         """The position of an id (rows are in id byte order), None when absent."""
+        at, present = self.insertion(wanted)
+        return at if present else None
+
+    def insertion(self, wanted: str) -> tuple[int, bool]:
+        """How many rows have a smaller id, and whether the id is there (at that position)."""
         key = wanted.encode()
         starts, raw = self.id_offsets, self.id_bytes
         lo, hi = 0, self.size
@@ -378,12 +437,12 @@ class SearchIndex:
             mid = (lo + hi) // 2
             found = raw[int(starts[mid]) : int(starts[mid + 1])].tobytes()
             if found == key:
-                return mid
+                return mid, True
             if found < key:
                 lo = mid + 1
             else:
                 hi = mid
-        return None
+        return lo, False
 
     def _past(
         self,
@@ -418,10 +477,27 @@ class SearchIndex:
         return [sequences[1][len(rows) - at :]]
 
     def _select(
-        self, f: SearchFilters
+        self, f: SearchFilters, alive: BoolArray | None = None
     ) -> tuple[BoolArray | None, npt.NDArray[np.int64] | None] | None:
         """The matching rows as a mask or as sorted positions (None, None: every row);
-        None when a filter's value is not in the store at all."""
+        None when a filter's value is not in the store at all.
+
+        `alive`: only the rows it marks (a delta supersedes the others, `search.live`);
+        the mask returned may then be `alive` itself, which the caller must not change."""
+        found = self._filtered(f)
+        if found is None or alive is None:
+            return found
+        mask, positions = found
+        if positions is not None:
+            return None, positions[alive[positions]]
+        if mask is None:
+            return alive, None
+        np.logical_and(mask, alive, out=mask)
+        return mask, None
+
+    def _filtered(
+        self, f: SearchFilters
+    ) -> tuple[BoolArray | None, npt.NDArray[np.int64] | None] | None:
         tests: list[tuple[npt.NDArray[Any], Test, Any]] = []
         narrowest: tuple[int, int, str] | None = None  # (rows, code, category) of a group
         for flt in FILTERS:  # equality first (FILTERS' order), then the ranges

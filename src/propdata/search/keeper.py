@@ -1,10 +1,15 @@
-"""The search index's life cycle: the index of the current data version, built or mapped.
+"""The search index's life cycle: the index of the current data version, kept live.
 
-One `IndexKeeper` per worker. It finds the data version's index (the host's snapshot,
-mapped; else built in a child process that writes the snapshot for every worker, or from
-the table in this worker when there is no snapshot folder), starts again when a load moves
-the version, retries a failed build later, and keeps superseded indexes a while for cursor
-walks begun on them. Until the index of the current version is there, SQL answers.
+One `IndexKeeper` per worker. It holds a base index (the host's snapshot, mapped; else built
+in a child process that writes the snapshot for every worker, or from the table in this
+worker when there is no snapshot folder) and on it the records changed since
+(`search.live`). When the data version moves (a request meets it, or a look every `POLL`
+seconds finds it), it reads the changes from the store (the change feed's entries past its
+position and those records, in one statement) and makes the new version's index off the
+request path; a request that meets a version not made yet waits for it up to
+`REFRESH_WAIT`, then SQL answers. A delta past the fold rule (`live.fold_due`) is folded: a
+new snapshot (one build per host), then the delta on it. Superseded versions are kept a
+while for cursor walks begun on them. Until a base is there, SQL answers.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from pathlib import Path
 
 from propdata.kit import memory
 from propdata.kit.db import address
-from propdata.search.build_snapshot import MOVED, STORE, read_rows
-from propdata.search.index import IndexBuilder, SearchIndex
+from propdata.search.build_snapshot import STORE, read_rows
+from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
+from propdata.search.live import FOLD_ROWS, FOLD_SHARE, Delta, LiveIndex, fold_due
 from propdata.search.repository import SearchRepository
 from propdata.search.snapshot import BuildLock, Snapshots
 
@@ -33,19 +39,35 @@ BUILDER = ("-m", "propdata.search.build_snapshot")
 """What `sys.executable` runs to build a snapshot in a child process (its arguments follow)."""
 INDEX_RETRY = 60
 """Seconds before a failed build is tried again (each try reads the whole table)."""
+REFRESH_RETRY = 1.0
+"""Seconds before a failed read of the changes is tried again."""
 SNAPSHOT_WAIT = 0.2
 """Seconds between looks for the snapshot another worker is building (SQL answers meanwhile)."""
 OLDER_KEPT = 3
-"""Superseded indexes a worker keeps mapped (from their snapshots, when a cursor walk begun
-on one asks for it); a private index built in memory is kept, one at most, when replaced."""
+"""Superseded versions a worker keeps (their live indexes; or mapped from snapshots made
+exactly of them, when a cursor walk begun on one asks for it)."""
 OLDER_SECONDS = 3600.0
-"""How long a worker keeps a superseded index (snapshot.KEEP_SECONDS keeps the files)."""
+"""How long a worker keeps a superseded index mapped from a snapshot (snapshot.KEEP_SECONDS
+keeps the files)."""
+POLL = 0.25
+"""Seconds between looks at the data version, so that a commit's index is usually made
+before a request asks for it (SQLite: a marker read; PostgreSQL: one query)."""
+REFRESH_WAIT = 1.0
+"""Seconds a search waits for the index of a data version being made before SQL answers."""
+REFRESH_CAP = 50_000
+"""Changes read into a delta at most: past that (a large load), a new snapshot is built and
+SQL answers the versions after it until it is ready."""
+_COLUMNS = INDEX_COLUMNS + ITEM_COLUMNS
 
 log = logging.getLogger("propdata")
 
 
 async def _next_turn() -> None:
     await asyncio.sleep(0)  # let requests in between pages
+
+
+def _version(namespace: str) -> int:
+    return int(namespace.rpartition(".")[2] or 0)
 
 
 class IndexKeeper:
@@ -57,14 +79,32 @@ class IndexKeeper:
         `enabled` False: no index at all (SQL answers every search)."""
         self.repo = repo
         self.enabled = enabled
-        self._index: SearchIndex | None = None
-        self._older: OrderedDict[str, tuple[SearchIndex, float]] = OrderedDict()
-        """Superseded indexes by namespace, with when they were superseded (monotonic)."""
+        self.fold_rows = FOLD_ROWS
+        self.fold_share = FOLD_SHARE
+        """The fold rule's numbers (`live.fold_due`)."""
+        self._views: OrderedDict[str, LiveIndex] = OrderedDict()
+        """The indexes of the newest data versions, by namespace, the newest last."""
+        self._delta: Delta | None = None
+        self._next: tuple[SearchIndex, str] | None = None
+        """A folded base (and where it came from) the next refresh switches to."""
+        self._older: OrderedDict[str, tuple[LiveIndex, float]] = OrderedDict()
+        """Older versions mapped from their snapshots for cursor walks, with when (monotonic)."""
         self._building: asyncio.Task[None] | None = None
+        """The refresh under way (the first one builds or maps the base)."""
+        self._folding: asyncio.Task[None] | None = None
+        self._poller: asyncio.Task[None] | None = None
         self._failed_at = -math.inf
+        """When making a version last failed (monotonic)."""
+        self._fold_failed_at = -math.inf
         self._snapshots = Snapshots(snapshots) if snapshots is not None else None
         self.source = ""
-        """Where the current index came from: "snapshot", "table" or "" (none yet)."""
+        """Where the current base came from: "snapshot", "table" or "" (none yet)."""
+
+    @property
+    def _index(self) -> SearchIndex | None:
+        """The base of the newest version's index."""
+        newest = self._newest()
+        return None if newest is None else newest.base
 
     async def status(self) -> str:
         """The index: "ok" when it answers for the current data, "building", or "off"."""
@@ -74,45 +114,71 @@ class IndexKeeper:
         return "ok" if current is not None else "building"
 
     def warm(self) -> None:
-        """Start building the search index (at start-up, so the first searches find it)."""
-        if self.enabled and self._index is None and self._building is None:
-            self._building = asyncio.create_task(self._build())
+        """Start building the search index (at start-up, so the first searches find it), and
+        looking at the data version every `POLL` seconds."""
+        if not self.enabled:
+            return
+        if not self._views:
+            self._start()
+        if self._poller is None:
+            self._poller = asyncio.create_task(self._poll())
 
     async def close(self) -> None:
-        """Stop a build under way (its child process is killed with it)."""
-        if self._building is not None and not self._building.done():
-            self._building.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._building
+        """Stop what is under way (a child process building a snapshot is killed with it)."""
+        for task in (self._poller, self._building, self._folding):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
-    def current(self, namespace: str) -> SearchIndex | None:
-        """The index when it was built from this data version; else start building it."""
+    def current(self, namespace: str) -> LiveIndex | None:
+        """The index of this data version (or of a newer one already made: a commit this
+        request did not see yet); else None, and its making starts."""
         if not self.enabled:
             return None
         if self._older:
             self._expire()
-        index = self._index
-        if index is not None and index.namespace == namespace:
-            return index
-        if index is not None:  # built from an older version: only cursor walks use it now
-            self._retire(index)
-        self._index = None
-        idle = self._building is None or self._building.done()
-        if idle and time.monotonic() - self._failed_at > INDEX_RETRY:
-            self._building = asyncio.create_task(self._build())
+        view = self._views.get(namespace)
+        if view is not None:
+            return view
+        newest = self._newest()
+        store = namespace.rpartition(".")[0]
+        if (
+            newest is not None
+            and newest.namespace.rpartition(".")[0] == store
+            and newest.version > _version(namespace)
+        ):
+            return newest
+        self._start()
         return None
 
-    def _retire(self, index: SearchIndex) -> None:
-        """Keep a superseded index for cursor walks begun on it, unless the host's snapshot
-        of it can be mapped again when one asks (then it goes now: its pages would stay in
-        this worker's resident memory)."""
-        snapshots = self._snapshots
-        if snapshots is not None and snapshots.identity(index.namespace) is not None:
-            self._older.pop(index.namespace, None)
-            return
-        self._older[index.namespace] = (index, time.monotonic())
-        while len(self._older) > 1:  # a private copy of every column: one at most
-            self._older.popitem(last=False)
+    async def find(self, namespace: str) -> LiveIndex | None:
+        """`current`, waiting up to REFRESH_WAIT for a version being made on a base this
+        worker holds (the first build is not waited for: SQL answers meanwhile)."""
+        view = self.current(namespace)
+        task = self._building
+        if view is None and self._delta is not None and task is not None and not task.done():
+            await asyncio.wait({task}, timeout=REFRESH_WAIT)  # its failure is its own (logged)
+            view = self.current(namespace)
+        return view
+
+    def _newest(self) -> LiveIndex | None:
+        return next(reversed(self._views.values()), None)
+
+    def _start(self) -> None:
+        idle = self._building is None or self._building.done()
+        wait = INDEX_RETRY if self._delta is None else REFRESH_RETRY
+        if idle and time.monotonic() - self._failed_at > wait:
+            self._building = asyncio.create_task(self._refresh())
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(POLL)
+            try:
+                namespace = await self.repo.cache_namespace()
+            except Exception:  # the store is away: requests say so; look again later
+                continue
+            self.current(namespace)
 
     def _expire(self) -> None:
         now = time.monotonic()
@@ -120,9 +186,12 @@ class IndexKeeper:
             if now - since > OLDER_SECONDS:
                 del self._older[name]
 
-    async def walk_index(self, namespace: str) -> SearchIndex | None:
+    async def walk_index(self, namespace: str) -> LiveIndex | None:
         """The index of an older data version, for a cursor walk that began on it: kept by
-        this worker, or mapped from the host's snapshot; None when it is gone."""
+        this worker, or mapped from the host's snapshot made exactly of it; None when gone."""
+        view = self._views.get(namespace)
+        if view is not None:
+            return view
         now = time.monotonic()
         kept = self._older.get(namespace)
         if kept is not None:
@@ -131,73 +200,168 @@ class IndexKeeper:
         if not self.enabled or snapshots is None or snapshots.identity(namespace) is None:
             return None
         index = await asyncio.to_thread(snapshots.load, namespace)
-        if index is not None:
-            self._older[namespace] = (index, now)
-            while len(self._older) > OLDER_KEPT:
-                self._older.popitem(last=False)
-        return index
+        if index is None or not index.exact:
+            return None
+        found = LiveIndex.plain(index)
+        self._older[namespace] = (found, now)
+        while len(self._older) > OLDER_KEPT:
+            self._older.popitem(last=False)
+        return found
 
-    async def _build(self) -> None:
+    # -- making versions ----------------------------------------------------------------
+
+    async def _refresh(self) -> None:
+        """Make the index of the store's newest data version: the base first when there is
+        none, the folded one when it is ready, then the changes since."""
         try:
-            namespace = await self.repo.cache_namespace()
-            found = await self._obtain(namespace)
-            if found is None:
-                return  # a load landed meanwhile: the next search starts again
-            self._index, self.source = found
-            index = found[0]
-            log.info("search index ready from the %s: %d properties, %.0f MB", found[1],
-                     index.size, index.nbytes / 1e6)  # fmt: skip
+            while True:
+                if self._delta is None:
+                    found = await self._obtain(await self.repo.cache_namespace())
+                    self._switch(*found)
+                if self._next is not None:
+                    self._switch(*self._next)
+                    self._next = None
+                if not await self._catch_up():  # another store in its place: start again
+                    log.warning("the store is not the one the search index was made from (a"
+                                " restore?); making it again")  # fmt: skip
+                    self._delta, self._next = None, None
+                    self._views.clear()
+                    self._older.clear()
+                    continue
+                if self._next is None:
+                    return
         except asyncio.CancelledError:
             raise
         except Exception:  # searches go on through SQL; a search tries again later
+            wait = INDEX_RETRY if self._delta is None else REFRESH_RETRY
             self._failed_at = time.monotonic()
-            log.exception("building the search index failed; trying again in %d s", INDEX_RETRY)
+            log.exception("making the search index failed; trying again in %s s", wait)
 
-    async def _obtain(self, namespace: str) -> tuple[SearchIndex, str] | None:
-        """The index of this data version and where it came from: the host's snapshot when
-        there is one; else built from the table for one worker of the host (the one that
-        gets the version's lock) by a child process it starts (`search.build_snapshot`),
-        which writes the snapshot for all of them; the workers answer from SQL meanwhile.
-        None when the data version moves before it is ready."""
+    def _switch(self, base: SearchIndex, source: str) -> None:
+        self._delta = Delta(base)
+        self.source = source
+        log.info("search index ready from the %s: %d properties, %.0f MB", source, base.size,
+                 base.nbytes / 1e6)  # fmt: skip
+
+    async def _catch_up(self) -> bool:
+        """The changes since the delta's position, into the next version's index; a fold
+        when the delta is due one or the changes are too many to read. False when the
+        store is not the one the delta follows (restored, replaced): nothing was made."""
+        delta = self._delta
+        assert delta is not None
+        namespace, last = await self.repo.feed_position()
+        if not await self._continues(namespace, delta.base.namespace, delta.feed, delta.mark):
+            return False
+        made = self._views.get(namespace)
+        if last == delta.feed and made is not None and made.base is delta.base:
+            return True
+        upto = delta.feed + REFRESH_CAP
+        if last > upto:  # a large load: a new snapshot, SQL meanwhile
+            self._fold()
+            return True
+        read = await self.repo.changed_rows(_COLUMNS, delta.feed, upto)
+        if delta.feed and read.since != delta.mark:  # replaced since the look above
+            return False
+        if read.last > upto:
+            self._fold()
+            return True
+        view = await asyncio.to_thread(delta.apply, read.namespace, read.last, read.rows)
+        delta.mark = read.mark
+        self._views[namespace] = view
+        self._views.move_to_end(namespace)
+        while len(self._views) > OLDER_KEPT + 1:
+            self._views.popitem(last=False)
+        if fold_due(len(delta.changed), delta.base.size, self.fold_rows, self.fold_share):
+            self._fold()
+        return True
+
+    async def _continues(self, namespace: str, made_from: str, feed: int, mark: str | None) -> bool:
+        """Whether the store is the one an index of `made_from` at feed position `feed`
+        came from: the same store id, and the feed's entry there unchanged."""
+        if namespace.rpartition(".")[0] != made_from.rpartition(".")[0]:
+            return False
+        return feed == 0 or (mark is not None and await self.repo.feed_mark(feed) == mark)
+
+    def _fold(self) -> None:
+        idle = self._folding is None or self._folding.done()
+        if idle and time.monotonic() - self._fold_failed_at > INDEX_RETRY:
+            self._folding = asyncio.create_task(self._build_next())
+
+    async def _build_next(self) -> None:
+        """A base newer than the current one (the host's newest snapshot, or one built now),
+        for the next refresh to switch to."""
+        assert self._delta is not None
+        try:
+            newer_than = _version(self._delta.base.namespace)
+            found = await self._obtain(await self.repo.cache_namespace(), newer_than)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self._fold_failed_at = time.monotonic()
+            log.exception("folding the search index failed; trying again in %d s", INDEX_RETRY)
+            return
+        self._next = found
+        self._start()
+
+    # -- bases ---------------------------------------------------------------------------
+
+    async def _obtain(self, namespace: str, newer_than: int = -1) -> tuple[SearchIndex, str]:
+        """A base and where it came from: the host's newest snapshot of the store (of a
+        version above `newer_than`) when there is one; else built from the table for one
+        worker of the host (the one that gets the host's build lock) by a child process it
+        starts (`search.build_snapshot`), which writes the snapshot for all of them; the
+        workers answer from what they have (or SQL) meanwhile."""
         snapshots = self._snapshots
         if snapshots is None:
-            built = await self._read_table(namespace)
-            return None if built is None else (built, "table")
+            return await self._read_table(), "table"
         unusable: tuple[int, int] | None = None  # a damaged folder, not read again
         while True:
-            found = await self._load_snapshot(snapshots, namespace, unusable)
+            found = await self._load_snapshot(snapshots, namespace, unusable, newer_than)
             if isinstance(found, SearchIndex):
                 return found, "snapshot"
             unusable = found
             try:
-                lock = snapshots.lock(namespace)
-                mine = lock.acquire()
+                host, lock = snapshots.host_lock(namespace), snapshots.lock(namespace)
+                mine = host.acquire()
+                if mine and not lock.acquire():
+                    host.release()
+                    mine = False
             except OSError as exc:  # a folder we cannot write: a private index, as before
                 log.warning("search index snapshots unavailable in %s (%s); building this"
                             " worker's own index", snapshots.folder, exc)  # fmt: skip
-                built = await self._read_table(namespace)
-                return None if built is None else (built, "table")
+                return await self._read_table(), "table"
             if mine:
                 try:
-                    return await self._build_snapshot(snapshots, namespace, unusable, lock)
+                    return await self._build_snapshot(snapshots, namespace, unusable,
+                                                      newer_than, (host, lock))  # fmt: skip
                 finally:
                     lock.release()
+                    host.release()
             await asyncio.sleep(SNAPSHOT_WAIT)  # another worker of this host builds it
-            if await self.repo.cache_namespace() != namespace:
-                return None
+            namespace = await self.repo.cache_namespace()
 
     async def _load_snapshot(
-        self, snapshots: Snapshots, namespace: str, unusable: tuple[int, int] | None
+        self,
+        snapshots: Snapshots,
+        namespace: str,
+        unusable: tuple[int, int] | None,
+        newer_than: int,
     ) -> SearchIndex | tuple[int, int] | None:
-        """The version's snapshot, mapped (older ones pruned); else the identity of a folder
-        that is there but damaged (`unusable` is one already found so, not read again)."""
-        identity = snapshots.identity(namespace)
+        """The newest snapshot up to this version (above `newer_than`), mapped (older ones
+        pruned); else the identity of a folder that is there but damaged (`unusable` is one
+        already found so, not read again)."""
+        name = snapshots.newest(namespace)
+        if name is None or _version(name) <= newer_than:
+            return None
+        identity = snapshots.identity(name)
         if identity is None or identity == unusable:
             return identity
-        index = await asyncio.to_thread(snapshots.load, namespace)
+        index = await asyncio.to_thread(snapshots.load, name)
         if index is None:
             return identity
-        await asyncio.to_thread(snapshots.prune, namespace)
+        if not await self._continues(namespace, index.namespace, index.feed, index.mark):
+            return identity  # of the store this one replaced (a restore): built again
+        await asyncio.to_thread(snapshots.prune, name)
         return index
 
     async def _build_snapshot(
@@ -205,42 +369,41 @@ class IndexKeeper:
         snapshots: Snapshots,
         namespace: str,
         unusable: tuple[int, int] | None,
-        lock: BuildLock,
-    ) -> tuple[SearchIndex, str] | None:
-        """Under the version's lock: the snapshot another worker finished meanwhile, or one
+        newer_than: int,
+        locks: tuple[BuildLock, BuildLock],
+    ) -> tuple[SearchIndex, str]:
+        """Under the build locks: the snapshot another worker finished meanwhile, or one
         built from the table now in a child process, written, and mapped like every other
         worker maps it. A build that fails leaves this worker its own copy, as before."""
-        found = await self._load_snapshot(snapshots, namespace, unusable)
+        found = await self._load_snapshot(snapshots, namespace, unusable, newer_than)
         if isinstance(found, SearchIndex):
             return found, "snapshot"
         store = address(self.repo.db)
         draft = await asyncio.to_thread(snapshots.draft, namespace)
         try:
-            written = store is not None and await self._build_apart(store, namespace, draft, lock)
+            written = store is not None and await self._build_apart(store, namespace, draft, locks)
         finally:
             snapshots.discard(draft)  # renamed into place when written: then nothing is left
-        if written is None:
-            return None
         if not written:  # a full disk, say: this worker keeps its own copy
-            built = await self._read_table(namespace)
-            return None if built is None else (built, "table")
-        index = await asyncio.to_thread(snapshots.load, namespace)
-        if index is None:
+            return await self._read_table(), "table"
+        name = snapshots.newest(await self.repo.cache_namespace())
+        index = None if name is None else await asyncio.to_thread(snapshots.load, name)
+        if index is None or _version(index.namespace) <= newer_than:
             raise RuntimeError(f"the snapshot just written to {snapshots.folder} does not load")
-        await asyncio.to_thread(snapshots.prune, namespace)
+        await asyncio.to_thread(snapshots.prune, index.namespace)
         return index, "table"
 
     async def _build_apart(
-        self, store: str, namespace: str, draft: Path, lock: BuildLock
-    ) -> bool | None:
+        self, store: str, namespace: str, draft: Path, locks: tuple[BuildLock, BuildLock]
+    ) -> bool:
         """Build the snapshot in a child process (`search.build_snapshot`), this worker
-        answering searches by SQL meanwhile: True when written, None when the data version
-        moved, False when the child failed (logged). Cancelled, the child is killed first."""
+        answering searches meanwhile: True when written, False when the child failed
+        (logged). Cancelled, the child is killed first."""
         try:
             child = await asyncio.create_subprocess_exec(
                 sys.executable, *BUILDER, namespace, str(draft), str(os.getpid()),
                 stdin=asyncio.subprocess.DEVNULL, env={**os.environ, STORE: store},
-                pass_fds=(lock.fileno(),),
+                pass_fds=tuple(lock.fileno() for lock in locks),
             )  # fmt: skip
         except OSError as exc:
             log.warning("could not start the search index snapshot's build (%s); this worker"
@@ -253,21 +416,16 @@ class IndexKeeper:
                 child.kill()
             await child.wait()
             raise
-        if status == MOVED:
-            return None
         if status != 0:
             log.warning("the search index snapshot's build failed (process %d, exit status %d);"
                         " this worker builds its own copy", child.pid, status)  # fmt: skip
             return False
         return True
 
-    async def _read_table(self, namespace: str) -> SearchIndex | None:
-        """This worker's own index, built from every row of the table (None when a load
-        lands meanwhile), its requests served between pages."""
-        builder = IndexBuilder(namespace)
-        if not await read_rows(self.repo, builder, INDEX_PAGE, _next_turn):
-            return None
-        index = await asyncio.to_thread(builder.finish)  # numpy's sorts release the GIL
+    async def _read_table(self) -> SearchIndex:
+        """This worker's own index, built from every row of the table, its requests served
+        between pages."""
+        index = await read_rows(self.repo, None, INDEX_PAGE, _next_turn)
         await self.repo.release_cache()  # the build read every row through it
         memory.trim()
         return index

@@ -17,13 +17,14 @@ async def plan(
 ) -> list[Engine]:
     """The engines to ask in turn, the first that answers giving the page.
 
-    The current index when it is built for `namespace` (asking for it starts its build
-    when it is not); for a cursor walk begun under another data version, that version's
+    The current index when it is made for `namespace` or a newer version (asking for it
+    starts its making when it is not, and waits a moment for it: `IndexKeeper.find`); for
+    a cursor walk begun under another data version, that version's
     index while this worker keeps it or the host's snapshot of it is there, since the walk
     follows that version's order. SQL last, always: by offset, or by keyset from the
     walk's last row on the current data (docs/api.md, "Cursor paging").
     """
-    index = indexes.current(namespace)
+    index = await indexes.find(namespace)
     store, _, version = namespace.rpartition(".")
     if walk is not None and walk.version != int(version or 0):  # a load landed meanwhile
         index = await indexes.walk_index(f"{store}.{walk.version}")

@@ -41,6 +41,27 @@ class NearRow(NamedTuple):
 
 
 _PAGE = f"SELECT {', '.join(SearchRow._fields)}"
+_NAMESPACE = (
+    "(SELECT value FROM meta WHERE key = 'store_id') || '.'"
+    " || (SELECT value FROM meta WHERE key = 'data_version')"
+)
+"""The store's namespace, as `PropertyRepository.cache_namespace` reads it."""
+_LAST_CHANGE = "(SELECT COALESCE(MAX(seq), 0) FROM property_changes)"
+_MARK = "(SELECT property_id || ' ' || changed_at FROM property_changes WHERE seq = {})"
+"""What the feed's entry numbered {} says (`SearchRepository.feed_mark`)."""
+
+
+class Changes(NamedTuple):
+    """What `SearchRepository.changed_rows` read, at once."""
+
+    namespace: str
+    last: int
+    """The feed's newest number."""
+    since: str | None
+    """The mark of the entry the read started after (None: there is none)."""
+    mark: str | None
+    """The mark of the entry numbered `last`."""
+    rows: list[tuple[str, Row | None]]
 
 
 class SearchRepository:
@@ -140,6 +161,43 @@ class SearchRepository:
         return await self.db.fetch_all(
             f"{select} WHERE id > ? ORDER BY id LIMIT ?", (after, limit), slow=True
         )
+
+    async def feed_position(self) -> tuple[str, int]:
+        """The store's namespace (`cache_namespace`) and the change feed's newest number, read
+        together (one statement: one snapshot of the store on either dialect)."""
+        row = await self.db.fetch_one(f"SELECT {_NAMESPACE}, {_LAST_CHANGE}")
+        assert row is not None
+        return str(row[0]), int(row[1])
+
+    async def feed_mark(self, seq: int) -> str | None:
+        """What the change feed's entry numbered `seq` says (its property and time), None
+        when there is none: the same mark later means the feed is the one it was (a store
+        restored from a backup, or another one in its place, has other entries)."""
+        row = await self.db.fetch_one(f"SELECT {_MARK.format('?')}", (seq,))
+        return None if row is None or row[0] is None else str(row[0])
+
+    async def changed_rows(self, columns: Sequence[str], after: int, upto: int) -> Changes:
+        """The properties changed by the feed's entries numbered above `after` and up to
+        `upto`, each with its current row of `columns` (None: removed), with the store's
+        namespace, the feed's newest number and the marks (`feed_mark`) of the entries at
+        `after` and at that number, all of one read (one statement: one snapshot of the
+        store), so the rows are those of that namespace when the newest number is at most
+        `upto`, and the feed the one followed when the mark at `after` is the one kept."""
+        chosen = ", ".join(f"p.{c}" for c in columns)
+        rows = await self.db.fetch_all(
+            f"SELECT m.ns, m.last, m.since, {_MARK.format('m.last')}, c.property_id, p.id,"
+            f" {chosen} FROM (SELECT {_NAMESPACE} AS ns, {_LAST_CHANGE} AS last,"
+            f" {_MARK.format('?')} AS since) m"
+            " LEFT JOIN (SELECT DISTINCT property_id FROM property_changes"
+            "  WHERE seq > ? AND seq <= ?) c ON 1 = 1"
+            " LEFT JOIN properties p ON p.id = c.property_id",
+            (after, after, upto),
+            slow=True,
+        )
+        first = rows[0]
+        changed = [(row[4], None if row[5] is None else tuple(row[6:]))
+                   for row in rows if row[4] is not None]  # fmt: skip
+        return Changes(str(first[0]), int(first[1]), first[2], first[3], changed)
 
     async def release_cache(self) -> None:
         """Free SQLite's page cache of this connection (after reading the whole table once)."""

@@ -17,6 +17,7 @@ from propdata.search.filters import SORT_COLUMNS
 from propdata.search.index import IndexPage
 from propdata.search.items import ItemFile, decode, join, search_item
 from propdata.search.keeper import IndexKeeper
+from propdata.search.live import LiveItems
 from propdata.search.planner import plan
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
@@ -87,7 +88,7 @@ class SearchService:
                 fast = engine.encoded(query, walk)
                 if fast is not None:
                     try:
-                        return self._encoded(*fast, query, version, search_id)
+                        return self._encoded(*fast, query, engine.index.version, search_id)
                     except OSError as exc:  # the items went (removed, unreadable): the rows
                         fast[1].ready = False
                         log.warning("search items %s unreadable (%s); items come from the"
@@ -118,11 +119,16 @@ class SearchService:
         return SearchResponse(meta=meta, data=items)
 
     def _encoded(
-        self, page: IndexPage, items: ItemFile, query: SearchQuery, version: int, search_id: str
+        self,
+        page: IndexPage,
+        items: ItemFile | LiveItems,
+        query: SearchQuery,
+        version: int,
+        search_id: str,
     ) -> EncodedSearchResponse:
-        """A page of the current index with its items from the index's snapshot: the same
-        bytes as those built from the store's rows, without reading the store (the snapshot
-        is of this data version)."""
+        """A page of the current index with its encoded items (the snapshot's, and the
+        delta's): the same bytes as those built from the store's rows, without reading the
+        store (the index is of data version `version`)."""
         assert self._secret is not None
         limit, offset, sort = query.limit, query.offset, query.sort
         chosen = _NONE if page.positions is None else page.positions[:limit]  # None: no rows

@@ -51,7 +51,7 @@ from propdata.search.filters import CATEGORICAL, NUMERIC, SORT_COLUMNS
 from propdata.search.index import GROUPED, SearchIndex
 from propdata.search.items import ItemFile, crc_of
 
-FORMAT = 5
+FORMAT = 6
 """Bumped whenever the arrays or their meaning change: an older snapshot is then rebuilt."""
 ITEMS = "items.bin"
 """The encoded search items (`search.items`), beside the arrays; `item_offsets.npy`
@@ -82,6 +82,7 @@ def _arrays(index: SearchIndex) -> dict[str, npt.NDArray[Any]]:
         "longitude": index.longitude,
         "geo_order": index.geo_order,
         "geo_keys": index.geo_keys,
+        "updated": index.updated,
     }
     arrays.update({f"cat.{name}": index.cats[name] for name in CATEGORICAL})
     arrays.update({f"num.{name}": index.nums[name] for name in NUMERIC})
@@ -178,6 +179,21 @@ class Snapshots:
             return None
         return found.st_ino, found.st_ctime_ns
 
+    def newest(self, namespace: str) -> str | None:
+        """The namespace of this store's newest snapshot folder up to `namespace`'s data
+        version, None when there is none (whether it loads is `load`'s to say)."""
+        store, version = _name(namespace)
+        pattern = re.compile(rf"{re.escape(store)}-(\d+)")
+        found = [int(m[1]) for entry in self.folder.glob(f"{store}-*")
+                 if (m := pattern.fullmatch(entry.name)) and int(m[1]) <= version]  # fmt: skip
+        return f"{namespace.rpartition('.')[0]}.{max(found)}" if found else None
+
+    def host_lock(self, namespace: str) -> BuildLock:
+        """The lock of any build of this store's snapshots on this host: one at a time,
+        whichever version each starts from (the folder is made when missing)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return BuildLock(self.folder / f"{_name(namespace)[0]}.build.lock")
+
     def lock(self, namespace: str) -> BuildLock:
         """The lock of one version (the folder is made when missing)."""
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -250,6 +266,8 @@ class Snapshots:
             updated_rank=arrays["updated_rank"], latitude=arrays["latitude"],
             longitude=arrays["longitude"], geo_order=arrays["geo_order"],
             geo_keys=arrays["geo_keys"], item_offsets=offsets, items=items,
+            updated=arrays["updated"], feed=int(manifest["feed"]), mark=manifest["mark"],
+            exact=bool(manifest["exact"]),
         )  # fmt: skip
 
     # -- writing (under the version's BuildLock) ----------------------------------------
@@ -291,7 +309,7 @@ class Snapshots:
                               "crc32": _crc(file)}  # fmt: skip
             manifest: dict[str, Any] = {
                 "format": FORMAT, "namespace": index.namespace, "size": index.size,
-                "known": index.known, "arrays": specs,
+                "known": index.known, "arrays": specs, "feed": index.feed, "mark": index.mark, "exact": index.exact,
                 "codes": {name: list(codes) for name, codes in index.codes.items()},
             }  # fmt: skip
             if items.exists():

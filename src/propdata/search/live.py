@@ -1,0 +1,523 @@
+"""The search index of one data version: a snapshot's index and the records changed since.
+
+Why: a load changes a few records of a million (a follower commits every second), and
+building the index again from the table takes seconds at that size. So a worker keeps the
+index of a snapshot (the base, at least as new as its change feed position `feed`) and a
+small index of the records the change feed names above that position (the delta), read from
+the store by id and built with the same `IndexBuilder`. Base rows that a change supersedes
+are masked out (`alive`); a removed record is only masked. A search is the base's matches and
+the delta's, merged in the sort's order: the same total, rows, order and distances as SQL
+over the same records (tests/search/test_live.py).
+
+Placing a delta row among the base's rows. Both are in id order, ties broken by id, so a
+delta row needs keys in the base's terms: its id's key is a number between the positions of
+the base ids around it (`id_keys`), its lastUpdated's a number between the ranks of the base
+rows around it in that order (`updated_keys`); numeric sort values compare as they are. A
+page at offset o merges the first o + limit rows of the delta's matches with the base's
+matches from o - k on (k: the delta's matches), so a deep page costs the base's walk plus
+at most k more rows; a cursor page starts both sides past the last row's key.
+
+The delta grows with every commit until the keeper folds it into a new snapshot
+(`FOLD_ROWS`, `FOLD_SHARE`): a worker holds about half a kilobyte per delta row (its encoded
+item most of it) and copies its arrays at each commit, while a fold costs one snapshot build
+per host (docs/performance.md, "Live data").
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import math
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from propdata.kit.db import Row
+from propdata.kit.geodesy import miles
+from propdata.search import items as search_items
+from propdata.search.arrays import BoolArray, walk
+from propdata.search.filters import SORT_COLUMNS, SearchFilters
+from propdata.search.index import (
+    _SORT_DIRECTLY,
+    INDEX_COLUMNS,
+    ITEM_COLUMNS,
+    IndexBuilder,
+    IndexPage,
+    SearchIndex,
+)
+from propdata.search.items import ItemFile
+from propdata.search.repository import SearchRow
+
+FOLD_ROWS = 20_000
+"""Records changed since the base after which the keeper builds a new snapshot..."""
+FOLD_SHARE = 0.05
+"""...or this share of the base's rows, whichever is fewer (a small store folds sooner)."""
+
+Floats = npt.NDArray[np.float64]
+Positions = npt.NDArray[np.int64]
+_NONE = np.zeros(0, np.int64)
+_NO_FLOATS = np.zeros(0, np.float64)
+_PICK = operator.itemgetter(*((INDEX_COLUMNS + ITEM_COLUMNS).index(f) for f in SearchRow._fields))
+_BASE, _DELTA = 0, 1
+
+
+def fold_due(
+    changed: int, base_size: int, rows: int = FOLD_ROWS, share: float = FOLD_SHARE
+) -> bool:
+    """Whether a delta of `changed` records is due to be folded into a new snapshot."""
+    return changed > min(rows, max(share * base_size, 1.0))
+
+
+@dataclass(slots=True)
+class _Side:
+    """One index's matches of a search: a mask or sorted positions, and their distances."""
+
+    mask: BoolArray | None
+    positions: Positions | None
+    distances: Floats | None
+    total: int
+
+
+class LiveItems:
+    """The encoded items of a live index: the base's snapshot items, then the delta's."""
+
+    def __init__(self, base: ItemFile, split: int, delta: Sequence[bytes]) -> None:
+        self.base = base
+        self.split = split
+        self.delta = delta
+
+    @property
+    def ready(self) -> bool:
+        return self.base.ready
+
+    @ready.setter
+    def ready(self, value: bool) -> None:
+        self.base.ready = value
+
+    @property
+    def path(self) -> Any:
+        return self.base.path
+
+    def read(self, positions: npt.NDArray[Any]) -> list[bytes]:
+        """These rows' encoded items, in this order (`search.items.join` makes the page)."""
+        ours = positions >= self.split
+        if not ours.any():
+            return self.base.read(positions)
+        out: list[bytes] = [b""] * len(positions)
+        theirs = np.flatnonzero(~ours)
+        for at, part in zip(theirs.tolist(), self.base.read(positions[theirs]), strict=True):
+            out[at] = part
+        for at in np.flatnonzero(ours).tolist():
+            out[at] = self.delta[int(positions[at]) - self.split]
+        return out
+
+
+@dataclass(eq=False)
+class LiveIndex:
+    """The index of one data version: `base` with `alive`'s rows, and `delta` (see the module)."""
+
+    namespace: str
+    base: SearchIndex
+    delta: SearchIndex
+    alive: BoolArray | None
+    """The base rows no change supersedes; None: all of them."""
+    living: int
+    """How many base rows are alive."""
+    id_keys: Floats
+    """Each delta row's id key in the base's terms (see the module)."""
+    updated_keys: Floats
+    """Each delta row's lastUpdated key in the base's terms."""
+    delta_items: Sequence[bytes]
+    """Each delta row's encoded search item (`search.items`), by position."""
+    feed: int
+    """The change feed's position this version's rows are as of."""
+    exact: bool = True
+    """Whether the rows are exactly those of `namespace` (see `SearchIndex.exact`)."""
+    _items: LiveItems | None = field(default=None, repr=False)
+
+    @classmethod
+    def plain(cls, base: SearchIndex) -> LiveIndex:
+        """The base alone, as the version it was built from."""
+        empty = IndexBuilder(base.namespace).finish()
+        return cls(base.namespace, base, empty, None, base.size, _NO_FLOATS, _NO_FLOATS, [],
+                   base.feed, base.exact)  # fmt: skip
+
+    @property
+    def size(self) -> int:
+        return self.living + self.delta.size
+
+    @property
+    def nbytes(self) -> int:
+        return self.base.nbytes + self.delta.nbytes
+
+    @property
+    def version(self) -> int:
+        return int(self.namespace.rpartition(".")[2] or 0)
+
+    @property
+    def items(self) -> LiveItems | ItemFile | None:
+        """The encoded search items of every row (None when the base has none)."""
+        base = self.base.items
+        if base is None or not self.delta.size:
+            return base
+        if self._items is None:
+            self._items = LiveItems(base, self.base.size, self.delta_items)
+        return self._items
+
+    def search(
+        self,
+        filters: SearchFilters,
+        sort: str,
+        order: str,
+        limit: int,
+        offset: int,
+        after: str | None = None,
+        ids: bool = True,
+    ) -> IndexPage | None:
+        """`SearchIndex.search` over the base's alive rows and the delta's: positions of the
+        delta's rows follow the base's (`base.size + q`)."""
+        if not self.delta.size and self.alive is None:
+            return self.base.search(filters, sort, order, limit, offset, after, ids)
+        descending = order == "desc"
+        base = self._side(self.base, self.base._select(filters, self.alive), filters)
+        delta = self._side(self.delta, self.delta._select(filters) if self.delta.size else None,
+                           filters)  # fmt: skip
+        total = base.total + delta.total
+        near = filters.near is not None
+        if after is not None:
+            target = self._target(after, sort, base, delta)
+            if target is None:
+                return None
+            ours = self._window(_DELTA, delta, sort, descending, 0, limit, target)
+            theirs = self._window(_BASE, base, sort, descending, 0, limit, target)
+            start = 0
+        else:
+            if offset >= total or limit <= 0:
+                return IndexPage(total, [], [] if near else None)
+            want = offset + limit
+            ours = self._window(_DELTA, delta, sort, descending, 0, want, None)
+            first = 0  # where the base's part starts: all the delta's matches may come before
+            if offset > delta.total and base.total:
+                first = min(offset - delta.total, base.total - 1)
+            theirs = self._window(_BASE, base, sort, descending, first, want - first, None)
+            start = offset - first
+        page, distances = self._merge(theirs, ours, sort, descending)
+        page = page[start : start + limit]
+        shown = None if distances is None else distances[start : start + limit].tolist()
+        values: list[Any] | None = None
+        column = SORT_COLUMNS.get(sort)
+        if column is not None and column in self.base.nums:
+            values = [None if math.isnan(v) else int(v) for v in self._values(column, page)]
+        return IndexPage(total, self._ids(page) if ids else [], shown, values, page)
+
+    # -- the two sides -------------------------------------------------------------------
+
+    def _side(
+        self,
+        index: SearchIndex,
+        selection: tuple[BoolArray | None, Positions | None] | None,
+        filters: SearchFilters,
+    ) -> _Side:
+        near = filters.near
+        if selection is None:
+            return _Side(None, _NONE, None if near is None else _NO_FLOATS, 0)
+        mask, positions = selection
+        distances = None
+        if near is not None:
+            assert positions is not None  # a box always selects by positions
+            latitude, longitude, radius = near
+            found = miles(latitude, longitude, index.latitude[positions],
+                          index.longitude[positions])  # fmt: skip
+            inside = found <= radius
+            positions, distances = positions[inside], found[inside]
+        if positions is not None:
+            total = len(positions)
+        elif mask is not None and mask is self.alive:
+            total = self.living
+        elif mask is not None:
+            total = int(np.count_nonzero(mask))
+        else:
+            total = index.size
+        return _Side(mask, positions, distances, total)
+
+    def _index(self, side: int) -> SearchIndex:
+        return self.base if side == _BASE else self.delta
+
+    def _keys(
+        self, side: int, positions: Positions, sort: str, descending: bool, distances: Floats | None
+    ) -> list[Floats]:
+        """The rows' keys in the order of the search, most significant first: ascending
+        keys give that order (a descending search's are negated, nulls still last)."""
+        ids = positions.astype(np.float64) if side == _BASE else self.id_keys[positions]
+        if sort == "distance":
+            assert distances is not None
+            keys = [distances, ids]
+        elif SORT_COLUMNS[sort] == "last_updated":
+            if side == _BASE:
+                keys = [self.base.updated_rank[positions].astype(np.float64)]
+            else:
+                keys = [self.updated_keys[positions]]
+        else:
+            values = self._index(side).nums[SORT_COLUMNS[sort]][positions].astype(np.float64)
+            null = np.isnan(values)
+            keys = [null.astype(np.float64), np.where(null, 0.0, values), ids]
+        if descending:
+            keys = [keys[0] if len(keys) == 3 else -keys[0], *(-k for k in keys[1:])]
+        return keys
+
+    def _target(
+        self, after: str, sort: str, base: _Side, delta: _Side
+    ) -> tuple[int, int, float | None] | None:
+        """(side, position, distance) of a cursor's last row in this version, None when it
+        is not here (or, for a radius search, not among the matches)."""
+        side, at = _DELTA, None
+        if self.delta.size:
+            at = self.delta._position(after)
+        if at is None:
+            side, at = _BASE, self.base._position(after)
+            if at is None or (self.alive is not None and not self.alive[at]):
+                return None
+        if sort != "distance":
+            return side, at, None
+        found = base if side == _BASE else delta
+        assert found.positions is not None and found.distances is not None
+        where = int(np.searchsorted(found.positions, at))
+        if where >= len(found.positions) or found.positions[where] != at:
+            return None
+        return side, at, float(found.distances[where])
+
+    def _window(
+        self,
+        side: int,
+        found: _Side,
+        sort: str,
+        descending: bool,
+        start: int,
+        count: int,
+        target: tuple[int, int, float | None] | None,
+    ) -> tuple[Positions, Floats | None]:
+        """Matches `start` to `start + count` of one side in the search's order, past
+        `target` (a row of either side) when given; with their distances."""
+        index = self._index(side)
+        if count <= 0 or not found.total:
+            return _NONE, None if found.distances is None else _NO_FLOATS
+        mask, positions, distances = found.mask, found.positions, found.distances
+        small = positions is not None and len(positions) <= _SORT_DIRECTLY
+        if sort == "distance" or small or (side == _DELTA and target is not None):
+            if positions is None:
+                positions = np.flatnonzero(mask) if mask is not None else np.arange(index.size)
+            keys = self._keys(side, positions, sort, descending, distances)
+            ranked = np.lexsort(keys[::-1])
+            if target is not None:
+                goal = self._target_keys(target, sort, descending)
+                past = _after([k[ranked] for k in keys], goal)
+                skip = int(np.argmax(past)) if past.any() else len(ranked)
+                ranked = ranked[skip:]
+            chosen = ranked[start : start + count]
+            return positions[chosen], None if distances is None else distances[chosen]
+        column = SORT_COLUMNS[sort]
+        if positions is not None:
+            mask = index._masks()[0]
+            mask.fill(False)
+            mask[positions] = True
+        sequences = index._sequences(column, descending)  # the delta's own: the same order
+        if target is not None:
+            sequences = self._seek(column, descending, target)
+        page = walk(sequences, mask, start, count)
+        if distances is None:
+            return page, None
+        assert positions is not None
+        return page, distances[np.searchsorted(positions, page)]
+
+    def _target_keys(
+        self, target: tuple[int, int, float | None], sort: str, descending: bool
+    ) -> list[float]:
+        side, at, distance = target
+        one = np.array([at], np.int64)
+        near = None if distance is None else np.array([distance], np.float64)
+        return [float(k[0]) for k in self._keys(side, one, sort, descending, near)]
+
+    def _seek(
+        self, column: str, descending: bool, target: tuple[int, int, float | None]
+    ) -> list[npt.NDArray[np.int32]]:
+        """The base's order of `column` from just past `target`'s row (see `_past`)."""
+        base = self.base
+        rows = base.orders[column]
+        known = base.known[column]
+        side, at, _ = target
+        null = False
+        if column == "last_updated":
+            rank = float(base.updated_rank[at]) if side == _BASE else float(self.updated_keys[at])
+            before = min(max(math.ceil(rank), 0), len(rows))
+            upto = min(max(math.floor(rank) + 1, 0), len(rows))
+        else:
+            value = float(self._index(side).nums[column][at])
+            ident = float(at) if side == _BASE else float(self.id_keys[at])
+            null = math.isnan(value)
+            if null:  # in the null tail, by id
+                tail = rows[known:]
+                before = known + int(np.searchsorted(tail, ident, side="left"))
+                upto = known + int(np.searchsorted(tail, ident, side="right"))
+            else:
+                values = base.nums[column]
+
+                def key(i: int) -> tuple[float, int]:
+                    row = int(rows[i])
+                    return float(values[row]), row
+
+                before = bisect.bisect_left(range(known), (value, ident), key=key)
+                upto = bisect.bisect_right(range(known), (value, ident), key=key)
+        if not descending:
+            return [rows[upto:]]
+        if null:
+            return [rows[known:before][::-1]]
+        return [rows[:before][::-1], rows[known:][::-1]]
+
+    def _merge(
+        self,
+        theirs: tuple[Positions, Floats | None],
+        ours: tuple[Positions, Floats | None],
+        sort: str,
+        descending: bool,
+    ) -> tuple[Positions, Floats | None]:
+        """The base's rows and the delta's, each in the search's order, in one order."""
+        (left, left_far), (right, right_far) = theirs, ours
+        if not len(right):
+            return left, left_far
+        keys = [
+            np.concatenate((a, b))
+            for a, b in zip(self._keys(_BASE, left, sort, descending, left_far),
+                            self._keys(_DELTA, right, sort, descending, right_far), strict=True)
+        ]  # fmt: skip
+        ranked = np.lexsort(keys[::-1])
+        positions = np.concatenate((left, right + self.base.size))[ranked]
+        if left_far is None or right_far is None:
+            return positions, None
+        return positions, np.concatenate((left_far, right_far))[ranked]
+
+    def _values(self, column: str, page: Positions) -> list[float]:
+        split = self.base.size
+        base, delta = self.base.nums[column], self.delta.nums[column]
+        return [float(base[p]) if p < split else float(delta[p - split]) for p in page.tolist()]
+
+    def _ids(self, page: Positions) -> list[str]:
+        split = self.base.size
+        theirs = page < split
+        if theirs.all():
+            return self.base._ids(page)
+        out = [""] * len(page)
+        for at, found in zip(np.flatnonzero(theirs).tolist(), self.base._ids(page[theirs]),
+                             strict=True):  # fmt: skip
+            out[at] = found
+        ours = np.flatnonzero(~theirs)
+        for at, found in zip(ours.tolist(), self.delta._ids(page[ours] - split), strict=True):
+            out[at] = found
+        return out
+
+
+def _after(keys: list[Floats], goal: list[float]) -> BoolArray:
+    """Which rows' keys come strictly after `goal`'s (lexicographic, ascending)."""
+    past = np.zeros(len(keys[0]), np.bool_)
+    tied = np.ones(len(keys[0]), np.bool_)
+    for key, value in zip(keys, goal, strict=True):
+        past |= tied & (key > value)
+        tied &= key == value
+    return past
+
+
+class Delta:
+    """The records changed since one base's feed position, as of the newest version read:
+    each `apply` makes the next version's `LiveIndex` (built off the request path)."""
+
+    def __init__(self, base: SearchIndex) -> None:
+        self.base = base
+        self.view = LiveIndex.plain(base)
+        self.ids: list[str] = []
+        """The delta's ids by position."""
+        self.changed: set[str] = set()
+        """Every id changed since the base (the base's row, if any, is masked)."""
+        self.mark = base.mark
+        """The change feed's entry at `feed` (`SearchIndex.mark`), kept by the keeper."""
+        self._insertions: dict[str, int] = {}
+        self._updated: dict[str, tuple[bytes, int]] = {}
+
+    @property
+    def feed(self) -> int:
+        return self.view.feed
+
+    def apply(
+        self, namespace: str, feed: int, changed: Sequence[tuple[str, Row | None]]
+    ) -> LiveIndex:
+        """The index of `namespace`: this delta's and `changed` (each id with its row of
+        `INDEX_COLUMNS + ITEM_COLUMNS` as stored, None when removed), at feed position `feed`."""
+        view = self.view
+        if not changed:
+            self.view = dataclasses.replace(view, namespace=namespace, feed=feed, _items=None)
+            return self.view
+        latest = dict(changed)
+        base = self.base
+        alive, living = view.alive, view.living
+        dead = []
+        for found in latest:
+            if found not in self.changed:
+                self.changed.add(found)
+                at = base._position(found)
+                if at is not None:
+                    dead.append(at)
+        if dead:
+            alive = np.ones(base.size, np.bool_) if alive is None else alive.copy()
+            alive[dead] = False
+            living -= len(dead)
+        keep = np.fromiter((i for i, one in enumerate(self.ids) if one not in latest), np.int64)
+        present = [row for row in latest.values() if row is not None]
+        builder = IndexBuilder(namespace)
+        builder.absorb(view.delta, keep)
+        builder.add(present)
+        builder.ordered = False
+        index = builder.finish()
+        order = builder.permutation if builder.permutation is not None else _NONE
+        kept = keep.tolist()
+        arrived = [view.delta_items[k] for k in kept]
+        arrived += search_items.encoded([SearchRow._make(_PICK(row)) for row in present])
+        arrived_ids = [self.ids[k] for k in kept] + [row[0] for row in present]
+        items = [arrived[i] for i in order.tolist()]
+        self.ids = [arrived_ids[i] for i in order.tolist()]
+        size = index.size
+        insertions = np.fromiter(map(self._insertion, self.ids), np.float64, count=size)
+        step = np.arange(size, dtype=np.float64) / (2 * (size + 1))
+        texts = index.updated.tolist()
+        updated = np.fromiter(map(self._updated_insertion, self.ids, texts), np.float64, count=size)
+        self.view = LiveIndex(
+            namespace, base, index, alive, living, insertions - 0.5 + step,
+            updated - 0.5 + index.updated_rank / (2 * (size + 1)), items, feed,
+        )  # fmt: skip
+        return self.view
+
+    def _insertion(self, found: str) -> int:
+        """How many base ids are below this one (the base row's position when it has one)."""
+        at = self._insertions.get(found)
+        if at is None:
+            at = self._insertions[found] = self.base.insertion(found)[0]
+        return at
+
+    def _updated_insertion(self, found: str, text: bytes) -> int:
+        """How many base rows come before this row in the lastUpdated order, by (lastUpdated,
+        id): the base's row of the same id (superseded) counts as after it."""
+        known = self._updated.get(found)
+        if known is not None and known[0] == text:
+            return known[1]
+        base = self.base
+        rows, updated = base.orders["last_updated"], base.updated
+        ident = self._insertion(found) - 0.5
+
+        def key(i: int) -> tuple[bytes, float]:
+            row = int(rows[i])
+            return bytes(updated[row]), float(row)
+
+        at = bisect.bisect_left(range(base.size), (text, ident), key=key)
+        self._updated[found] = (text, at)
+        return at
