@@ -132,13 +132,7 @@ class KeyService:
         return await self.repo.all()
 
     async def plan_of(self, key: ApiKey) -> Plan:
-        """The plan whose limits a key's owner has for saved searches, webhook endpoints and
-        events: the highest among the active keys of the key's portal account (every key
-        of the account shares them), else the key's own."""
-        if key.account_id is None:
-            return BY_NAME[key.plan]
-        accounts, _ = await self.repo.plans_held([key.account_id], [])
-        return highest({key.plan} | accounts.get(key.account_id, set()))
+        return await owner_plan(self.repo, key)
 
     async def owners_plans(
         self, account_ids: Sequence[str], key_ids: Sequence[str]
@@ -154,6 +148,16 @@ class KeyService:
     async def active_among(self, key_ids: Collection[str]) -> set[str]:
         """Those of the keys that would still be let in (not revoked, account not disabled)."""
         return await self.repo.active_among(sorted(key_ids))
+
+
+async def owner_plan(repo: KeyRepository, key: ApiKey) -> Plan:
+    """The plan whose limits a key's owner has for saved searches, webhook endpoints and
+    events: the highest among the active keys of the key's portal account (every key of the
+    account shares them), else the key's own."""
+    if key.account_id is None:
+        return BY_NAME[key.plan]
+    accounts, _ = await repo.plans_held([key.account_id], [])
+    return highest({key.plan} | accounts.get(key.account_id, set()))
 
 
 @contextlib.asynccontextmanager

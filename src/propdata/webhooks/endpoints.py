@@ -39,7 +39,7 @@ ENDPOINT_ID = r"^[A-Za-z0-9_-]{1,100}$"
 EndpointId = Annotated[
     str,
     Parameter(
-        description="Webhook endpoint id (`wh_` and 24 letters or digits)", max_length=100,
+        description="Webhook endpoint id (wh_ and 24 letters or digits)", max_length=100,
         pattern=ENDPOINT_ID, examples=[Example(value="wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze")],
     ),
 ]  # fmt: skip

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from propdata.accounts.keys import owner_plan
 from propdata.accounts.repository import AccountRepository, KeyRepository
 from propdata.accounts.schemas import ApiKey
 from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
@@ -81,13 +82,8 @@ class WebhookService:
         self.backlog_kept = BACKLOG_KEPT
 
     async def plan_of(self, key: ApiKey) -> Plan:
-        """The plan whose endpoint limit the key's owner has: the highest among the active
-        keys of its account, else the key's own."""
-        names = {key.plan}
-        if key.account_id is not None:
-            names |= {k.plan for k in await self.keys.of_account(key.account_id)
-                      if k.status == "active"}  # fmt: skip
-        return next(plan for plan in reversed(PLANS) if plan.name in names)
+        """The plan whose endpoint limit the key's owner has (`accounts.keys.owner_plan`)."""
+        return await owner_plan(self.keys, key)
 
     async def mail_to(self, owner: str) -> str | None:
         """Where mail about an owner's endpoints goes: its account's address (None: a key
