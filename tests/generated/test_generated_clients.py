@@ -399,7 +399,8 @@ def test_typescript_client_type_checks_and_calls_every_operation(
         [str(shutil.which("node")), "--test", "build/js/calls.test.js"], cwd=HERE,
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "PROPDATA_BASE_URL": served.base,
-             "PROPDATA_API_KEY": served.keys["main"], "PROPDATA_SPENT_KEY": served.keys["spent"]},
+             "PROPDATA_API_KEY": served.keys["typescript"],
+             "PROPDATA_SPENT_KEY": served.keys["spent"]},
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
     assert re.search(r"^# fail 0$", run.stdout, re.M) and re.search(
