@@ -85,3 +85,28 @@ def test_no_litestar_validation_body_and_no_generated_examples(document: dict[st
 def test_a_change_of_the_feed_is_created_updated_or_removed(document: dict[str, Any]) -> None:
     change = document["components"]["schemas"]["PropertyChange"]["properties"]["changeType"]
     assert sorted(change["enum"]) == ["created", "removed", "updated"]
+
+
+def test_no_choice_of_one_schema(document: dict[str, Any]) -> None:
+    """A field a PATCH body may leave out (`X | UnsetType`) is X's schema, not `oneOf: [X]`."""
+    lonely: list[str] = []
+
+    def walk(node: object, where: str) -> None:
+        if isinstance(node, dict):
+            lonely.extend(
+                f"{where}/{k}" for k in ("oneOf", "anyOf") if len(node.get(k, [1, 2])) < 2
+            )
+            for key, value in node.items():
+                walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{where}/{index}")
+
+    walk(document, "#")
+    assert not lonely
+    change = document["components"]["schemas"]["EndpointChange"]
+    assert "url" not in change["required"]
+    assert change["properties"]["url"] == {
+        "type": "string", "minLength": 1, "maxLength": 2048, "description": "https:// URL",
+    }  # fmt: skip
+    assert change["properties"]["status"] == {"type": "string", "enum": ["enabled", "disabled"]}

@@ -42,6 +42,9 @@ BIN = Path(sys.executable).parent
 PACKAGE = "generated_propdata_client"
 TOO_LARGE = {"X-Padding": "x" * 17_000}
 """Request headers over the server's 16 KB: a 431 from any operation."""
+HOOKS = "127.0.0.1/32"
+HOOK = "http://127.0.0.1:9/hook"
+"""A webhook URL the served app allows (PROPDATA_WEBHOOK_ALLOWED_NETWORKS); nothing answers."""
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,16 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         return {
             "main": await create_key(store, "enterprise", per_minute=1_000_000, daily=100_000_000),
             "spent": await create_key(store, "enterprise", daily=1),
+            # Its own key: managing searches and webhooks is limited per key and minute.
+            "typescript": await create_key(
+                store, "enterprise", per_minute=1_000_000, daily=100_000_000
+            ),
         }
 
     keys = asyncio.run(prepare(store))
-    with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base:
+    # Webhook deliveries may go to this host (http://127.0.0.1:9, where nothing listens).
+    env = {**store.env(), "PROPDATA_CACHE_TTL": "0", "PROPDATA_WEBHOOK_ALLOWED_NETWORKS": HOOKS}
+    with running_server(env) as base:
         headers = {"Authorization": f"Bearer {keys['spent']}"}
         assert httpx.get(base + "/v1/markets/search", headers=headers).status_code == 200
         yield Served(base, keys, httpx.get(base + "/openapi.json").json())
@@ -111,13 +120,39 @@ def generated(served: Served, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 @dataclass(frozen=True)
 class Calls:
-    """How to call one operation: a success, a 400, a 404 (when it has one)."""
+    """How to call one operation: a success, a 400, a 404 (when it has one).
+
+    `bad` None: a query parameter the operation does not take. `keeps` names what a success
+    makes (`(name, dotted path in the parsed answer)`), for the later calls that take `Made`.
+    """
 
     module: str
     ok: dict[str, Any]
     bad: dict[str, Any] | None
     missing: dict[str, Any] | None = None
     metered: bool = True
+    keeps: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Body:
+    """A request body: the generated model `model` made from `data` (the wire's JSON)."""
+
+    model: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Made:
+    """What an earlier call made (a saved search's id, a cursor), by the name it keeps it."""
+
+    name: str
+
+
+SEARCH = {"name": "x", "filters": {"zipCode": "50010"}}
+NO_SEARCH = "srch_0123456789abcdef01234567"
+NO_HOOK = "wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze"
+"""Ids no one has (the document's examples of a 404)."""
 
 
 CALLS = {
@@ -143,6 +178,57 @@ CALLS = {
     "searchMarkets": Calls("markets.search_markets", {"state": "IA"}, {"limit": 0}),
     "getAuthStatus": Calls("account.get_auth_status", {}, None, metered=False),
     "getHealth": Calls("operations.get_health", {}, None, metered=False),
+    # Managing saved searches and webhooks is never counted: no 429 from a spent quota.
+    "createSavedSearch": Calls("searches.create_saved_search",
+                               {"body": Body("CreateSavedSearchBody", SEARCH)},
+                               {"body": Body("CreateSavedSearchBody", {**SEARCH, "name": ""})},
+                               metered=False, keeps=("search", "data.id")),
+    "listSavedSearches": Calls("searches.list_saved_searches", {}, None, metered=False),
+    "getSavedSearch": Calls("searches.get_saved_search", {"id": Made("search")}, None,
+                            {"id": NO_SEARCH}, metered=False),
+    "updateSavedSearch": Calls("searches.update_saved_search",
+                               {"id": Made("search"), "body": Body("UpdateSavedSearchBody",
+                                                                   {"name": "y"})},
+                               {"id": Made("search"), "body": Body("UpdateSavedSearchBody",
+                                                                   {"name": ""})},
+                               {"id": NO_SEARCH, "body": Body("UpdateSavedSearchBody",
+                                                              {"name": "y"})},
+                               metered=False),
+    "listEvents": Calls("events.list_events", {"limit": 5}, {"since": "zz"},
+                        keeps=("cursor", "meta.next_cursor")),
+    "createWebhook": Calls("webhooks.create_webhook", {"body": Body("NewEndpoint", {"url": HOOK})},
+                           {"body": Body("NewEndpoint", {"url": "https://10.0.0.5/hook"})},
+                           metered=False, keeps=("webhook", "data.id")),
+    "listWebhooks": Calls("webhooks.list_webhooks", {}, None, metered=False),
+    "getWebhook": Calls("webhooks.get_webhook", {"id": Made("webhook")}, None, {"id": NO_HOOK},
+                        metered=False),
+    "updateWebhook": Calls("webhooks.update_webhook",
+                           {"id": Made("webhook"), "body": Body("EndpointChange",
+                                                                {"description": "x"})},
+                           {"id": Made("webhook"), "body": Body("EndpointChange",
+                                                                {"url": "https://10.0.0.5/h"})},
+                           {"id": NO_HOOK, "body": Body("EndpointChange", {"description": "x"})},
+                           metered=False),
+    "rotateWebhookSecret": Calls("webhooks.rotate_webhook_secret",
+                                 {"id": Made("webhook"), "body": Body("Rotation",
+                                                                      {"graceSeconds": 60})},
+                                 None, {"id": NO_HOOK, "body": Body("Rotation", {})},
+                                 metered=False),
+    "testWebhook": Calls("webhooks.test_webhook", {"id": Made("webhook")}, None,
+                         {"id": NO_HOOK}, metered=False),
+    "listWebhookDeliveries": Calls("webhooks.list_webhook_deliveries", {"id": Made("webhook")},
+                                   None, {"id": NO_HOOK}, metered=False),
+    "replayWebhook": Calls("webhooks.replay_webhook",
+                           {"id": Made("webhook"), "body": Body("Replay",
+                                                                {"since": Made("cursor")})},
+                           {"id": Made("webhook"), "body": Body("Replay", {"since": "zz"})},
+                           {"id": NO_HOOK, "body": Body("Replay", {"since": Made("cursor")})},
+                           metered=False),
+    # Deleted last: the calls above use what they delete.
+    "deleteWebhook": Calls("webhooks.delete_webhook", {"id": Made("webhook")}, None,
+                           {"id": NO_HOOK}, metered=False),
+    "deleteSavedSearch": Calls("searches.delete_saved_search", {"id": Made("search")}, None,
+                               {"id": NO_SEARCH}, metered=False),
 }  # fmt: skip
 
 
@@ -189,16 +275,33 @@ def test_python_client_calls_every_operation(served: Served, generated: Any) -> 
 def _call_every_operation(served: Served, client: Callable[..., Any]) -> None:
     models = importlib.import_module(f"{PACKAGE}.models")
     seen: dict[str, set[int]] = {}
+    made: dict[str, Any] = {}
+
+    def resolved(value: Any) -> Any:
+        if isinstance(value, Made):
+            return made[value.name]
+        if isinstance(value, Body):
+            return getattr(models, value.model).from_dict(resolved(value.data))
+        if isinstance(value, dict):
+            return {name: resolved(item) for name, item in value.items()}
+        return value
+
     for operation_id, calls in CALLS.items():
         api = importlib.import_module(f"{PACKAGE}.api.{calls.module}")
 
         def call(
-            key: str | None, kwargs: dict[str, Any], status: int, model: str, **options: Any
-        ) -> None:
+            key: str | None, kwargs: dict[str, Any], status: int, model: str | None, **options: Any
+        ) -> Any:
             op = operation_id  # noqa: B023
-            response = api.sync_detailed(client=client(key, **options), **kwargs)  # noqa: B023
+            response = api.sync_detailed(  # noqa: B023
+                client=client(key, **options), **resolved(kwargs)
+            )
             assert response.status_code == status, (op, kwargs, response.content)
             parsed = response.parsed
+            seen.setdefault(op, set()).add(status)
+            if model is None:  # 204: no body
+                assert parsed is None and response.content == b"", (op, response.content)
+                return None
             assert type(parsed) is getattr(models, model), (op, status, type(parsed))
             # Every field was read: the model writes back exactly what the server sent.
             assert parsed.to_dict() == json.loads(response.content), (op, status)
@@ -207,14 +310,19 @@ def _call_every_operation(served: Served, client: Callable[..., Any]) -> None:
                 assert _mask(parsed.error.message) in _examples(served.document, op, status), (
                     op, status, parsed.error.message,
                 )  # fmt: skip
-            seen.setdefault(op, set()).add(status)
+            return parsed
 
-        success = _success_model(served.document, operation_id)
+        status, success = _success(served.document, operation_id)
         if operation_id == "getHealth":
-            call(None, calls.ok, 200, success)
+            call(None, calls.ok, status, success)
             call(None, calls.ok, 431, "ErrorResponse", headers=TOO_LARGE)
             continue
-        call("main", calls.ok, 200, success)
+        answer = call("main", calls.ok, status, success)
+        if calls.keeps is not None:
+            name, path = calls.keeps
+            for attribute in path.split("."):
+                answer = getattr(answer, attribute)
+            made[name] = answer
         if calls.bad is not None:
             call("main", calls.bad, 400, "ErrorResponse")
         else:  # no parameter to get wrong: a query parameter the operation does not take
@@ -225,17 +333,25 @@ def _call_every_operation(served: Served, client: Callable[..., Any]) -> None:
         if calls.metered:
             call("spent", calls.ok, 429, "ErrorResponse")
         call("main", calls.ok, 431, "ErrorResponse", headers=TOO_LARGE)
+    assert set(seen) == set(CALLS)
     assert all(
-        {200, 400, 401, 431} <= statuses for op, statuses in seen.items() if op != "getHealth"
+        {400, 401, 431} <= statuses and any(200 <= status < 300 for status in statuses)
+        for op, statuses in seen.items()
+        if op != "getHealth"
     )
 
 
-def _success_model(document: dict[str, Any], operation_id: str) -> str:
+def _success(document: dict[str, Any], operation_id: str) -> tuple[int, str | None]:
+    """The one 2xx status of an operation and its model's name (None: no body)."""
     for item in document["paths"].values():
         for operation in item.values():
             if operation.get("operationId") == operation_id:
-                schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
-                return str(schema["$ref"]).rsplit("/", 1)[1]
+                (status,) = [s for s in operation["responses"] if s.startswith("2")]
+                content = operation["responses"][status].get("content")
+                if content is None:
+                    return int(status), None
+                schema = content["application/json"]["schema"]
+                return int(status), str(schema["$ref"]).rsplit("/", 1)[1]
     raise AssertionError(operation_id)
 
 
@@ -283,7 +399,8 @@ def test_typescript_client_type_checks_and_calls_every_operation(
         [str(shutil.which("node")), "--test", "build/js/calls.test.js"], cwd=HERE,
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "PROPDATA_BASE_URL": served.base,
-             "PROPDATA_API_KEY": served.keys["main"], "PROPDATA_SPENT_KEY": served.keys["spent"]},
+             "PROPDATA_API_KEY": served.keys["typescript"],
+             "PROPDATA_SPENT_KEY": served.keys["spent"]},
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
     assert re.search(r"^# fail 0$", run.stdout, re.M) and re.search(

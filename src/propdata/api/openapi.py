@@ -10,6 +10,7 @@ which belongs to no operation: it is `components.responses.MethodNotAllowed`.
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -334,7 +335,13 @@ class NullableChoice(OpenAPISchemaPlugin):
 
 class ClosedBody(OpenAPISchemaPlugin):
     """A request body struct that refuses unknown fields (`forbid_unknown_fields`) says so:
-    `additionalProperties: false`, which Litestar's struct schema leaves out."""
+    `additionalProperties: false`, which Litestar's struct schema leaves out.
+
+    A field that may be left out (`X | msgspec.UnsetType`, as in a PATCH body) has X's schema:
+    Litestar drops UnsetType from the union but keeps a `oneOf` of the one schema left, which
+    Redocly flags (`no-illogical-composition-keywords`) and generators wrap for nothing.
+    Whether a field may be left out is the struct's `required`.
+    """
 
     def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
         annotation = field_definition.annotation
@@ -351,7 +358,25 @@ class ClosedBody(OpenAPISchemaPlugin):
 
         schema = StructSchemaPlugin().to_openapi_schema(field_definition, schema_creator)
         schema.additional_properties = False
+        schema.properties = {
+            name: _unwrapped(value) for name, value in (schema.properties or {}).items()
+        }
         return schema
+
+
+def _unwrapped(schema: Schema | Reference) -> Schema | Reference:
+    """`{oneOf: [X], ...}` as X with the wrapper's own keywords (its description, its bounds)."""
+    if not isinstance(schema, Schema) or schema.one_of is None or len(schema.one_of) != 1:
+        return schema
+    (only,) = schema.one_of
+    if not isinstance(only, Schema):
+        return schema
+    kept = {
+        field.name: getattr(schema, field.name)
+        for field in dataclasses.fields(schema)
+        if field.name != "one_of" and getattr(schema, field.name) is not None
+    }
+    return dataclasses.replace(only, **kept)
 
 
 def _choices(annotation: Any) -> list[str]:
