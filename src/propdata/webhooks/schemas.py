@@ -125,7 +125,7 @@ class Delivery(Base):
     """One event's delivery to an endpoint: where it stands and how its last attempt went."""
 
     event_id: str
-    type: str
+    type: EventType
     attempt: int
     status: DeliveryState
     response_status: int | None

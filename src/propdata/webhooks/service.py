@@ -253,7 +253,7 @@ class WebhookService:
         total, rows = await self.repo.deliveries(row.id, limit, offset)
         return total, [
             Delivery(
-                event_id=d.event_id, type=d.type, attempt=d.attempt,
+                event_id=d.event_id, type=d.type, attempt=d.attempt,  # type: ignore[arg-type]
                 status=d.state,  # type: ignore[arg-type]
                 response_status=d.response_status,
                 error=d.error,  # type: ignore[arg-type]

@@ -107,7 +107,9 @@ MARKET_SEARCH_PARAMS = {
 MARKET_HISTORY_PARAMS = {"months": "months"}
 LIST_PARAMS = {"limit": "limit", "offset": "offset"}  # saved searches, webhooks, deliveries
 EVENTS_PARAMS = {"since": "since", "types": "types", "search_id": "searchId", "limit": "limit"}
-STREAM_PARAMS = {"since": "since"}
+STREAM_PARAMS = {"since": "since", "types": "types", "search_id": "searchId"}
+"""What `GET /v1/events/stream` takes, by the SDK's argument name (the SDK filters the
+stream it reads by `types` and `search_id` too, so a resumed stream is filtered alike)."""
 NOT_FILTERS = frozenset({"limit", "offset", "cursor", "sort", "order", "fields"})
 SEARCH_FILTERS = {k: v for k, v in PROPERTY_SEARCH_PARAMS.items() if k not in NOT_FILTERS}
 """A saved search's `filters`: `GET /v1/properties`' filter parameters (not paging, sort or
