@@ -52,7 +52,7 @@ async def json_object(request: Request[Any, Any, Any]) -> dict[str, Any]:
         raise InvalidParameter("body", "The body is not valid JSON.") from None
     if not isinstance(found, dict):
         raise InvalidParameter("body", "The body must be a JSON object.")
-    _storable(found, "")
+    storable(found, "")
     return found
 
 
@@ -60,7 +60,7 @@ _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 """NUL and lone surrogates (`"\\ud800"` in JSON): text no store can hold or compare."""
 
 
-def _storable(value: Any, where: str) -> None:
+def storable(value: Any, where: str) -> None:
     """A 400 naming the field (dotted) of any name or text no store can hold."""
     if isinstance(value, str):
         if _UNSTORABLE.search(value):
@@ -68,11 +68,11 @@ def _storable(value: Any, where: str) -> None:
             raise InvalidParameter(name, f"'{name}' holds a character no text may hold.")
     elif isinstance(value, list):
         for item in value:
-            _storable(item, where)
+            storable(item, where)
     elif isinstance(value, dict):
         for key, item in value.items():
-            _storable(key, where or "body")
-            _storable(item, f"{where}.{key}" if where else str(key))
+            storable(key, where or "body")
+            storable(item, f"{where}.{key}" if where else str(key))
 
 
 def too_large() -> PayloadTooLarge:

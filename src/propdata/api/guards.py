@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode
 import msgspec
 from litestar import Request
 
+from propdata.api.body import storable
 from propdata.api.params import DECIMAL, INTEGER
 from propdata.errors import InvalidParameter, NotFound, body_error
 
@@ -124,26 +125,7 @@ def check_body(body: bytes, body_type: Any) -> None:
         raise InvalidParameter(*body_error(key.replace("data.", "", 1), said)) from exc
     except msgspec.DecodeError as exc:
         raise InvalidParameter("body", f"The request body is not JSON ({exc}).") from exc
-    _storable(msgspec.json.decode(body or b"null"), "")
-
-
-_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
-"""NUL and lone surrogates (`"\\ud800"` in JSON): text no store can hold."""
-
-
-def _storable(value: Any, where: str) -> None:
-    """A 400 naming the field of any text (a name or a value) no store can hold."""
-    if isinstance(value, str):
-        if _UNSTORABLE.search(value):
-            name = where or "body"
-            raise InvalidParameter(name, f"'{name}' holds a character no text may hold.")
-    elif isinstance(value, list):
-        for item in value:
-            _storable(item, where)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _storable(key, where)
-            _storable(item, f"{where}.{key}" if where else str(key))
+    storable(msgspec.json.decode(body or b"null"), "")
 
 
 _CHECKED = "propdata.checked_query"
