@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from litestar.testing import AsyncTestClient
 
 from propdata.app import HeadAsGet, create_app
@@ -359,3 +361,24 @@ def test_a_point_s_cell_is_the_same_in_numpy_and_in_plain_floats() -> None:
     columns = int(360 / arrays.GEO_CELL)
     for (lat, lon), cell in zip(points, cells.tolist(), strict=True):
         assert arrays.cell(lat, lon) == (cell // columns, cell % columns), (lat, lon)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    stored=st.sets(st.text(alphabet="ab-9z", min_size=1, max_size=6), max_size=40),
+    wanted=st.lists(st.text(alphabet="ab-9z", min_size=1, max_size=8), max_size=30),
+)
+def test_insertions_place_many_ids_as_insertion_places_each(
+    stored: set[str], wanted: list[str]
+) -> None:
+    """Ids of every length, prefixes of each other, present and absent, before the first and
+    after the last: the batch answer is the one-by-one answer."""
+    builder = IndexBuilder("s.1")
+    rows = [(i, *[None] * (len(INDEX_COLUMNS) - 4), "2026-01-01", None, None)
+            for i in sorted(stored, key=str.encode)]  # fmt: skip
+    builder.add(rows)
+    index = builder.finish()
+    places, present = index.insertions(wanted)
+    assert [(int(p), bool(q)) for p, q in zip(places, present, strict=True)] == [
+        index.insertion(w) for w in wanted
+    ]

@@ -66,6 +66,11 @@ async def _next_turn() -> None:
     await asyncio.sleep(0)  # let requests in between pages
 
 
+def _same_store(namespace: str, other: str) -> bool:
+    """Whether two namespaces (`store_id.data_version`) are of the same store."""
+    return namespace.rpartition(".")[0] == other.rpartition(".")[0]
+
+
 def _version(namespace: str) -> int:
     return int(namespace.rpartition(".")[2] or 0)
 
@@ -142,10 +147,9 @@ class IndexKeeper:
         if view is not None:
             return view
         newest = self._newest()
-        store = namespace.rpartition(".")[0]
         if (
             newest is not None
-            and newest.namespace.rpartition(".")[0] == store
+            and _same_store(newest.namespace, namespace)
             and newest.version > _version(namespace)
         ):
             return newest
@@ -249,20 +253,17 @@ class IndexKeeper:
         store is not the one the delta follows (restored, replaced): nothing was made."""
         delta = self._delta
         assert delta is not None
-        namespace, last = await self.repo.feed_position()
-        if not await self._continues(namespace, delta.base.namespace, delta.feed, delta.mark):
+        upto = delta.feed + REFRESH_CAP
+        read = await self.repo.changed_rows(_COLUMNS, delta.feed, upto)  # one read: all of it
+        namespace = read.namespace
+        if not _same_store(namespace, delta.base.namespace):
+            return False
+        if delta.feed and (delta.mark is None or read.since != delta.mark):
             return False
         made = self._views.get(namespace)
-        if last == delta.feed and made is not None and made.base is delta.base:
+        if read.last == delta.feed and made is not None and made.base is delta.base:
             return True
-        upto = delta.feed + REFRESH_CAP
-        if last > upto:  # a large load: a new snapshot, SQL meanwhile
-            self._fold()
-            return True
-        read = await self.repo.changed_rows(_COLUMNS, delta.feed, upto)
-        if delta.feed and read.since != delta.mark:  # replaced since the look above
-            return False
-        if read.last > upto:
+        if read.last > upto:  # a large load: a new snapshot, SQL meanwhile
             self._fold()
             return True
         view = await asyncio.to_thread(delta.apply, read.namespace, read.last, read.rows)
@@ -278,7 +279,7 @@ class IndexKeeper:
     async def _continues(self, namespace: str, made_from: str, feed: int, mark: str | None) -> bool:
         """Whether the store is the one an index of `made_from` at feed position `feed`
         came from: the same store id, and the feed's entry there unchanged."""
-        if namespace.rpartition(".")[0] != made_from.rpartition(".")[0]:
+        if not _same_store(namespace, made_from):
             return False
         return feed == 0 or (mark is not None and await self.repo.feed_mark(feed) == mark)
 

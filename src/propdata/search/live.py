@@ -442,8 +442,10 @@ class Delta:
         """Every id changed since the base (the base's row, if any, is masked)."""
         self.mark = base.mark
         """The change feed's entry at `feed` (`SearchIndex.mark`), kept by the keeper."""
-        self._insertions: dict[str, int] = {}
-        self._updated: dict[str, tuple[bytes, int]] = {}
+        self._id_at: Floats = _NO_FLOATS
+        self._updated_at: Floats = _NO_FLOATS
+        """Each delta row's `_places_of` and `_updated_insertions`, by position: a commit computes
+        them for its own rows only, so its cost follows its rows more than the delta's."""
 
     @property
     def feed(self) -> int:
@@ -461,18 +463,15 @@ class Delta:
         latest = dict(changed)
         base = self.base
         alive, living = view.alive, view.living
-        dead = []
-        for found in latest:
-            if found not in self.changed:
-                self.changed.add(found)
-                at = base._position(found)
-                if at is not None:
-                    dead.append(at)
-        if dead:
+        first = [found for found in latest if found not in self.changed]
+        self.changed.update(first)
+        places, stored = base.insertions(first)
+        dead = places[stored]
+        if len(dead):
             alive = np.ones(base.size, np.bool_) if alive is None else alive.copy()
             alive[dead] = False
             living -= len(dead)
-        keep = np.fromiter((i for i, one in enumerate(self.ids) if one not in latest), np.int64)
+        keep = np.array([i for i, one in enumerate(self.ids) if one not in latest], np.int64)
         present = [row for row in latest.values() if row is not None]
         builder = IndexBuilder(namespace)
         builder.absorb(view.delta, keep)
@@ -487,37 +486,42 @@ class Delta:
         items = [arrived[i] for i in order.tolist()]
         self.ids = [arrived_ids[i] for i in order.tolist()]
         size = index.size
-        insertions = np.fromiter(map(self._insertion, self.ids), np.float64, count=size)
+        old = order < len(kept)  # rows of the delta before: their keys in the base stand
+        id_at, updated_at = np.empty(size, np.float64), np.empty(size, np.float64)
+        id_at[old] = self._id_at[keep[order[old]]]
+        updated_at[old] = self._updated_at[keep[order[old]]]
+        fresh = np.flatnonzero(~old)
+        places = self._places_of([self.ids[at] for at in fresh.tolist()])
+        id_at[fresh] = places
+        updated_at[fresh] = self._updated_insertions(index.updated[fresh], places)
+        self._id_at, self._updated_at = id_at, updated_at
         step = np.arange(size, dtype=np.float64) / (2 * (size + 1))
-        texts = index.updated.tolist()
-        updated = np.fromiter(map(self._updated_insertion, self.ids, texts), np.float64, count=size)
         self.view = LiveIndex(
-            namespace, base, index, alive, living, insertions - 0.5 + step,
-            updated - 0.5 + index.updated_rank / (2 * (size + 1)), items, feed,
+            namespace, base, index, alive, living, id_at - 0.5 + step,
+            updated_at - 0.5 + index.updated_rank / (2 * (size + 1)), items, feed,
         )  # fmt: skip
         return self.view
 
-    def _insertion(self, found: str) -> int:
-        """How many base ids are below this one (the base row's position when it has one)."""
-        at = self._insertions.get(found)
-        if at is None:
-            at = self._insertions[found] = self.base.insertion(found)[0]
-        return at
+    def _places_of(self, ids: Sequence[str]) -> Positions:
+        """How many base ids are below each of these (`SearchIndex.insertions`)."""
+        return self.base.insertions(ids)[0]
 
-    def _updated_insertion(self, found: str, text: bytes) -> int:
-        """How many base rows come before this row in the lastUpdated order, by (lastUpdated,
-        id): the base's row of the same id (superseded) counts as after it."""
-        known = self._updated.get(found)
-        if known is not None and known[0] == text:
-            return known[1]
+    def _updated_insertions(self, texts: npt.NDArray[np.bytes_], places: Positions) -> Floats:
+        """How many base rows come before each of these rows in the lastUpdated order, by
+        (lastUpdated, id): the base's row of the same id (superseded) counts as after it.
+        One binary search of them all, in step, over the base's lastUpdated order."""
         base = self.base
         rows, updated = base.orders["last_updated"], base.updated
-        ident = self._insertion(found) - 0.5
-
-        def key(i: int) -> tuple[bytes, float]:
-            row = int(rows[i])
-            return bytes(updated[row]), float(row)
-
-        at = bisect.bisect_left(range(base.size), (text, ident), key=key)
-        self._updated[found] = (text, at)
-        return at
+        count = len(places)
+        ident = places.astype(np.float64) - 0.5
+        lo, hi = np.zeros(count, np.int64), np.full(count, base.size, np.int64)
+        while True:
+            open_ = lo < hi
+            if not open_.any():
+                return lo.astype(np.float64)
+            mid = (lo + hi) // 2
+            row = rows[np.minimum(mid, base.size - 1)]
+            text = updated[row]
+            below = open_ & ((text < texts) | ((text == texts) & (row < ident)))
+            lo = np.where(below, mid + 1, lo)
+            hi = np.where(open_ & ~below, mid, hi)
