@@ -199,14 +199,14 @@ class IndexBuilder:
         self._lats.clear()
         self._lons.clear()
         if not self.ordered:  # rows taken from elsewhere: put them in id order
-            whole = id_bytes.tobytes()
-            ends = offsets.tolist()
-            ids = np.array([whole[ends[i] : ends[i + 1]] for i in range(size)], dtype=np.bytes_)
-            order = np.argsort(ids, kind="stable") if size else np.zeros(0, np.int64)
+            starts = offsets.astype(np.int64)
+            width = int(np.diff(starts).max()) if size else 1
+            grid, lengths = _id_grid(id_bytes, starts, np.arange(size), width)
+            order = np.argsort(grid.view(f"S{width}").ravel(), kind="stable")
             self.permutation = order
-            ordered_ids = ids[order].tolist()
-            id_bytes = np.frombuffer(b"".join(ordered_ids), np.uint8).copy()
-            np.cumsum(np.fromiter(map(len, ordered_ids), np.int64, count=size), out=offsets[1:])
+            grid, lengths = grid[order], lengths[order]
+            id_bytes = grid[np.arange(width)[None, :] < lengths[:, None]]  # row by row
+            np.cumsum(lengths, out=offsets[1:])
             raw_cats = {name: codes[order] for name, codes in raw_cats.items()}
             raw_nums = {name: values[order] for name, values in raw_nums.items()}
             text, lats, lons = text[order], lats[order], lons[order]
@@ -281,6 +281,22 @@ def _compact(values: npt.NDArray[np.float64]) -> npt.NDArray[Any]:
     if np.array_equal(small.astype(np.float64), values, equal_nan=True):
         return small
     return values
+
+
+def _id_grid(
+    id_bytes: npt.NDArray[np.uint8],
+    starts: npt.NDArray[Any],
+    positions: npt.NDArray[np.int64],
+    width: int,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """The ids at `positions` as rows of `width` bytes (cut, or padded with NUL), and their
+    lengths: viewed as `S{width}`, numpy orders them as their bytes (no id holds a NUL)."""
+    begin = starts[positions].astype(np.int64)
+    length = starts[positions + 1].astype(np.int64) - begin
+    inside = np.arange(width)[None, :] < np.minimum(length, width)[:, None]
+    grid = np.zeros((len(positions), width), np.uint8)
+    grid[inside] = id_bytes[(begin[:, None] + np.arange(width)[None, :])[inside]]
+    return grid, length
 
 
 @dataclass(eq=False)
@@ -453,7 +469,7 @@ class SearchIndex:
         if not count or not self.size:
             return lo, present
         width = max(keys.itemsize, 1)
-        starts = self.id_offsets.astype(np.int64)
+        starts = self.id_offsets  # not copied: a base's are a million
         while True:
             open_ = lo < hi
             if not open_.any():
@@ -467,21 +483,14 @@ class SearchIndex:
             hi = np.where(below | ~open_, hi, mid)
 
     def _fixed_ids(
-        self, positions: npt.NDArray[np.int64], starts: npt.NDArray[np.int64], width: int
+        self, positions: npt.NDArray[np.int64], starts: npt.NDArray[Any], width: int
     ) -> npt.NDArray[np.bytes_]:
-        """The ids at `positions`, cut or padded with NUL to `width` bytes: an id longer than
-        `width` compares greater than every key of `width` bytes it begins with (no id holds
-        a NUL, so padding keeps the byte order)."""
-        begin = starts[positions]
-        length = starts[positions + 1] - begin
-        cut = np.minimum(length, width)
-        grid = np.zeros((len(positions), width + 1), np.uint8)
-        column = np.arange(width)
-        inside = column[None, :] < cut[:, None]
-        source = np.minimum(begin[:, None] + column[None, :], max(len(self.id_bytes) - 1, 0))
-        grid[:, :width][inside] = self.id_bytes[source[inside]]
-        grid[:, width] = np.where(length > width, 1, 0)  # longer than any key of this width
-        return grid.view(f"S{width + 1}").ravel()
+        """The ids at `positions`, cut or padded with NUL to `width` bytes, then one byte
+        more, 1 when the id is longer: it compares greater than every key of `width` bytes
+        it begins with (no id holds a NUL, so padding keeps the byte order)."""
+        grid, length = _id_grid(self.id_bytes, starts, positions, width)
+        longer = (length > width).astype(np.uint8)[:, None]
+        return np.concatenate([grid, longer], axis=1).view(f"S{width + 1}").ravel()
 
     def _past(
         self,
