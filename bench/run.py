@@ -64,6 +64,7 @@ sys.path.insert(0, str(BENCH))
 
 import bench_data  # noqa: E402  (bench/ is not a package)
 import bench_mix as scenarios  # noqa: E402
+import cli_loads  # noqa: E402
 import follow  # noqa: E402
 
 LUA = BENCH / "wrk" / "rotate.lua"
@@ -958,6 +959,16 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
 - **Connections per worker**: wrk's connections each worker held halfway through the run (from
   /proc). The workers race to accept them; `propdata serve` evens the spread out
   (kit/serving/spread.py), and the bare app is served with the same protocol, so alike.
+- **5d-5f. data import end to end** (bench/cli_loads.py): the wall time of `propdata data
+  import FILE`, process start to exit, on a JSON Lines file of 1, 1,000 or 10,000 new synthetic
+  records (1, 10, 100 in a smoke run), each size on a fresh copy of the store (at scale-out the
+  bench schema, the records removed again after each size). The load must be finished by the
+  stored models (no refit): the command says so and the models' change count grows by the
+  records, or the row fails. Beside it, the same file through `pipeline.run` in-process on
+  another fresh copy (its phases: load, estimates, markets), the start-up alone (`propdata data
+  import --help`, best of three), the same with the pipeline's imports (a process importing
+  the CLI and `ingest.pipeline`), and the rest: the store's opening, the first use of the ZIP
+  code table (the harness had it in memory), the output.
 - **10, 11. --follow** (bench/follow.py; a store copy, own server): records appended to a JSONL
   file at the row's rate as `data import --follow` reads it, one in 20 timed to its commit and to
   GET by id answering it, a probe timing write-lock waits; 11: the search mix at 200 a second.
@@ -1033,6 +1044,8 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="seconds of appending for row 10 (default 30; smoke 3)")  # fmt: skip
     p.add_argument("--follow-low-rate", type=float, default=200.0,
                    help="records a second appended during row 11")  # fmt: skip
+    p.add_argument("--no-loads", action="store_true",
+                   help="leave the rows of `data import FILE` end to end (5d-5f) out")  # fmt: skip
     args = p.parse_args(argv)
     args.follow_rate = args.follow_rate or (200.0 if args.smoke else float(follow.TARGET_RATE))
     args.follow_seconds = args.follow_seconds or (3.0 if args.smoke else 30.0)
@@ -1088,6 +1101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_datasette:
         ds = run_datasette(db_path, reqs, runs["embedded"].search_answers, args, logs)
     followed = None if args.no_follow else follow.measure(db_path, reqs, args, logs)
+    loaded = [] if args.no_loads else [cli_loads.measure(db_path, args)]
 
     notes: list[str] = []
     if args.scaleout:
@@ -1119,12 +1133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 runs["scale-out"] = run_store("scale-out", env, pg_key, reqs, args, logs,
                                               runs["embedded"].bodies)  # fmt: skip
+                if not args.no_loads:
+                    loaded.append(cli_loads.measure_postgres(pg_build.url, args))
             finally:
                 forget_redis_key(key_id_of(pg_build.url, pg_key))
                 if args.smoke:
                     asyncio.run(bench_data.drop_postgres(PG_URL, pg_build.url))
 
     rows = build_rows(builds, runs, ds, len(reqs.searches), args.cursor_page, followed)
+    for one in loaded:
+        rows += cli_loads.rows(one)
     judged = not args.smoke
     size = f"{args.properties:,} properties (seed {args.seed}, as of {args.as_of})"
     heading = (

@@ -275,3 +275,35 @@ def test_a_load_produces_the_events_of_saved_searches(env: dict[str, str], tmp_p
     assert code == 0, err
     assert "Events: 2 produced" in err
     assert asyncio.run(events()) == ["search.entered", "property.listed"]
+
+
+def test_a_small_import_leaves_pandas_and_litestar_unimported(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """`data import FILE` is what an operator waits for on each small file: its process
+    imports neither the demo sets' reader (pandas) nor the API's code (litestar), each about
+    half a second of start-up, unless a saved search needs the events producer."""
+    import datetime as dt
+    import os
+    import subprocess
+    import sys
+
+    import msgspec
+
+    from propdata.ingest import synthetic
+
+    assert run(env, "data", "generate", "--properties", "300", "--seed", "3")[0] == 0
+    source = tmp_path / "one.jsonl"
+    (_, record), *_ = synthetic.generate(1, 9, dt.date(2026, 11, 21))
+    source.write_bytes(msgspec.json.encode(msgspec.structs.replace(record, id="new-1")) + b"\n")
+    probe = (
+        "import sys\nfrom propdata.cli import main\n"
+        f"sys.argv = ['propdata', 'data', 'import', {str(source)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "print(sorted({'pandas', 'litestar'} & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "valued with the stored models" in done.stderr  # the incremental path ran
+    assert done.stdout.strip().splitlines()[-1] == "[]"

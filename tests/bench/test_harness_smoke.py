@@ -54,6 +54,9 @@ def test_smoke_run_prints_every_row(tmp_path: Path) -> None:
             "cache hits (cache on, 20 repeated URLs)",
             "10. data import --follow at 200 records/s",
             "11. search mix while --follow takes 200 records/s",
+            "5d. data import of 1 new record, end to end",
+            "5e. data import of 10 new records, end to end",
+            "5f. data import of 100 new records, end to end",
         ):
             if store == "scale-out" and scenario.startswith(("10.", "11.")):
                 continue  # the embedded store only
@@ -71,6 +74,7 @@ def test_smoke_run_prints_every_row(tmp_path: Path) -> None:
         assert "skipped" in datasette[0]
     assert "n/a (smoke)" in out and "**no**" not in out and "**yes**" not in out
     assert "failed requests" not in out, out
+    assert "not incremental" not in out and "not measured" not in out, out  # rows 5d-5f
 
 
 def test_search_mix_uses_every_search_parameter() -> None:

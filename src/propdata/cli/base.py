@@ -144,11 +144,14 @@ def pipeline_step(
 async def produce_events(db: Database, settings: Settings) -> None:
     """The saved searches' events of what the step committed (nothing to do, and the keys'
     store left closed, when no saved search watches the data)."""
-    from propdata.events.produce import produce
     from propdata.events.repository import ImageRepository
 
     if not await ImageRepository(db).pending():
         return
+    # Only when a saved search watches the data: the producer reads the searches' filters
+    # through the API's search code (litestar with it), half a second to import.
+    from propdata.events.produce import produce
+
     accounts = db if settings.accounts_url == settings.database_url else None
     if accounts is None:
         accounts = await connect(settings.accounts_url)

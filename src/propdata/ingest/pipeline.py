@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from propdata.ingest import demo, readers, synthetic
+from propdata.ingest import readers, synthetic
 from propdata.ingest.loader import Item, LoadReport, load
 from propdata.kit.db import Database, address, optimistic
 from propdata.markets import builder as market_builder
@@ -340,6 +340,8 @@ class _MarketsApart:
 
 def demo_sources(properties: int, seed: int, as_of: dt.date) -> list[Source]:
     """The demo set: the real Ames and Grinnell sales, then `properties` synthetic ones."""
+    from propdata.ingest import demo  # its data sets' reader, pandas, takes 0.5 s to import
+
     return [
         Source("Ames, IA (real)", "ames", demo.ames_records(as_of), 2_930, replace=True),
         Source(
