@@ -154,6 +154,10 @@ class IndexBuilder:
         self._id_lengths.append(lengths)
         for name in CATEGORICAL:
             codes = self._codes[name]
+            if not codes:  # the first rows taken: their codes as they are (a dict copy)
+                self._codes[name] = dict(index.codes[name])
+                self._cats[name].append(index.cats[name][keep].astype(np.int32))
+                continue
             mapping = np.fromiter((codes.setdefault(v, len(codes)) for v in index.codes[name]),
                                   np.int32, count=len(index.codes[name]))  # fmt: skip
             self._cats[name].append(mapping[index.cats[name][keep]])
