@@ -37,17 +37,20 @@ async def fill(db: Database, events: int) -> None:
     held = await db.fetch_one("SELECT count(*) FROM events WHERE owner = ?", (OWNER,))
     if held and held[0] >= events:
         return
-    others = events // 4
-    rows = []
-    for n in range(events + others):
-        seq = n + 1
-        owner = f"acct:other-{n % 50}" if n % 5 == 4 else OWNER
-        rows.append((seq, f"evt_{seq:026d}", owner, "property.updated", "srch_bench", None,
-                     "2026-11-25T00:00:00.000Z", BODY % (seq, seq, n)))  # fmt: skip
+    top = await db.fetch_one("SELECT coalesce(max(seq), 0) FROM events")
+    total = events + events // 4
     columns = ["seq", "id", "owner", "type", "search_id", "endpoint_id", "created_at", "body"]
-    for start in range(0, len(rows), 50_000):
+    # 50,000 rows a transaction, made as they go (the whole log at once is about a gigabyte),
+    # from where an interrupted fill stopped.
+    for start in range(int(top[0]) if top else 0, total, 50_000):
+        rows = []
+        for n in range(start, min(total, start + 50_000)):
+            seq = n + 1
+            owner = f"acct:other-{n % 50}" if n % 5 == 4 else OWNER
+            rows.append((seq, f"evt_{seq:026d}", owner, "property.updated", "srch_bench", None,
+                         "2026-11-25T00:00:00.000Z", BODY % (seq, seq, n)))  # fmt: skip
         async with db.transaction():
-            await db.copy_into("events", columns, rows[start : start + 50_000])
+            await db.copy_into("events", columns, rows)
 
 
 @dataclass
