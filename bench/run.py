@@ -976,19 +976,22 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
 - **12-16. events** (bench/events_bench.py). 12: `events.produce.evaluate`, the producer's
   pass, on 10,000 records of the store, each changed (a price cut, a sale, a bedroom more, a
   new listing), against 1,000 saved searches of 200 owners whose filters are the search mix's
-  (two thirds) and the radius mix's radius searches (a third); median of five runs. 13: a
-  store copy served as above (`PROPDATA_WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32`), one saved
-  search (`status=forSale`) and one endpoint at a local receiver (bench/webhooks.py's);
-  `data import --follow` takes one listing at a time, a random 0.5-1.5 s after the last was
-  delivered; from its commit (a read-only connection polls for the record every 2 ms) to the
-  receiver's first POST of its events, through the server's producer and dispatcher. 14: the
-  same server, four endpoints; while wrk drives the search mix, events for 1.5 times the
-  target rate are committed to its event log (as the producer commits them) and its
-  dispatcher delivers them; POSTs a second while the mix ran, the mix's figures beside.
-  15: bench/event_log.py, `EventRepository.page` (100 events) from random cursors of one
-  owner's 1,000,000 events among 250,000 of others' (with --scaleout also on PostgreSQL).
-  16: bench/idle_streams.py, 1,000 idle `GET /v1/events/stream` on one worker of an empty
-  store: Pss growth, then one event per owner reaching every stream.
+  (two thirds) and the radius mix's radius searches (a third); median of five runs, and the
+  share of the batches and `matches` (the rest is making each event). 13: a store copy
+  served as above (`PROPDATA_WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32`), one saved search
+  (`status=forSale`) and one endpoint at a local receiver (bench/webhooks.py's); `data import
+  --follow` takes one listing at a time, a random 0.5-1.5 s after the last was delivered;
+  from its commit (a read-only connection polls for the record every 2 ms) to the receiver's
+  first POST of its events, through the server's producer and dispatcher. 14: the same
+  server, four endpoints; events for 1.5 times the target rate over the run are committed to
+  its event log (as the producer commits them) as wrk starts the search mix, and its
+  dispatcher (in the server: one worker of the host holds the dispatcher's turn and shares
+  its loop with requests) delivers them; POSTs a second while the mix ran, the mix's figures
+  beside, and the rate once it ended. 15: bench/event_log.py, `EventRepository.page` (100
+  events) from random cursors of one owner's 1,000,000 events among 250,000 of others' (with
+  --scaleout also on PostgreSQL). 16: bench/idle_streams.py, 1,000 idle
+  `GET /v1/events/stream` on one worker of an empty store: Pss growth, then one event per
+  owner reaching every stream.
 - Latencies are wrk's, closed loop (each connection waits for its answer), so at saturation
   p99 includes queueing. The machine is shared: compare ratios taken in the same run.
 """
