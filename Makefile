@@ -88,4 +88,5 @@ clean: ## Remove the virtualenv and local data
 clean-bench: ## Remove the benchmark's stores (bench/.data, its datasette env, its PostgreSQL schemas)
 	rm -rf bench/.data bench/.datasette-venv
 	-psql -h 127.0.0.1 -U postgres -d test -Atc "SELECT 'DROP SCHEMA ' || nspname || ' CASCADE;' \
-		FROM pg_namespace WHERE nspname LIKE 'bench\_p%'" | psql -h 127.0.0.1 -U postgres -d test -q
+		FROM pg_namespace WHERE nspname LIKE 'bench\_p%' OR nspname = 'bench_events_log'" \
+		| psql -h 127.0.0.1 -U postgres -d test -q

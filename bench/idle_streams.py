@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -56,9 +58,26 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _show(label: str, kb: dict[str, int]) -> None:
-    print(f"{label:<28} Rss {kb['Rss'] / 1024:7.1f} MB  Pss {kb['Pss'] / 1024:7.1f} MB"
-          f"  anonymous {kb['Anonymous'] / 1024:7.1f} MB", flush=True)  # fmt: skip
+def _show(label: str, kb: dict[str, int]) -> str:
+    return (f"{label:<28} Rss {kb['Rss'] / 1024:7.1f} MB  Pss {kb['Pss'] / 1024:7.1f} MB"
+            f"  anonymous {kb['Anonymous'] / 1024:7.1f} MB")  # fmt: skip
+
+
+@dataclass
+class StreamFigures:
+    """What one run measured (memory in KB, from smaps_rollup)."""
+
+    streams: int
+    idle_s: float
+    before: dict[str, int] = field(default_factory=dict)
+    during: dict[str, int] = field(default_factory=dict)
+    after: dict[str, int] = field(default_factory=dict)
+    idle_cpu_s: float = 0.0
+    reached_s: float = 0.0
+    """Seconds from one event per owner's commit until every stream had its own."""
+
+    def grew_mb(self, which: str = "Pss") -> float:
+        return (self.during[which] - self.before[which]) / 1024
 
 
 class Stream:
@@ -123,7 +142,9 @@ def _serve(url: str, streams: int) -> tuple[subprocess.Popen[bytes], int]:
     env = {**os.environ, "PROPDATA_DATABASE_URL": url, "PROPDATA_LOG_LEVEL": "WARNING",
            "PROPDATA_MAX_CONNECTIONS": str(streams + 100)}  # fmt: skip
     argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--port", str(port)]
-    server = subprocess.Popen(argv, env=env, stderr=subprocess.DEVNULL)  # the request log
+    server = subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )  # the request log
     for _ in range(400):
         with contextlib.suppress(httpx.TransportError):
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
@@ -132,16 +153,17 @@ def _serve(url: str, streams: int) -> tuple[subprocess.Popen[bytes], int]:
     return server, port
 
 
-async def _bench(args: argparse.Namespace, url: str, keys: list[tuple[str, str]],
-                 pid: int, port: int) -> None:  # fmt: skip
+async def _bench(idle: float, url: str, keys: list[tuple[str, str]], pid: int, port: int,
+                 say: Callable[[str], None]) -> StreamFigures:  # fmt: skip
+    found = StreamFigures(len(keys), idle)
     # Warm up: the stream's code paths, the thread pool, the key cache.
     warm = await asyncio.gather(*(Stream.open(port, secret) for _, secret in keys[:20]))
     await asyncio.sleep(1)
     for stream in warm:
         stream.close()
     await asyncio.sleep(2)
-    before = _memory_kb(pid)
-    _show("before", before)
+    before = found.before = _memory_kb(pid)
+    say(_show("before", before))
 
     started = time.monotonic()
     streams: list[Stream] = []
@@ -149,29 +171,43 @@ async def _bench(args: argparse.Namespace, url: str, keys: list[tuple[str, str]]
         streams += await asyncio.gather(
             *(Stream.open(port, secret) for _, secret in keys[start : start + 100])
         )
-    print(f"opened {len(streams)} streams in {time.monotonic() - started:.1f} s", flush=True)
+    say(f"opened {len(streams)} streams in {time.monotonic() - started:.1f} s")
     await asyncio.sleep(2)
     cpu = _cpu_seconds(pid)
-    await asyncio.sleep(args.idle)
-    idle_cpu = _cpu_seconds(pid) - cpu
-    during = _memory_kb(pid)
-    _show(f"{len(streams)} streams, idle", during)
-    print(f"worker CPU over {args.idle:.0f} s idle: {idle_cpu:.2f} s"
-          f" ({100 * idle_cpu / args.idle:.1f} % of a core)", flush=True)  # fmt: skip
+    await asyncio.sleep(idle)
+    idle_cpu = found.idle_cpu_s = _cpu_seconds(pid) - cpu
+    during = found.during = _memory_kb(pid)
+    say(_show(f"{len(streams)} streams, idle", during))
+    say(f"worker CPU over {idle:.0f} s idle: {idle_cpu:.2f} s"
+        f" ({100 * idle_cpu / idle:.1f} % of a core)")  # fmt: skip
 
     produced = time.monotonic()
     await _produce(url, [owner for owner, _ in keys])
     await asyncio.wait_for(asyncio.gather(*(s.next_event() for s in streams)), 60)
-    print(f"one event per owner reached all {len(streams)} streams in"
-          f" {time.monotonic() - produced:.2f} s", flush=True)  # fmt: skip
+    found.reached_s = time.monotonic() - produced
+    say(f"one event per owner reached all {len(streams)} streams in {found.reached_s:.2f} s")
 
     for stream in streams:
         stream.close()
     await asyncio.sleep(3)
-    _show("after closing them", _memory_kb(pid))
-    more = (during["Pss"] - before["Pss"]) / 1024
-    print(f"Pss with {len(streams)} idle streams: {more:+.1f} MB"
-          f" ({more * 1024 / len(streams):.1f} KB a stream)", flush=True)  # fmt: skip
+    found.after = _memory_kb(pid)
+    say(_show("after closing them", found.after))
+    more = found.grew_mb()
+    say(f"Pss with {len(streams)} idle streams: {more:+.1f} MB"
+        f" ({more * 1024 / len(streams):.1f} KB a stream)")  # fmt: skip
+    return found
+
+
+def measure(streams: int, idle: float, say: Callable[[str], None] = print) -> StreamFigures:
+    """The whole run on an empty store of its own; `say` reports each step."""
+    with tempfile.TemporaryDirectory(prefix="propdata-streams-") as folder:
+        url, keys = asyncio.run(_prepare(Path(folder), streams))
+        server, port = _serve(url, streams)
+        try:
+            return asyncio.run(_bench(idle, url, keys, server.pid, port, say))
+        finally:
+            server.terminate()
+            server.wait(30)
 
 
 def main() -> None:
@@ -179,14 +215,7 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--idle", type=float, default=20.0, help="seconds left idle")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="propdata-streams-") as folder:
-        url, keys = asyncio.run(_prepare(Path(folder), args.streams))
-        server, port = _serve(url, args.streams)
-        try:
-            asyncio.run(_bench(args, url, keys, server.pid, port))
-        finally:
-            server.terminate()
-            server.wait(30)
+    measure(args.streams, args.idle, lambda line: print(line, flush=True))
 
 
 if __name__ == "__main__":

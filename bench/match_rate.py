@@ -69,11 +69,12 @@ def rows(count: int, rng: random.Random) -> list[dict[str, Any]]:
     return found
 
 
-def producer(count: int, searches_count: int, rng: random.Random) -> None:
-    from propdata.events.produce import Change, Watch, evaluate
+def changes(rows: list[dict[str, Any]]) -> list[Any]:
+    """A change of each row, in turn: a price cut, a sale, a bedroom more, a new listing."""
+    from propdata.events.produce import Change
 
-    changes = []
-    for n, before in enumerate(rows(count, rng)):
+    found = []
+    for n, before in enumerate(rows):
         after = dict(before)
         kind = n % 4
         if kind == 0 and after["list_price"]:
@@ -81,12 +82,26 @@ def producer(count: int, searches_count: int, rng: random.Random) -> None:
         elif kind == 1:
             after["status"] = "recentlySold"
         elif kind == 2:
-            after["bedrooms"] += 1
-        changes.append(Change(before["id"], None if kind == 3 else before, after))
-    watches = [Watch(f"srch_{n}", f"acct:{n % 200}", f"search {n}", f, None, None)
-               for n, f in enumerate(searches(searches_count, rng))]  # fmt: skip
+            after["bedrooms"] = (after["bedrooms"] or 0) + 1
+        found.append(Change(before["id"], None if kind == 3 else before, after))
+    return found
+
+
+def watches(filters: list[SearchFilters], owners: int = 200) -> list[Any]:
+    """Saved searches of these filters, shared out over `owners` owners in turn."""
+    from propdata.events.produce import Watch
+
+    return [Watch(f"srch_{n}", f"acct:{n % owners}", f"search {n}", f, None, None)
+            for n, f in enumerate(filters)]  # fmt: skip
+
+
+def producer(count: int, searches_count: int, rng: random.Random) -> None:
+    from propdata.events.produce import evaluate
+
+    changed = changes(rows(count, rng))
+    saved = watches(searches(searches_count, rng))
     started = time.perf_counter()
-    drafts = evaluate(watches, changes)
+    drafts = evaluate(saved, changed)
     done = time.perf_counter()
     print(f"producer: {count:,} changed records, {searches_count:,} saved searches of 200 owners:"
           f" {done - started:.2f} s ({len(drafts):,} events)")  # fmt: skip

@@ -65,6 +65,7 @@ sys.path.insert(0, str(BENCH))
 import bench_data  # noqa: E402  (bench/ is not a package)
 import bench_mix as scenarios  # noqa: E402
 import cli_loads  # noqa: E402
+import events_bench  # noqa: E402
 import follow  # noqa: E402
 
 LUA = BENCH / "wrk" / "rotate.lua"
@@ -972,6 +973,25 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
 - **10, 11. --follow** (bench/follow.py; a store copy, own server): records appended to a JSONL
   file at the row's rate as `data import --follow` reads it, one in 20 timed to its commit and to
   GET by id answering it, a probe timing write-lock waits; 11: the search mix at 200 a second.
+- **12-16. events** (bench/events_bench.py). 12: `events.produce.evaluate`, the producer's
+  pass, on 10,000 records of the store, each changed (a price cut, a sale, a bedroom more, a
+  new listing), against 1,000 saved searches of 200 owners whose filters are the search mix's
+  (two thirds) and the radius mix's radius searches (a third); median of five runs, and the
+  share of the batches and `matches` (the rest is making each event). 13: a store copy
+  served as above (`PROPDATA_WEBHOOK_ALLOWED_NETWORKS=127.0.0.1/32`), one saved search
+  (`status=forSale`) and one endpoint at a local receiver (bench/webhooks.py's); `data import
+  --follow` takes one listing at a time, a random 0.5-1.5 s after the last was delivered;
+  from its commit (a read-only connection polls for the record every 2 ms) to the receiver's
+  first POST of its events, through the server's producer and dispatcher. 14: the same
+  server, four endpoints; events for 1.5 times the target rate over the run are committed to
+  its event log (as the producer commits them) as wrk starts the search mix, and its
+  dispatcher (in the server: one worker of the host holds the dispatcher's turn and shares
+  its loop with requests) delivers them; POSTs a second while the mix ran, the mix's figures
+  beside, and the rate once it ended. 15: bench/event_log.py, `EventRepository.page` (100
+  events) from random cursors of one owner's 1,000,000 events among 250,000 of others' (with
+  --scaleout also on PostgreSQL). 16: bench/idle_streams.py, 1,000 idle
+  `GET /v1/events/stream` on one worker of an empty store: Pss growth, then one event per
+  owner reaching every stream.
 - Latencies are wrk's, closed loop (each connection waits for its answer), so at saturation
   p99 includes queueing. The machine is shared: compare ratios taken in the same run.
 """
@@ -1046,6 +1066,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="records a second appended during row 11")  # fmt: skip
     p.add_argument("--no-loads", action="store_true",
                    help="leave the rows of `data import FILE` end to end (5d-5f) out")  # fmt: skip
+    p.add_argument("--no-events", action="store_true", help="leave the events rows (12-16) out")
     args = p.parse_args(argv)
     args.follow_rate = args.follow_rate or (200.0 if args.smoke else float(follow.TARGET_RATE))
     args.follow_seconds = args.follow_seconds or (3.0 if args.smoke else 30.0)
@@ -1102,6 +1123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ds = run_datasette(db_path, reqs, runs["embedded"].search_answers, args, logs)
     followed = None if args.no_follow else follow.measure(db_path, reqs, args, logs)
     loaded = [] if args.no_loads else [cli_loads.measure(db_path, args)]
+    evented = None if args.no_events else events_bench.measure(db_path, reqs, args, logs)
 
     notes: list[str] = []
     if args.scaleout:
@@ -1143,6 +1165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = build_rows(builds, runs, ds, len(reqs.searches), args.cursor_page, followed)
     for one in loaded:
         rows += cli_loads.rows(one)
+    if evented is not None:
+        rows += events_bench.rows(evented)
     judged = not args.smoke
     size = f"{args.properties:,} properties (seed {args.seed}, as of {args.as_of})"
     heading = (

@@ -89,6 +89,22 @@ def receiver(port_out: multiprocessing.connection.Connection, stamps: str) -> No
     asyncio.run(serve())
 
 
+def start_receiver(stamps: Path) -> tuple[multiprocessing.process.BaseProcess, int]:
+    """`receiver` in a process of its own (spawned: the caller may hold threads), and its port."""
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=receiver, args=(child, str(stamps)), daemon=True)
+    process.start()
+    port: int = parent.recv()
+    return process, port
+
+
+def received(stamps: Path) -> list[tuple[float, str]]:
+    """`(time, webhook-id)` of every POST the receiver has got so far, in order."""
+    lines = stamps.read_text().split("\n") if stamps.exists() else []
+    return [(float(t), e) for t, _, e in (line.partition(" ") for line in lines if line)]
+
+
 async def _store(kind: str, folder: Path) -> Database:
     if kind == "sqlite":
         db = await connect(str(folder / "bench-accounts.db"))
@@ -118,18 +134,10 @@ async def _commit(db: Database, count: int, made: list[int]) -> list[str]:
     return [row.id for row in rows]
 
 
-def _received(stamps: Path) -> list[tuple[float, str]]:
-    lines = stamps.read_text().split("\n") if stamps.exists() else []
-    return [(float(t), e) for t, _, e in (line.partition(" ") for line in lines if line)]
-
-
 async def main(args: argparse.Namespace) -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-webhooks-"))
     stamps = folder / "received.txt"
-    parent, child = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=receiver, args=(child, str(stamps)), daemon=True)
-    process.start()
-    port = parent.recv()
+    process, port = start_receiver(stamps)
     db = await _store(args.store, folder)
     wakeups = open_wakeups(db, None)
     gate = Gate(allowed=(ipaddress.ip_network("127.0.0.1/32"),))
@@ -145,10 +153,10 @@ async def main(args: argparse.Namespace) -> None:
     want = args.events * args.endpoints
     cpu = time.process_time()
     task = asyncio.create_task(dispatcher.run())
-    while len(_received(stamps)) < want:  # noqa: ASYNC110 (another process writes the file)
+    while len(received(stamps)) < want:  # noqa: ASYNC110 (another process writes the file)
         await asyncio.sleep(0.2)
     cpu = time.process_time() - cpu
-    got = _received(stamps)
+    got = received(stamps)
     seconds = got[-1][0] - got[0][0]
     print(f"throughput ({args.store}): {len(got)} POSTs in {seconds:.2f} s ="
           f" {len(got) / seconds:,.0f} POSTs/s ({args.endpoints} endpoints, one dispatcher);"
@@ -160,13 +168,13 @@ async def main(args: argparse.Namespace) -> None:
     lags: list[float] = []
     for _ in range(args.latency_events):
         await asyncio.sleep(random.uniform(0.5, 1.5))
-        before = len(_received(stamps))
+        before = len(received(stamps))
         (event_id,) = await _commit(db, 1, made)
         committed = time.time()
         await wakeups.notify("events")
-        while len(_received(stamps)) < before + args.endpoints:  # noqa: ASYNC110 (as above)
+        while len(received(stamps)) < before + args.endpoints:  # noqa: ASYNC110 (as above)
             await asyncio.sleep(0.002)
-        first = min(t for t, e in _received(stamps)[before:] if e == event_id)
+        first = min(t for t, e in received(stamps)[before:] if e == event_id)
         lags.append(first - committed)
     lags.sort()
     p50 = statistics.median(lags)
