@@ -21,6 +21,7 @@ import pytest
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.properties.repository import PropertyRepository
+from propdata.search import keeper, live
 from propdata.search.filters import SearchFilters
 from propdata.search.query import SearchQuery
 from propdata.search.service import SearchService
@@ -173,6 +174,51 @@ async def test_a_removed_record_leaves_and_a_changed_one_moves_with_new_etags(fr
         health = (await client.get("/health")).json()
         assert health["checks"]["searchIndex"] == "ok"  # the index answers this version
     finally:
+        await db.close()
+
+
+async def test_a_late_version_s_searches_get_the_last_one_made_and_none_is_cached(
+    fresh: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When a commit's index takes longer than a search waits (REFRESH_WAIT), the search is
+    answered from the newest version made (SQL over a large store would take seconds), and
+    that answer is kept out of the response cache: once the version is made, the same
+    search has the commit."""
+    slow = asyncio.Event()
+    applied = live.Delta.apply
+
+    def late_apply(self: live.Delta, *args: Any) -> Any:
+        if slow.is_set():
+            time.sleep(1.0)  # in the keeper's thread: requests go on meanwhile
+        return applied(self, *args)
+
+    monkeypatch.setattr(live.Delta, "apply", late_apply)
+    monkeypatch.setattr(keeper, "REFRESH_WAIT", 0.1)
+    client, _, make_key = await fresh(cache_ttl=60)
+    headers = {"Authorization": f"Bearer {await make_key('enterprise')}"}
+    path = "/v1/properties?status=forSale&sort=listPrice&order=asc&limit=5"
+    for _ in range(500):
+        if (await client.get("/health")).json()["checks"]["searchIndex"] == "ok":
+            break
+        await asyncio.sleep(0.01)
+    before = (await client.get(path, headers=headers)).json()["data"]
+    db = await fresh.db()
+    try:
+        slow.set()
+        await _load(db, record("zz-cheapest", list_price=1))
+        started = time.monotonic()
+        late = await client.get(path, headers=headers)
+        assert time.monotonic() - started < 0.9  # not waiting for the late version
+        assert late.json()["data"] == before
+        for _ in range(300):
+            answer = await client.get(path, headers=headers)
+            if answer.json()["data"][0]["id"] == "zz-cheapest":
+                break
+            assert answer.headers.get("x-cache") != "HIT"  # the late answers were not kept
+            await asyncio.sleep(0.01)
+        assert answer.json()["data"][0]["id"] == "zz-cheapest"
+    finally:
+        slow.clear()
         await db.close()
 
 

@@ -43,7 +43,7 @@ from propdata.kit.cache import Cached, ResponseCache
 from propdata.kit.conditional import entity_tag, none_match
 from propdata.kit.metrics import CACHE_REQUESTS, LIMITER_DECISIONS, TALLY
 from propdata.kit.ratelimit.base import Decision, Limiter
-from propdata.kit.requests import add_headers
+from propdata.kit.requests import add_headers, cacheable
 
 if TYPE_CHECKING:
     from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -213,7 +213,7 @@ class MeteringMiddleware(ASGIMiddleware):
             if status < 400:  # nothing answered yet: the error is rendered outside
                 await settle(_status_of(exc))
             raise
-        if status == 200 and cache_key is not None:
+        if status == 200 and cache_key is not None and cacheable(scope):
             await services.cache.set(
                 cache_key, Cached(200, content_type, b"".join(body)), services.cache_ttl
             )

@@ -7,6 +7,7 @@ from typing import Any
 
 STATE_ID = "propdata.request_id"
 STATE_HEADERS = "propdata.headers"
+STATE_UNCACHED = "propdata.uncached"
 
 
 def _state(scope: Any) -> dict[str, Any]:
@@ -31,3 +32,13 @@ def add_headers(scope: Any, headers: dict[str, str]) -> None:
 def extra_headers(scope: Any) -> dict[str, str]:
     headers: dict[str, str] = _state(scope).get(STATE_HEADERS, {})
     return headers
+
+
+def keep_out_of_cache(scope: Any) -> None:
+    """This request's answer must not be stored in the response cache (it is of an older
+    data version than the one its cache key names)."""
+    _state(scope)[STATE_UNCACHED] = True
+
+
+def cacheable(scope: Any) -> bool:
+    return not _state(scope).get(STATE_UNCACHED, False)

@@ -13,6 +13,7 @@ from propdata.api.fields import answer, parameter, select
 from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
 from propdata.api.params import MAX_INT, NON_NEGATIVE, CityQuery, PageLimit, StateQuery, ZipQuery
 from propdata.errors import InvalidParameter, ServiceUnavailable
+from propdata.kit.requests import keep_out_of_cache
 from propdata.properties.schemas import PropertyType, Status
 from propdata.search.query import BBOX, BBOX_PATTERN, parse
 from propdata.search.schemas import PropertySearchItem, SearchResponse, SortField, SortOrder
@@ -137,7 +138,8 @@ async def search_properties(
         },
         paging.applied_page_size(request.scope),
     )  # fmt: skip
-    page = await search.search(query, encoded=True)
+    page = await search.search(query, encoded=True,
+                               behind=lambda: keep_out_of_cache(request.scope))  # fmt: skip
     return answer(page, selection)
 
 

@@ -158,12 +158,18 @@ class IndexKeeper:
 
     async def find(self, namespace: str) -> LiveIndex | None:
         """`current`, waiting up to REFRESH_WAIT for a version being made on a base this
-        worker holds (the first build is not waited for: SQL answers meanwhile)."""
+        worker holds (the first build is not waited for: SQL answers meanwhile). When that
+        version is later than that, the newest version made: an answer a commit or two
+        behind now, where SQL over a large store would answer seconds later (its caller
+        keeps it out of the response cache)."""
         view = self.current(namespace)
         task = self._building
         if view is None and self._delta is not None and task is not None and not task.done():
             await asyncio.wait({task}, timeout=REFRESH_WAIT)  # its failure is its own (logged)
             view = self.current(namespace)
+            newest = self._newest()
+            if view is None and not task.done() and newest is not None:
+                view = newest if _same_store(newest.namespace, namespace) else None
         return view
 
     def _newest(self) -> LiveIndex | None:

@@ -18,7 +18,8 @@ async def plan(
     """The engines to ask in turn, the first that answers giving the page.
 
     The current index when it is made for `namespace` or a newer version (asking for it
-    starts its making when it is not, and waits a moment for it: `IndexKeeper.find`); for
+    starts its making when it is not, and waits a moment for it: `IndexKeeper.find`, which
+    gives the newest one made when the wait runs out: the page is then of that version); for
     a cursor walk begun under another data version, that version's
     index while this worker keeps it or the host's snapshot of it is there, since the walk
     follows that version's order. SQL last, always: by offset, or by keyset from the
@@ -28,6 +29,8 @@ async def plan(
     store, _, version = namespace.rpartition(".")
     if walk is not None and walk.version != int(version or 0):  # a load landed meanwhile
         index = await indexes.walk_index(f"{store}.{walk.version}")
+    elif index is not None and index.version < int(version or 0):  # the newer one is late
+        return [IndexEngine(index, repo, index.namespace), sql]
     if index is None:
         return [sql]
     return [IndexEngine(index, repo, namespace), sql]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -52,7 +53,11 @@ class SearchService:
         await self.indexes.close()
 
     async def search(
-        self, query: SearchQuery, *, encoded: bool = False
+        self,
+        query: SearchQuery,
+        *,
+        encoded: bool = False,
+        behind: Callable[[], object] | None = None,
     ) -> SearchResponse | EncodedSearchResponse:
         """One page of a search, by offset or by the cursor of the page before it.
 
@@ -62,6 +67,9 @@ class SearchService:
 
         A cursor continues after the last row it names, in the order of the data version it
         was made under (`search.planner`).
+
+        `behind` is called when the page is of a data version older than the store's (the
+        index of the newest one was not made in time: `IndexKeeper.find`).
         """
         namespace = await self.repo.cache_namespace()
         version = int(namespace.rpartition(".")[2] or 0)
@@ -84,6 +92,9 @@ class SearchService:
             query = dataclasses.replace(query, offset=walk.delivered)
         offset = query.offset
         for engine in await plan(self.indexes, self.sql, self.repo, namespace, walk):
+            stale = isinstance(engine, IndexEngine) and engine.index.version < version
+            if behind is not None and walk is None and stale:
+                behind()
             if encoded and isinstance(engine, IndexEngine):
                 fast = engine.encoded(query, walk)
                 if fast is not None:
