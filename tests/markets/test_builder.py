@@ -330,6 +330,35 @@ async def test_unknown_zip_takes_the_most_common_place_of_its_records(db: Databa
     assert await history(db, "99999") == []
 
 
+async def test_a_load_names_its_zips_from_the_stored_package_answers(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a rebuild, `compute_zips` reads the zipcodes package's answers from the store
+    (the package is not asked); a ZIP the package does not know still follows its records."""
+    await store(db, [
+        prop("a", "offMarket", [], zip_code="10001", city="Manhattan", state="NY"),
+        prop("b", "offMarket", [], zip_code="99999", city="Springfield", state="IL"),
+    ])  # fmt: skip
+    await rebuild(db, D)
+    await store(db, [
+        prop("c", "offMarket", [], zip_code="99999", city="Shelbyville", state="IL"),
+        prop("d", "offMarket", [], zip_code="99999", city="Shelbyville", state="IL"),
+    ])  # fmt: skip
+
+    def unasked(codes: object) -> dict[str, tuple[str, str]]:
+        raise AssertionError(f"the zipcodes package was asked about {codes}")
+
+    monkeypatch.setattr(builder, "zip_places", unasked)
+    part = await builder.compute_zips(db, ["10001", "99999"], D)
+    assert [row[:3] for row in part.snapshots] == [
+        ("10001", "New York", "NY"), ("99999", "Shelbyville", "IL"),
+    ]  # fmt: skip
+    assert part.places == []
+    monkeypatch.undo()
+    full = await builder.compute(db, D)
+    assert (part.snapshots, part.history) == (full.snapshots, full.history)
+
+
 def test_most_common_places_counts_by_city_key_and_breaks_ties_alphabetically() -> None:
     rows = [
         ("99999", "Springfield", "IL", 1), ("99999", "SPRINGFIELD", "IL", 1),
@@ -642,10 +671,11 @@ async def test_matches_a_plain_reading_of_the_definitions(db: Database, seed: in
 
 async def test_some_zip_codes_alone_give_the_full_rebuild_rows_of_those(db: Database) -> None:
     """`compute_zips` of a few ZIP codes: exactly their rows of a full pass; a ZIP without
-    records gets none, and `replace_zips` leaves the other ZIP codes' rows alone."""
+    records gets none, and `replace_zips` leaves the other ZIP codes' rows alone. After a
+    rebuild, the zipcodes package's answers come from the store (none asked again)."""
     items = list(synthetic.generate(400, 11, D))
     assert not (await load(db, items, origin="synthetic", as_of=D)).rejects
-    snapshots, history = await builder.compute(db, D)
+    snapshots, history, places = await builder.compute(db, D)
     codes = sorted({row[0] for row in snapshots})
     assert len(codes) > 2
     some = [codes[0], codes[-1], "00000"]
@@ -653,8 +683,12 @@ async def test_some_zip_codes_alone_give_the_full_rebuild_rows_of_those(db: Data
     assert part == (
         [row for row in snapshots if row[0] in some],
         [row for row in history if row[0] in some],
+        [row for row in places if row[0] in some],
     )
     await rebuild(db, D)
+    stored = await db.fetch_all("SELECT zip_code, city, state FROM zip_places ORDER BY zip_code")
+    assert [tuple(row) for row in stored] == places
+    assert await builder.compute_zips(db, some, D) == (part.snapshots, part.history, [])
     before = await db.fetch_all("SELECT * FROM market_snapshots ORDER BY zip_code")
     async with db.transaction():
         assert await builder.replace_zips(db, some, part) == 2

@@ -12,6 +12,7 @@ import datetime as dt
 import hashlib
 import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -21,7 +22,6 @@ from propdata.kit import geography
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database
 from propdata.kit.geography import US_STATES
-from propdata.kit.metrics import INGESTED
 from propdata.properties import lifecycle
 from propdata.properties.repository import (
     PropertyRepository,
@@ -386,8 +386,7 @@ async def load(
                 "rejected": len(report.rejects),
             })  # fmt: skip
     # Counted once committed: a load that fails stores nothing and counts nothing.
-    INGESTED.labels("accepted").inc(report.loaded + report.unchanged)
-    INGESTED.labels("rejected").inc(len(report.rejects))
+    _count(report)
     if report.changed and report.loaded + report.removed >= ANALYZE_SHARE * held:
         await repo.optimize()
         report.analyzed = True
@@ -482,3 +481,13 @@ async def _update_reason(
     except lifecycle.TransitionError as exc:
         return str(exc)
     return None
+
+
+def _count(report: LoadReport) -> None:
+    """Count a committed load's records in `/metrics`, in a process that exposes them: one
+    that imported kit.metrics (a server, the tests' apps). A command's counts would go to no
+    scrape, so it starts without prometheus_client."""
+    metrics = sys.modules.get("propdata.kit.metrics")
+    if metrics is not None:
+        metrics.INGESTED.labels("accepted").inc(report.loaded + report.unchanged)
+        metrics.INGESTED.labels("rejected").inc(len(report.rejects))

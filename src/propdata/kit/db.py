@@ -23,9 +23,10 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import asyncpg
+if TYPE_CHECKING:
+    import asyncpg
 
 Row = tuple[Any, ...]
 T = TypeVar("T")
@@ -44,12 +45,6 @@ class StoreRejected(ValueError):
     """The store refused a value it was given (PostgreSQL: a NUL byte, text it cannot
     encode, a number out of range); the API answers 400, never 500. The request guard
     refuses such values first; this is the backstop."""
-
-
-_PG_REJECTED: tuple[type[BaseException], ...] = (
-    asyncpg.exceptions.DataError,
-    UnicodeEncodeError,
-)
 
 
 class Database(Protocol):
@@ -333,16 +328,21 @@ def _unavailable(exc: sqlite3.OperationalError) -> Exception:
     return exc
 
 
-_PG_UNREACHABLE: tuple[type[BaseException], ...] = (
-    OSError,
-    asyncio.TimeoutError,
-    asyncpg.exceptions.ConnectionDoesNotExistError,
-    asyncpg.exceptions.CannotConnectNowError,
-    asyncpg.exceptions.ConnectionFailureError,
-    asyncpg.exceptions.InterfaceError,
-    asyncpg.exceptions.AdminShutdownError,
-    asyncpg.exceptions.TooManyConnectionsError,
-)
+def _pg_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """What asyncpg raises when PostgreSQL cannot be reached, and when it refuses a value."""
+    import asyncpg  # PostgreSQL stores only: a command on a SQLite store starts without it
+
+    unreachable = (
+        OSError,
+        asyncio.TimeoutError,
+        asyncpg.exceptions.ConnectionDoesNotExistError,
+        asyncpg.exceptions.CannotConnectNowError,
+        asyncpg.exceptions.ConnectionFailureError,
+        asyncpg.exceptions.InterfaceError,
+        asyncpg.exceptions.AdminShutdownError,
+        asyncpg.exceptions.TooManyConnectionsError,
+    )
+    return unreachable, (asyncpg.exceptions.DataError, UnicodeEncodeError)
 
 
 BULK_TIMEOUT = 3_600.0
@@ -384,6 +384,7 @@ class PostgresDatabase:
         self._min, self._max = min_size, max_size
         self._acquire_timeout = acquire_timeout
         self._pool: asyncpg.Pool | None = None
+        self._unreachable, self._rejected = _pg_errors()
         self._tx: contextvars.ContextVar[asyncpg.Connection | None] = contextvars.ContextVar(
             "propdata_pg_tx", default=None
         )
@@ -394,6 +395,8 @@ class PostgresDatabase:
         migrates when it first reaches it)."""
 
     async def open(self) -> PostgresDatabase:
+        import asyncpg  # loaded by _pg_errors already (see there)
+
         async with self._opening:
             if self._pool is not None:
                 return self
@@ -402,7 +405,7 @@ class PostgresDatabase:
                     self.url, min_size=self._min, max_size=self._max, timeout=5,
                     command_timeout=60, statement_cache_size=512, reset=_keep_session,
                 )  # fmt: skip
-            except _PG_UNREACHABLE as exc:
+            except self._unreachable as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
             self._pool = pool
             hook, self.on_open = self.on_open, None
@@ -426,7 +429,7 @@ class PostgresDatabase:
         if bound is not None:
             try:
                 yield bound
-            except _PG_REJECTED as exc:
+            except self._rejected as exc:
                 raise StoreRejected(f"PostgreSQL refused a value: {exc}") from exc
             return
         if self._pool is None:
@@ -443,13 +446,13 @@ class PostgresDatabase:
                     f" {self._acquire_timeout:g} s"
                 ) from exc
             raise StoreUnavailable(f"PostgreSQL unreachable: {exc!r}") from exc
-        except _PG_UNREACHABLE as exc:
+        except self._unreachable as exc:
             raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
         try:
             yield conn
-        except _PG_UNREACHABLE as exc:
+        except self._unreachable as exc:
             raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
-        except _PG_REJECTED as exc:
+        except self._rejected as exc:
             raise StoreRejected(f"PostgreSQL refused a value: {exc}") from exc
         finally:
             await pool.release(conn)
@@ -460,7 +463,7 @@ class PostgresDatabase:
         async with self._connection() as conn:
             try:
                 rows = await conn.fetch(self._q(sql), *params)
-            except _PG_UNREACHABLE as exc:
+            except self._unreachable as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
         return [tuple(row) for row in rows]
 
@@ -470,7 +473,7 @@ class PostgresDatabase:
         async with self._connection() as conn:
             try:
                 row = await conn.fetchrow(self._q(sql), *params)
-            except _PG_UNREACHABLE as exc:
+            except self._unreachable as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
         return tuple(row) if row is not None else None
 
@@ -478,7 +481,7 @@ class PostgresDatabase:
         async with self._connection() as conn:
             try:
                 status = await conn.execute(self._q(sql), *params)
-            except _PG_UNREACHABLE as exc:
+            except self._unreachable as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
         last = status.rsplit(" ", 1)[-1]
         return int(last) if last.isdigit() else 0
@@ -490,7 +493,7 @@ class PostgresDatabase:
         async with self._connection() as conn:
             try:
                 await conn.executemany(self._q(sql), batch, timeout=BULK_TIMEOUT)
-            except _PG_UNREACHABLE as exc:
+            except self._unreachable as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
 
     async def copy_into(
@@ -503,7 +506,7 @@ class PostgresDatabase:
                 await conn.copy_records_to_table(
                     table, records=rows, columns=list(columns), timeout=BULK_TIMEOUT
                 )
-            except _PG_UNREACHABLE as exc:
+            except self._unreachable as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
 
     def limit_page_cache(self, kib: int) -> None:
@@ -524,7 +527,7 @@ class PostgresDatabase:
             try:
                 async with conn.transaction():
                     yield
-            except _PG_UNREACHABLE as exc:
+            except self._unreachable as exc:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
             finally:
                 self._tx.reset(token)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NamedTuple
 
 from propdata.kit import memory
 from propdata.kit.addresses import city_key
@@ -81,8 +81,14 @@ async def rebuild(
     )  # fmt: skip
 
 
-MarketRows = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]
-"""What a rebuild stores: the snapshot rows and the history rows."""
+class MarketRows(NamedTuple):
+    """What a rebuild stores."""
+
+    snapshots: list[tuple[Any, ...]]
+    history: list[tuple[Any, ...]]
+    places: list[tuple[str, str | None, str | None]]
+    """The zipcodes package's (zip_code, city, state) of the ZIPs it was asked about (city
+    and state None when it does not know one), for the store's `zip_places`."""
 
 
 async def compute(
@@ -116,10 +122,11 @@ def compute_in_child(sender: Connection, store: str, as_of: dt.date) -> None:
 async def write(db: Database, rows: MarketRows) -> int:
     """Replace the stored statistics with `rows` and bump the data version; inside a
     transaction (the other half of `rebuild`). Returns the number of ZIP codes."""
-    snapshots, history = rows
-    await MarketStatsWriter(db).replace(snapshots, history)
+    stats = MarketStatsWriter(db)
+    await stats.replace(rows.snapshots, rows.history)
+    await stats.replace_zip_places(rows.places)
     await PropertyRepository(db).bump_data_version()
-    return len(snapshots)
+    return len(rows.snapshots)
 
 
 # -- the calendar of one rebuild -----------------------------------------------------------
@@ -210,23 +217,29 @@ class Zip:
 
 async def _compute(
     stats: MarketStatsWriter, calendar: Calendar, progress: Callable[[int], None] | None
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """One full pass over the records: the snapshot rows and history rows to store."""
+) -> MarketRows:
+    """One full pass over the records: the rows to store (every ZIP asked of the package)."""
     with memory.no_cycle_collection():
         zips = await _fold(stats, calendar, progress)
-        return await _rows(stats, zips, calendar)
+        return await _rows(stats, zips, calendar, {})
 
 
-async def _rows(stats: MarketStatsWriter, zips: dict[str, Zip], calendar: Calendar) -> MarketRows:
-    """The snapshot and history rows of folded ZIPs, in ZIP order."""
-    places = await _places(stats, sorted(zips))
+async def _rows(
+    stats: MarketStatsWriter,
+    zips: dict[str, Zip],
+    calendar: Calendar,
+    known: dict[str, tuple[str, str] | None],
+) -> MarketRows:
+    """The rows of folded ZIPs, in ZIP order; `known`: the zipcodes package's answers
+    already stored (`zip_places`), the other ZIPs are asked of it."""
+    places, asked = await _places(stats, sorted(zips), known)
     snapshots: list[tuple[Any, ...]] = []
     history: list[tuple[Any, ...]] = []
     for zip_code in sorted(zips):
         city, state = places[zip_code]
         snapshots.append(_snapshot_row(zip_code, city, state, zips[zip_code], calendar))
         history.extend(_history_rows(zip_code, zips[zip_code], calendar))
-    return snapshots, history
+    return MarketRows(snapshots, history, asked)
 
 
 async def _fold(
@@ -282,23 +295,25 @@ async def compute_zips(db: Database, zip_codes: Iterable[str], as_of: dt.date) -
     stats = MarketStatsWriter(db)
     calendar = Calendar.of(as_of)
     zips: dict[str, Zip] = {}
+    wanted = sorted(set(zip_codes))
     with memory.no_cycle_collection():
-        records = await stats.properties_in(_PROPERTY_FIELDS, sorted(set(zip_codes)))
+        records = await stats.properties_in(_PROPERTY_FIELDS, wanted)
         for at in range(0, len(records), PAGE):
             page = records[at : at + PAGE]
             owners = _fold_properties(zips, page, calendar)
             ids = [row[0] for row in page]
             _replay(await stats.events_of(_EVENT_FIELDS, ids, calendar.as_of), owners, calendar)
-        return await _rows(stats, zips, calendar)
+        return await _rows(stats, zips, calendar, await stats.zip_places(wanted))
 
 
 async def replace_zips(db: Database, zip_codes: Iterable[str], rows: MarketRows) -> int:
     """Replace the statistics of the given ZIP codes with `rows` (of `compute_zips`); inside
     a transaction, which the caller also bumps the data version in. Returns the number of
     ZIP codes with statistics."""
-    snapshots, history = rows
-    await MarketStatsWriter(db).replace_zips(sorted(set(zip_codes)), snapshots, history)
-    return len(snapshots)
+    stats = MarketStatsWriter(db)
+    await stats.replace_zips(sorted(set(zip_codes)), rows.snapshots, rows.history)
+    await stats.add_zip_places(rows.places)
+    return len(rows.snapshots)
 
 
 async def stored_as_of(db: Database) -> set[str]:
@@ -401,13 +416,23 @@ def _days(start: str, end: str) -> int:
     return (dt.date.fromisoformat(end) - dt.date.fromisoformat(start)).days
 
 
-async def _places(stats: MarketStatsWriter, zip_codes: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """(city, state) of each ZIP: the zipcodes package's, else the records' most common."""
-    places = zip_places(zip_codes)
+async def _places(
+    stats: MarketStatsWriter, zip_codes: Sequence[str], known: dict[str, tuple[str, str] | None]
+) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str | None, str | None]]]:
+    """(city, state) of each ZIP: the zipcodes package's, else the records' most common.
+
+    The package's answer is taken from `known` (stored by an earlier rebuild or load) when
+    there, else asked of the package, whose first question loads its whole table (most of a
+    second). Returns the places and the package's answers to the questions asked.
+    """
+    asked = [code for code in zip_codes if code not in known]
+    found = zip_places(asked) if asked else {}
+    places = {code: place for code in zip_codes if (place := known.get(code)) is not None}
+    places.update(found)
     unknown = [code for code in zip_codes if code not in places]
     if unknown:
         places.update(most_common_places(await stats.place_counts(unknown)))
-    return places
+    return places, [(code, *found.get(code, (None, None))) for code in asked]
 
 
 def most_common_places(rows: Iterable[PlaceCount]) -> dict[str, tuple[str, str]]:

@@ -113,6 +113,10 @@ HISTORY_INSERT = (
     " active_listings, sold_count, median_days_on_market, average_price_per_sqft)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
+ZIP_PLACES_INSERT = (
+    "INSERT INTO zip_places (zip_code, city, state) VALUES (?, ?, ?)"
+    " ON CONFLICT (zip_code) DO NOTHING"
+)
 _IN_LIST = 500
 """ZIP codes per IN (...) list: far below SQLite's and PostgreSQL's parameter limits."""
 
@@ -205,6 +209,32 @@ class MarketStatsWriter:
         await self.db.execute("DELETE FROM market_history")
         await self.db.executemany(SNAPSHOT_INSERT, snapshots)
         await self.db.executemany(HISTORY_INSERT, history)
+
+    async def zip_places(self, zip_codes: Sequence[str]) -> dict[str, tuple[str, str] | None]:
+        """The stored answers of the zipcodes package for the given ZIP codes: (city, state),
+        or None for a ZIP the package does not know; ZIPs never looked up are absent."""
+        found: dict[str, tuple[str, str] | None] = {}
+        for at in range(0, len(zip_codes), _IN_LIST):
+            chunk = list(zip_codes[at : at + _IN_LIST])
+            rows = await self.db.fetch_all(
+                "SELECT zip_code, city, state FROM zip_places"
+                f" WHERE zip_code IN ({', '.join('?' for _ in chunk)})",
+                chunk,
+            )
+            for zip_code, city, state in rows:
+                found[zip_code] = None if city is None else (city, state)
+        return found
+
+    async def replace_zip_places(self, places: Sequence[Sequence[Any]]) -> None:
+        """Swap every stored answer of the zipcodes package for `places` (zip_code, city,
+        state); inside a transaction."""
+        await self.db.execute("DELETE FROM zip_places")
+        await self.add_zip_places(places)
+
+    async def add_zip_places(self, places: Sequence[Sequence[Any]]) -> None:
+        """Store the package's answers for ZIP codes it was asked about (zip_code, city,
+        state); a ZIP already stored keeps its row."""
+        await self.db.executemany(ZIP_PLACES_INSERT, places)
 
     async def properties_in(self, columns: Sequence[str], zip_codes: Sequence[str]) -> list[Row]:
         """`columns` (id first) of every property of the given ZIP codes, in descending id

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from propdata.kit.addresses import city_key
 from propdata.kit.db import Database
+from propdata.kit.geography import zip_places
 from propdata.kit.steps import Step, upgrade
 from propdata.plans import PLANS
 
@@ -760,6 +761,30 @@ async def _model_tables(db: Database) -> None:
         await db.execute(statement)
 
 
+ZIP_PLACES_TABLE = """
+    CREATE TABLE IF NOT EXISTS zip_places (
+        zip_code TEXT PRIMARY KEY,
+        city TEXT,
+        state TEXT
+    )"""
+"""Step 12's table: the zipcodes package's primary city and state of each ZIP code with
+records (NULL for a ZIP the package does not know), as the market statistics name the ZIP
+(markets.builder). Every full rebuild rewrites it; a load reads its ZIP codes here, so a
+command need not load the package's whole table (most of a second) for a few ZIPs. Not
+among TABLES: `data copy` leaves it behind, and the copy's loads ask the package again."""
+
+
+async def _zip_places(db: Database) -> None:
+    await db.execute(ddl(ZIP_PLACES_TABLE, db.dialect))
+    codes = [str(row[0]) for row in await db.fetch_all("SELECT DISTINCT zip_code FROM properties")]
+    found = zip_places(codes) if codes else {}
+    await db.executemany(
+        "INSERT INTO zip_places (zip_code, city, state) VALUES (?, ?, ?)"
+        " ON CONFLICT (zip_code) DO NOTHING",
+        [(code, *found.get(code, (None, None))) for code in codes],
+    )
+
+
 DATA, ACCOUNTS = "data", "accounts"
 
 STEPS: list[tuple[str, Step[Apply]]] = [
@@ -784,6 +809,8 @@ STEPS: list[tuple[str, Step[Apply]]] = [
                 _change_images)),
     (ACCOUNTS, Step(10, "saved searches and the events' daily counts", _saved_searches)),
     (ACCOUNTS, Step(11, "webhook endpoints and deliveries", _webhook_tables)),
+    (DATA, Step(12, "the zipcodes package's city and state of each ZIP code with records",
+                _zip_places)),
 ]  # fmt: skip
 """Every schema step of both stores, in the order they were written."""
 
