@@ -449,10 +449,11 @@ def rows(result: EventsRun) -> list[Any]:
     if m is not None:
         out.append(Row(
             f"12. events: {m.records:,} changed records against {m.searches:,} saved searches",
-            "embedded", result=f"median {m.median:.2f} s of {len(m.times)} runs (fastest"
-            f" {min(m.times):.2f} s), {m.matching_s:.2f} s of it matching, the rest making"
-            f" {m.events:,} events; {OWNERS} owners, a third radius",
-            target=f"≤ {TARGET_MATCH_S:g} s", met=m.median <= TARGET_MATCH_S,
+            "embedded", result=f"matching {m.matching_s:.2f} s; the producer's whole pass"
+            f" (matching, then making the {m.events:,} events it found) median {m.median:.2f} s"
+            f" of {len(m.times)} runs (fastest {min(m.times):.2f} s); {OWNERS} owners, a third"
+            " radius",
+            target=f"matching ≤ {TARGET_MATCH_S:g} s", met=m.matching_s <= TARGET_MATCH_S,
         ))  # fmt: skip
     lag = result.lag
     if lag is not None:
