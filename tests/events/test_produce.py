@@ -25,7 +25,7 @@ from propdata.events.repository import (
 from propdata.ingest import pipeline
 from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate, migrate_accounts
-from propdata.properties.schemas import PropertyDetail
+from propdata.properties.schemas import PropertyDetail, TaxRecord
 from tests.conftest import FakeClock, Store, drop_store, new_store
 from tests.factories import AS_OF, event, record
 
@@ -181,6 +181,29 @@ async def test_any_other_served_field_is_updated(stores: Stores) -> None:
     assert "bedroomsTotal" in new[0]["data"]["changes"]
     assert new[0]["data"]["previous"]["bedroomsTotal"] == 3
     assert new[0]["data"]["property"]["bedroomsTotal"] == 4
+
+
+async def test_a_tax_history_change_alone_is_updated_and_rides_along_otherwise(
+    stores: Stores,
+) -> None:
+    """The tax history is a served field held apart from the row (its own images): a new
+    tax year alone is `property.updated` naming `taxHistory`; a price cut that leaves the
+    taxes as they were does not name them."""
+    await stores.watch("ames", {"city": "Ames"})
+    start = await loaded(stores, ames("p-1"))
+    taxes = [TaxRecord(year=2026, tax_paid=3_300, assessed_value=220_000),
+             TaxRecord(year=2025, tax_paid=3_100, assessed_value=210_000)]  # fmt: skip
+    await stores.load([ames("p-1", tax_history=taxes)])
+    await stores.produce()
+    await stores.load([ames("p-1", tax_history=taxes, list_price=240_000)])
+    await stores.produce()
+    new = (await stores.events())[start:]
+    assert kinds(new) == ["property.updated", "property.priceChanged"]
+    assert new[0]["data"]["changes"] == ["taxHistory"]
+    assert new[0]["data"]["previous"]["taxHistory"] == [
+        {"year": 2025, "taxPaid": 3_100, "assessedValue": 210_000}
+    ]
+    assert "taxHistory" not in new[1]["data"]["changes"]
 
 
 async def test_derived_fields_and_days_on_market_growth_alone_produce_nothing(

@@ -51,6 +51,7 @@ from propdata.markets.repository import SnapshotRow
 from propdata.markets.service import market_of
 from propdata.plans import Plan
 from propdata.properties.repository import PropertyRow
+from propdata.properties.schemas import TaxRecord
 from propdata.properties.service import record_of
 from propdata.search.filters import SearchFilters
 from propdata.search.items import search_item
@@ -139,6 +140,9 @@ class Facts:
             return cls(item, {}, [], ["property.listed"] if listed else [])
         old, new = _record(before), _record(after)
         changes = [name for name in new if name != "id" and old.get(name) != new[name]]
+        if TAXES in before:  # its own images: only when it changed (`collapse`)
+            old["taxHistory"], new["taxHistory"] = _taxes(before[TAXES]), _taxes(after[TAXES])
+            changes.append("taxHistory")
         types: list[str] = []
         if "status" in changes and new["status"] in LISTED:
             types.append("property.listed")
@@ -156,6 +160,14 @@ class Facts:
 def _record(row: dict[str, Any]) -> dict[str, Any]:
     wire: dict[str, Any] = msgspec.to_builtins(record_of(_row(row)))
     return {k: v for k, v in wire.items() if k not in ("priceHistory", "taxHistory")}
+
+
+def _taxes(stored: list[list[Any]]) -> list[dict[str, Any]]:
+    """A stored tax history ([year, taxPaid, assessedValue] newest first) as the API shows it."""
+    shown: list[dict[str, Any]] = msgspec.to_builtins(
+        [TaxRecord(year=y, tax_paid=paid, assessed_value=value) for y, paid, value in stored]
+    )
+    return shown
 
 
 def _row(row: dict[str, Any]) -> PropertyRow:
@@ -180,18 +192,43 @@ def _grew(old: int | None, new: int | None) -> bool:
     return old is not None and new is not None and new > old
 
 
+_UNSEEN: Any = object()
+TAXES = "tax_history"
+"""The one column of a tax history's image (schema step 13): `{"tax_history": [...]}`."""
+
+
 def collapse(images: Sequence[ImageRow]) -> list[Change]:
     """One change per key, in the order keys first changed: the first before, the last after;
-    a change that ends where it began (a row deleted and written back the same) is none."""
+    a change that ends where it began (a row deleted and written back the same) is none.
+
+    A property's tax history comes in images of its own (its histories row deleted, then
+    written again, around the row's update): its first before and last after join the row's
+    images under `tax_history`, so a change of the taxes alone is a change (and one of a
+    record that was created or removed is part of that)."""
     found: dict[str, Change] = {}
+    taxes: dict[str, list[Any]] = {}
     for image in images:
         before = json.loads(image.before) if image.before is not None else None
         after = json.loads(image.after) if image.after is not None else None
+        shown = before if before is not None else after
+        if shown is not None and len(shown) == 1 and TAXES in shown:
+            held_taxes = taxes.setdefault(image.key, [_UNSEEN, _UNSEEN])
+            if held_taxes[0] is _UNSEEN:
+                held_taxes[0] = None if before is None else before[TAXES]
+            held_taxes[1] = None if after is None else after[TAXES]
+            continue
         held = found.get(image.key)
         if held is None:
             found[image.key] = Change(image.key, before, after)
         else:
             held.after = after
+    for key, (was, now) in taxes.items():
+        change = found.get(key)
+        if change is None or change.before is None or change.after is None:
+            continue  # taxes alone (the row unchanged), or a record made or removed
+        if was is not _UNSEEN and now is not _UNSEEN and was != now:
+            change.before = {**change.before, TAXES: was}
+            change.after = {**change.after, TAXES: now}
     return [c for c in found.values() if c.before != c.after]
 
 

@@ -785,6 +785,58 @@ async def _zip_places(db: Database) -> None:
     )
 
 
+def _tax_images_sqlite() -> list[str]:
+    insert = "INSERT INTO property_images (property_id, before, after)"
+    taxes = "json_object('tax_history', json({0}.tax_history))"
+    return [
+        f"""CREATE TRIGGER IF NOT EXISTS property_images_taxes_gone AFTER DELETE
+            ON property_histories WHEN {_WATCHING} BEGIN
+            {insert} VALUES (OLD.property_id, {taxes.format("OLD")}, NULL); END""",
+        f"""CREATE TRIGGER IF NOT EXISTS property_images_taxes_made AFTER INSERT
+            ON property_histories WHEN {_WATCHING} BEGIN
+            {insert} VALUES (NEW.property_id, NULL, {taxes.format("NEW")}); END""",
+    ]
+
+
+def _tax_images_postgres() -> list[str]:
+    insert = "INSERT INTO property_images (property_id, before, after)"
+    taxes = "json_build_object('tax_history', {0}.tax_history::json)::text"
+    return [
+        f"""CREATE OR REPLACE FUNCTION propdata_property_images_taxes() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NOT COALESCE({_WATCHING}, false) THEN
+            RETURN NULL;
+        END IF;
+        IF TG_OP = 'INSERT' THEN
+            IF EXISTS (SELECT 1 FROM made) THEN
+                LOCK TABLE property_images IN SHARE ROW EXCLUSIVE MODE;
+                {insert} SELECT n.property_id, NULL, {taxes.format("n")} FROM made n;
+            END IF;
+        ELSIF EXISTS (SELECT 1 FROM gone) THEN
+            LOCK TABLE property_images IN SHARE ROW EXCLUSIVE MODE;
+            {insert} SELECT o.property_id, {taxes.format("o")}, NULL FROM gone o;
+        END IF;
+        RETURN NULL;
+    END $$""",
+        """CREATE OR REPLACE TRIGGER property_images_taxes_made AFTER INSERT
+        ON property_histories REFERENCING NEW TABLE AS made FOR EACH STATEMENT
+        EXECUTE FUNCTION propdata_property_images_taxes()""",
+        """CREATE OR REPLACE TRIGGER property_images_taxes_gone AFTER DELETE
+        ON property_histories REFERENCING OLD TABLE AS gone FOR EACH STATEMENT
+        EXECUTE FUNCTION propdata_property_images_taxes()""",
+    ]
+
+
+async def _tax_images(db: Database) -> None:
+    """Images of a property's tax history (`property.updated` when it alone changed): a
+    load replaces a property's histories row (delete, then insert), so the producer gets
+    the tax history before from the deletion's image and after from the insertion's, as
+    `{"tax_history": [...]}`, beside the row's own images (`events.produce.collapse`)."""
+    for statement in _tax_images_postgres() if db.dialect == "postgresql" else _tax_images_sqlite():
+        await db.execute(statement)
+
+
 DATA, ACCOUNTS = "data", "accounts"
 
 STEPS: list[tuple[str, Step[Apply]]] = [
@@ -811,6 +863,7 @@ STEPS: list[tuple[str, Step[Apply]]] = [
     (ACCOUNTS, Step(11, "webhook endpoints and deliveries", _webhook_tables)),
     (DATA, Step(12, "the zipcodes package's city and state of each ZIP code with records",
                 _zip_places)),
+    (DATA, Step(13, "change images of a property's tax history", _tax_images)),
 ]  # fmt: skip
 """Every schema step of both stores, in the order they were written."""
 
