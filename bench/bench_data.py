@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import json
+import os
 import random
 import resource
 import shutil
@@ -260,6 +261,17 @@ def checkpoint(path: Path) -> None:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
+
+
+def copy_store(source: Path, target: Path) -> Path:
+    """A copy of a (checkpointed) store file, written to disk before it is used: a copy
+    left in the page cache is flushed by the kernel while the next step runs, and the first
+    checkpoint's fsync then waits for gigabytes (a one-record import of a fresh copy of the
+    1,000,000-property store took 4.9 s, 0.05 s of it the load)."""
+    shutil.copyfile(source, target)
+    with target.open("rb+") as copied:
+        os.fsync(copied.fileno())
+    return target
 
 
 async def create_key(url: str) -> str:

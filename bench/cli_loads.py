@@ -201,8 +201,7 @@ def _copy(base: Path, target: Path) -> Path:
     """A copy of the checkpointed store (the search index is not needed by a load)."""
     for stale in target.parent.glob(target.name + "*"):
         stale.unlink()
-    shutil.copyfile(base, target)
-    return target
+    return bench_data.copy_store(base, target)
 
 
 def sizes_of(args: Any) -> tuple[int, ...]:

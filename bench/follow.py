@@ -105,8 +105,7 @@ def scratch_store(base: Path, folder: Path) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     bench_data.checkpoint(base)
-    target = folder / "propdata.db"
-    shutil.copyfile(base, target)
+    target = bench_data.copy_store(base, folder / "propdata.db")
     index = base.parent / "propdata-index"
     if index.is_dir():
         shutil.copytree(index, folder / "propdata-index")

@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import datetime as dt
 import json
-import shutil
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_data
 from bench_data import code_version
 
 from propdata.ingest import pipeline, synthetic
@@ -133,8 +133,7 @@ def main() -> None:
                     if args.postgres:
                         url = base
                     else:
-                        url = str(root / "copy.db")
-                        shutil.copyfile(base, url)
+                        url = str(bench_data.copy_store(Path(base), root / "copy.db"))
                     result = asyncio.run(measure(url, path, mode))
                     print(json.dumps({"store": store, "properties": args.properties,
                                       "records": size, **result}))  # fmt: skip
