@@ -9,11 +9,16 @@ API's parameter checks read it here; nothing else calls `zipcodes` or `addfips`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import msgspec
 
 US_STATES = frozenset(
     {
@@ -120,25 +125,37 @@ def city_zips(city: str, state: str) -> tuple[ZipCode, ...]:
     )
 
 
-ONE_BY_ONE = 64
-"""Up to this many ZIP codes, `zip_places` asks the package one at a time (a scan of its
-table each, up to ~10 ms); above, it reads the whole table once (~0.6 s, then kept)."""
-
-
 def zip_places(codes: Iterable[str]) -> dict[str, tuple[str, str]]:
     """(primary city, state) of each ZIP code the package knows, of any kind; others absent."""
-    wanted = list(codes)
-    if len(wanted) > ONE_BY_ONE:
-        table = _all_places()
-        return {code: table[code] for code in wanted if code in table}
-    places: dict[str, tuple[str, str]] = {}
-    for code in wanted:
-        found = _zipcodes().matching(code)
-        if found:
-            places[code] = (str(found[0]["city"]), str(found[0]["state"]))
-    return places
+    table = _all_places()
+    return {code: table[code] for code in codes if code in table}
+
+
+def _places_file() -> Path:
+    """Where `_all_places` keeps the package's table: the user's cache folder, one file per
+    version of the package."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "propdata" / f"zip-places-{_zipcodes().__version__}.json"
 
 
 @functools.cache
 def _all_places() -> dict[str, tuple[str, str]]:
+    """Every ZIP code's (primary city, state), as the package has it. The package reads its
+    whole table at its first question of any kind (1-2 s: most of a one-record import), so
+    the answer is kept in a file made from it once per package version, read in about 20 ms;
+    without a writable cache folder, the package is asked each time."""
+    path = _places_file()
+    with contextlib.suppress(OSError, ValueError):
+        kept: dict[str, list[str]] = msgspec.json.decode(path.read_bytes())
+        return {code: (place[0], place[1]) for code, place in kept.items()}
+    table = _package_places()
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draft = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        draft.write_bytes(msgspec.json.encode(table))
+        os.replace(draft, path)  # whole or not at all, whichever process writes it
+    return table
+
+
+def _package_places() -> dict[str, tuple[str, str]]:
     return {str(z["zip_code"]): (str(z["city"]), str(z["state"])) for z in _zipcodes().list_all()}
