@@ -16,7 +16,8 @@ missing), with `propdata serve` (cache off) running on it:
    ROLLBACK) every 100 ms and records how long it waited: how long a commit holds it.
 2. **Search while following**: the make bench search mix with wrk, first on the server
    alone, then while the writer appends `--low-rate` records a second (200) to the file the
-   follower reads; p99 of both, side by side.
+   follower reads; p99 of both, side by side. Run before the sustained phase, so both search
+   runs meet the store as it came.
 
 `bench/run.py` runs the same (`measure`) and puts both in the make bench table (`rows`).
 """
@@ -287,10 +288,8 @@ def measure(base_store: Path, reqs: Any, args: Any, logs: Path) -> FollowRun:
     result = FollowRun(low_rate=args.follow_low_rate)
     env = {"PROPDATA_DATABASE_URL": str(db_path)}
     with harness.propdata_server("propdata-follow", env, 0, args, logs) as server:
-        result.sustained, result.follower_log = sustained(
-            db_path, server.base, key, folder, args.follow_rate, args.follow_seconds,
-            args.as_of, args.seed + 10,
-        )  # fmt: skip
+        # The search rows first, both on the store as it came: after the sustained phase it
+        # has that phase's WAL and a fold behind it, which would be measured instead.
         result.search_alone = harness.measure(server, reqs.search, args, key,
                                               "search mix, no follower")  # fmt: skip
         lines = new_lines(int(args.follow_low_rate * (args.duration + args.warmup + 30)),
@@ -315,6 +314,10 @@ def measure(base_store: Path, reqs: Any, args: Any, logs: Path) -> FollowRun:
             writer.stop.set()
             writer.join()
             stop_follower(follower)
+        result.sustained, result.follower_log = sustained(
+            db_path, server.base, key, folder, args.follow_rate, args.follow_seconds,
+            args.as_of, args.seed + 10,
+        )  # fmt: skip
     return result
 
 
