@@ -171,21 +171,7 @@ class MarketStatsWriter:
             " WHERE property_id >= ? AND property_id <= ? ORDER BY property_id DESC",
             (low_id, high_id),
         )
-        skip = _UNCOUNTED
-        if tuple(columns) == _USUAL:  # the builder's own order: no per-event re-pick
-            return [
-                (pid, date, event, price)
-                for pid, text in rows
-                for date, event, price, _ in reversed(unpack_events(text))
-                if date <= until and event not in skip
-            ]
-        at = [EVENT_COLUMNS.index(c) for c in columns]
-        return [
-            tuple((pid, seq, *e)[i] for i in at)
-            for pid, text in rows
-            for seq, e in reversed(list(enumerate(unpack_events(text))))
-            if e[0] <= until and e[1] not in skip
-        ]
+        return _events(rows, columns, until)
 
     async def place_counts(self, zip_codes: Sequence[str]) -> list[PlaceCount]:
         """How many records of the given ZIP codes name each (city, state)."""
@@ -260,21 +246,7 @@ class MarketStatsWriter:
                 chunk,
             )
         found.sort(key=lambda row: str(row[0]), reverse=True)
-        skip = _UNCOUNTED
-        if tuple(columns) == _USUAL:  # the builder's own order: no per-event re-pick
-            return [
-                (pid, date, event, price)
-                for pid, text in found
-                for date, event, price, _ in reversed(unpack_events(text))
-                if date <= until and event not in skip
-            ]
-        at_ = [EVENT_COLUMNS.index(c) for c in columns]
-        return [
-            tuple((pid, seq, *e)[i] for i in at_)
-            for pid, text in found
-            for seq, e in reversed(list(enumerate(unpack_events(text))))
-            if e[0] <= until and e[1] not in skip
-        ]
+        return _events(found, columns, until)
 
     async def replace_zips(
         self,
@@ -298,3 +270,23 @@ class MarketStatsWriter:
         """The distinct dates of the stored snapshots."""
         rows = await self.db.fetch_all("SELECT DISTINCT date FROM market_snapshots")
         return {str(row[0]) for row in rows}
+
+
+def _events(rows: Sequence[Row], columns: Sequence[str], until: str) -> list[tuple[Any, ...]]:
+    """The counted events up to `until` of (property_id, price_history) rows, as `columns`
+    of EVENT_COLUMNS, oldest first within a property (the rows' order kept)."""
+    skip = _UNCOUNTED
+    if tuple(columns) == _USUAL:  # the builder's own order: no per-event re-pick
+        return [
+            (pid, date, event, price)
+            for pid, text in rows
+            for date, event, price, _ in reversed(unpack_events(text))
+            if date <= until and event not in skip
+        ]
+    at = [EVENT_COLUMNS.index(c) for c in columns]
+    return [
+        tuple((pid, seq, *e)[i] for i in at)
+        for pid, text in rows
+        for seq, e in reversed(list(enumerate(unpack_events(text))))
+        if e[0] <= until and e[1] not in skip
+    ]
