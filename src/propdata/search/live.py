@@ -147,8 +147,8 @@ class LiveIndex:
     def plain(cls, base: SearchIndex) -> LiveIndex:
         """The base alone, as the version it was built from."""
         empty = IndexBuilder(base.namespace).finish()
-        return cls(base.namespace, base, empty, None, base.size, _NO_FLOATS, _NO_FLOATS, _NO_OBJECTS,
-                   base.feed, base.exact)  # fmt: skip
+        return cls(base.namespace, base, empty, None, base.size, _NO_FLOATS, _NO_FLOATS,
+                   _NO_OBJECTS, base.feed, base.exact)  # fmt: skip
 
     @property
     def size(self) -> int:
@@ -461,8 +461,9 @@ class Delta:
         """The change feed's entry at `feed` (`SearchIndex.mark`), kept by the keeper."""
         self._id_at: Floats = _NO_FLOATS
         self._updated_at: Floats = _NO_FLOATS
-        """Each delta row's `_places_of` and `_updated_insertions`, by position: a commit computes
-        them for its own rows only, so its cost follows its rows more than the delta's."""
+        """Each delta row's count of base ids below it and `_updated_insertions`, by position:
+        a commit computes them for its own rows only, so its cost follows its rows more than
+        the delta's."""
 
     @property
     def feed(self) -> int:
@@ -508,7 +509,7 @@ class Delta:
         id_at[old] = self._id_at[keep[order[old]]]
         updated_at[old] = self._updated_at[keep[order[old]]]
         fresh = np.flatnonzero(~old)
-        places = self._places_of(self.ids[fresh].tolist())
+        places = base.insertions(self.ids[fresh].tolist())[0]
         id_at[fresh] = places
         updated_at[fresh] = self._updated_insertions(index.updated[fresh], places)
         self._id_at, self._updated_at = id_at, updated_at
@@ -518,10 +519,6 @@ class Delta:
             updated_at - 0.5 + index.updated_rank / (2 * (size + 1)), items, feed,
         )  # fmt: skip
         return self.view
-
-    def _places_of(self, ids: Sequence[str]) -> Positions:
-        """How many base ids are below each of these (`SearchIndex.insertions`)."""
-        return self.base.insertions(ids)[0]
 
     def _updated_insertions(self, texts: npt.NDArray[np.bytes_], places: Positions) -> Floats:
         """How many base rows come before each of these rows in the lastUpdated order, by
