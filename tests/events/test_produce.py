@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from propdata.accounts.keys import CustomLimits, KeyCommandError, KeyService
+from propdata.accounts.repository import AccountRepository
+from propdata.accounts.schemas import Account
 from propdata.events.produce import KEEP_DAYS, produce, prune
 from propdata.events.repository import (
     EventRepository,
@@ -322,6 +325,54 @@ async def test_past_the_daily_cap_none_is_produced_and_the_next_says_how_many(
     await stores.load([ames("p-1", bedrooms_total=5)])
     await stores.produce(clock=clock)
     assert "dropped" not in (await stores.events())[-1]["data"]
+
+
+async def test_an_operator_s_own_cap_on_an_enterprise_key_bounds_its_owner_s_events(
+    stores: Stores,
+) -> None:
+    keys = KeyService(stores.accounts)
+    capped, _ = await keys.create("enterprise", None, CustomLimits(events_per_day=2))
+    owner = f"key:{capped.id}"
+    await stores.watch("ames", {"city": "Ames"}, owner=owner)
+    await stores.load([ames("p-1"), ames("p-2")])  # four events: two fit
+    assert await stores.produce() == 2
+    await keys.set_plan(capped.id, "enterprise", CustomLimits(events_per_day=10))
+    await stores.load([ames("p-1", bedrooms_total=4)])
+    assert await stores.produce() == 1
+    last = (await stores.events(owner))[-1]
+    assert last["type"] == "property.updated" and last["data"]["dropped"] == 2
+
+
+async def test_an_account_s_events_cap_is_the_largest_among_its_keys_on_its_plan(
+    stores: Stores,
+) -> None:
+    keys = KeyService(stores.accounts)
+    await AccountRepository(stores.accounts).insert(Account(
+        "acct-1", "ops@example.com", "x", "active", False, None, "2026-11-01T00:00:00Z"))  # fmt: skip
+
+    async def cap() -> int | None:
+        by_account, _ = await keys.owners_plans(["acct-1"], [])
+        return by_account["acct-1"].events_per_day
+
+    assert await cap() == 1_000  # no key: the Free plan's
+    pro, _ = await keys.create("pro", None, CustomLimits(), account_id="acct-1")
+    assert await cap() == 1_000_000
+    five, _ = await keys.create("enterprise", None, CustomLimits(events_per_day=5),
+                                account_id="acct-1")  # fmt: skip
+    await keys.create("enterprise", None, CustomLimits(events_per_day=50), account_id="acct-1")
+    assert await cap() == 50  # the Enterprise keys' largest, not the Pro key's
+    plain, _ = await keys.create("enterprise", None, CustomLimits(), account_id="acct-1")
+    assert await cap() is None  # an Enterprise key of the plan's own: unlimited
+    await keys.revoke(plain.id)
+    assert await cap() == 50
+    listed = {k.id: k.events_per_day for k in await keys.all()}
+    assert listed[five.id] == 5 and listed[pro.id] == 1_000_000 and listed[plain.id] is None
+    with pytest.raises(KeyCommandError, match="enterprise plan only"):
+        await keys.create("pro", None, CustomLimits(events_per_day=5))
+    with pytest.raises(KeyCommandError, match="--events-per-day must be at least 1"):
+        await keys.create("enterprise", None, CustomLimits(events_per_day=0))
+    await keys.set_plan(five.id, "pro", CustomLimits())  # the key's own cap goes with its plan
+    assert {k.id: k.events_per_day for k in await keys.all()}[five.id] == 1_000_000
 
 
 async def test_events_older_than_30_days_are_pruned_once_a_day(stores: Stores) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from propdata.accounts.repository import KeyRepository
-from propdata.accounts.schemas import ApiKey
+from propdata.accounts.schemas import ApiKey, Held
 from propdata.config import accounts_url
 from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
 from propdata.kit import crypto
@@ -28,10 +28,11 @@ class CustomLimits:
     daily: int | None = None
     default_page_size: int | None = None
     max_page_size: int | None = None
+    events_per_day: int | None = None
 
     def any(self) -> bool:
-        return any(v is not None for v in (self.per_minute, self.daily,
-                                           self.default_page_size, self.max_page_size))  # fmt: skip
+        return any(v is not None for v in (self.per_minute, self.daily, self.default_page_size,
+                                           self.max_page_size, self.events_per_day))  # fmt: skip
 
 
 def _iso(at: float) -> str:
@@ -95,7 +96,7 @@ class KeyService:
             await self.repo.insert(
                 key_id, name or key_id, crypto.display_prefix(secret), crypto.key_hash(secret),
                 plan, _iso(self.clock()), limits.per_minute, limits.daily, limits.default_page_size,
-                limits.max_page_size, account_id,
+                limits.max_page_size, limits.events_per_day, account_id,
             )  # fmt: skip
         key = await self.repo.by_id(key_id)
         assert key is not None
@@ -119,7 +120,8 @@ class KeyService:
             await self.repo.set_plan(key.id, plan)
             if limits.any():
                 await self.repo.set_limits(key.id, limits.per_minute, limits.daily,
-                                           limits.default_page_size, limits.max_page_size)  # fmt: skip
+                                           limits.default_page_size, limits.max_page_size,
+                                           limits.events_per_day)  # fmt: skip
         return await self.find(key.id)
 
     async def revoke(self, id_or_key: str) -> ApiKey:
@@ -141,8 +143,8 @@ class KeyService:
         (an account without an active key has the Free plan's limits)."""
         accounts, keys = await self.repo.plans_held(account_ids, key_ids)
         return (
-            {a: highest(accounts.get(a, {"free"})) for a in account_ids},
-            {k: BY_NAME[keys.get(k, "free")] for k in key_ids},
+            {a: owner_limits(accounts.get(a, ())) for a in account_ids},
+            {k: owner_limits([keys[k]] if k in keys else ()) for k in key_ids},
         )
 
     async def active_among(self, key_ids: Collection[str]) -> set[str]:
@@ -153,11 +155,27 @@ class KeyService:
 async def owner_plan(repo: KeyRepository, key: ApiKey) -> Plan:
     """The plan whose limits a key's owner has for saved searches, webhook endpoints and
     events: the highest among the active keys of the key's portal account (every key of the
-    account shares them), else the key's own."""
+    account shares them), else the key's own (`owner_limits`)."""
+    own = Held(key.plan, key.events_per_day)
     if key.account_id is None:
-        return BY_NAME[key.plan]
+        return owner_limits([own])
     accounts, _ = await repo.plans_held([key.account_id], [])
-    return highest({key.plan} | accounts.get(key.account_id, set()))
+    held = accounts.get(key.account_id, set())
+    return owner_limits(held if key.plan in {h.plan for h in held} else held | {own})
+
+
+def owner_limits(held: Iterable[Held]) -> Plan:
+    """An owner's limits from the active keys it holds: the highest plan among them (Free
+    when none), whose events cap is the largest in force among the keys on that plan (an
+    operator's own cap on an Enterprise key; one key without one leaves the owner unlimited).
+    """
+    held = list(held)
+    plan = highest(h.plan for h in held)
+    caps = [h.events_per_day for h in held if h.plan == plan.name]
+    if not caps:
+        return plan
+    cap = None if None in caps else max(c for c in caps if c is not None)
+    return plan if cap == plan.events_per_day else replace(plan, events_per_day=cap)
 
 
 @contextlib.asynccontextmanager
@@ -184,7 +202,7 @@ def _check_limits(plan: str, limits: CustomLimits) -> None:
     if limits.any() and not BY_NAME[plan].customisable:
         customisable = tuple(name for name in NAMES if BY_NAME[name].customisable)
         raise KeyCommandError(f"custom limits are for the {choice(customisable)} plan only")
-    for name in ("per_minute", "daily", "default_page_size", "max_page_size"):
+    for name in ("per_minute", "daily", "default_page_size", "max_page_size", "events_per_day"):
         value = getattr(limits, name)
         if value is not None and value < 1:
             raise KeyCommandError(f"--{name.replace('_', '-')} must be at least 1")

@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from propdata.accounts.schemas import Account, ApiKey, AuditEntry
+from propdata.accounts.schemas import Account, ApiKey, AuditEntry, Held
 from propdata.kit.db import Database
 
 _IN_FORCE = {
-    # A key's own (custom) limit when it has one, else its plan's. `daily` cannot COALESCE:
-    # a plan's null daily means unlimited, and so does an Enterprise key's own null.
+    # A key's own (custom) limit when it has one, else its plan's. `daily` and
+    # `events_per_day` cannot COALESCE: a plan's null means unlimited, and so does an
+    # Enterprise key's own null.
     "per_minute": "COALESCE(k.per_minute, p.per_minute)",
     "daily": "CASE WHEN k.daily IS NOT NULL THEN k.daily ELSE p.daily END",
     "default_page_size": "COALESCE(k.default_page_size, p.default_page_size)",
     "max_page_size": "COALESCE(k.max_page_size, p.max_page_size)",
+    "events_per_day": "CASE WHEN k.events_per_day IS NOT NULL THEN k.events_per_day"
+    " ELSE p.events_per_day END",
     # A disabled account's keys stop at once, as if revoked (portal.md).
     "status": "CASE WHEN a.status = 'disabled' THEN 'revoked' ELSE k.status END",
 }
@@ -53,26 +56,31 @@ class KeyRepository:
 
     async def plans_held(
         self, account_ids: Sequence[str], key_ids: Sequence[str]
-    ) -> tuple[dict[str, set[str]], dict[str, str]]:
-        """The plans of the active keys of each account, and the plan of each key."""
-        accounts: dict[str, set[str]] = {}
+    ) -> tuple[dict[str, set[Held]], dict[str, Held]]:
+        """The plans of the active keys of each account, and the plan of each key, each with
+        the events cap in force for the key (its own, else its plan's; None: unlimited)."""
+        cap = _IN_FORCE["events_per_day"]
+        accounts: dict[str, set[Held]] = {}
         for start in range(0, len(account_ids), 500):
             part = account_ids[start : start + 500]
             rows = await self.db.fetch_all(
-                f"SELECT DISTINCT k.account_id, k.plan FROM api_keys k JOIN accounts a"
-                f" ON a.id = k.account_id WHERE k.status = 'active' AND a.status = 'active'"
+                f"SELECT DISTINCT k.account_id, k.plan, {cap} FROM api_keys k"
+                f" JOIN plans p ON p.name = k.plan JOIN accounts a ON a.id = k.account_id"
+                f" WHERE k.status = 'active' AND a.status = 'active'"
                 f" AND k.account_id IN ({', '.join('?' for _ in part)})",
                 part,
             )
-            for account_id, plan in rows:
-                accounts.setdefault(str(account_id), set()).add(str(plan))
-        keys: dict[str, str] = {}
+            for account_id, plan, events in rows:
+                accounts.setdefault(str(account_id), set()).add(Held(str(plan), events))
+        keys: dict[str, Held] = {}
         for start in range(0, len(key_ids), 500):
             part = key_ids[start : start + 500]
             rows = await self.db.fetch_all(
-                f"SELECT id, plan FROM api_keys WHERE id IN ({', '.join('?' for _ in part)})", part
+                f"SELECT k.id, k.plan, {cap} FROM api_keys k JOIN plans p ON p.name = k.plan"
+                f" WHERE k.id IN ({', '.join('?' for _ in part)})",
+                part,
             )
-            keys.update((str(key_id), str(plan)) for key_id, plan in rows)
+            keys.update((str(key_id), Held(str(plan), events)) for key_id, plan, events in rows)
         return accounts, keys
 
     async def insert(
@@ -87,21 +95,23 @@ class KeyRepository:
         daily: int | None,
         default_page_size: int | None,
         max_page_size: int | None,
+        events_per_day: int | None,
         account_id: str | None = None,
     ) -> None:
         await self.db.execute(
             "INSERT INTO api_keys (id, name, prefix, key_hash, plan, per_minute, daily,"
-            " default_page_size, max_page_size, status, created_at, account_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)",
+            " default_page_size, max_page_size, events_per_day, status, created_at, account_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)",
             (key_id, name, prefix, key_hash, plan, per_minute, daily, default_page_size,
-             max_page_size, created_at, account_id),
+             max_page_size, events_per_day, created_at, account_id),
         )  # fmt: skip
 
     async def set_plan(self, key_id: str, plan: str) -> None:
         """Change the plan; custom limits belong to the old plan's contract and are cleared."""
         await self.db.execute(
             "UPDATE api_keys SET plan = ?, per_minute = NULL, daily = NULL,"
-            " default_page_size = NULL, max_page_size = NULL WHERE id = ?",
+            " default_page_size = NULL, max_page_size = NULL, events_per_day = NULL"
+            " WHERE id = ?",
             (plan, key_id),
         )
 
@@ -112,12 +122,14 @@ class KeyRepository:
         daily: int | None,
         default_page_size: int | None,
         max_page_size: int | None,
+        events_per_day: int | None,
     ) -> None:
         await self.db.execute(
             "UPDATE api_keys SET per_minute = COALESCE(?, per_minute), daily = COALESCE(?, daily),"
             " default_page_size = COALESCE(?, default_page_size),"
-            " max_page_size = COALESCE(?, max_page_size) WHERE id = ?",
-            (per_minute, daily, default_page_size, max_page_size, key_id),
+            " max_page_size = COALESCE(?, max_page_size),"
+            " events_per_day = COALESCE(?, events_per_day) WHERE id = ?",
+            (per_minute, daily, default_page_size, max_page_size, events_per_day, key_id),
         )
 
     async def revoke(self, key_id: str, at: str) -> None:

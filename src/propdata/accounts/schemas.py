@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from propdata.api.schemas import Base
 
@@ -21,6 +22,8 @@ class ApiKey:
     """None: no daily quota."""
     default_page_size: int
     max_page_size: int
+    events_per_day: int | None
+    """Events produced for the key's owner in any rolling 24 h (see `Held`); None: unlimited."""
     created_at: str
     account_id: str | None = None
     """The portal account that holds the key; None for a key made by an operator alone."""
@@ -72,6 +75,14 @@ class AuditEntry:
     from_value: str | None
     to_value: str | None
     client: str | None
+
+
+class Held(NamedTuple):
+    """A plan an owner holds through an active key, with that key's events cap in force."""
+
+    plan: str
+    events_per_day: int | None
+    """The key's own cap when an operator gave it one (Enterprise), else the plan's."""
 
 
 class Limits(Base):

@@ -71,6 +71,13 @@ DefaultPage = Annotated[
 MaxPage = Annotated[
     int | None, typer.Option("--max-page-size", help=f"Custom maximum page size {_CUSTOM}.")
 ]
+EventsPerDay = Annotated[
+    int | None,
+    typer.Option(
+        "--events-per-day",
+        help=f"Custom cap on the events produced for the key's owner in any 24 h {_CUSTOM}.",
+    ),
+]
 
 
 @keys_app.command("create")
@@ -81,6 +88,7 @@ def keys_create(
     daily: Daily = None,
     default_page_size: DefaultPage = None,
     max_page_size: MaxPage = None,
+    events_per_day: EventsPerDay = None,
     account: Annotated[
         str | None, typer.Option(help="The email of the portal account that holds the key.")
     ] = None,
@@ -88,7 +96,7 @@ def keys_create(
     """Create a key; the key itself is printed once, alone on the last line."""
     from propdata.accounts.keys import CustomLimits
 
-    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
+    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size, events_per_day)
     if account is None:
         key, secret = _keys(lambda svc: svc.create(plan.lower(), name, limits))
     else:
@@ -105,13 +113,14 @@ def keys_create(
 def keys_list() -> None:
     """List keys (ids, names, plans, status; never the keys themselves)."""
     keys = _keys(lambda svc: svc.all())
-    table = Table(
-        "id", "name", "prefix", "plan", "per minute", "daily", "page size", "status", "created"
-    )
+    table = Table("id", "name", "prefix", "plan", "per minute", "daily", "page size",
+                  "events a day", "status", "created")  # fmt: skip
     for k in keys:
         table.add_row(k.id, k.name, k.prefix + "…", k.plan, str(k.per_minute),
                       "unlimited" if k.daily is None else str(k.daily),
-                      f"{k.default_page_size}/{k.max_page_size}", k.status, k.created_at)  # fmt: skip
+                      f"{k.default_page_size}/{k.max_page_size}",
+                      "unlimited" if k.events_per_day is None else str(k.events_per_day),
+                      k.status, k.created_at)  # fmt: skip
     # Piped output (scripts, tests) gets the whole table rather than an 80-column squeeze.
     Console(width=None if sys.stdout.isatty() else 200).print(table)
 
@@ -145,15 +154,18 @@ def keys_plan(
     daily: Daily = None,
     default_page_size: DefaultPage = None,
     max_page_size: MaxPage = None,
+    events_per_day: EventsPerDay = None,
 ) -> None:
     """Move a key to another plan (custom limits are reset); effective on its next request."""
     from propdata.accounts.keys import CustomLimits
 
-    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size)
+    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size, events_per_day)
     named = _which_key(key)
     updated = _keys(lambda svc: _audited(svc).command_plan(named, plan.lower(), limits))
+    events = "unlimited" if updated.events_per_day is None else f"{updated.events_per_day:,}"
     err.print(f"{updated.id} is now on the {updated.plan} plan ({updated.per_minute}/min,"
-              f" {'unlimited' if updated.daily is None else updated.daily}/day).")  # fmt: skip
+              f" {'unlimited' if updated.daily is None else updated.daily}/day,"
+              f" {events} events/day).")  # fmt: skip
 
 
 def _audited(keys: KeyService) -> AccountService:

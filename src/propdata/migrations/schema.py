@@ -272,8 +272,18 @@ def table_columns(
                 if "PRIMARY KEY" in line:
                     key = [column]
         assert key, f"table {name} has no primary key"
+        columns += ADDED_COLUMNS.get(name, ())
         tables[name] = (tuple(key), tuple(c for c in columns if c not in key))
     return tables
+
+
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
+    # step 14: an events cap for each plan, and an Enterprise key's own
+    "plans": ("events_per_day",),
+    "api_keys": ("events_per_day",),
+}
+"""Columns later steps added (ALTER TABLE) to the tables of TABLES and ACCOUNT_TABLES, in
+the order they were added."""
 
 
 FEED_TABLE = """
@@ -369,7 +379,8 @@ _REMOVED_POSTGRES = [_feed_rows_function(removal="removed")]
 wrote 'updated'; rows a store holds stay as they were written)."""
 
 
-PLAN_COLUMNS = ("name", "per_minute", "daily", "default_page_size", "max_page_size", "price_usd")
+PLAN_COLUMNS = ("name", "per_minute", "daily", "default_page_size", "max_page_size", "price_usd",
+                "events_per_day")  # fmt: skip
 """What the `plans` table holds of each of `propdata.plans.PLANS` (keys join it for their
 limits); the rest of a plan is read from that module."""
 
@@ -837,6 +848,13 @@ async def _tax_images(db: Database) -> None:
         await db.execute(statement)
 
 
+async def _events_caps(db: Database) -> None:
+    """Plans hold their events cap beside their request limits (seeded at every migrate), so
+    a key's cap in force is read like its other limits; an operator may set a key's own."""
+    for table in ("plans", "api_keys"):
+        await db.execute(f"ALTER TABLE {table} ADD COLUMN events_per_day INTEGER")
+
+
 DATA, ACCOUNTS = "data", "accounts"
 
 STEPS: list[tuple[str, Step[Apply]]] = [
@@ -864,6 +882,8 @@ STEPS: list[tuple[str, Step[Apply]]] = [
     (DATA, Step(12, "the zipcodes package's city and state of each ZIP code with records",
                 _zip_places)),
     (DATA, Step(13, "change images of a property's tax history", _tax_images)),
+    (ACCOUNTS, Step(14, "an events cap for each plan, and an Enterprise key's own",
+                    _events_caps)),
 ]  # fmt: skip
 """Every schema step of both stores, in the order they were written."""
 

@@ -68,7 +68,8 @@ async def admin_plan(request: Request[Any, Any, Any], key_id: FromPath[str], set
 def _custom_limits(form: dict[str, str]) -> CustomLimits:
     values: dict[str, int | None] = {}
     for field, name in (("perMinute", "per_minute"), ("daily", "daily"),
-                        ("defaultPageSize", "default_page_size"), ("maxPageSize", "max_page_size")):  # fmt: skip
+                        ("defaultPageSize", "default_page_size"), ("maxPageSize", "max_page_size"),
+                        ("eventsPerDay", "events_per_day")):  # fmt: skip
         raw = form.get(field, "").strip()
         if not raw:
             values[name] = None
