@@ -360,8 +360,10 @@ def data_copy(
         typer.Option("--from", help="Source store URL (default: PROPDATA_DATABASE_URL)."),
     ] = None,
 ) -> None:
-    """Copy the whole store (data, keys, plans, statistics) into an empty one and verify it."""
+    """Copy the whole store (data, statistics, models, keys, accounts, saved searches, events,
+    webhooks) into an empty one and verify it."""
     from propdata.app import open_stores
+    from propdata.events.produce import produce
     from propdata.migrations.transfer import TransferError, copy_stores
 
     settings = settings_or_exit()
@@ -372,6 +374,10 @@ def data_copy(
         )
         dst, dst_accounts = await open_stores(load_settings(database_url=to))
         try:
+            # The change images stay behind: what they still hold becomes events first.
+            produced = await produce(src, src_accounts)
+            if produced:
+                err.print(f"Events: {produced:,} produced for saved searches before the copy.")
             with progress_bars() as progress:
                 tasks: dict[str, Any] = {}
 

@@ -248,8 +248,8 @@ _PRIMARY = re.compile(r"PRIMARY KEY \(([^)]*)\)")
 def table_columns(
     statements: list[str] | None = None,
 ) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    """Every table of the data schema (or of `statements`, such as ACCOUNT_TABLES): (primary
-    key columns, the other columns), in their order.
+    """Every table of the data schema (or of `statements`, such as ACCOUNT_TABLES or
+    COPIED_ACCOUNTS): (primary key columns, the other columns), in their order.
 
     Read off the CREATE TABLE statements, so everything that walks the whole store
     (`propdata data copy`) and the change feed's triggers know every column without a second
@@ -257,8 +257,9 @@ def table_columns(
     """
     tables: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for statement in TABLES if statements is None else statements:
-        match = _CREATE.search(statement)
-        assert match is not None, statement
+        match = _CREATE.search(statement.replace("{seq}", "INTEGER PRIMARY KEY"))
+        if match is None:  # an index among a step's statements
+            continue
         name, body = match[1], match[2]
         columns: list[str] = []
         key: list[str] = []
@@ -760,8 +761,7 @@ MODEL_TABLES = [
         PRIMARY KEY (kind, zip_code)
     )""",
 ]
-"""Step 8's tables. Not among TABLES: `data copy` leaves them behind, and the copy's first
-load refits (a store without a stored model always does)."""
+"""Step 8's tables (copied by `data copy`: COPIED_DATA)."""
 
 
 async def _model_tables(db: Database) -> None:
@@ -781,8 +781,7 @@ ZIP_PLACES_TABLE = """
 """Step 12's table: the zipcodes package's primary city and state of each ZIP code with
 records (NULL for a ZIP the package does not know), as the market statistics name the ZIP
 (markets.builder). Every full rebuild rewrites it; a load reads its ZIP codes here, so a
-command need not load the package's whole table (most of a second) for a few ZIPs. Not
-among TABLES: `data copy` leaves it behind, and the copy's loads ask the package again."""
+command need not load the package's whole table (most of a second) for a few ZIPs."""
 
 
 async def _zip_places(db: Database) -> None:
@@ -853,6 +852,18 @@ async def _events_caps(db: Database) -> None:
     a key's cap in force is read like its other limits; an operator may set a key's own."""
     for table in ("plans", "api_keys"):
         await db.execute(f"ALTER TABLE {table} ADD COLUMN events_per_day INTEGER")
+
+
+COPIED_DATA = [*TABLES, *MODEL_TABLES, ZIP_PLACES_TABLE]
+"""The data store's tables `data copy` moves: the records, statistics, the stored valuation
+models and the ZIP places. The change feed and the change images stay behind: a copy starts
+its own feed, and its source's producer has turned every image into events before the copy
+(`propdata data copy` runs it first)."""
+COPIED_ACCOUNTS = [*ACCOUNT_TABLES, EVENTS_TABLE, *SAVED_SEARCH_TABLES, *WEBHOOK_TABLES]
+"""The accounts store's tables `data copy` moves (its `meta` holds only bookkeeping):
+plans, keys, the portal's people, the event log with its numbers (so clients' cursors and
+endpoints' places hold), saved searches, the events' daily counts, webhook endpoints with
+their secrets, and their deliveries."""
 
 
 DATA, ACCOUNTS = "data", "accounts"

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from propdata.kit.db import Database, Row
-from propdata.migrations.schema import ACCOUNT_TABLES, table_columns
+from propdata.migrations.schema import COPIED_ACCOUNTS, COPIED_DATA, table_columns
 
 PAGE = 5_000
 Tables = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
@@ -22,9 +22,14 @@ _ONLY = {"meta": "key <> 'portal_secret'"}
 in the one `meta` both stores share)."""
 
 
+def data_tables() -> Tables:
+    """The data store's tables a copy moves (`schema.COPIED_DATA`)."""
+    return table_columns(COPIED_DATA)
+
+
 def account_tables() -> Tables:
     """The accounts store's tables a copy moves (its `meta` holds only bookkeeping)."""
-    return {k: v for k, v in table_columns(ACCOUNT_TABLES).items() if k != "meta"}
+    return {k: v for k, v in table_columns(COPIED_ACCOUNTS).items() if k != "meta"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +96,10 @@ async def copy_store(
     tables: Tables | None = None,
     progress: Callable[[str, int], None] | None = None,
 ) -> list[TableReport]:
-    """Copy every table (of the data schema, or `tables`) of `source` into the empty
-    `target` (migrated), then verify both."""
-    tables = table_columns() if tables is None else tables
+    """Copy every table (of the data store, or `tables`) of `source` into the empty
+    `target` (migrated), then verify both. Numbered keys keep their numbers, and the
+    target's numbering goes on after the highest."""
+    tables = data_tables() if tables is None else tables
     for table in tables:
         row = await target.fetch_one(f"SELECT count(*) FROM {table}")
         if table not in ("meta", "plans") and row and row[0]:
@@ -111,6 +117,8 @@ async def copy_store(
                 await target.executemany(insert, rows)
                 if progress is not None:
                     progress(table, len(rows))
+            if target.dialect == "postgresql" and len(key) == 1:
+                await _number_after(target, table, key[0])
     reports = []
     for table, (key, rest) in tables.items():
         columns = key + rest
@@ -118,6 +126,19 @@ async def copy_store(
         target_rows, target_sha = await _digest(target, table, key, columns)
         reports.append(TableReport(table, source_rows, target_rows, source_sha, target_sha))
     return reports
+
+
+async def _number_after(db: Database, table: str, column: str) -> None:
+    """A PostgreSQL identity column given numbers by the copy goes on after the highest
+    (SQLite's INTEGER PRIMARY KEY does by itself)."""
+    row = await db.fetch_one("SELECT pg_get_serial_sequence(?, ?)", (table, column))
+    if row is None or row[0] is None:
+        return
+    await db.execute(
+        f"SELECT setval(?, (SELECT max({column}) FROM {table}))"
+        f" WHERE EXISTS (SELECT 1 FROM {table})",
+        (row[0],),
+    )
 
 
 async def copy_stores(
