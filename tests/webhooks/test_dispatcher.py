@@ -17,7 +17,7 @@ from propdata.events.service import owner_of
 from propdata.kit.db import Database
 from propdata.migrations.schema import migrate_accounts
 from propdata.webhooks.addresses import Gate, Target
-from propdata.webhooks.dispatcher import FAILING_FOR, HostTurn, Sender
+from propdata.webhooks.dispatcher import FAILING_FOR, PER_RECEIVER, HostTurn, Sender
 from propdata.webhooks.schemas import EndpointChange, NewEndpoint
 from tests.webhooks.helpers import LOCAL, Rig, api_key, table_resolver
 from tests.webhooks.receiver import receiving
@@ -311,6 +311,41 @@ def test_the_sender_connects_to_the_checked_address_with_the_names_host_and_sni(
     assert str(request.url) == "https://93.184.215.14:8443/in?x=1"
     assert request.headers["host"] == "hooks.example.com:8443"
     assert request.extensions["sni_hostname"] == "hooks.example.com"
+
+
+async def test_a_receiver_gets_at_most_per_receiver_connections_each_used_again() -> None:
+    import asyncio
+    import ipaddress
+
+    from propdata.webhooks.addresses import parse
+
+    made: list[int] = []
+    at_once = most = 0
+
+    class Slow(httpx.AsyncBaseTransport):
+        def __init__(self) -> None:
+            made.append(1)
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            nonlocal at_once, most
+            at_once += 1
+            most = max(most, at_once)
+            await asyncio.sleep(0.01)
+            at_once -= 1
+            return httpx.Response(204, stream=httpx.ByteStream(b""))
+
+    sender = Sender(transport=lambda _: Slow())
+    target, address = parse("https://hooks.example.com/in"), ipaddress.ip_address("93.184.215.14")
+    for _ in range(5):  # one at a time: one connection, used again
+        assert (await sender.post(target, address, b"{}", {}))[0] == 204
+    assert len(made) == 1
+    answers = await asyncio.gather(*(sender.post(target, address, b"{}", {}) for _ in range(50)))
+    assert {status for status, _ in answers} == {204}
+    assert len(made) == most == PER_RECEIVER  # the rest waited their turn
+    other = parse("https://other.example.com/in")
+    await sender.post(other, address, b"{}", {})  # another name: connections of its own
+    assert len(made) == PER_RECEIVER + 1
+    await sender.close()
 
 
 def test_one_process_of_a_host_holds_the_sqlite_dispatchers_turn(tmp_path: Path) -> None:
