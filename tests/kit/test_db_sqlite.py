@@ -133,3 +133,38 @@ async def test_two_tasks_transactions_never_merge(db: SQLiteDatabase) -> None:
     results = await asyncio.gather(failing(), committing(), return_exceptions=True)
     assert isinstance(results[0], RuntimeError) and results[1] is None
     assert await db.fetch_all("SELECT v FROM t") == [("kept",)]
+
+
+def _open_together(kind: str, path: str, start: Any, answers: Any) -> None:
+    start.wait()
+    try:
+        if kind == "limiter":
+            SQLiteLimiter(path)
+        else:
+            asyncio.run(SQLiteDatabase(path).close())
+        answers.put("ok")
+    except Exception as exc:  # the test's answer: what each process met
+        answers.put(repr(exc))
+
+
+@pytest.mark.parametrize("kind", ["limiter", "store"])
+def test_processes_opening_a_new_file_together_all_open_it(tmp_path: Path, kind: str) -> None:
+    """The workers of `propdata serve` make the counters file together at their first start.
+    SQLite's switch of a new file to WAL answers "database is locked" at once, past its busy
+    wait, when another process holds the file: here about one round in five, unless retried
+    (`kit.db.use_wal`)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    met: list[str] = []
+    for round_ in range(12):
+        start, answers = context.Barrier(4), context.Queue()
+        path = str(tmp_path / f"{kind}-{round_}.db")
+        processes = [context.Process(target=_open_together, args=(kind, path, start, answers))
+                     for _ in range(4)]  # fmt: skip
+        for process in processes:
+            process.start()
+        met += [answers.get(timeout=60) for _ in processes]
+        for process in processes:
+            process.join(60)
+    assert met == ["ok"] * len(met)

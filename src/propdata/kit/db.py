@@ -141,12 +141,28 @@ async def when_unlocked(attempt: Callable[[], T], what: str, wait: float = LOCK_
         delay = min(delay * 2, 0.01)
 
 
+def use_wal(conn: sqlite3.Connection, wait: float = 30.0) -> None:
+    """Put the connection's file in WAL mode. Where processes open a new file together (the
+    workers of `propdata serve` at their first start), the switch can answer "database is
+    locked" at once, without SQLite's busy wait (it needs the file to itself): so it is tried
+    again every 10 ms until `wait` seconds have passed."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _connect_sqlite(path: str, *, readonly: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False,
                            cached_statements=256)  # fmt: skip
     # A long busy wait first: workers opening one file together wait instead of failing.
     conn.execute("PRAGMA busy_timeout=30000")
-    conn.execute("PRAGMA journal_mode=WAL")
+    use_wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     # No memory map: mapped pages of a large file count as each worker's resident memory;

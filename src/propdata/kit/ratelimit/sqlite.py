@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from propdata.kit.db import StoreUnavailable, when_unlocked
+from propdata.kit.db import StoreUnavailable, use_wal, when_unlocked
 from propdata.kit.ratelimit.base import (
     DAY,
     HOURLY_KEEP,
@@ -72,7 +72,7 @@ class SQLiteLimiter:
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         # busy_timeout first: workers opening one file together wait instead of failing.
         self._conn.execute("PRAGMA busy_timeout=30000")
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        use_wal(self._conn)
         self._conn.execute("PRAGMA synchronous=NORMAL")
         upgrade_file(self._conn, STEPS)
         # From now on a write lock is waited for on the event loop (kit.db.when_unlocked), and
