@@ -54,7 +54,8 @@ from propdata.webhooks.service import WebhookService  # noqa: E402
 PG_URL = os.environ.get("PROPDATA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 KEY = ApiKey(id="key_bench", name="bench", prefix="pmd_live_bnch", plan="enterprise",
              status="active", per_minute=1, daily=None, default_page_size=10,
-             max_page_size=100, events_per_day=None, created_at="2026-11-25T00:00:00Z")  # fmt: skip
+             max_page_size=100, saved_searches=10_000, webhook_endpoints=100,
+             events_per_day=None, created_at="2026-11-25T00:00:00Z")  # fmt: skip
 OWNER = owner_of(KEY)
 
 

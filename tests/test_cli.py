@@ -43,10 +43,11 @@ def test_keys_plan_and_revoke_by_id_or_key(env: dict[str, str]) -> None:
     code, _, err = run(env, "keys", "plan", key, "enterprise", "--per-minute", "7", "--daily", "70")
     said = " ".join(err.split())  # the console folds long lines
     assert code == 0 and "(7/min, 70/day, unlimited events/day)" in said
-    code, _, err = run(env, "keys", "plan", key, "enterprise", "--events-per-day", "5000")
+    code, _, err = run(env, "keys", "plan", key, "enterprise", "--events-per-day", "5000",
+                       "--saved-searches", "40", "--webhook-endpoints", "7")  # fmt: skip
     assert code == 0 and "5,000 events/day" in " ".join(err.split())
     _, out, _ = run(env, "keys", "list")
-    assert "events a day" in out and "5000" in out
+    assert "events a day" in out and "5000" in out and "40/7" in out
     code, _, err = run(env, "keys", "revoke", key)
     assert code == 0 and "revoked" in err
     _, out, _ = run(env, "keys", "list")
@@ -78,6 +79,8 @@ def test_a_key_can_come_from_standard_input(env: dict[str, str]) -> None:
         ("keys", "create", "--plan", "enterprise", "--daily", "0"),
         ("keys", "create", "--plan", "pro", "--events-per-day", "5"),
         ("keys", "create", "--plan", "enterprise", "--events-per-day", "0"),
+        ("keys", "create", "--plan", "developer", "--saved-searches", "40"),
+        ("keys", "create", "--plan", "enterprise", "--webhook-endpoints", "0"),
         ("keys", "plan", "key_nope", "pro"),
         ("keys", "revoke", "key_nope"),
     ],

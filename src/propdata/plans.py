@@ -61,6 +61,10 @@ ENTERPRISE = Plan(
     events_per_day=None, self_serve=False, customisable=True,
 )  # fmt: skip
 
+OWNER_LIMITS: tuple[str, ...] = ("saved_searches", "webhook_endpoints", "events_per_day")
+"""The limits an owner (a portal account, or a key without one) has as a whole, from the
+highest plan among its active keys; an operator may set an Enterprise key's own."""
+
 PLANS: tuple[Plan, ...] = (FREE, DEVELOPER, PRO, ENTERPRISE)
 """Every plan, cheapest first."""
 BY_NAME: dict[str, Plan] = {plan.name: plan for plan in PLANS}
@@ -74,10 +78,10 @@ def highest(names: Iterable[str]) -> Plan:
     return next((plan for plan in reversed(PLANS) if plan.name in held), FREE)
 
 
-def raising(limit: str, beyond: int) -> Plan | None:
-    """The cheapest plan whose `limit` (a Plan field: saved_searches, ...) is above `beyond`
-    (None: unlimited counts as above all), or None when no plan's is."""
-    for plan in PLANS:
+def raising(limit: str, beyond: int, above: Plan) -> Plan | None:
+    """The cheapest plan dearer than `above` whose `limit` (a Plan field: saved_searches, ...)
+    is above `beyond` (None: unlimited counts as above all), or None when no plan's is."""
+    for plan in PLANS[PLANS.index(BY_NAME[above.name]) + 1 :]:
         value = getattr(plan, limit)
         if value is None or value > beyond:
             return plan

@@ -209,6 +209,30 @@ async def test_past_the_plan_limit_is_a_403_naming_the_plan_that_raises_it(fresh
     assert (await client.get("/v1/searches", headers=headers)).json()["meta"]["total"] == 3
 
 
+async def test_an_operator_s_own_limits_on_an_enterprise_key_hold_and_say_who_raises_them(
+    fresh: Fresh,
+) -> None:
+    client, _, _ = await fresh()
+    async with keys_of(fresh.store.url) as keys:
+        _, secret = await keys.create(
+            "enterprise", None, CustomLimits(saved_searches=1, webhook_endpoints=1)
+        )
+    headers = bearer(secret)
+    made = await client.post("/v1/searches", headers=headers, json={"name": "a", "filters": AMES})
+    assert made.status_code == 201
+    refused = await client.post("/v1/searches", headers=headers,
+                                json={"name": "b", "filters": AMES})  # fmt: skip
+    assert refused.status_code == 403
+    assert refused.json()["error"]["message"] == (
+        "The Enterprise plan holds at most 1 saved search; an operator may raise an Enterprise"
+        " account's limit."
+    )
+    hook = {"url": "https://93.184.215.14/hook"}  # a public address: no name to resolve
+    assert (await client.post("/v1/webhooks", headers=headers, json=hook)).status_code == 201
+    refused = await client.post("/v1/webhooks", headers=headers, json=hook)
+    assert refused.status_code == 403 and "at most 1 webhook endpoint;" in refused.text
+
+
 async def test_an_account_has_the_limits_of_its_highest_active_plan(fresh: Fresh) -> None:
     client, _, _ = await fresh()
     free = bearer(await account_key(fresh.store, "acct-b", "free"))

@@ -343,7 +343,7 @@ async def test_an_operator_s_own_cap_on_an_enterprise_key_bounds_its_owner_s_eve
     assert last["type"] == "property.updated" and last["data"]["dropped"] == 2
 
 
-async def test_an_account_s_events_cap_is_the_largest_among_its_keys_on_its_plan(
+async def test_an_account_s_limits_are_the_largest_among_its_keys_on_its_plan(
     stores: Stores,
 ) -> None:
     keys = KeyService(stores.accounts)
@@ -354,13 +354,26 @@ async def test_an_account_s_events_cap_is_the_largest_among_its_keys_on_its_plan
         by_account, _ = await keys.owners_plans(["acct-1"], [])
         return by_account["acct-1"].events_per_day
 
+    async def searches_and_hooks() -> tuple[int, int]:
+        by_account, _ = await keys.owners_plans(["acct-1"], [])
+        return by_account["acct-1"].saved_searches, by_account["acct-1"].webhook_endpoints
+
     assert await cap() == 1_000  # no key: the Free plan's
     pro, _ = await keys.create("pro", None, CustomLimits(), account_id="acct-1")
     assert await cap() == 1_000_000
-    five, _ = await keys.create("enterprise", None, CustomLimits(events_per_day=5),
-                                account_id="acct-1")  # fmt: skip
+    five, _ = await keys.create(
+        "enterprise",
+        None,
+        CustomLimits(saved_searches=20, webhook_endpoints=3, events_per_day=5),
+        account_id="acct-1",
+    )
     await keys.create("enterprise", None, CustomLimits(events_per_day=50), account_id="acct-1")
     assert await cap() == 50  # the Enterprise keys' largest, not the Pro key's
+    assert await searches_and_hooks() == (10_000, 100)  # the other key has the plan's
+    await keys.set_plan(
+        five.id, "enterprise", CustomLimits(saved_searches=20_000, events_per_day=5)
+    )
+    assert await searches_and_hooks() == (20_000, 100)
     plain, _ = await keys.create("enterprise", None, CustomLimits(), account_id="acct-1")
     assert await cap() is None  # an Enterprise key of the plan's own: unlimited
     await keys.revoke(plain.id)

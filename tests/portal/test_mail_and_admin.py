@@ -152,11 +152,10 @@ async def test_operator_sets_enterprise_limits_and_disables(person: Person, fres
     assert bad.status_code == 400 and 'data-field="eventsPerDay"' in bad.text
     set_ = await op.submit("/admin", f"/admin/keys/{held.id}/plan", plan="enterprise",
                            perMinute="7", daily="", defaultPageSize="3", maxPageSize="5",
-                           eventsPerDay="2500")  # fmt: skip
+                           savedSearches="40", webhookEndpoints="7", eventsPerDay="2500")  # fmt: skip
     assert set_.status_code == 303
-    assert (
-        "7/min, unlimited/day, pages 3/5, 2,500 events/day" in (await op.client.get("/admin")).text
-    )
+    shown = "7/min, unlimited/day, pages 3/5, 40 saved searches, 7 webhooks, 2,500 events/day"
+    assert shown in (await op.client.get("/admin")).text
     answer = await person.client.get(
         "/v1/properties?state=IA", headers={"Authorization": f"Bearer {key}"}
     )
@@ -172,7 +171,7 @@ async def test_operator_sets_enterprise_limits_and_disables(person: Person, fres
     assert (await person.log_in("sam@example.com")).status_code == 401
     audit = (await op.client.get("/admin")).text
     assert "account.disabled" in audit and "enterprise 7/min" in audit
-    assert "2500 events/day" in audit
+    assert "40 saved searches, 7 webhook endpoints, 2500 events/day" in audit
 
 
 def test_accounts_command_line(tmp_path: Any, monkeypatch: Any) -> None:

@@ -28,7 +28,8 @@ def api_key(
 ) -> ApiKey:
     return ApiKey(
         id=key_id, name="test", prefix="pmd_live_abcd", plan=plan, status="active",
-        per_minute=1000, daily=None, default_page_size=10, max_page_size=100, events_per_day=None,
+        per_minute=1000, daily=None, default_page_size=10, max_page_size=100,
+        saved_searches=10_000, webhook_endpoints=100, events_per_day=None,
         created_at="2026-11-25T00:00:00Z", account_id=account,
     )  # fmt: skip
 

@@ -7,6 +7,7 @@ import datetime as dt
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from propdata.accounts.repository import KeyRepository
 from propdata.accounts.schemas import ApiKey, Held
@@ -15,7 +16,7 @@ from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
 from propdata.kit import crypto
 from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate_accounts
-from propdata.plans import BY_NAME, NAMES, Plan, choice, highest
+from propdata.plans import BY_NAME, NAMES, OWNER_LIMITS, Plan, choice, highest
 
 
 class KeyCommandError(ValueError):
@@ -28,11 +29,16 @@ class CustomLimits:
     daily: int | None = None
     default_page_size: int | None = None
     max_page_size: int | None = None
+    saved_searches: int | None = None
+    webhook_endpoints: int | None = None
     events_per_day: int | None = None
 
     def any(self) -> bool:
-        return any(v is not None for v in (self.per_minute, self.daily, self.default_page_size,
-                                           self.max_page_size, self.events_per_day))  # fmt: skip
+        return any(getattr(self, name) is not None for name in self.__slots__)
+
+    def owner_limits(self) -> tuple[int | None, ...]:
+        """The owner limits given, in `plans.OWNER_LIMITS` order (None: the plan's)."""
+        return tuple(getattr(self, name) for name in OWNER_LIMITS)
 
 
 def _iso(at: float) -> str:
@@ -96,7 +102,7 @@ class KeyService:
             await self.repo.insert(
                 key_id, name or key_id, crypto.display_prefix(secret), crypto.key_hash(secret),
                 plan, _iso(self.clock()), limits.per_minute, limits.daily, limits.default_page_size,
-                limits.max_page_size, limits.events_per_day, account_id,
+                limits.max_page_size, limits.owner_limits(), account_id,
             )  # fmt: skip
         key = await self.repo.by_id(key_id)
         assert key is not None
@@ -121,7 +127,7 @@ class KeyService:
             if limits.any():
                 await self.repo.set_limits(key.id, limits.per_minute, limits.daily,
                                            limits.default_page_size, limits.max_page_size,
-                                           limits.events_per_day)  # fmt: skip
+                                           limits.owner_limits())  # fmt: skip
         return await self.find(key.id)
 
     async def revoke(self, id_or_key: str) -> ApiKey:
@@ -156,7 +162,7 @@ async def owner_plan(repo: KeyRepository, key: ApiKey) -> Plan:
     """The plan whose limits a key's owner has for saved searches, webhook endpoints and
     events: the highest among the active keys of the key's portal account (every key of the
     account shares them), else the key's own (`owner_limits`)."""
-    own = Held(key.plan, key.events_per_day)
+    own = Held(key.plan, *(getattr(key, name) for name in OWNER_LIMITS))
     if key.account_id is None:
         return owner_limits([own])
     accounts, _ = await repo.plans_held([key.account_id], [])
@@ -166,16 +172,21 @@ async def owner_plan(repo: KeyRepository, key: ApiKey) -> Plan:
 
 def owner_limits(held: Iterable[Held]) -> Plan:
     """An owner's limits from the active keys it holds: the highest plan among them (Free
-    when none), whose events cap is the largest in force among the keys on that plan (an
-    operator's own cap on an Enterprise key; one key without one leaves the owner unlimited).
-    """
+    when none), each of whose `OWNER_LIMITS` is the largest in force among the keys on that
+    plan (an operator's own on an Enterprise key; an unlimited one wins, so one key without an
+    events cap of its own leaves the owner's events unlimited, as the plan is)."""
     held = list(held)
     plan = highest(h.plan for h in held)
-    caps = [h.events_per_day for h in held if h.plan == plan.name]
-    if not caps:
+    on_plan = [h for h in held if h.plan == plan.name]
+    if not on_plan:
         return plan
-    cap = None if None in caps else max(c for c in caps if c is not None)
-    return plan if cap == plan.events_per_day else replace(plan, events_per_day=cap)
+    limits: dict[str, Any] = {}
+    for name in OWNER_LIMITS:
+        values = [getattr(h, name) for h in on_plan]
+        limits[name] = None if None in values else max(v for v in values if v is not None)
+    if all(limits[name] == getattr(plan, name) for name in OWNER_LIMITS):
+        return plan
+    return replace(plan, **limits)
 
 
 @contextlib.asynccontextmanager
@@ -202,7 +213,7 @@ def _check_limits(plan: str, limits: CustomLimits) -> None:
     if limits.any() and not BY_NAME[plan].customisable:
         customisable = tuple(name for name in NAMES if BY_NAME[name].customisable)
         raise KeyCommandError(f"custom limits are for the {choice(customisable)} plan only")
-    for name in ("per_minute", "daily", "default_page_size", "max_page_size", "events_per_day"):
+    for name in CustomLimits.__slots__:
         value = getattr(limits, name)
         if value is not None and value < 1:
             raise KeyCommandError(f"--{name.replace('_', '-')} must be at least 1")

@@ -7,6 +7,7 @@ from typing import Any
 
 from propdata.accounts.schemas import Account, ApiKey, AuditEntry, Held
 from propdata.kit.db import Database
+from propdata.plans import OWNER_LIMITS
 
 _IN_FORCE = {
     # A key's own (custom) limit when it has one, else its plan's. `daily` and
@@ -16,6 +17,8 @@ _IN_FORCE = {
     "daily": "CASE WHEN k.daily IS NOT NULL THEN k.daily ELSE p.daily END",
     "default_page_size": "COALESCE(k.default_page_size, p.default_page_size)",
     "max_page_size": "COALESCE(k.max_page_size, p.max_page_size)",
+    "saved_searches": "COALESCE(k.saved_searches, p.saved_searches)",
+    "webhook_endpoints": "COALESCE(k.webhook_endpoints, p.webhook_endpoints)",
     "events_per_day": "CASE WHEN k.events_per_day IS NOT NULL THEN k.events_per_day"
     " ELSE p.events_per_day END",
     # A disabled account's keys stop at once, as if revoked (portal.md).
@@ -58,29 +61,29 @@ class KeyRepository:
         self, account_ids: Sequence[str], key_ids: Sequence[str]
     ) -> tuple[dict[str, set[Held]], dict[str, Held]]:
         """The plans of the active keys of each account, and the plan of each key, each with
-        the events cap in force for the key (its own, else its plan's; None: unlimited)."""
-        cap = _IN_FORCE["events_per_day"]
+        the key's owner limits in force (its own, else its plan's)."""
+        limits = ", ".join(_IN_FORCE[name] for name in OWNER_LIMITS)  # Held's order
         accounts: dict[str, set[Held]] = {}
         for start in range(0, len(account_ids), 500):
             part = account_ids[start : start + 500]
             rows = await self.db.fetch_all(
-                f"SELECT DISTINCT k.account_id, k.plan, {cap} FROM api_keys k"
+                f"SELECT DISTINCT k.account_id, k.plan, {limits} FROM api_keys k"
                 f" JOIN plans p ON p.name = k.plan JOIN accounts a ON a.id = k.account_id"
                 f" WHERE k.status = 'active' AND a.status = 'active'"
                 f" AND k.account_id IN ({', '.join('?' for _ in part)})",
                 part,
             )
-            for account_id, plan, events in rows:
-                accounts.setdefault(str(account_id), set()).add(Held(str(plan), events))
+            for account_id, *held in rows:
+                accounts.setdefault(str(account_id), set()).add(Held(*held))
         keys: dict[str, Held] = {}
         for start in range(0, len(key_ids), 500):
             part = key_ids[start : start + 500]
             rows = await self.db.fetch_all(
-                f"SELECT k.id, k.plan, {cap} FROM api_keys k JOIN plans p ON p.name = k.plan"
+                f"SELECT k.id, k.plan, {limits} FROM api_keys k JOIN plans p ON p.name = k.plan"
                 f" WHERE k.id IN ({', '.join('?' for _ in part)})",
                 part,
             )
-            keys.update((str(key_id), Held(str(plan), events)) for key_id, plan, events in rows)
+            keys.update((str(key_id), Held(*held)) for key_id, *held in rows)
         return accounts, keys
 
     async def insert(
@@ -95,23 +98,25 @@ class KeyRepository:
         daily: int | None,
         default_page_size: int | None,
         max_page_size: int | None,
-        events_per_day: int | None,
+        owner_limits: Sequence[int | None],
         account_id: str | None = None,
     ) -> None:
+        """`owner_limits`: the key's own `plans.OWNER_LIMITS`, in that order (None: the plan's)."""
         await self.db.execute(
             "INSERT INTO api_keys (id, name, prefix, key_hash, plan, per_minute, daily,"
-            " default_page_size, max_page_size, events_per_day, status, created_at, account_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)",
+            f" default_page_size, max_page_size, {', '.join(OWNER_LIMITS)}, status, created_at,"
+            " account_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)",
             (key_id, name, prefix, key_hash, plan, per_minute, daily, default_page_size,
-             max_page_size, events_per_day, created_at, account_id),
+             max_page_size, *owner_limits, created_at, account_id),
         )  # fmt: skip
 
     async def set_plan(self, key_id: str, plan: str) -> None:
         """Change the plan; custom limits belong to the old plan's contract and are cleared."""
         await self.db.execute(
             "UPDATE api_keys SET plan = ?, per_minute = NULL, daily = NULL,"
-            " default_page_size = NULL, max_page_size = NULL, events_per_day = NULL"
-            " WHERE id = ?",
+            " default_page_size = NULL, max_page_size = NULL, "
+            + ", ".join(f"{name} = NULL" for name in OWNER_LIMITS)
+            + " WHERE id = ?",
             (plan, key_id),
         )
 
@@ -122,14 +127,16 @@ class KeyRepository:
         daily: int | None,
         default_page_size: int | None,
         max_page_size: int | None,
-        events_per_day: int | None,
+        owner_limits: Sequence[int | None],
     ) -> None:
+        """Set the limits given (None: leave as it is); `owner_limits` as in `insert`."""
         await self.db.execute(
             "UPDATE api_keys SET per_minute = COALESCE(?, per_minute), daily = COALESCE(?, daily),"
             " default_page_size = COALESCE(?, default_page_size),"
-            " max_page_size = COALESCE(?, max_page_size),"
-            " events_per_day = COALESCE(?, events_per_day) WHERE id = ?",
-            (per_minute, daily, default_page_size, max_page_size, events_per_day, key_id),
+            " max_page_size = COALESCE(?, max_page_size), "
+            + ", ".join(f"{name} = COALESCE(?, {name})" for name in OWNER_LIMITS)
+            + " WHERE id = ?",
+            (per_minute, daily, default_page_size, max_page_size, *owner_limits, key_id),
         )
 
     async def revoke(self, key_id: str, at: str) -> None:

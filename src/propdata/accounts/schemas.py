@@ -22,8 +22,11 @@ class ApiKey:
     """None: no daily quota."""
     default_page_size: int
     max_page_size: int
+    saved_searches: int
+    webhook_endpoints: int
     events_per_day: int | None
-    """Events produced for the key's owner in any rolling 24 h (see `Held`); None: unlimited."""
+    """The owner limits (`plans.OWNER_LIMITS`) this key brings its owner (see `Held`); None:
+    unlimited."""
     created_at: str
     account_id: str | None = None
     """The portal account that holds the key; None for a key made by an operator alone."""
@@ -78,11 +81,14 @@ class AuditEntry:
 
 
 class Held(NamedTuple):
-    """A plan an owner holds through an active key, with that key's events cap in force."""
+    """A plan an owner holds through an active key, with that key's owner limits in force
+    (`plans.OWNER_LIMITS`): the key's own where an operator gave it one (Enterprise), else
+    the plan's."""
 
     plan: str
+    saved_searches: int
+    webhook_endpoints: int
     events_per_day: int | None
-    """The key's own cap when an operator gave it one (Enterprise), else the plan's."""
 
 
 class Limits(Base):

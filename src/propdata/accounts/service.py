@@ -546,6 +546,10 @@ def _limits_text(limits: CustomLimits) -> str:
     parts.append(f"{limits.daily}/day" if limits.daily is not None else "unlimited/day")
     if limits.default_page_size is not None or limits.max_page_size is not None:
         parts.append(f"pages {limits.default_page_size or '-'}/{limits.max_page_size or '-'}")
+    if limits.saved_searches is not None:
+        parts.append(f"{limits.saved_searches} saved searches")
+    if limits.webhook_endpoints is not None:
+        parts.append(f"{limits.webhook_endpoints} webhook endpoints")
     if limits.events_per_day is not None:
         parts.append(f"{limits.events_per_day} events/day")
     return ", ".join(parts)

@@ -71,6 +71,16 @@ DefaultPage = Annotated[
 MaxPage = Annotated[
     int | None, typer.Option("--max-page-size", help=f"Custom maximum page size {_CUSTOM}.")
 ]
+SavedSearches = Annotated[
+    int | None,
+    typer.Option("--saved-searches", help=f"Custom saved searches of the key's owner {_CUSTOM}."),
+]
+WebhookEndpoints = Annotated[
+    int | None,
+    typer.Option(
+        "--webhook-endpoints", help=f"Custom webhook endpoints of the key's owner {_CUSTOM}."
+    ),
+]
 EventsPerDay = Annotated[
     int | None,
     typer.Option(
@@ -88,6 +98,8 @@ def keys_create(
     daily: Daily = None,
     default_page_size: DefaultPage = None,
     max_page_size: MaxPage = None,
+    saved_searches: SavedSearches = None,
+    webhook_endpoints: WebhookEndpoints = None,
     events_per_day: EventsPerDay = None,
     account: Annotated[
         str | None, typer.Option(help="The email of the portal account that holds the key.")
@@ -96,7 +108,8 @@ def keys_create(
     """Create a key; the key itself is printed once, alone on the last line."""
     from propdata.accounts.keys import CustomLimits
 
-    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size, events_per_day)
+    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size, saved_searches,
+                          webhook_endpoints, events_per_day)  # fmt: skip
     if account is None:
         key, secret = _keys(lambda svc: svc.create(plan.lower(), name, limits))
     else:
@@ -114,11 +127,12 @@ def keys_list() -> None:
     """List keys (ids, names, plans, status; never the keys themselves)."""
     keys = _keys(lambda svc: svc.all())
     table = Table("id", "name", "prefix", "plan", "per minute", "daily", "page size",
-                  "events a day", "status", "created")  # fmt: skip
+                  "searches/webhooks", "events a day", "status", "created")  # fmt: skip
     for k in keys:
         table.add_row(k.id, k.name, k.prefix + "…", k.plan, str(k.per_minute),
                       "unlimited" if k.daily is None else str(k.daily),
                       f"{k.default_page_size}/{k.max_page_size}",
+                      f"{k.saved_searches}/{k.webhook_endpoints}",
                       "unlimited" if k.events_per_day is None else str(k.events_per_day),
                       k.status, k.created_at)  # fmt: skip
     # Piped output (scripts, tests) gets the whole table rather than an 80-column squeeze.
@@ -154,12 +168,15 @@ def keys_plan(
     daily: Daily = None,
     default_page_size: DefaultPage = None,
     max_page_size: MaxPage = None,
+    saved_searches: SavedSearches = None,
+    webhook_endpoints: WebhookEndpoints = None,
     events_per_day: EventsPerDay = None,
 ) -> None:
     """Move a key to another plan (custom limits are reset); effective on its next request."""
     from propdata.accounts.keys import CustomLimits
 
-    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size, events_per_day)
+    limits = CustomLimits(per_minute, daily, default_page_size, max_page_size, saved_searches,
+                          webhook_endpoints, events_per_day)  # fmt: skip
     named = _which_key(key)
     updated = _keys(lambda svc: _audited(svc).command_plan(named, plan.lower(), limits))
     events = "unlimited" if updated.events_per_day is None else f"{updated.events_per_day:,}"

@@ -54,16 +54,17 @@ def owner_of(key: ApiKey) -> str:
     return f"key:{key.id}"
 
 
-def plan_limit(plan: Plan, limit: str, noun: str) -> PlanLimitReached:
-    """The 403 of an owner at their plan's `limit` (a `plans.Plan` field, such as
-    saved_searches), naming the plan that raises it."""
+def plan_limit(plan: Plan, limit: str, one: str, many: str) -> PlanLimitReached:
+    """The 403 of an owner at their limit (`limit`, an `OWNER_LIMITS` field of `plan`, the
+    owner's limits), naming the dearer plan that raises it, else who may."""
     held = getattr(plan, limit)
-    higher = raising(limit, held)
+    higher = raising(limit, held, plan)
     then = (
         f"; the {higher.title} plan holds {getattr(higher, limit):,}"
         if higher is not None
         else "; an operator may raise an Enterprise account's limit"
     )
+    noun = one if held == 1 else many
     return PlanLimitReached(f"The {plan.title} plan holds at most {held:,} {noun}{then}.")
 
 
@@ -96,7 +97,7 @@ class SavedSearchService:
         async with self.accounts.transaction():
             held = await self.repo.count(owner)
             if held >= plan.saved_searches:
-                raise plan_limit(plan, "saved_searches", "saved searches")
+                raise plan_limit(plan, "saved_searches", "saved search", "saved searches")
             await self.repo.insert(row)
         if not await self.images.watching():
             await self.images.set_watching(True)

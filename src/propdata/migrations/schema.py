@@ -23,7 +23,7 @@ from propdata.kit.addresses import city_key
 from propdata.kit.db import Database
 from propdata.kit.geography import zip_places
 from propdata.kit.steps import Step, upgrade
-from propdata.plans import PLANS
+from propdata.plans import OWNER_LIMITS, PLANS
 
 TABLES = [
     """
@@ -279,9 +279,9 @@ def table_columns(
 
 
 ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
-    # step 14: an events cap for each plan, and an Enterprise key's own
-    "plans": ("events_per_day",),
-    "api_keys": ("events_per_day",),
+    # step 14: each plan's owner limits, and an Enterprise key's own
+    "plans": ("saved_searches", "webhook_endpoints", "events_per_day"),
+    "api_keys": ("saved_searches", "webhook_endpoints", "events_per_day"),
 }
 """Columns later steps added (ALTER TABLE) to the tables of TABLES and ACCOUNT_TABLES, in
 the order they were added."""
@@ -381,7 +381,7 @@ wrote 'updated'; rows a store holds stay as they were written)."""
 
 
 PLAN_COLUMNS = ("name", "per_minute", "daily", "default_page_size", "max_page_size", "price_usd",
-                "events_per_day")  # fmt: skip
+                *OWNER_LIMITS)  # fmt: skip
 """What the `plans` table holds of each of `propdata.plans.PLANS` (keys join it for their
 limits); the rest of a plan is read from that module."""
 
@@ -847,11 +847,13 @@ async def _tax_images(db: Database) -> None:
         await db.execute(statement)
 
 
-async def _events_caps(db: Database) -> None:
-    """Plans hold their events cap beside their request limits (seeded at every migrate), so
-    a key's cap in force is read like its other limits; an operator may set a key's own."""
+async def _owner_limits(db: Database) -> None:
+    """Plans hold their owner limits (saved searches, webhook endpoints, events a day) beside
+    their request limits (seeded at every migrate), so a key's limits in force are read alike;
+    an operator may set an Enterprise key's own."""
     for table in ("plans", "api_keys"):
-        await db.execute(f"ALTER TABLE {table} ADD COLUMN events_per_day INTEGER")
+        for column in ADDED_COLUMNS[table]:
+            await db.execute(ddl(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER", db.dialect))
 
 
 COPIED_DATA = [*TABLES, *MODEL_TABLES, ZIP_PLACES_TABLE]
@@ -893,8 +895,8 @@ STEPS: list[tuple[str, Step[Apply]]] = [
     (DATA, Step(12, "the zipcodes package's city and state of each ZIP code with records",
                 _zip_places)),
     (DATA, Step(13, "change images of a property's tax history", _tax_images)),
-    (ACCOUNTS, Step(14, "an events cap for each plan, and an Enterprise key's own",
-                    _events_caps)),
+    (ACCOUNTS, Step(14, "each plan's owner limits, and an Enterprise key's own",
+                    _owner_limits)),
 ]  # fmt: skip
 """Every schema step of both stores, in the order they were written."""
 

@@ -69,6 +69,7 @@ def _custom_limits(form: dict[str, str]) -> CustomLimits:
     values: dict[str, int | None] = {}
     for field, name in (("perMinute", "per_minute"), ("daily", "daily"),
                         ("defaultPageSize", "default_page_size"), ("maxPageSize", "max_page_size"),
+                        ("savedSearches", "saved_searches"), ("webhookEndpoints", "webhook_endpoints"),
                         ("eventsPerDay", "events_per_day")):  # fmt: skip
         raw = form.get(field, "").strip()
         if not raw:

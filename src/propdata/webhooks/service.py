@@ -13,14 +13,14 @@ import msgspec
 from propdata.accounts.keys import owner_plan
 from propdata.accounts.repository import AccountRepository, KeyRepository
 from propdata.accounts.schemas import ApiKey
-from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
+from propdata.errors import InvalidParameter, NotFound
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, NewEvent
 from propdata.events.schemas import EVENT_TYPES
-from propdata.events.service import owner_of
+from propdata.events.service import owner_of, plan_limit
 from propdata.kit.db import Database
 from propdata.kit.wakeup import Wakeups
-from propdata.plans import PLANS, Plan
+from propdata.plans import Plan
 from propdata.webhooks.addresses import Gate, Refused, Unresolvable, parse
 from propdata.webhooks.dispatcher import iso, passes
 from propdata.webhooks.repository import WebhookRepository
@@ -136,7 +136,7 @@ class WebhookService:
         async with self.db.transaction():
             held = await self.repo.count(owner)
             if held >= plan.webhook_endpoints:
-                raise PlanLimitReached(_limit_message(plan, held))
+                raise plan_limit(plan, "webhook_endpoints", "webhook endpoint", "webhook endpoints")
             row = EndpointRow(
                 id=new_id("wh_"), owner=owner, url=url, event_types=types, search_ids=searches,
                 description=new.description, status="enabled", disabled_reason=None,
@@ -289,15 +289,3 @@ class WebhookService:
         if queued and self.wakeups is not None:
             await self.wakeups.notify("events")
         return queued
-
-
-def _limit_message(plan: Plan, held: int) -> str:
-    higher = next((p for p in PLANS if p.webhook_endpoints > held), None)
-    message = f"The {plan.title} plan allows {plan.webhook_endpoints} webhook endpoint" + (
-        "s" if plan.webhook_endpoints != 1 else ""
-    )
-    if higher is not None and higher is not plan:
-        message += f"; the {higher.title} plan allows {higher.webhook_endpoints}."
-    else:
-        message += "."
-    return message
