@@ -54,6 +54,7 @@ check: $(STAMP) ## Formatting, lint, types and the import rules (docs/architectu
 	$(BIN)/ruff check src tests bench tools clients/python
 	$(BIN)/python clients/python/tools/unasync.py --check
 	$(BIN)/mypy
+	$(BIN)/mypy --config-file tools/mypy-tests.ini
 	$(BIN)/lint-imports --no-cache
 
 audit: $(STAMP) ## pip-audit every pinned package; fails unless each one was audited (needs pypi.org)
