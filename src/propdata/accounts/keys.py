@@ -166,8 +166,7 @@ async def owner_plan(repo: KeyRepository, key: ApiKey) -> Plan:
     if key.account_id is None:
         return owner_limits([own])
     accounts, _ = await repo.plans_held([key.account_id], [])
-    held = accounts.get(key.account_id, set())
-    return owner_limits(held if key.plan in {h.plan for h in held} else held | {own})
+    return owner_limits(accounts.get(key.account_id, set()) | {own})
 
 
 def owner_limits(held: Iterable[Held]) -> Plan:
