@@ -25,6 +25,7 @@ from propdata.accounts.keys import KeyService
 from propdata.accounts.middleware import MeteringMiddleware, current_key
 from propdata.accounts.service import AccountService
 from propdata.api import openapi as api_openapi
+from propdata.api.body import MAX_BODY
 from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.api.openapi import ApiOperation, errors
@@ -436,6 +437,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         ],
         middleware=[MeteringMiddleware()],
         before_request=check_request,
+        request_max_body_size=MAX_BODY,
         security=[{"bearerAuth": []}],
     )
     app = Litestar(

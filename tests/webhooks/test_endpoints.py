@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import time
 from typing import Any
 
@@ -144,6 +145,29 @@ async def test_bad_bodies_are_400_naming_the_field(
     assert (error["code"], error["parameter"]) == ("invalid_parameter", parameter), error
     listed = await client.get("/v1/webhooks", headers=bearer(secret))
     assert listed.json()["meta"]["total"] == 0  # nothing made
+
+
+async def test_bodies_are_json_of_at_most_64_kb_as_for_saved_searches(
+    client: Any, make_key: KeyMaker
+) -> None:
+    """The webhook writes read their bodies as the saved-search writes do (`api.body`)."""
+    secret = await make_key()
+    body = json.dumps({"url": PUBLIC}).encode()
+    for kind in ("text/plain", "application/x-www-form-urlencoded", ""):
+        sent = await client.post("/v1/webhooks", content=body,
+                                 headers={**bearer(secret), "Content-Type": kind})  # fmt: skip
+        assert sent.status_code == 400, kind
+        assert sent.json()["error"]["parameter"] == "Content-Type", kind
+    huge = await client.post("/v1/webhooks", headers=bearer(secret),
+                             json={"url": PUBLIC, "description": "x" * 70_000})  # fmt: skip
+    assert huge.status_code == 413, huge.text
+    assert huge.json()["error"] == {**huge.json()["error"], "code": "payload_too_large",
+                                    "message": "A request body may hold at most 64 KB."}  # fmt: skip
+    listed = await client.get("/v1/webhooks", headers=bearer(secret))
+    assert listed.json()["meta"]["total"] == 0  # nothing made
+    made = await _make(client, secret)
+    rotated = await client.post(f"/v1/webhooks/{made['id']}/rotate-secret", headers=bearer(secret))
+    assert rotated.status_code == 200, rotated.text  # a body one may leave out needs no type
 
 
 async def test_bad_changes_are_400_naming_the_field(client: Any, make_key: KeyMaker) -> None:

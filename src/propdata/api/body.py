@@ -18,36 +18,38 @@ from typing import Any, TypeVar
 
 import msgspec
 from litestar import Request
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from propdata.errors import InvalidParameter, PayloadTooLarge
 
 MAX_BODY = 64 * 1024
-"""Bytes a request body may hold."""
+"""Bytes a request body may hold: every /v1 handler's `request_max_body_size` (app.py)."""
 T = TypeVar("T")
 _KINDS = {str: "a string", int: "a whole number", float: "a number", bool: "true or false",
           list: "an array", dict: "an object"}  # fmt: skip
 
 
-async def json_object(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    """The request's body, a JSON object; a 400 (naming `body` or `Content-Type`) or a 413
-    for anything else."""
+async def read_json(request: Request[Any, Any, Any]) -> bytes:
+    """The request's body: at most MAX_BODY bytes (else a 413, read no further) and, unless
+    empty (a body the operation lets one leave out), sent as `application/json` (else a 400
+    naming `Content-Type`). Litestar keeps it, so a handler's `data` is parsed from it."""
+    try:
+        body = await request.body()
+    except RequestEntityTooLarge:
+        raise too_large() from None
     kind = request.headers.get("content-type", "")
-    if kind.split(";")[0].strip().lower() != "application/json":
+    if body and kind.split(";")[0].strip().lower() != "application/json":
         raise InvalidParameter(
             "Content-Type", "Send the body as JSON, with 'Content-Type: application/json'."
         )
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY:
-        raise too_large()
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise too_large()
-        chunks.append(chunk)
+    return body
+
+
+async def json_object(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """The request's body (`read_json`), a JSON object; a 400 naming `body` for anything
+    else."""
     try:
-        found = msgspec.json.decode(b"".join(chunks))
+        found = msgspec.json.decode(await read_json(request))
     except msgspec.DecodeError:
         raise InvalidParameter("body", "The body is not valid JSON.") from None
     if not isinstance(found, dict):

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, urlencode
 import msgspec
 from litestar import Request
 
-from propdata.api.body import storable
+from propdata.api.body import read_json, storable
 from propdata.api.params import DECIMAL, INTEGER
 from propdata.errors import InvalidParameter, NotFound, body_error
 
@@ -100,7 +100,7 @@ async def check_request(request: Request[Any, Any, Any]) -> None:
     checked_query(request.scope)
     body_type = _body_type(request.scope["route_handler"])
     if body_type is not None:
-        check_body(await request.body(), body_type)
+        check_body(await read_json(request), body_type)
 
 
 _body_types: dict[Any, Any] = {}

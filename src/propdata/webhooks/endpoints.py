@@ -10,6 +10,7 @@ from litestar.params import JSONBody, Parameter
 
 from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
+from propdata.api.body import too_large
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import RATE_HEADERS, ApiOperation, errors
 from propdata.api.params import PageLimit, PageOffset
@@ -32,9 +33,6 @@ from propdata.webhooks.schemas import (
 )
 from propdata.webhooks.service import WebhookService, endpoint_view
 
-MAX_BODY = 65_536
-"""Bytes a request body may have (contract: at most 64 KB)."""
-
 ENDPOINT_ID = r"^[A-Za-z0-9_-]{1,100}$"
 EndpointId = Annotated[
     str,
@@ -56,8 +54,8 @@ def _common(
         "opt": _MANAGE, "operation_class": ApiOperation, "tags": ["webhooks"],
         "summary": summary, "operation_id": operation_id, "response_headers": RATE_HEADERS,
         # Not counted, but at most 60 such requests a minute: 429 (contract.md "Metering").
-        "responses": errors(429, *statuses, metered=False, examples=examples or []),
-        "request_max_body_size": MAX_BODY,
+        "responses": errors(429, *statuses, metered=False, examples=[
+            *(examples or []), *([too_large()] if 413 in statuses else [])]),
     }  # fmt: skip
 
 
@@ -68,7 +66,7 @@ def _page_size(request: Request[Any, Any, Any], key: ApiKey) -> int:
 
 
 @post("/webhooks", status_code=201,
-      **_common("Create a webhook endpoint", "createWebhook", 403,
+      **_common("Create a webhook endpoint", "createWebhook", 403, 413,
                 examples=[_BAD_URL, PlanLimitReached(
                     "The Free plan allows 1 webhook endpoint; the Developer plan allows 5.")]))  # fmt: skip
 async def create_webhook(
@@ -107,7 +105,7 @@ async def get_webhook(
     return EndpointResponse(data=endpoint_view(await webhooks.get(key, id)))
 
 
-@patch("/webhooks/{id:str}", **_common("Change a webhook endpoint", "updateWebhook", 404,
+@patch("/webhooks/{id:str}", **_common("Change a webhook endpoint", "updateWebhook", 404, 413,
                                        examples=[_NOT_FOUND, _BAD_URL]))  # fmt: skip
 async def update_webhook(
     webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId,
@@ -128,7 +126,7 @@ async def delete_webhook(
 
 
 @post("/webhooks/{id:str}/rotate-secret", status_code=200,
-      **_common("Rotate an endpoint's signing secret", "rotateWebhookSecret", 404,
+      **_common("Rotate an endpoint's signing secret", "rotateWebhookSecret", 404, 413,
                 examples=[_NOT_FOUND]))  # fmt: skip
 async def rotate_secret(
     webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId,
@@ -167,7 +165,7 @@ async def list_deliveries(
 
 
 @post("/webhooks/{id:str}/replay", status_code=202,
-      **_common("Deliver kept events again", "replayWebhook", 404, examples=[
+      **_common("Deliver kept events again", "replayWebhook", 404, 413, examples=[
           _NOT_FOUND, InvalidParameter("since", "'since' is not an event cursor: pass"
                                        " meta.nextCursor (or an event's stream id) as it came.")]))  # fmt: skip
 async def replay_webhook(
