@@ -39,7 +39,7 @@ SearchId = Annotated[
     PathParameter(
         min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$",
         description="The saved search's id (srch_...)",
-        examples=[Example(value="srch_5f0c2d8e9a7b41c6d3e2f1a0")],
+        examples=[Example(value="srch_de1b5b28624607aaffc8a493")],
     ),
 ]  # fmt: skip
 _BODY_ERRORS = [
@@ -67,8 +67,8 @@ def _body(partial: bool) -> Schema:
         },
         required=None if partial else ["name"],
         additional_properties=False,
-        examples=[{"name": "Ames under 350k",
-                   "filters": {"city": "Ames", "state": "IA", "maxPrice": 350000}}],
+        examples=[{"name": "Houston under 400k", "filters": {
+            "city": "Houston", "state": "TX", "status": "forSale", "maxPrice": 400000}}],
     )  # fmt: skip
 
 
