@@ -279,9 +279,10 @@ def table_columns(
 
 
 ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
-    # step 14: each plan's owner limits, and an Enterprise key's own
-    "plans": ("saved_searches", "webhook_endpoints", "events_per_day"),
-    "api_keys": ("saved_searches", "webhook_endpoints", "events_per_day"),
+    # step 14: an events cap for each plan, and an Enterprise key's own; step 15: the
+    # saved searches and webhook endpoints likewise
+    "plans": ("events_per_day", "saved_searches", "webhook_endpoints"),
+    "api_keys": ("events_per_day", "saved_searches", "webhook_endpoints"),
 }
 """Columns later steps added (ALTER TABLE) to the tables of TABLES and ACCOUNT_TABLES, in
 the order they were added."""
@@ -847,13 +848,20 @@ async def _tax_images(db: Database) -> None:
         await db.execute(statement)
 
 
-async def _owner_limits(db: Database) -> None:
-    """Plans hold their owner limits (saved searches, webhook endpoints, events a day) beside
-    their request limits (seeded at every migrate), so a key's limits in force are read alike;
-    an operator may set an Enterprise key's own."""
+async def _events_caps(db: Database) -> None:
+    """Plans hold their events cap beside their request limits (seeded at every migrate), so
+    a key's cap in force is read like its other limits; an operator may set a key's own."""
     for table in ("plans", "api_keys"):
-        for column in ADDED_COLUMNS[table]:
-            await db.execute(ddl(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER", db.dialect))
+        await db.execute(f"ALTER TABLE {table} ADD COLUMN events_per_day INTEGER")
+
+
+async def _owner_counts(db: Database) -> None:
+    """Plans hold their saved searches and webhook endpoints beside their events cap (seeded
+    at every migrate), so all of an owner's limits (`plans.OWNER_LIMITS`) are read alike; an
+    operator may set an Enterprise key's own."""
+    for table in ("plans", "api_keys"):
+        for column in ("saved_searches", "webhook_endpoints"):
+            await db.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")
 
 
 COPIED_DATA = [*TABLES, *MODEL_TABLES, ZIP_PLACES_TABLE]
@@ -895,8 +903,10 @@ STEPS: list[tuple[str, Step[Apply]]] = [
     (DATA, Step(12, "the zipcodes package's city and state of each ZIP code with records",
                 _zip_places)),
     (DATA, Step(13, "change images of a property's tax history", _tax_images)),
-    (ACCOUNTS, Step(14, "each plan's owner limits, and an Enterprise key's own",
-                    _owner_limits)),
+    (ACCOUNTS, Step(14, "an events cap for each plan, and an Enterprise key's own",
+                    _events_caps)),
+    (ACCOUNTS, Step(15, "each plan's saved searches and webhook endpoints, and an Enterprise"
+                    " key's own", _owner_counts)),
 ]  # fmt: skip
 """Every schema step of both stores, in the order they were written."""
 
