@@ -183,8 +183,6 @@ def owner_limits(held: Iterable[Held]) -> Plan:
     for name in OWNER_LIMITS:
         values = [getattr(h, name) for h in on_plan]
         limits[name] = None if None in values else max(v for v in values if v is not None)
-    if all(limits[name] == getattr(plan, name) for name in OWNER_LIMITS):
-        return plan
     return replace(plan, **limits)
 
 
