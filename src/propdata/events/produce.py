@@ -73,7 +73,8 @@ DERIVED = frozenset({
     "lastUpdated", "priceHistory", "previousListPrice", "lastPriceChangeDate",
     "originalListPrice", "removedDate", "pricePerSquareFoot", "grossYield",
 })  # fmt: skip
-"""Fields that follow from other changes: alone they are no `property.updated`."""
+"""Fields that follow from other changes: never named in an event's `changes` or `previous`
+(so alone they are no `property.updated`)."""
 OWN_TYPES = {"status": "property.statusChanged", "listPrice": "property.priceChanged"}
 ESTIMATES = ("valueEstimate", "rentEstimate")
 _CURSORS = {"properties": "events_images_seq", "markets": "events_markets_seq"}
@@ -139,7 +140,7 @@ class Facts:
             listed = after is not None and after.get("status") in LISTED
             return cls(item, {}, [], ["property.listed"] if listed else [])
         old, new = _record(before), _record(after)
-        changes = [name for name in new if name != "id" and old.get(name) != new[name]]
+        changes = [name for name in new if name != "id" and _counts(name, old.get(name), new[name])]
         if TAXES in before:  # its own images: only when it changed (`collapse`)
             old["taxHistory"], new["taxHistory"] = _taxes(before[TAXES]), _taxes(after[TAXES])
             changes.append("taxHistory")
@@ -147,14 +148,24 @@ class Facts:
         if "status" in changes and new["status"] in LISTED:
             types.append("property.listed")
         types += [OWN_TYPES[name] for name in ("listPrice", "status") if name in changes]
-        if any(_moved(old[name], new[name]) for name in ESTIMATES):
+        if any(name in changes for name in ESTIMATES):
             types.append("property.estimateChanged")
-        others = [n for n in changes if n not in DERIVED and n not in OWN_TYPES
-                  and n not in ESTIMATES and n != "daysOnMarket"]  # fmt: skip
-        days = "daysOnMarket" in changes and "status" not in changes
-        if others or (days and not _grew(old["daysOnMarket"], new["daysOnMarket"])):
+        others = [n for n in changes if n not in OWN_TYPES and n not in ESTIMATES]
+        if others and (others != ["daysOnMarket"] or "status" not in changes):
             types.append("property.updated")
         return cls(item, {name: old[name] for name in changes}, changes, types)
+
+
+def _counts(name: str, old: Any, new: Any) -> bool:
+    """Whether a field's change counts (is named in `changes` and `previous`): not a derived
+    field, not the daily growth of daysOnMarket, not an estimate's move under 5 %."""
+    if old == new or name in DERIVED:
+        return False
+    if name == "daysOnMarket":
+        return not _grew(old, new)
+    if name in ESTIMATES:
+        return _moved(old, new)
+    return True
 
 
 def _record(row: dict[str, Any]) -> dict[str, Any]:
