@@ -63,7 +63,7 @@ from propdata.valuation import endpoints as valuation_endpoints
 from propdata.valuation.service import ValuationService
 from propdata.web import DocsPage
 from propdata.webhooks import endpoints as webhook_endpoints
-from propdata.webhooks.addresses import Gate
+from propdata.webhooks.addresses import DnsResolver, Gate
 from propdata.webhooks.dispatcher import Dispatcher, HostTurn, dispatch
 from propdata.webhooks.service import WebhookService
 
@@ -185,7 +185,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
     search = SearchService(db, search_index=settings.search_index, snapshots=settings.index_path)
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     wakeups = open_wakeups(accounts, settings.redis_url)
-    gate = Gate(allowed=settings.webhook_networks)
+    gate = Gate(allowed=settings.webhook_networks, resolver=DnsResolver(settings.nameservers))
     return Services(
         settings=settings,
         db=db,

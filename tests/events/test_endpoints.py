@@ -258,6 +258,30 @@ async def test_managing_searches_is_not_counted_but_limited_to_60_a_minute(fresh
     assert (await client.get("/v1/searches", headers=headers)).status_code == 200
 
 
+async def test_the_60_management_requests_a_minute_are_the_account_s_webhooks_included(
+    fresh: Fresh,
+) -> None:
+    """Every key of an account spends the account's 60 (a second key gives no more room), and
+    managing webhooks counts as managing searches does; a key without an account has its own."""
+    client, clock, make = await fresh()
+    first = bearer(await account_key(fresh.store, "acct_shared", "developer"))
+    second = bearer(await account_key(fresh.store, "acct_shared", "pro"))
+    alone = bearer(await make("developer"))
+    for n in range(60):
+        path = "/v1/searches" if n % 2 else "/v1/webhooks"
+        answer = await client.get(path, headers=first if n < 30 else second)
+        assert answer.status_code == 200, (n, answer.text)
+    for headers, path in ((first, "/v1/webhooks"), (second, "/v1/searches")):
+        refused = await client.get(path, headers=headers)
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "rate_limit_exceeded"
+        assert "60 requests a minute" in refused.json()["error"]["message"]
+        assert int(refused.headers["Retry-After"]) >= 1
+    assert (await client.get("/v1/webhooks", headers=alone)).status_code == 200
+    clock.advance(61)
+    assert (await client.get("/v1/webhooks", headers=second)).status_code == 200
+
+
 async def test_the_event_log_counts_as_one_lookup_and_is_never_cached(fresh: Fresh) -> None:
     client, _, make = await fresh(cache_ttl=60)
     headers = bearer(await make("developer"))

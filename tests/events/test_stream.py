@@ -75,8 +75,10 @@ def _event(
 
 
 async def _add(db: Database, *events: NewEvent) -> list[int]:
+    """Append events; each one's `sequence` (its owner's)."""
     async with db.transaction():
-        return await EventRepository(db).insert_events(list(events))
+        made = await EventRepository(db).insert_events(list(events))
+    return [n.sequence or 0 for n in made]
 
 
 class Reader:
@@ -186,14 +188,15 @@ async def test_types_and_search_id_filter_and_other_owners_are_never_seen(
     key, secret = await _key(store)
     other, _ = await _key(store)
     owner = owner_of(key)
-    numbers = await _add(
-        accounts,
+    events = [
         _event(owner, "search.entered", "srch_a"),
         _event(owner_of(other), "property.listed", "srch_b"),
         _event(owner, "property.listed", "srch_a"),
         _event(owner, "property.listed", "srch_b"),
         _event(owner, "search.exited", "srch_b"),
-    )
+    ]
+    numbers = await _add(accounts, *events)
+    assert numbers[1:] == [1, numbers[0] + 1, numbers[0] + 2, numbers[0] + 3]  # each its own
     since = cursor.encode(numbers[0] - 1)
     async with stream(client, secret, since=since, types="property.listed") as reader:
         assert (await reader.event())["id"] == cursor.encode(numbers[2])
@@ -202,8 +205,8 @@ async def test_types_and_search_id_filter_and_other_owners_are_never_seen(
         assert (await reader.event())["id"] == cursor.encode(numbers[3])
         assert (await reader.event())["id"] == cursor.encode(numbers[4])
     async with stream(client, secret, since=since) as reader:
-        seen = [(await reader.event())["id"] for _ in range(4)]
-        assert cursor.encode(numbers[1]) not in seen
+        seen = [json.loads((await reader.event())["data"])["id"] for _ in range(4)]
+        assert seen == [json.loads(e.body)["id"] for i, e in enumerate(events) if i != 1]
         live = await _add(accounts, _event(owner_of(other)), _event(owner))
         assert (await reader.event())["id"] == cursor.encode(live[1])
 
@@ -338,7 +341,7 @@ async def _collect(hub: StreamHub, sub: Subscriber, start: int, count: int) -> l
     got: list[int] = []
     async with asyncio.timeout(WAIT):
         async for message in hub.events(sub, start):
-            got.append(cursor.decode(str(message.id), "id"))
+            got.append(cursor.decode(str(message.id), "id").number)
             if len(got) == count:
                 break
     return got

@@ -117,7 +117,7 @@ def test_save_a_search_and_watch_a_webhook_deliver(
     page.wait_for_url(server + "/dashboard/webhooks")
     assert page.get_by_test_id("webhook-secret").count() == 0  # shown once
     for _ in range(100):
-        delivery = page.get_by_test_id("delivery-row")
+        delivery = page.get_by_test_id("attempt-row")
         if delivery.count() and "succeeded" in delivery.first.inner_text():
             break
         time.sleep(0.2)

@@ -17,7 +17,7 @@ from propdata.events.service import owner_of
 from propdata.kit.db import Database
 from propdata.migrations.schema import migrate_accounts
 from propdata.webhooks.addresses import Gate, Target
-from propdata.webhooks.dispatcher import FAILING_FOR, PER_RECEIVER, HostTurn, Sender
+from propdata.webhooks.dispatcher import FAILING_FOR, PER_RECEIVER, HostTurn, Sender, iso
 from propdata.webhooks.schemas import EndpointChange, NewEndpoint
 from tests.webhooks.helpers import LOCAL, Rig, api_key, table_resolver
 from tests.webhooks.receiver import receiving
@@ -37,6 +37,11 @@ async def rig(empty_db: Database) -> AsyncIterator[Rig]:
 async def _deliveries(rig: Rig, endpoint_id: str) -> list[dict[str, object]]:
     _, rows = await rig.service.deliveries(KEY, endpoint_id, 100, 0)
     return [msgspec.to_builtins(row) for row in rows]
+
+
+async def _made(rig: Rig, endpoint_id: str) -> list[dict[str, object]]:
+    """The attempts made (not the deliveries waiting), newest first."""
+    return [d for d in await _deliveries(rig, endpoint_id) if d["status"] != "pending"]
 
 
 async def test_events_are_posted_signed_once_each(rig: Rig) -> None:
@@ -79,17 +84,22 @@ async def test_failures_are_retried_on_the_schedule_then_given_up(rig: Rig) -> N
         steps = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
         for attempt, step in enumerate(steps, 1):
             assert await dispatcher.run_once() == 1
-            (delivery,) = await _deliveries(rig, row.id)
-            assert delivery["attempt"] == attempt and delivery["status"] == "pending"
-            assert delivery["error"] == "http_status" and delivery["responseStatus"] == 500
+            waiting, *made = await _deliveries(rig, row.id)
+            assert (waiting["status"], waiting["attempt"], waiting["nextAttemptAt"]) == (
+                "pending", attempt + 1, iso(rig.clock() + step),
+            )  # fmt: skip
+            # every attempt made is listed, newest first, each with its own answer
+            assert [(d["attempt"], d["status"], d["error"], d["responseStatus"]) for d in made] == [
+                (n, "failed", "http_status", 500) for n in range(attempt, 0, -1)
+            ]
             rig.clock.advance(step - 1)
             assert await dispatcher.run_once() == 0  # not yet
             rig.clock.advance(1)
         assert await dispatcher.run_once() == 1
-        (delivery,) = await _deliveries(rig, row.id)
-        assert (delivery["attempt"], delivery["status"], delivery["nextAttemptAt"]) == (
-            10, "failed", None,
-        )  # fmt: skip
+        listed = await _deliveries(rig, row.id)
+        assert [(d["attempt"], d["status"], d["nextAttemptAt"]) for d in listed] == [
+            (n, "failed", None) for n in range(10, 0, -1)
+        ]
         rig.clock.advance(10 * 86400)
         assert await dispatcher.run_once() == 0
     assert len(receiver.received) == 10
@@ -105,8 +115,9 @@ async def test_retry_after_of_a_429_is_honoured(rig: Rig) -> None:
         assert await dispatcher.run_once() == 0
         rig.clock.advance(1)
         assert await dispatcher.run_once() == 1
-    (delivery,) = await _deliveries(rig, row.id)
+    delivery, first = await _made(rig, row.id)
     assert delivery["attempt"] == 2 and delivery["responseStatus"] == 429
+    assert first["attempt"] == 1 and first["responseStatus"] == 429
 
 
 async def test_410_disables_the_endpoint_at_once(rig: Rig) -> None:
@@ -237,10 +248,11 @@ async def test_a_name_that_turns_private_after_the_check_is_never_connected_to(
     answers["rebind.example"] = ["10.0.0.7"]
     await rig.events(OWNER)
     await rig.dispatcher(sender=NoSockets()).run_once()
-    (delivery,) = await _deliveries(rig, row.id)
+    waiting, delivery = await _deliveries(rig, row.id)
     assert (delivery["error"], delivery["status"], delivery["responseStatus"]) == (
-        "blocked_address", "pending", None,
+        "blocked_address", "failed", None,
     )  # fmt: skip
+    assert (waiting["status"], waiting["attempt"]) == ("pending", 2)
 
 
 async def test_redirects_are_not_followed(rig: Rig) -> None:
@@ -248,7 +260,7 @@ async def test_redirects_are_not_followed(rig: Rig) -> None:
         row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
         await rig.events(OWNER)
         await rig.dispatcher().run_once()
-    (delivery,) = await _deliveries(rig, row.id)
+    (delivery,) = await _made(rig, row.id)
     assert (delivery["error"], delivery["responseStatus"]) == ("redirect", 302)
     assert len(receiver.received) == 1
 
@@ -259,7 +271,7 @@ async def test_a_refused_connection_is_a_connection_error(rig: Rig) -> None:
     row, _ = await rig.service.create(KEY, NewEndpoint(url=url))
     await rig.events(OWNER)
     await rig.dispatcher().run_once()
-    (delivery,) = await _deliveries(rig, row.id)
+    (delivery,) = await _made(rig, row.id)
     assert delivery["error"] == "connection" and delivery["responseStatus"] is None
 
 
@@ -270,7 +282,7 @@ async def test_tls_spoken_to_a_plain_server_is_a_tls_error(rig: Rig) -> None:
         )
         await rig.events(OWNER)
         await rig.dispatcher().run_once()
-    (delivery,) = await _deliveries(rig, row.id)
+    (delivery,) = await _made(rig, row.id)
     assert delivery["error"] == "tls"
 
 

@@ -25,7 +25,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -427,7 +427,12 @@ async def _capped(
     accounts: Database, producer: ProducerRepository, drafts: list[Draft], now: float
 ) -> list[Draft]:
     """The drafts each owner's plan lets be produced (any rolling 24 h, counted by minute);
-    the rest are counted as dropped, and the next event produced for the owner says so."""
+    the rest are counted as dropped, and the next event produced for the owner says so. A
+    stopped owner's (`stopped_owners`) are not produced, nor counted."""
+    if not drafts:
+        return []
+    stopped = await stopped_owners(KeyService(accounts), {d.owner for d in drafts})
+    drafts = [d for d in drafts if d.owner not in stopped]
     if not drafts:
         return []
     owners = sorted({d.owner for d in drafts})
@@ -462,9 +467,24 @@ async def _capped(
     return kept
 
 
+def _split(owners: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Owners (`events.service.owner_of`) as account ids and ids of keys without one."""
+    held = sorted(owners)
+    return [o[5:] for o in held if o.startswith("acct:")], [
+        o[4:] for o in held if o.startswith("key:")
+    ]
+
+
+async def stopped_owners(keys: KeyService, owners: Iterable[str]) -> set[str]:
+    """The owners among these that stop at once: a disabled account, a revoked key without
+    one. No event is produced for them and none of theirs is delivered."""
+    account_ids, key_ids = _split(owners)
+    accounts, revoked = await keys.stopped(account_ids, key_ids)
+    return {f"acct:{a}" for a in accounts} | {f"key:{k}" for k in revoked}
+
+
 async def _plans(accounts: Database, owners: Sequence[str]) -> dict[str, Plan]:
-    account_ids = [o[5:] for o in owners if o.startswith("acct:")]
-    key_ids = [o[4:] for o in owners if o.startswith("key:")]
+    account_ids, key_ids = _split(owners)
     by_account, by_key = await KeyService(accounts).owners_plans(account_ids, key_ids)
     return {
         owner: by_account[owner[5:]] if owner.startswith("acct:") else by_key[owner[4:]]

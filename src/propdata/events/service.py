@@ -48,10 +48,9 @@ _ID = re.compile(PROPERTY_ID)
 
 def owner_of(key: ApiKey) -> str:
     """Who owns the saved searches, webhook endpoints and events a key sees: the portal
-    account that holds it (every active key of the account sees the same), else the key."""
-    if key.account_id is not None:
-        return f"acct:{key.account_id}"
-    return f"key:{key.id}"
+    account that holds it (every active key of the account sees the same), else the key
+    (`ApiKey.owner`)."""
+    return key.owner
 
 
 def plan_limit(plan: Plan, limit: str, one: str, many: str) -> PlanLimitReached:
@@ -215,10 +214,12 @@ class EventService:
         self, key: ApiKey, since: str | None, types: str | None, search_id: str | None, limit: int
     ) -> RawEventsResponse:
         """The owner's events after `since`, oldest first, as they were stored."""
-        after = 0 if since is None else cursor.decode(since, "since")
+        owner = owner_of(key)
+        after = 0 if since is None else await self.repo.after(owner, cursor.decode(since, "since"))
         wanted = _types(types)
-        rows = await self.repo.page(owner_of(key), after, limit, wanted, search_id)
-        last = rows[-1].seq if rows else max(after, await self.repo.last())
+        rows = await self.repo.page(owner, after, limit, wanted, search_id)
+        last = rows[-1].sequence if rows else max(after, await self.repo.last_sequence(owner))
+        assert last is not None  # listed events all have one
         raw = b"[" + b",".join(row.body.encode() for row in rows) + b"]"
         return RawEventsResponse(
             meta=EventsMeta(limit=limit, next_cursor=cursor.encode(last)), data=msgspec.Raw(raw)

@@ -73,7 +73,7 @@ class Subscriber:
     owner: str
     key_id: str
     after: int
-    """The number of the last event sent (or skipped as not wanted)."""
+    """The owner's `sequence` of the last event sent (or skipped as not wanted)."""
     types: frozenset[str] = frozenset()
     search_id: str | None = None
     waiting: collections.deque[EventRow] = field(default_factory=collections.deque)
@@ -86,7 +86,7 @@ class Subscriber:
 
     def wants(self, row: EventRow) -> bool:
         return (
-            row.seq > self.after
+            (row.sequence or 0) > self.after
             and (not self.types or row.type in self.types)
             and (self.search_id is None or row.search_id == self.search_id)
         )
@@ -254,23 +254,24 @@ class StreamHub:
         `start`: where the log stood when the stream was asked for."""
         covered = self.subscribe(sub, start)
         try:
-            # What came before the hub's reads (it may have read past `start` meanwhile).
-            while sub.ended is None and sub.after < covered:
+            # What came before the hub's reads (it may have read past `start` meanwhile):
+            # the owner's events past `sub.after` up to the hub's row, by the owner's index.
+            while sub.ended is None:
                 rows = await self.repo.page(
                     sub.owner, sub.after, READ_BATCH, sorted(sub.types), sub.search_id
                 )
                 for row in rows:
                     if sub.ended is not None:
                         return
-                    sub.after = row.seq
+                    sub.after = row.sequence or 0
                     yield _message(row)
-                if len(rows) < READ_BATCH:
+                if len(rows) < READ_BATCH or rows[-1].seq >= covered:
                     break
             while sub.ended is None:
                 while sub.waiting and sub.ended is None:
                     row = sub.waiting.popleft()
-                    if row.seq > sub.after:
-                        sub.after = row.seq
+                    if (row.sequence or 0) > sub.after:
+                        sub.after = row.sequence or 0
                         yield _message(row)
                 if sub.ended is not None:
                     return
@@ -285,7 +286,9 @@ class StreamHub:
 
 
 def _message(row: EventRow) -> ServerSentEventMessage:
-    return ServerSentEventMessage(data=row.body, event=row.type, id=cursor.encode(row.seq))
+    return ServerSentEventMessage(
+        data=row.body, event=row.type, id=cursor.encode(row.sequence or 0)
+    )
 
 
 def _types(text: str | None) -> frozenset[str]:
@@ -386,16 +389,18 @@ async def stream_events(
     the last id read.
     """
     if last_event_id is not None:
-        after: int | None = cursor.decode(last_event_id.strip(), "Last-Event-ID")
+        place: cursor.Place | None = cursor.decode(last_event_id.strip(), "Last-Event-ID")
     elif since is not None:
-        after = cursor.decode(since, "since")
+        place = cursor.decode(since, "since")
     else:
-        after = None
+        place = None
     wanted = _types(types)
+    owner = owner_of(key)
     start = await streams.repo.last()
-    # A cursor past the log's end (none is ever handed out) resumes from the end.
-    after = start if after is None else min(after, start)
-    sub = Subscriber(owner_of(key), key.id, after, wanted, searchId,
+    newest = await streams.repo.last_sequence(owner)
+    # A cursor past the owner's last event (none is ever handed out) resumes from there.
+    after = newest if place is None else min(await streams.repo.after(owner, place), newest)
+    sub = Subscriber(owner, key.id, after, wanted, searchId,
                      abort=shutdown.aborter(request.scope))  # fmt: skip
     return ServerSentEvent(streams.events(sub, start))
 
