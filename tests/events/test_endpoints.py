@@ -12,6 +12,7 @@ import pytest
 from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.accounts.repository import AccountRepository
 from propdata.accounts.schemas import Account
+from propdata.events import cursor
 from propdata.ingest import pipeline
 from tests.conftest import Fresh, Store
 from tests.factories import AS_OF, record
@@ -355,6 +356,36 @@ async def test_a_load_becomes_events_the_log_pages_by_cursor(fresh: Fresh) -> No
     assert {e["type"] for e in listed["data"]} == {"property.listed"} and len(listed["data"]) == 3
     none = (await client.get("/v1/events?searchId=srch_other", headers=headers)).json()
     assert none["data"] == [] and none["meta"]["nextCursor"]
+
+
+async def test_each_owner_s_events_are_numbered_1_2_3_whatever_others_have(fresh: Fresh) -> None:
+    """`sequence` and the cursors count the owner's own events alone: no gap where another
+    owner's events came between, nothing of their volume."""
+    client, _, make = await fresh()
+    owners = [bearer(await make()), bearer(await make())]
+    for n, headers in enumerate(owners):
+        body = {"name": f"Ames {n}", "filters": AMES}
+        assert (await client.post("/v1/searches", headers=headers, json=body)).status_code == 201
+    db = await fresh.db()
+    try:
+        records = [record(f"new-{n}", address={"street_address": f"{n} Elm St"}) for n in range(3)]
+        await pipeline.run(db, [pipeline.Source("test", "import", enumerate(records, 1), 3, False)],
+                           AS_OF)  # fmt: skip
+    finally:
+        await db.close()
+    for headers in owners:
+        deadline = time.monotonic() + 20
+        while True:
+            page = (await client.get("/v1/events?limit=100", headers=headers)).json()
+            if len(page["data"]) >= 6:  # entered and listed, three times (and estimates)
+                break
+            assert time.monotonic() < deadline, page
+            await asyncio.sleep(0.1)
+        held = len(page["data"])
+        assert [e["sequence"] for e in page["data"]] == list(range(1, held + 1))
+        assert page["meta"]["nextCursor"] == cursor.encode(held)
+        later = await client.get(f"/v1/events?since={cursor.encode(4)}", headers=headers)
+        assert [e["sequence"] for e in later.json()["data"]][:2] == [5, 6]
 
 
 async def test_saved_searches_are_never_served_from_the_response_cache(fresh: Fresh) -> None:

@@ -77,7 +77,7 @@ POSTGRESQL = (
     WHERE events.seq = numbered.seq""",
     # The stored JSON is compact, its top-level `sequence` before `data`: the first match is
     # it, and the rest of the bytes stay as they were (jsonb would reorder the keys).
-    """UPDATE events SET body = regexp_replace(body, '"sequence":-?[0-9]+',
+    """UPDATE events SET body = regexp_replace(body, '"sequence":[0-9]+',
         '"sequence":' || COALESCE(sequence, 0))""",
     """CREATE UNIQUE INDEX IF NOT EXISTS ix_events_sequence ON events (owner, sequence) WHERE sequence IS NOT NULL""",
     """CREATE TABLE IF NOT EXISTS event_sequences (
