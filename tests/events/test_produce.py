@@ -424,3 +424,23 @@ async def test_events_older_than_30_days_are_pruned_once_a_day(stores: Stores) -
     clock.advance(86_400)
     await prune(stores.accounts, clock)  # the newest is kept whatever its age (numbering)
     assert [r.id for r in await repo.page(OWNER, 0, 10)] == ["evt_2", "evt_3"]
+
+
+async def test_a_disabled_account_or_a_revoked_key_gets_no_more_events(stores: Stores) -> None:
+    keys = KeyService(stores.accounts)
+    await AccountRepository(stores.accounts).insert(Account(
+        "acct-off", "off@example.com", "x", "active", False, None, "2026-11-01T00:00:00Z"))  # fmt: skip
+    await keys.create("developer", None, CustomLimits(), account_id="acct-off")
+    revoked, _ = await keys.create("developer", None, CustomLimits())
+    kept, _ = await keys.create("developer", None, CustomLimits())
+    owners = ["acct:acct-off", f"key:{revoked.id}", f"key:{kept.id}"]
+    for n, owner in enumerate(owners):
+        await stores.watch(f"ames{n}", {"city": "Ames"}, owner=owner)
+    await stores.load([ames("p-1")])
+    await stores.produce()
+    assert [len(await stores.events(owner)) for owner in owners] == [2, 2, 2]
+    await AccountRepository(stores.accounts).set_status("acct-off", "disabled")
+    await keys.revoke(revoked.id)
+    await stores.load([ames("p-1", bedrooms_total=4)])
+    await stores.produce()
+    assert [len(await stores.events(owner)) for owner in owners] == [2, 2, 3]

@@ -274,3 +274,67 @@ async def test_the_servers_dispatcher_delivers_a_test_event(fresh: Fresh) -> Non
         assert (delivery["status"], delivery["attempt"], delivery["responseStatus"]) == (
             "succeeded", 1, 200,
         )  # fmt: skip
+
+
+async def _listed(client: Any, secret: str, hook: str, done: Any) -> list[dict[str, Any]]:
+    """The endpoint's deliveries list once `done(rows)` holds (attempts are made in the
+    background)."""
+    deadline = time.monotonic() + 15
+    while True:
+        answer = await client.get(f"/v1/webhooks/{hook}/deliveries", headers=bearer(secret))
+        assert answer.status_code == 200, answer.text
+        rows: list[dict[str, Any]] = answer.json()["data"]
+        if done(rows):
+            return rows
+        assert time.monotonic() < deadline, rows
+        await asyncio.sleep(0.05)
+
+
+async def test_every_attempt_is_listed_and_any_event_sent_can_be_sent_again(fresh: Fresh) -> None:
+    """A receiver that answers 500, then 200: the list holds the failed attempt 1 beside
+    attempt 2, each with its own answer; resend sends the same event (same webhook-id) once
+    more, `webhook.test` included."""
+    client, clock, make = await fresh(cache_ttl=0, webhook_allowed_networks="127.0.0.1/32")
+    clock.now = time.time()
+    secret = await make()
+    answers = iter([500])
+    async with receiving(answer=lambda _: (next(answers, 200), {})) as receiver:
+        hook = (await _make(client, secret, url=receiver.url))["id"]
+        assert (await client.post(f"/v1/webhooks/{hook}/test",
+                                  headers=bearer(secret))).status_code == 202  # fmt: skip
+        waiting, failed = await _listed(client, secret, hook, lambda rows: len(rows) == 2)
+        assert (waiting["status"], waiting["attempt"], waiting["attemptedAt"]) == (
+            "pending", 2, None,
+        )  # fmt: skip
+        assert waiting["nextAttemptAt"] > failed["attemptedAt"]
+        assert (failed["status"], failed["attempt"], failed["responseStatus"], failed["error"]) == (
+            "failed", 1, 500, "http_status",
+        )  # fmt: skip
+        assert failed["durationMs"] >= 0 and failed["nextAttemptAt"] is None
+        clock.advance(10)  # past the first retry's 5 s (±20 %)
+        second, first = await _listed(
+            client,
+            secret,
+            hook,
+            lambda rows: [r["status"] for r in rows] == ["succeeded", "failed"],
+        )
+        assert (second["attempt"], second["responseStatus"], second["error"]) == (2, 200, None)
+        assert first == failed  # attempt 1 keeps its own answer
+        event_id = first["eventId"]
+        clock.advance(1)
+        resent = await client.post(f"/v1/webhooks/{hook}/deliveries/{event_id}/resend",
+                                   headers=bearer(secret))  # fmt: skip
+        assert resent.status_code == 202 and resent.json() == {"data": {"queued": 1}}
+        rows = await _listed(client, secret, hook, lambda rows: len(rows) == 3
+                             and rows[0]["status"] == "succeeded")  # fmt: skip
+        assert [(r["eventId"], r["attempt"], r["status"]) for r in rows] == [
+            (event_id, 1, "succeeded"), (event_id, 2, "succeeded"), (event_id, 1, "failed"),
+        ]  # fmt: skip
+    assert [r.headers["webhook-id"] for r in receiver.received] == [event_id] * 3
+    assert json.loads(receiver.received[-1].body)["type"] == "webhook.test"
+    for path, headers in (
+        (f"/v1/webhooks/{hook}/deliveries/evt_never/resend", bearer(secret)),
+        (f"/v1/webhooks/{hook}/deliveries/{event_id}/resend", bearer(await make())),
+    ):
+        missing = await client.post(path, headers=headers)
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
