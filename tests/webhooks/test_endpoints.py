@@ -12,10 +12,14 @@ from typing import Any
 import pytest
 from standardwebhooks import Webhook
 
+from propdata.accounts.keys import keys_of
 from propdata.config import accounts_url
 from propdata.events import cursor
+from propdata.events.repository import EventRepository, NewEvent
+from propdata.events.service import owner_of
 from propdata.kit.db import connect
 from tests.conftest import Fresh, KeyMaker, Store
+from tests.webhooks.dns_server import dns_server
 from tests.webhooks.receiver import receiving
 
 PUBLIC = "https://93.184.215.14/hook"
@@ -338,3 +342,52 @@ async def test_every_attempt_is_listed_and_any_event_sent_can_be_sent_again(fres
     ):
         missing = await client.post(path, headers=headers)
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
+async def test_one_owner_s_dead_name_never_delays_another_owner_s_webhooks(fresh: Fresh) -> None:
+    """Owner A's endpoint is on a name whose server stops answering, with a backlog of
+    deliveries; owner B's endpoint is made at once and B's first delivery comes within 5 s
+    (names resolve in 2 s at most, a few of one owner's at a time)."""
+    async with (
+        receiving() as receiver,
+        dns_server({"a.test": ["127.0.0.1"], "b.test": ["127.0.0.1"]}) as names,
+    ):
+        client, clock, make = await fresh(
+            cache_ttl=0, webhook_allowed_networks="127.0.0.1/32",
+            webhook_nameservers=f"127.0.0.1:{names.port}",
+        )  # fmt: skip
+        clock.now = time.time()
+        a, b = await make(), await make()
+        await _make(client, a, url=f"http://a.test:{receiver.port}/hook")
+        names.silent.add("a.test")  # from now on a.test never answers
+        accounts = await connect(accounts_url(fresh.store.url))
+        try:
+            await _produce(accounts, await _owner(fresh.store, a), 60)
+            started = time.monotonic()
+            await _make(client, b, url=f"http://b.test:{receiver.port}/hook")
+            assert time.monotonic() - started < 1.0  # not held up by A's lookups
+            (wanted,) = await _produce(accounts, await _owner(fresh.store, b), 1)
+            produced = time.monotonic()
+            while not any(r.headers["webhook-id"] == wanted for r in receiver.received):
+                assert time.monotonic() - produced < 5, "B's delivery waited behind A's name"
+                await asyncio.sleep(0.05)
+        finally:
+            await accounts.close()
+    assert names.asked.count("a.test") >= 2  # A's deliveries were attempted meanwhile
+
+
+async def _owner(store: Store, secret: str) -> str:
+    async with keys_of(store.url) as keys:
+        return owner_of(await keys.authenticate(f"Bearer {secret}"))
+
+
+async def _produce(accounts: Any, owner: str, count: int) -> list[str]:
+    """`count` events of the owner, as the producer writes them; their ids."""
+    made = [
+        NewEvent(f"evt_{owner[-6:]}{n:020d}", owner, "property.listed", "srch_x", None,
+                 "2026-11-28T00:00:00.000Z", json.dumps({"id": f"evt_{owner[-6:]}{n:020d}"}))
+        for n in range(count)
+    ]  # fmt: skip
+    async with accounts.transaction():
+        await EventRepository(accounts).insert_events(made)
+    return [e.id for e in made]
