@@ -217,6 +217,9 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
             EventRepository(accounts), keys, keepalive=settings.stream_keepalive,
             queue=settings.stream_queue,
             wait=lambda timeout: wakeups.wait("events", timeout),
+            # Counted across the host's workers (embedded) or every host (Redis); at most
+            # half a worker's connections, so the API, /health and the portal keep theirs.
+            limiter=limiter, most=max(1, settings.max_connections // 2),
         ),
     )  # fmt: skip
 
