@@ -127,6 +127,7 @@ class Services:
 
     async def close(self) -> None:
         await self.streams.close()
+        await self.saved_searches.counts.close()
         await self.wakeups.close()
         await self.search.close()
         await self.cache.close()

@@ -83,6 +83,52 @@ async def test_match_count_of_watched_ids_counts_those_that_pass_the_filters(fre
     assert made["matchCount"] == sum(item["status"] == status for item in page)
 
 
+async def test_match_counts_are_counted_once_a_data_version_and_say_which(fresh: Fresh) -> None:
+    """Listing counts nothing again while the data stands still; once a load moves the data
+    version the counts follow, each exact for the version it states."""
+    client, _, make = await fresh()
+    headers = bearer(await make())
+    page = (await client.get("/v1/properties?city=Ames&state=IA&limit=5", headers=headers)).json()
+    ids = [item["id"] for item in page["data"]]
+    for body in ({"name": "ames", "filters": AMES},
+                 {"name": "ids", "propertyIds": [*ids, "absent-1"], "filters": AMES}):  # fmt: skip
+        assert (await client.post("/v1/searches", headers=headers, json=body)).status_code == 201
+    counts = fresh.apps[-1].app.state.services.saved_searches.counts  # type: ignore[attr-defined]
+    made = counts.counted
+    listed = (await client.get("/v1/searches", headers=headers)).json()["data"]
+    version = listed[0]["dataVersion"]
+    assert {s["name"]: s["matchCount"] for s in listed} == {
+        "ames": page["meta"]["total"], "ids": len(ids),
+    }  # fmt: skip
+    for _ in range(5):
+        again = (await client.get("/v1/searches", headers=headers)).json()["data"]
+        assert again == listed
+    assert counts.counted == made  # nothing counted again
+    db = await fresh.db()
+    try:
+        new = [record(f"new-{n}", address={"street_address": f"{n} Oak St"}) for n in range(2)]
+        await pipeline.run(db, [pipeline.Source("test", "import", enumerate(new, 1), 2, False)],
+                           AS_OF)  # fmt: skip
+    finally:
+        await db.close()
+    deadline = time.monotonic() + 20
+    while True:
+        listed = (await client.get("/v1/searches", headers=headers)).json()["data"]
+        for search in listed:  # exact for the version it says, whichever that is
+            assert search["dataVersion"] >= version
+            if search["dataVersion"] == version:
+                assert search["matchCount"] in (page["meta"]["total"], len(ids))
+        if all(s["dataVersion"] > version for s in listed):
+            break
+        assert time.monotonic() < deadline, listed
+        await asyncio.sleep(0.05)
+    total = (await client.get("/v1/properties?city=Ames&state=IA", headers=headers)).json()
+    assert {s["name"]: s["matchCount"] for s in listed} == {
+        "ames": total["meta"]["total"], "ids": len(ids),
+    }  # fmt: skip
+    assert total["meta"]["total"] == page["meta"]["total"] + 2
+
+
 BAD = [
     ({"filters": AMES}, "name"),
     ({"name": "", "filters": AMES}, "name"),

@@ -335,18 +335,24 @@ class ImageRepository:
         async with self.db.transaction():
             await self.db.execute(f"DELETE FROM {table} WHERE seq <= ?", (upto,))
 
-    async def records(self, ids: Sequence[str]) -> list[dict[str, Any]]:
-        """The stored rows of these properties, by column name (those that exist)."""
-        found: list[dict[str, Any]] = []
+    async def rows(self, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """The stored rows of these properties (those that exist), in `PropertyRow`'s order,
+        read off the event loop (a thread of its own on SQLite)."""
+        found: list[tuple[Any, ...]] = []
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
-            cursor_rows = await self.db.fetch_all(
+            found += await self.db.fetch_all(
                 f"SELECT {_PROPERTY_COLUMNS} FROM properties"
                 f" WHERE id IN ({', '.join('?' for _ in part)})",
                 part,
+                slow=True,
             )
-            found += [dict(zip(PropertyRow._fields, row, strict=True)) for row in cursor_rows]
         return found
+
+    async def data_version(self) -> int:
+        """The data store's version: it moves with every commit that changes the records."""
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
+        return int(row[0]) if row else 0
 
 
 _PROPERTY_COLUMNS = ", ".join(PropertyRow._fields)

@@ -17,6 +17,7 @@ from propdata.api import body as bodies
 from propdata.api.schemas import PageMeta
 from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
 from propdata.events import cursor, filters
+from propdata.events.counts import Counted, MatchCounts
 from propdata.events.repository import (
     EventRepository,
     ImageRepository,
@@ -28,14 +29,14 @@ from propdata.events.schemas import (
     EVENT_TYPES,
     EventsMeta,
     RawEventsResponse,
+    RawSavedSearch,
+    RawSavedSearchList,
     SavedSearch,
     SavedSearchList,
 )
 from propdata.kit.db import Database
 from propdata.plans import Plan, raising
 from propdata.properties.schemas import PROPERTY_ID
-from propdata.search.match import matches
-from propdata.search.schemas import SearchResponse
 from propdata.search.service import SearchService
 
 FIELDS = ("name", "filters", "propertyIds")
@@ -82,6 +83,7 @@ class SavedSearchService:
         self.keys = keys
         self.search = search
         self.clock = clock
+        self.counts = MatchCounts(self.images, search)
 
     async def create(self, key: ApiKey, body: Mapping[str, Any]) -> SavedSearch:
         """Save a search for the key's owner; 403 past the owner's plan."""
@@ -103,13 +105,34 @@ class SavedSearchService:
         return await self._wire(row)
 
     async def page(self, key: ApiKey, limit: int, offset: int) -> SavedSearchList:
+        """A page of the owner's searches, oldest first, with their match counts."""
         owner = owner_of(key)
         rows = await self.repo.page(owner, limit, offset)
         total = await self.repo.count(owner)
+        counted = await self.counts.of(rows)
         return SavedSearchList(
             meta=PageMeta(total=total, limit=limit, offset=offset),
-            data=[await self._wire(row) for row in rows],
+            data=[_wire(row, counted[row.id]) for row in rows],
         )
+
+    async def raw_page(self, key: ApiKey, limit: int, offset: int) -> RawSavedSearchList:
+        """`page` with each search's filters and ids as stored (the API's answer)."""
+        owner = owner_of(key)
+        rows = await self.repo.page(owner, limit, offset)
+        total = await self.repo.count(owner)
+        counted = await self.counts.of(rows)
+        return RawSavedSearchList(
+            meta=PageMeta(total=total, limit=limit, offset=offset),
+            data=[
+                RawSavedSearch(
+                    id=row.id, name=row.name, filters=msgspec.Raw(row.filters.encode()),
+                    property_ids=msgspec.Raw(row.property_ids.encode()),
+                    created_at=row.created_at, match_count=counted[row.id].total,
+                    data_version=counted[row.id].version,
+                )
+                for row in rows
+            ],
+        )  # fmt: skip
 
     async def get(self, key: ApiKey, search_id: str) -> SavedSearch:
         return await self._wire(await self._row(key, search_id))
@@ -133,6 +156,7 @@ class SavedSearchService:
         async with self.accounts.transaction():
             if not await self.repo.delete(owner_of(key), search_id):
                 raise _missing(search_id)
+        self.counts.forget(search_id)
         if not await self.repo.count() and await self.images.watching():
             await self.images.set_watching(False)
 
@@ -143,22 +167,16 @@ class SavedSearchService:
         return row
 
     async def _wire(self, row: SearchRow) -> SavedSearch:
-        stored = json.loads(row.filters)
-        ids = json.loads(row.property_ids)
-        return SavedSearch(
-            id=row.id, name=row.name, filters=stored, property_ids=ids,
-            created_at=row.created_at, match_count=await self._match_count(stored, ids),
-        )  # fmt: skip
+        (counted,) = (await self.counts.of([row])).values()
+        return _wire(row, counted)
 
-    async def _match_count(self, stored: dict[str, Any], ids: list[str]) -> int:
-        """How many records match now: the search's count, or the watched ids that pass."""
-        query = filters.query_of(stored)
-        if ids:
-            records = await self.images.records(ids)
-            return int(matches(query, records).sum()) if records else 0
-        page = await self.search.search(query)
-        assert isinstance(page, SearchResponse)
-        return page.meta.total
+
+def _wire(row: SearchRow, counted: Counted) -> SavedSearch:
+    return SavedSearch(
+        id=row.id, name=row.name, filters=json.loads(row.filters),
+        property_ids=json.loads(row.property_ids), created_at=row.created_at,
+        match_count=counted.total, data_version=counted.version,
+    )  # fmt: skip
 
 
 def _checked(
