@@ -182,8 +182,8 @@ async def list_deliveries(
 
 @post("/webhooks/{id:str}/deliveries/{eventId:str}/resend", status_code=202,
       **_common("Send an event again", "resendWebhookDelivery", 404, 409, examples=[
-          NotFound("No delivery of event evt_0123456789abcdefghijklmnop to webhook endpoint"
-                   " wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze."), _FULL]))  # fmt: skip
+          _NOT_FOUND, NotFound("No delivery of event evt_0123456789abcdefghijklmnop to webhook"
+                               " endpoint wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze."), _FULL]))  # fmt: skip
 async def resend_delivery(
     webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId, eventId: EventId
 ) -> Response[QueuedResponse]:
