@@ -19,11 +19,12 @@ import contextlib
 import dataclasses
 import json
 import logging
+import zlib
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from propdata.events import filters
-from propdata.events.repository import ImageRepository, SearchRow
+from propdata.events.repository import ImageRepository, RawSearchRow, SearchRow
 from propdata.kit.db import StoreUnavailable
 from propdata.properties.repository import PropertyRow
 from propdata.search.match import matches
@@ -47,9 +48,20 @@ class Counted(NamedTuple):
 
 
 class _Held(NamedTuple):
-    made_of: tuple[str, str]
-    """The search's filters and ids as stored: a change of either makes it another count."""
+    made_of: int
+    """A checksum of the search's filters and ids as stored: a change of either makes it
+    another count."""
     counted: Counted
+
+
+Stored = SearchRow | RawSearchRow
+
+
+def _made_of(row: Stored) -> int:
+    filters, ids = row.filters, row.property_ids
+    text = filters.encode() if isinstance(filters, str) else filters
+    watched = ids.encode() if isinstance(ids, str) else ids
+    return zlib.crc32(watched, zlib.crc32(text)) ^ len(watched) << 32
 
 
 class MatchCounts:
@@ -59,20 +71,20 @@ class MatchCounts:
         self.images = images
         self.search = search
         self._held: dict[str, _Held] = {}
-        self._due: dict[str, SearchRow] = {}
+        self._due: dict[str, Stored] = {}
         self._task: asyncio.Task[None] | None = None
         self.counted = 0
         """Counts made (the tests count them)."""
 
-    async def of(self, rows: Sequence[SearchRow]) -> dict[str, Counted]:
+    async def of(self, rows: Sequence[Stored]) -> dict[str, Counted]:
         """Each search's count: the one held (those of an older data version are counted
         again in the background), else one counted now."""
         version = await self.images.data_version()
         found: dict[str, Counted] = {}
-        missing: list[SearchRow] = []
+        missing: list[Stored] = []
         for row in rows:
             held = self._held.get(row.id)
-            if held is None or held.made_of != (row.filters, row.property_ids):
+            if held is None or held.made_of != _made_of(row):
                 missing.append(row)
                 continue
             found[row.id] = held.counted
@@ -80,7 +92,7 @@ class MatchCounts:
                 self._due[row.id] = row
         turns = asyncio.Semaphore(AT_ONCE)
 
-        async def count(row: SearchRow) -> None:
+        async def count(row: Stored) -> None:
             async with turns:
                 found[row.id] = await self._count(row)
 
@@ -113,7 +125,7 @@ class MatchCounts:
             self._due.pop(search_id, None)
             await asyncio.sleep(0)  # a request between two counts
 
-    async def _count(self, row: SearchRow) -> Counted:
+    async def _count(self, row: Stored) -> Counted:
         """Count, until a count is made while the data version stands still (else the last
         one, of the version read after it: one commit off at most)."""
         query = filters.query_of(json.loads(row.filters))
@@ -126,7 +138,7 @@ class MatchCounts:
                 break
         self.counted += 1
         counted = Counted(after, count)
-        self._held[row.id] = _Held((row.filters, row.property_ids), counted)
+        self._held[row.id] = _Held(_made_of(row), counted)
         return counted
 
     async def _of_ids(self, query: SearchQuery, ids: list[str]) -> int:

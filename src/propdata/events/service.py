@@ -118,15 +118,15 @@ class SavedSearchService:
     async def raw_page(self, key: ApiKey, limit: int, offset: int) -> RawSavedSearchList:
         """`page` with each search's filters and ids as stored (the API's answer)."""
         owner = owner_of(key)
-        rows = await self.repo.page(owner, limit, offset)
+        rows = await self.repo.raw_page(owner, limit, offset)
         total = await self.repo.count(owner)
         counted = await self.counts.of(rows)
         return RawSavedSearchList(
             meta=PageMeta(total=total, limit=limit, offset=offset),
             data=[
                 RawSavedSearch(
-                    id=row.id, name=row.name, filters=msgspec.Raw(row.filters.encode()),
-                    property_ids=msgspec.Raw(row.property_ids.encode()),
+                    id=row.id, name=row.name, filters=msgspec.Raw(row.filters),
+                    property_ids=msgspec.Raw(row.property_ids),
                     created_at=row.created_at, match_count=counted[row.id].total,
                     data_version=counted[row.id].version,
                 )

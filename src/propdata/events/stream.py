@@ -192,21 +192,26 @@ class StreamHub:
                 headers={"Retry-After": str(RETRY_FULL)},
             )
         sub.limit, sub.admitted = limit, time.monotonic()
+        if sum(1 for held in self._admitted if held.owner == sub.owner) >= limit:
+            raise self._too_many(limit)  # this worker alone holds them all: no need to ask
         self._admitted.add(sub)  # counted from here: two at once never pass `most`
         try:
             if self.limiter is not None and not await self.limiter.hold(
                 _slots(sub.owner), sub.holder, limit, self.lease
             ):
-                raise RateLimitExceeded(
-                    f"At most {limit:,} event stream{'s' if limit != 1 else ''} of one account"
-                    " may be open at once (its plan's limit); close one, or retry after"
-                    f" {int(self.lease)} seconds.",
-                    headers={"Retry-After": str(int(self.lease))},
-                )
+                raise self._too_many(limit)
         except BaseException:
             self._admitted.discard(sub)
             raise
         return sub
+
+    def _too_many(self, limit: int) -> RateLimitExceeded:
+        return RateLimitExceeded(
+            f"At most {limit:,} event stream{'s' if limit != 1 else ''} of one account may be"
+            f" open at once (its plan's limit); close one, or retry after {int(self.lease)}"
+            " seconds.",
+            headers={"Retry-After": str(int(self.lease))},
+        )
 
     async def release(self, sub: Subscriber) -> None:
         """The stream ended (or never started): its place on the worker, and its lease."""
@@ -530,14 +535,17 @@ async def stream_events(
         place = None
     wanted = _types(types)
     owner = owner_of(key)
-    start = await streams.repo.last()
-    newest = await streams.repo.last_sequence(owner)
-    # A cursor past the owner's last event (none is ever handed out) resumes from there.
-    after = newest if place is None else min(await streams.repo.after(owner, place), newest)
-    sub = Subscriber(owner, key.id, after, wanted, searchId,
-                     abort=shutdown.aborter(request.scope))  # fmt: skip
-    plan = await streams.keys.plan_of(key)
-    await streams.admit(sub, plan.event_streams)
+    sub = Subscriber(owner, key.id, 0, wanted, searchId, abort=shutdown.aborter(request.scope))
+    # Admitted first: a stream past the owner's limit costs no read of the log.
+    await streams.admit(sub, (await streams.keys.plan_of(key)).event_streams)
+    try:
+        start = await streams.repo.last()
+        newest = await streams.repo.last_sequence(owner)
+        # A cursor past the owner's last event (none is ever handed out) resumes from there.
+        sub.after = newest if place is None else min(await streams.repo.after(owner, place), newest)
+    except BaseException:
+        await streams.release(sub)
+        raise
     return ServerSentEvent(streams.events(sub, start))
 
 
