@@ -166,7 +166,7 @@ def test_sql_the_index_and_matches_agree_filter_by_filter(rig: Rig, data: st.Dat
     batch = Batch.of(stored)
     for filters in data.draw(searches(rows)):
         by_sql = rig.run(_sql(repo, filters))
-        page = index.search(filters, "lastUpdated", "asc", 100, 0)
+        page = index.search(SearchQuery(filters, "lastUpdated", "asc", 100, 0))
         assert page is not None
         kept = matches(filters, batch)
         by_matches = {r["id"] for r, keep in zip(stored, kept.tolist(), strict=True) if keep}

@@ -56,6 +56,7 @@ from propdata.search.filters import (
     box,
 )
 from propdata.search.items import ItemFile
+from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRow
 
 log = logging.getLogger("propdata")
@@ -366,23 +367,17 @@ class SearchIndex:
         return sum(a.nbytes for a in arrays) + sum(g.nbytes for g in self.groups.values())
 
     def search(
-        self,
-        filters: SearchFilters,
-        sort: str,
-        order: str,
-        limit: int,
-        offset: int,
-        after: str | None = None,
-        ids: bool = True,
+        self, query: SearchQuery, after: str | None = None, ids: bool = True
     ) -> IndexPage | None:
-        """The exact total and the ids of one page, in the order SQL would give them
-        (`ids` False: only their positions, for items read from the snapshot).
+        """The exact total and the ids of the query's page, in its order (`search.order`;
+        `ids` False: only their positions, for items read from the snapshot).
 
         `after`: the id of the last row of the previous page of this search in this data
         version (a cursor); the page starts past it, found by its position, not by counting
         rows, so a deep page costs what the first does. None when that id is not among this
         index's matches (the caller then answers otherwise).
         """
+        filters, sort, limit, offset = query.filters, query.sort, query.limit, query.offset
         selection = self._select(filters)
         if selection is None:
             none: list[float] | None = None if filters.near is None else []
@@ -409,7 +404,7 @@ class SearchIndex:
             offset = 0
         elif offset >= total or limit <= 0:
             return IndexPage(total, [], None if distances is None else [])
-        descending = order == "desc"
+        descending = query.ordering.descending
         if sort == "distance":
             assert positions is not None and distances is not None
             page = nearest(positions, distances, descending, offset, limit, last)

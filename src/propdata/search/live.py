@@ -50,6 +50,7 @@ from propdata.search.index import (
     SearchIndex,
 )
 from propdata.search.items import ItemFile
+from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRow
 
 FOLD_ROWS = 20_000
@@ -173,20 +174,14 @@ class LiveIndex:
         return self._items
 
     def search(
-        self,
-        filters: SearchFilters,
-        sort: str,
-        order: str,
-        limit: int,
-        offset: int,
-        after: str | None = None,
-        ids: bool = True,
+        self, query: SearchQuery, after: str | None = None, ids: bool = True
     ) -> IndexPage | None:
         """`SearchIndex.search` over the base's alive rows and the delta's: positions of the
         delta's rows follow the base's (`base.size + q`)."""
         if not self.delta.size and self.alive is None:
-            return self.base.search(filters, sort, order, limit, offset, after, ids)
-        descending = order == "desc"
+            return self.base.search(query, after, ids)
+        filters, sort, limit, offset = query.filters, query.sort, query.limit, query.offset
+        descending = query.ordering.descending
         base = self._side(self.base, self.base._select(filters, self.alive), filters)
         delta = self._side(self.delta, self.delta._select(filters) if self.delta.size else None,
                            filters)  # fmt: skip
