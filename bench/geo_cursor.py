@@ -28,7 +28,8 @@ import bench_data  # noqa: E402  (bench/ is not a package)
 import bench_mix  # noqa: E402
 
 from propdata.kit.db import connect  # noqa: E402
-from propdata.search.index import INDEX_COLUMNS, IndexBuilder, SearchIndex  # noqa: E402
+from propdata.search.index import INDEX_COLUMNS, SearchIndex  # noqa: E402
+from propdata.search.indexer import IndexBuilder  # noqa: E402
 from propdata.search.query import SearchQuery, parse  # noqa: E402
 from propdata.search.repository import SearchRepository  # noqa: E402
 from propdata.search.snapshot import Snapshots  # noqa: E402

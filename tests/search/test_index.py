@@ -23,7 +23,8 @@ from propdata.search import arrays
 from propdata.search import index as index_module
 from propdata.search.cursor import Cursor
 from propdata.search.filters import SORT_COLUMNS, SearchFilters
-from propdata.search.index import INDEX_COLUMNS, IndexBuilder, IndexPage, SearchIndex
+from propdata.search.index import INDEX_COLUMNS, IndexPage, SearchIndex
+from propdata.search.indexer import IndexBuilder
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 from propdata.search.service import SearchService

@@ -26,7 +26,8 @@ from propdata.properties.repository import PropertyRepository, PropertyRow
 from propdata.properties.schemas import PROPERTY_TYPES, STATUSES
 from propdata.search.engines import SqlEngine
 from propdata.search.filters import FILTERS, SearchFilters
-from propdata.search.index import INDEX_COLUMNS, IndexBuilder
+from propdata.search.index import INDEX_COLUMNS
+from propdata.search.indexer import IndexBuilder
 from propdata.search.match import Batch, matches
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
