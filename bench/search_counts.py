@@ -45,7 +45,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 import bench_data  # noqa: E402
-import run as harness  # noqa: E402
+import harness  # noqa: E402
 
 SEARCHES = 500
 IDS = 1_000
@@ -184,7 +184,7 @@ def measure_store(
 
 def rows(found: CountFigures) -> list[Any]:
     """The make bench table's row of `found`."""
-    from run import Row
+    from harness import Row
 
     q = found.quantile
     listing, health = q(found.listing_ms, 0.99), q(found.health_ms, 0.99)

@@ -40,7 +40,7 @@ from propdata.plans import ENTERPRISE
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-import run as harness  # noqa: E402
+import harness  # noqa: E402
 
 TARGET_HEALTH_P99_MS = 20.0
 PROBE_EVERY = 0.005
@@ -174,7 +174,7 @@ def measure(streams: int, at_once: int = 10, say: Callable[[str], None] = print)
 
 def rows(found: CapFigures) -> list[Any]:
     """The make bench table's row of `found`."""
-    from run import Row
+    from harness import Row
 
     p99 = found.quantile(found.during_ms + found.after_ms, 0.99)
     cap = ENTERPRISE.event_streams
