@@ -240,7 +240,7 @@ class StreamHub:
         never started (the client went before the answer) let go."""
         self._renewed = time.monotonic()
         for sub in list(self._admitted):
-            if sub.ended is not None:
+            if sub.ended is not None or sub not in self._admitted:  # gone meanwhile
                 continue
             if not sub.started and self._renewed - sub.admitted > self.lease:
                 await self.release(sub)
@@ -248,6 +248,7 @@ class StreamHub:
                 _slots(sub.owner), sub.holder, sub.limit, self.lease
             ):
                 sub.end("limit")
+            await asyncio.sleep(0)  # requests between two renewals, not after them all
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
