@@ -1,5 +1,6 @@
 """Saved searches' events on the make bench store: the producer's matching, a commit's way to
-its webhook, deliveries beside the search mix, the event log's pages and idle streams.
+its webhook, deliveries beside the search mix, the event log's pages, idle streams, an
+account's streams past its cap and a long page of saved searches.
 
     .venv/bin/python bench/events_bench.py --properties 20000 --smoke
     .venv/bin/python bench/events_bench.py --properties 1000000      # what make bench runs
@@ -29,6 +30,10 @@ On the make bench store (bench/.data/sqlite-p{N}-s7-2026-11-21, built when missi
    --scaleout, PostgreSQL.
 5. **Idle streams**: bench/idle_streams.py (STREAMS idle `GET /v1/events/stream` on one
    worker: its Pss growth, and one event per owner reaching every stream).
+6. **Streams of one account past its cap**: bench/stream_caps.py (1,000 streams of one
+   Enterprise account asked for: 100 open, the rest 429, /health beside them).
+7. **Saved searches listed**: bench/search_counts.py (500 searches of 1,000 ids each, on a
+   copy of the store: the listing's and /health's latencies side by side).
 
 `bench/run.py` runs the same (`measure`) and puts the rows in the make bench table (`rows`).
 """
@@ -79,14 +84,16 @@ class Sizes:
     log_pages: int
     streams: int
     idle: float
+    caps: int
+    """Event streams one account asks for (row 17)."""
 
 
 def sizes(smoke: bool) -> Sizes:
     if smoke:
         return Sizes(records=2_000, searches=200, runs=3, lags=5, log_events=20_000,
-                     log_pages=500, streams=50, idle=2.0)  # fmt: skip
+                     log_pages=500, streams=50, idle=2.0, caps=200)  # fmt: skip
     return Sizes(records=10_000, searches=1_000, runs=5, lags=60, log_events=1_000_000,
-                 log_pages=2_000, streams=1_000, idle=20.0)  # fmt: skip
+                 log_pages=2_000, streams=1_000, idle=20.0, caps=1_000)  # fmt: skip
 
 
 @dataclass
@@ -139,6 +146,10 @@ class EventsRun:
     logs: dict[str, Any] = field(default_factory=dict)
     """bench/event_log.py's figures by store label."""
     streams: Any = None
+    caps: Any = None
+    """bench/stream_caps.py's figures."""
+    counts: Any = None
+    """bench/search_counts.py's figures."""
 
 
 def _q(values: list[float], q: float) -> float:
@@ -426,6 +437,8 @@ def measure(db_path: Path, reqs: Any, args: Any, logs: Path) -> EventsRun:
     """Every events figure; `reqs` and `args` are bench/run.py's (request lists, wrk
     settings, --smoke, --scaleout)."""
     import idle_streams
+    import search_counts
+    import stream_caps
     from harness import log
 
     size = sizes(args.smoke)
@@ -437,6 +450,9 @@ def measure(db_path: Path, reqs: Any, args: Any, logs: Path) -> EventsRun:
     served(db_path, reqs, args, logs, size, result)
     result.logs = event_logs(args, size)
     result.streams = idle_streams.measure(size.streams, size.idle, lambda line: log(line.strip()))
+    result.caps = stream_caps.measure(size.caps, say=lambda line: log(line.strip()))
+    result.counts = search_counts.measure_store(db_path, args.seed, args.as_of,
+                                                lambda line: log(line.strip()))  # fmt: skip
     return result
 
 
@@ -501,6 +517,14 @@ def rows(result: EventsRun) -> list[Any]:
             f" {s.reached_s:.2f} s",
             target=f"≤ {TARGET_STREAMS_MB:g} MB more", met=grew <= TARGET_STREAMS_MB,
         ))  # fmt: skip
+    if result.caps is not None:
+        import stream_caps
+
+        out += stream_caps.rows(result.caps)
+    if result.counts is not None:
+        import search_counts
+
+        out += search_counts.rows(result.counts)
     return out
 
 

@@ -3,7 +3,7 @@
     .venv/bin/python bench/idle_streams.py --streams 1000 --idle 20
 
 Serves an empty SQLite store with `propdata serve --workers 1` (PROPDATA_MAX_CONNECTIONS
-raised to hold the streams), makes one key per stream (each its own owner), and warms the
+raised to twice the streams: they take half a worker's connections at most), makes one key per stream (each its own owner), and warms the
 worker up with a few streams opened and closed. Then it opens --streams streams of
 `GET /v1/events/stream` at once and leaves them idle for --idle seconds. Printed:
 
@@ -140,7 +140,8 @@ async def _produce(url: str, owners: list[str]) -> None:
 def _serve(url: str, streams: int) -> tuple[subprocess.Popen[bytes], int]:
     port = harness.free_port()
     env = {**os.environ, "PROPDATA_DATABASE_URL": url, "PROPDATA_LOG_LEVEL": "WARNING",
-           "PROPDATA_MAX_CONNECTIONS": str(streams + 100)}  # fmt: skip
+           # streams take at most half a worker's connections
+           "PROPDATA_MAX_CONNECTIONS": str(2 * streams + 100)}  # fmt: skip
     argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--port", str(port)]
     server = subprocess.Popen(
         argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -536,6 +536,14 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   --scaleout also on PostgreSQL). 16: bench/idle_streams.py, 1,000 idle
   `GET /v1/events/stream` on one worker of an empty store: Pss growth, then one event per
   owner reaching every stream.
+- **17. streams past an account's cap** (bench/stream_caps.py): one worker of an empty store,
+  one Enterprise key (100 open streams); 1,000 `GET /v1/events/stream` of it asked for, 10 at
+  a time, each on a socket of its own, while a probe asks `/health` every 5 ms on a
+  connection of its own; p50 and p99 are /health's, while the streams are asked for and once
+  they stand. **18. a long page of saved searches** (bench/search_counts.py): a copy of the
+  store, one key's 500 saved searches of 1,000 ids each; after a first listing (which counts
+  them all), 59 more `GET /v1/searches?limit=500` (7.6 MB each: the rest of the owner's 60
+  management requests of a minute) one after another, with the same /health probe beside.
 - Latencies are wrk's, closed loop (each connection waits for its answer), so at saturation
   p99 includes queueing. The machine is shared: compare ratios taken in the same run.
 """

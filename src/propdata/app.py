@@ -63,7 +63,7 @@ from propdata.valuation import endpoints as valuation_endpoints
 from propdata.valuation.service import ValuationService
 from propdata.web import DocsPage
 from propdata.webhooks import endpoints as webhook_endpoints
-from propdata.webhooks.addresses import Gate
+from propdata.webhooks.addresses import DnsResolver, Gate
 from propdata.webhooks.dispatcher import Dispatcher, HostTurn, dispatch
 from propdata.webhooks.service import WebhookService
 
@@ -127,6 +127,7 @@ class Services:
 
     async def close(self) -> None:
         await self.streams.close()
+        await self.saved_searches.counts.close()
         await self.wakeups.close()
         await self.search.close()
         await self.cache.close()
@@ -185,7 +186,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
     search = SearchService(db, search_index=settings.search_index, snapshots=settings.index_path)
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     wakeups = open_wakeups(accounts, settings.redis_url)
-    gate = Gate(allowed=settings.webhook_networks)
+    gate = Gate(allowed=settings.webhook_networks, resolver=DnsResolver(settings.nameservers))
     return Services(
         settings=settings,
         db=db,
@@ -217,6 +218,9 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
             EventRepository(accounts), keys, keepalive=settings.stream_keepalive,
             queue=settings.stream_queue,
             wait=lambda timeout: wakeups.wait("events", timeout),
+            # Counted across the host's workers (embedded) or every host (Redis); at most
+            # half a worker's connections, so the API, /health and the portal keep theirs.
+            limiter=limiter, most=max(1, settings.max_connections // 2),
         ),
     )  # fmt: skip
 

@@ -54,6 +54,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """PROPDATA_WEBHOOK_ALLOWED_NETWORKS: comma-separated networks webhook deliveries may reach
     although they are not public (10.20.0.0/16, 127.0.0.1/32), by http:// as well as https://;
     empty: https:// to public addresses only."""
+    webhook_nameservers: str = ""
+    """PROPDATA_WEBHOOK_NAMESERVERS: comma-separated DNS servers (`address` or `address:port`,
+    `[v6]:port`) that webhook URLs' names are resolved through; empty: the system's
+    (/etc/resolv.conf). Each name has 2 s to resolve."""
     search_index: bool = True
     """PROPDATA_SEARCH_INDEX: keep every property's search columns in memory (about 66 MB at
     1,000,000 properties, mapped once for all of a host's workers) so searches take
@@ -157,6 +161,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         return _networks(self.webhook_allowed_networks)
 
     @property
+    def nameservers(self) -> tuple[tuple[str, int], ...]:
+        """PROPDATA_WEBHOOK_NAMESERVERS as (address, port) pairs."""
+        return tuple(_nameserver(part) for part in self.webhook_nameservers.split(",")
+                     if part.strip())  # fmt: skip
+
+    @property
     def metrics_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
         return _networks(self.metrics_allowed_networks)
 
@@ -198,6 +208,7 @@ ENV = {
     "metrics_allowed_networks": "PROPDATA_METRICS_ALLOWED_NETWORKS",
     "metrics_token": "PROPDATA_METRICS_TOKEN",
     "webhook_allowed_networks": "PROPDATA_WEBHOOK_ALLOWED_NETWORKS",
+    "webhook_nameservers": "PROPDATA_WEBHOOK_NAMESERVERS",
     "search_index": "PROPDATA_SEARCH_INDEX",
     "index_dir": "PROPDATA_INDEX_DIR",
     "smtp_url": "PROPDATA_SMTP_URL",
@@ -260,9 +271,30 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
             _networks(getattr(settings, field))
         except ValueError as exc:
             raise ConfigError(f"{ENV[field]}: {exc}") from exc
+    try:
+        settings.nameservers  # noqa: B018 (parsed to be checked)
+    except ValueError as exc:
+        raise ConfigError(f"PROPDATA_WEBHOOK_NAMESERVERS: {exc}") from exc
     if settings.metrics_token is not None and len(settings.metrics_token) < 16:
         raise ConfigError("PROPDATA_METRICS_TOKEN must be at least 16 characters")
     return settings
+
+
+def _nameserver(text: str) -> tuple[str, int]:
+    """`address`, `address:port` or `[v6]:port` as (address, port); ValueError else."""
+    host, port = text.strip(), "53"
+    if host.startswith("["):
+        host, _, rest = host[1:].partition("]")
+        port = rest.removeprefix(":") if rest else port
+    elif host.count(":") == 1:
+        host, _, port = host.partition(":")
+    if not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        raise ValueError(f"{text.strip()!r}: the port must be a number from 1 to 65535")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError as exc:
+        raise ValueError(f"{text.strip()!r}: not an IP address (with an optional :port)") from exc
+    return host, int(port)
 
 
 def _networks(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:

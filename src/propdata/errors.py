@@ -126,6 +126,13 @@ class AmbiguousAddress(ServiceError):
     status, code = 409, "ambiguous_address"
 
 
+class Conflict(ServiceError):
+    """The request clashes with one still under way (a replay of an endpoint while another's
+    deliveries wait)."""
+
+    status, code = 409, "conflict"
+
+
 class RateLimitExceeded(ServiceError):
     status, code = 429, "rate_limit_exceeded"
 

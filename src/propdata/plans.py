@@ -1,4 +1,5 @@
-"""The four plans, defined once: request limits, page sizes, prices and the events' limits.
+"""The four plans, defined once: request limits, page sizes, prices and the events' limits
+(saved searches, webhook endpoints, events a day, open event streams).
 
 Everything else reads `PLANS`: the accounts store's `plans` table (upserted from it at every
 migrate, so a changed limit reaches a store made earlier), the key and account services, the
@@ -34,6 +35,8 @@ class Plan:
     """Webhook endpoints an account may hold."""
     events_per_day: int | None
     """Events produced for an account in any rolling 24 h; None: unlimited."""
+    event_streams: int
+    """Event streams (GET /v1/events/stream) an account may hold open at once."""
     self_serve: bool
     """Whether a person may choose the plan on the dashboard (else an operator sets it)."""
     customisable: bool
@@ -43,27 +46,28 @@ class Plan:
 FREE = Plan(
     name="free", title="Free", per_minute=10, daily=100, default_page_size=10,
     max_page_size=25, price_usd=0, saved_searches=3, webhook_endpoints=1,
-    events_per_day=1_000, self_serve=True, customisable=False,
+    events_per_day=1_000, event_streams=1, self_serve=True, customisable=False,
 )  # fmt: skip
 DEVELOPER = Plan(
     name="developer", title="Developer", per_minute=100, daily=10_000, default_page_size=25,
     max_page_size=100, price_usd=49, saved_searches=25, webhook_endpoints=5,
-    events_per_day=50_000, self_serve=True, customisable=False,
+    events_per_day=50_000, event_streams=5, self_serve=True, customisable=False,
 )  # fmt: skip
 PRO = Plan(
     name="pro", title="Pro", per_minute=500, daily=100_000, default_page_size=50,
     max_page_size=250, price_usd=199, saved_searches=500, webhook_endpoints=25,
-    events_per_day=1_000_000, self_serve=True, customisable=False,
+    events_per_day=1_000_000, event_streams=20, self_serve=True, customisable=False,
 )  # fmt: skip
 ENTERPRISE = Plan(
     name="enterprise", title="Enterprise", per_minute=2_000, daily=None, default_page_size=100,
     max_page_size=1_000, price_usd=None, saved_searches=10_000, webhook_endpoints=100,
-    events_per_day=None, self_serve=False, customisable=True,
+    events_per_day=None, event_streams=100, self_serve=False, customisable=True,
 )  # fmt: skip
 
 OWNER_LIMITS: tuple[str, ...] = ("saved_searches", "webhook_endpoints", "events_per_day")
 """The limits an owner (a portal account, or a key without one) has as a whole, from the
-highest plan among its active keys; an operator may set an Enterprise key's own."""
+highest plan among its active keys; an operator may set an Enterprise key's own. (Open event
+streams, `event_streams`, are the owner's too, from that plan, but never a key's own.)"""
 
 PLANS: tuple[Plan, ...] = (FREE, DEVELOPER, PRO, ENTERPRISE)
 """Every plan, cheapest first."""

@@ -12,6 +12,7 @@ import pytest
 from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.accounts.repository import AccountRepository
 from propdata.accounts.schemas import Account
+from propdata.events import cursor
 from propdata.ingest import pipeline
 from tests.conftest import Fresh, Store
 from tests.factories import AS_OF, record
@@ -80,6 +81,52 @@ async def test_match_count_of_watched_ids_counts_those_that_pass_the_filters(fre
     body2: dict[str, Any] = {"name": "two", "propertyIds": ids, "filters": {"status": status}}
     made = (await client.post("/v1/searches", headers=headers, json=body2)).json()["data"]
     assert made["matchCount"] == sum(item["status"] == status for item in page)
+
+
+async def test_match_counts_are_counted_once_a_data_version_and_say_which(fresh: Fresh) -> None:
+    """Listing counts nothing again while the data stands still; once a load moves the data
+    version the counts follow, each exact for the version it states."""
+    client, _, make = await fresh()
+    headers = bearer(await make())
+    page = (await client.get("/v1/properties?city=Ames&state=IA&limit=5", headers=headers)).json()
+    ids = [item["id"] for item in page["data"]]
+    for body in ({"name": "ames", "filters": AMES},
+                 {"name": "ids", "propertyIds": [*ids, "absent-1"], "filters": AMES}):  # fmt: skip
+        assert (await client.post("/v1/searches", headers=headers, json=body)).status_code == 201
+    counts = fresh.apps[-1].app.state.services.saved_searches.counts  # type: ignore[attr-defined]
+    made = counts.counted
+    listed = (await client.get("/v1/searches", headers=headers)).json()["data"]
+    version = listed[0]["dataVersion"]
+    assert {s["name"]: s["matchCount"] for s in listed} == {
+        "ames": page["meta"]["total"], "ids": len(ids),
+    }  # fmt: skip
+    for _ in range(5):
+        again = (await client.get("/v1/searches", headers=headers)).json()["data"]
+        assert again == listed
+    assert counts.counted == made  # nothing counted again
+    db = await fresh.db()
+    try:
+        new = [record(f"new-{n}", address={"street_address": f"{n} Oak St"}) for n in range(2)]
+        await pipeline.run(db, [pipeline.Source("test", "import", enumerate(new, 1), 2, False)],
+                           AS_OF)  # fmt: skip
+    finally:
+        await db.close()
+    deadline = time.monotonic() + 20
+    while True:
+        listed = (await client.get("/v1/searches", headers=headers)).json()["data"]
+        for search in listed:  # exact for the version it says, whichever that is
+            assert search["dataVersion"] >= version
+            if search["dataVersion"] == version:
+                assert search["matchCount"] in (page["meta"]["total"], len(ids))
+        if all(s["dataVersion"] > version for s in listed):
+            break
+        assert time.monotonic() < deadline, listed
+        await asyncio.sleep(0.05)
+    total = (await client.get("/v1/properties?city=Ames&state=IA", headers=headers)).json()
+    assert {s["name"]: s["matchCount"] for s in listed} == {
+        "ames": total["meta"]["total"], "ids": len(ids),
+    }  # fmt: skip
+    assert total["meta"]["total"] == page["meta"]["total"] + 2
 
 
 BAD = [
@@ -258,6 +305,30 @@ async def test_managing_searches_is_not_counted_but_limited_to_60_a_minute(fresh
     assert (await client.get("/v1/searches", headers=headers)).status_code == 200
 
 
+async def test_the_60_management_requests_a_minute_are_the_account_s_webhooks_included(
+    fresh: Fresh,
+) -> None:
+    """Every key of an account spends the account's 60 (a second key gives no more room), and
+    managing webhooks counts as managing searches does; a key without an account has its own."""
+    client, clock, make = await fresh()
+    first = bearer(await account_key(fresh.store, "acct_shared", "developer"))
+    second = bearer(await account_key(fresh.store, "acct_shared", "pro"))
+    alone = bearer(await make("developer"))
+    for n in range(60):
+        path = "/v1/searches" if n % 2 else "/v1/webhooks"
+        answer = await client.get(path, headers=first if n < 30 else second)
+        assert answer.status_code == 200, (n, answer.text)
+    for headers, path in ((first, "/v1/webhooks"), (second, "/v1/searches")):
+        refused = await client.get(path, headers=headers)
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "rate_limit_exceeded"
+        assert "60 requests a minute" in refused.json()["error"]["message"]
+        assert int(refused.headers["Retry-After"]) >= 1
+    assert (await client.get("/v1/webhooks", headers=alone)).status_code == 200
+    clock.advance(61)
+    assert (await client.get("/v1/webhooks", headers=second)).status_code == 200
+
+
 async def test_the_event_log_counts_as_one_lookup_and_is_never_cached(fresh: Fresh) -> None:
     client, _, make = await fresh(cache_ttl=60)
     headers = bearer(await make("developer"))
@@ -331,6 +402,36 @@ async def test_a_load_becomes_events_the_log_pages_by_cursor(fresh: Fresh) -> No
     assert {e["type"] for e in listed["data"]} == {"property.listed"} and len(listed["data"]) == 3
     none = (await client.get("/v1/events?searchId=srch_other", headers=headers)).json()
     assert none["data"] == [] and none["meta"]["nextCursor"]
+
+
+async def test_each_owner_s_events_are_numbered_1_2_3_whatever_others_have(fresh: Fresh) -> None:
+    """`sequence` and the cursors count the owner's own events alone: no gap where another
+    owner's events came between, nothing of their volume."""
+    client, _, make = await fresh()
+    owners = [bearer(await make()), bearer(await make())]
+    for n, headers in enumerate(owners):
+        body = {"name": f"Ames {n}", "filters": AMES}
+        assert (await client.post("/v1/searches", headers=headers, json=body)).status_code == 201
+    db = await fresh.db()
+    try:
+        records = [record(f"new-{n}", address={"street_address": f"{n} Elm St"}) for n in range(3)]
+        await pipeline.run(db, [pipeline.Source("test", "import", enumerate(records, 1), 3, False)],
+                           AS_OF)  # fmt: skip
+    finally:
+        await db.close()
+    for headers in owners:
+        deadline = time.monotonic() + 20
+        while True:
+            page = (await client.get("/v1/events?limit=100", headers=headers)).json()
+            if len(page["data"]) >= 6:  # entered and listed, three times (and estimates)
+                break
+            assert time.monotonic() < deadline, page
+            await asyncio.sleep(0.1)
+        held = len(page["data"])
+        assert [e["sequence"] for e in page["data"]] == list(range(1, held + 1))
+        assert page["meta"]["nextCursor"] == cursor.encode(held)
+        later = await client.get(f"/v1/events?since={cursor.encode(4)}", headers=headers)
+        assert [e["sequence"] for e in later.json()["data"]][:2] == [5, 6]
 
 
 async def test_saved_searches_are_never_served_from_the_response_cache(fresh: Fresh) -> None:

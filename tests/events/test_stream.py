@@ -9,22 +9,29 @@ import json
 import signal
 import socket
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from propdata.accounts.keys import CustomLimits, KeyService, keys_of
-from propdata.accounts.schemas import ApiKey
+from propdata.accounts.repository import AccountRepository
+from propdata.accounts.schemas import Account, ApiKey
 from propdata.config import accounts_url
+from propdata.errors import RateLimitExceeded, ServiceUnavailable
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, NewEvent
 from propdata.events.service import owner_of
 from propdata.events.stream import StreamHub, Subscriber
 from propdata.kit.db import Database, connect
+from propdata.kit.ratelimit.redis import RedisLimiter
+from propdata.kit.ratelimit.sqlite import SQLiteLimiter
+from propdata.kit.redis_link import connect as connect_redis
 from propdata.migrations.schema import migrate_accounts
-from tests.conftest import Store
+from tests.conftest import Store, drop_store, new_store
 from tests.live import serving_process
 from tests.test_error_messages import check
 
@@ -75,8 +82,10 @@ def _event(
 
 
 async def _add(db: Database, *events: NewEvent) -> list[int]:
+    """Append events; each one's `sequence` (its owner's)."""
     async with db.transaction():
-        return await EventRepository(db).insert_events(list(events))
+        made = await EventRepository(db).insert_events(list(events))
+    return [n.sequence or 0 for n in made]
 
 
 class Reader:
@@ -186,14 +195,15 @@ async def test_types_and_search_id_filter_and_other_owners_are_never_seen(
     key, secret = await _key(store)
     other, _ = await _key(store)
     owner = owner_of(key)
-    numbers = await _add(
-        accounts,
+    events = [
         _event(owner, "search.entered", "srch_a"),
         _event(owner_of(other), "property.listed", "srch_b"),
         _event(owner, "property.listed", "srch_a"),
         _event(owner, "property.listed", "srch_b"),
         _event(owner, "search.exited", "srch_b"),
-    )
+    ]
+    numbers = await _add(accounts, *events)
+    assert numbers[1:] == [1, numbers[0] + 1, numbers[0] + 2, numbers[0] + 3]  # each its own
     since = cursor.encode(numbers[0] - 1)
     async with stream(client, secret, since=since, types="property.listed") as reader:
         assert (await reader.event())["id"] == cursor.encode(numbers[2])
@@ -202,8 +212,8 @@ async def test_types_and_search_id_filter_and_other_owners_are_never_seen(
         assert (await reader.event())["id"] == cursor.encode(numbers[3])
         assert (await reader.event())["id"] == cursor.encode(numbers[4])
     async with stream(client, secret, since=since) as reader:
-        seen = [(await reader.event())["id"] for _ in range(4)]
-        assert cursor.encode(numbers[1]) not in seen
+        seen = [json.loads((await reader.event())["data"])["id"] for _ in range(4)]
+        assert seen == [json.loads(e.body)["id"] for i, e in enumerate(events) if i != 1]
         live = await _add(accounts, _event(owner_of(other)), _event(owner))
         assert (await reader.event())["id"] == cursor.encode(live[1])
 
@@ -338,7 +348,7 @@ async def _collect(hub: StreamHub, sub: Subscriber, start: int, count: int) -> l
     got: list[int] = []
     async with asyncio.timeout(WAIT):
         async for message in hub.events(sub, start):
-            got.append(cursor.decode(str(message.id), "id"))
+            got.append(cursor.decode(str(message.id), "id").number)
             if len(got) == count:
                 break
     return got
@@ -428,3 +438,175 @@ async def test_closing_the_hub_ends_every_stream(empty_db: Database) -> None:
     await hub.close()
     assert await asyncio.wait_for(task, WAIT) == []
     assert hub.open_streams == 0
+
+
+@contextlib.asynccontextmanager
+async def _shared_limiter(store: Store, tmp_path: Path) -> AsyncIterator[Any]:
+    """The limiter every worker of a deployment counts in: the host's counters file
+    embedded, Redis at scale-out."""
+    limiter: Any
+    if store.redis_url is None:
+        limiter = SQLiteLimiter(str(tmp_path / "usage.db"))
+    else:
+        limiter = RedisLimiter(connect_redis(store.redis_url))
+    try:
+        yield limiter
+    finally:
+        await limiter.close()
+
+
+@pytest.fixture
+async def bare(backend: str, tmp_path: Path) -> AsyncIterator[tuple[Store, Database]]:
+    made = await new_store(backend, tmp_path)
+    db = await connect(accounts_url(made.url), private=True)
+    await migrate_accounts(db)
+    yield made, db
+    await db.close()
+    await drop_store(made)
+
+
+async def test_an_owner_s_open_streams_are_bounded_across_workers_and_a_dead_one_frees_its_own(
+    bare: tuple[Store, Database], tmp_path: Path
+) -> None:
+    store, db = bare
+    owner = f"key:k{uuid.uuid4().hex[:8]}"
+    async with _shared_limiter(store, tmp_path) as limiter:
+        workers = [await _hub(db, limiter=limiter, lease=0.6) for _ in range(2)]
+        try:
+            held = [await workers[n % 2].admit(Subscriber(owner, "k", 0), 3) for n in range(3)]
+            for worker in workers:
+                with pytest.raises(RateLimitExceeded) as refused:
+                    await worker.admit(Subscriber(owner, "k", 0), 3)
+                assert "At most 3 event streams" in refused.value.message
+                assert refused.value.headers["Retry-After"]
+            other = await workers[1].admit(Subscriber("key:someone-else", "k2", 0), 1)
+            await workers[0].release(held[0])  # a stream ends: its slot is free
+            held[0] = await workers[1].admit(Subscriber(owner, "k", 0), 3)
+            # worker 0 dies (its task ends, nothing more is renewed): its slot frees itself
+            await workers[0].close()
+            started = time.monotonic()
+            while True:
+                try:
+                    await workers[1].admit(Subscriber(owner, "k", 0), 3)
+                    break
+                except RateLimitExceeded:
+                    assert time.monotonic() - started < WAIT
+                    await asyncio.sleep(0.05)
+            assert time.monotonic() - started >= 0.3  # not before its lease ran out
+            assert other.ended is None and held[0].ended is None  # renewed meanwhile
+        finally:
+            for worker in workers:
+                await worker.close()
+
+
+async def test_a_worker_holds_at_most_its_share_of_streams(empty_db: Database) -> None:
+    hub = await _hub(empty_db, most=2)
+    try:
+        for n in range(2):
+            await hub.admit(Subscriber(f"key:{n}", "k", 0), 100)
+        with pytest.raises(ServiceUnavailable) as full:
+            await hub.admit(Subscriber("key:9", "k", 0), 100)
+        assert full.value.status == 503 and int(full.value.headers["Retry-After"]) > 0
+    finally:
+        await hub.close()
+
+
+async def test_a_stream_ends_after_its_lifetime(empty_db: Database) -> None:
+    hub = await _hub(empty_db, lifetime=0.3)
+    try:
+        sub = await hub.admit(Subscriber("key:a", "k_a", 0), 1)
+        async with asyncio.timeout(WAIT):
+            sent = [m async for m in hub.events(sub, 0)]
+        assert sent == [] and sub.ended == "lifetime"
+        assert hub.open_streams == 0
+    finally:
+        await hub.close()
+
+
+async def test_a_disabled_account_s_streams_end_within_5_seconds(empty_db: Database) -> None:
+    hub = await _hub(empty_db)  # the recheck as the server has it
+    try:
+        keys = KeyService(empty_db)
+        accounts = AccountRepository(empty_db)
+        await accounts.insert(Account("acct_off", "off@example.com", "x", "active", False, None,
+                                      "2026-11-01T00:00:00Z"))  # fmt: skip
+        key, _ = await keys.create("developer", None, CustomLimits(), account_id="acct_off")
+        sub = await hub.admit(Subscriber(owner_of(key), key.id, 0), 5)
+        task = asyncio.create_task(_collect(hub, sub, 0, 1))
+        await asyncio.sleep(0.1)
+        await accounts.set_status("acct_off", "disabled")
+        started = time.monotonic()
+        assert await task == []
+        assert sub.ended == "revoked" and time.monotonic() - started < 5
+    finally:
+        await hub.close()
+
+
+async def _plan_key(store: Store, plan: str) -> str:
+    async with keys_of(store.url) as keys:
+        _, secret = await keys.create(plan, None, CustomLimits())
+    return secret
+
+
+@pytest.mark.slow
+def test_open_streams_leave_health_the_api_and_the_portal_their_connections(store: Store) -> None:
+    """A server of 20 connections a worker holds 10 streams at most (503 past them, for new
+    streams only), a Free account 1 (429 naming the limit); /health, the API and the portal
+    answer all the while."""
+
+    async def check(base: str) -> None:
+        free, big = await _plan_key(store, "free"), (await _key(store))[1]
+        async with (
+            httpx.AsyncClient(base_url=base, timeout=WAIT) as c,
+            contextlib.AsyncExitStack() as held,
+        ):
+            await held.enter_async_context(stream(c, free))
+            refused = await c.get("/v1/events/stream", headers={"Authorization": f"Bearer {free}"})
+            assert refused.status_code == 429, refused.text
+            error = refused.json()["error"]
+            assert (
+                error["code"] == "rate_limit_exceeded"
+                and "At most 1 event stream" in error["message"]
+            )
+            for _ in range(9):
+                await held.enter_async_context(stream(c, big))
+            full = await c.get("/v1/events/stream", headers={"Authorization": f"Bearer {big}"})
+            assert full.status_code == 503 and int(full.headers["Retry-After"]) > 0, full.text
+            assert full.json()["error"]["code"] == "service_unavailable"
+            for path, headers in (
+                ("/health", {}),
+                ("/v1/properties/t-000", {"Authorization": f"Bearer {big}"}),
+                ("/", {"Accept": "text/html"}),
+                ("/v1/events", {"Authorization": f"Bearer {big}"}),
+            ):
+                answer = await c.get(path, headers=headers)
+                assert answer.status_code == 200, (path, answer.text[:300])
+
+    env = {**store.env(), **SERVER_ENV, "PROPDATA_MAX_CONNECTIONS": "20"}
+    with serving_process(env) as (base, _):
+        asyncio.run(check(base))
+
+
+@pytest.mark.slow
+def test_an_account_s_streams_are_counted_across_servers(store: Store) -> None:
+    """Two servers of one deployment (one host's files embedded, one Redis at scale-out):
+    a Free account's one stream on either leaves no room on the other until it closes."""
+
+    async def check(first: str, second: str) -> None:
+        free = await _plan_key(store, "free")
+        headers = {"Authorization": f"Bearer {free}"}
+        async with httpx.AsyncClient(timeout=WAIT) as c:
+            async with stream(httpx.AsyncClient(base_url=first, timeout=WAIT), free):
+                refused = await c.get(second + "/v1/events/stream", headers=headers)
+                assert refused.status_code == 429, refused.text
+            deadline = time.monotonic() + WAIT
+            while True:  # the first server lets go of the slot as the stream closes
+                async with c.stream("GET", second + "/v1/events/stream", headers=headers) as r:
+                    if r.status_code == 200:
+                        break
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+
+    env = {**store.env(), **SERVER_ENV}
+    with serving_process(env) as (first, _), serving_process(env) as (second, _):
+        asyncio.run(check(first, second))

@@ -217,7 +217,12 @@ CALLS = {
     "testWebhook": Calls("webhooks.test_webhook", {"id": Made("webhook")}, None,
                          {"id": NO_HOOK}, metered=False),
     "listWebhookDeliveries": Calls("webhooks.list_webhook_deliveries", {"id": Made("webhook")},
-                                   None, {"id": NO_HOOK}, metered=False),
+                                   None, {"id": NO_HOOK}, metered=False,
+                                   keeps=("delivered", "data.0.event_id")),
+    "resendWebhookDelivery": Calls("webhooks.resend_webhook_delivery",
+                                   {"id": Made("webhook"), "event_id": Made("delivered")}, None,
+                                   {"id": NO_HOOK, "event_id": Made("delivered")},
+                                   metered=False),
     "replayWebhook": Calls("webhooks.replay_webhook",
                            {"id": Made("webhook"), "body": Body("Replay",
                                                                 {"since": Made("cursor")})},
@@ -321,7 +326,9 @@ def _call_every_operation(served: Served, client: Callable[..., Any]) -> None:
         if calls.keeps is not None:
             name, path = calls.keeps
             for attribute in path.split("."):
-                answer = getattr(answer, attribute)
+                answer = (
+                    answer[int(attribute)] if attribute.isdigit() else getattr(answer, attribute)
+                )
             made[name] = answer
         if calls.bad is not None:
             call("main", calls.bad, 400, "ErrorResponse")

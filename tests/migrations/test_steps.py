@@ -9,6 +9,7 @@ changes nothing; the change feed and the change images watch every column they s
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -17,12 +18,14 @@ from pathlib import Path
 import pytest
 
 from propdata.config import accounts_url
+from propdata.events.repository import EventRepository, NewEvent
 from propdata.ingest.loader import load
 from propdata.kit.db import Database, connect
 from propdata.kit.steps import upgrade
 from propdata.migrations import layout as layouts
 from propdata.migrations import steps as step_modules
 from propdata.migrations.schema import ACCOUNTS, DATA, STEPS, migrate, migrate_accounts, steps_of
+from propdata.webhooks.repository import WebhookRepository
 from tests.conftest import PG_URL, build_store, drop_store, new_store, open_db
 from tests.factories import AS_OF, record
 
@@ -291,6 +294,82 @@ async def test_the_city_key_step_recomputes_stored_keys(backend: str, tmp_path: 
         await db.execute("DELETE FROM schema_steps WHERE version = ?", [step.version])
         await migrate(db)  # nothing to change: the data version stays
         assert int((await meta(db))["data_version"]) == int(version) + 1
+    finally:
+        await db.close()
+        await drop_store(store)
+
+
+async def test_a_store_at_step_15_with_events_and_deliveries_upgrades(
+    backend: str, tmp_path: Path
+) -> None:
+    """Events written when every owner's shared one numbering get their owner's sequence (in
+    their JSON too; a test event none, and 0); each delivery's last attempt becomes an attempt
+    row; the duplicate pending deliveries a replay queued merge into one; the numbering goes
+    on where each owner's stopped."""
+    store = await new_store(backend, tmp_path)
+    db = await connect(accounts_url(store.url))
+    try:
+        await upgrade(db, [s for s in steps_of(ACCOUNTS) if s.version <= 15])
+        events = [  # row, owner, type, endpoint (a test event's)
+            (1, "acct:a", "property.listed", None), (2, "acct:b", "property.listed", None),
+            (3, "acct:a", "search.entered", None), (4, "acct:a", "webhook.test", "wh_1"),
+            (5, "acct:a", "property.priceChanged", None),
+        ]  # fmt: skip
+        for seq, owner, kind, endpoint in events:
+            body = (f'{{"id":"evt_{seq}","type":"{kind}","timestamp":"2026-11-20T00:00:00.000Z",'
+                    f'"sequence":{seq},"data":{{"searchId":"srch_1","sequence":{seq}}}}}')  # fmt: skip
+            await db.execute(
+                "INSERT INTO events (seq, id, owner, type, search_id, endpoint_id, created_at,"
+                " body) VALUES (?, ?, ?, ?, ?, ?, '2026-11-20T00:00:00.000Z', ?)",
+                (seq, f"evt_{seq}", owner, kind, None if endpoint else "srch_1", endpoint, body),
+            )
+        if db.dialect == "postgresql":  # as step 15's code numbered them: the identity's
+            await db.execute("SELECT setval(pg_get_serial_sequence('events', 'seq'), 5)")
+        await db.execute(
+            "INSERT INTO webhook_endpoints (id, owner, url, status, secret, cursor_seq,"
+            " created_at) VALUES ('wh_1', 'acct:a', 'https://example.com/h', 'enabled',"
+            " 'whsec_x', 5, '2026-11-20T00:00:00.000Z')"
+        )
+        deliveries = [  # row, state, attempt, response, error, attempted at
+            (1, "succeeded", 1, 200, None, "2026-11-20T00:00:01.000Z"),
+            (3, "pending", 2, 500, "http_status", "2026-11-20T00:05:00.000Z"),
+            (3, "pending", 0, None, None, None),  # queued again by a replay
+            (5, "pending", 0, None, None, None),
+        ]
+        for seq, state, attempt, status, error, at in deliveries:
+            await db.execute(
+                "INSERT INTO webhook_deliveries (endpoint_id, event_seq, event_id, type, state,"
+                " attempt, next_attempt_at, response_status, error, duration_ms, attempted_at,"
+                " made_at) VALUES ('wh_1', ?, ?, 'property.listed', ?, ?, 1.0, ?, ?, ?, ?, 1.0)",
+                (seq, f"evt_{seq}", state, attempt, status, error, 12 if at else None, at),
+            )
+        await migrate_accounts(db)
+
+        rows = await db.fetch_all("SELECT seq, sequence, body FROM events ORDER BY seq")
+        assert [(r[0], r[1]) for r in rows] == [(1, 1), (2, 1), (3, 2), (4, None), (5, 3)]
+        assert [json.loads(r[2])["sequence"] for r in rows] == [1, 1, 2, 0, 3]
+        assert [json.loads(r[2])["data"]["sequence"] for r in rows] == [1, 2, 3, 4, 5]
+        counters = await db.fetch_all("SELECT owner, sequence FROM event_sequences ORDER BY 1")
+        assert [tuple(r) for r in counters] == [("acct:a", 3), ("acct:b", 1)]
+        async with db.transaction():
+            new = NewEvent("evt_6", "acct:a", "property.listed", "srch_1", None,
+                           "2026-11-21T00:00:00.000Z", "{}")  # fmt: skip
+            (made,) = await EventRepository(db).insert_events([new])
+        assert made.sequence == 4
+
+        total, listed = await WebhookRepository(db).deliveries("wh_1", 10, 0)
+        shown = [(d.event_id, d.attempt, d.status, d.response_status, d.error) for d in listed]
+        assert total == 4
+        assert sorted(shown) == [
+            ("evt_1", 1, "succeeded", 200, None),
+            ("evt_3", 2, "failed", 500, "http_status"),
+            ("evt_3", 3, "pending", None, None),
+            ("evt_5", 1, "pending", None, None),
+        ]
+        attempted = await db.fetch_all("SELECT event_id, at FROM webhook_attempts ORDER BY at")
+        assert [(r[0], round(float(r[1]))) for r in attempted] == [
+            ("evt_1", 1_795_132_801), ("evt_3", 1_795_133_100),
+        ]  # fmt: skip
     finally:
         await db.close()
         await drop_store(store)

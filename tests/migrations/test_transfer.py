@@ -45,9 +45,12 @@ async def watched(accounts: Database, events: int) -> list[int]:
         await SavedSearchRepository(accounts).insert(
             SearchRow("srch_ames", OWNER, "ames", '{"city": "Ames"}', "[]", WHEN)
         )
-        numbers = await EventRepository(accounts).insert_events(
-            [new_event(n) for n in range(events)]
-        )
+        numbers = [
+            made.seq
+            for made in await EventRepository(accounts).insert_events(
+                [new_event(n) for n in range(events)]
+            )
+        ]
         await hooks.insert(EndpointRow("wh_1", OWNER, "https://example.com/hook", None, None,
                                        "staging", "enabled", None, "whsec_c2VjcmV0", None, None,
                                        numbers[-1], WHEN, None))  # fmt: skip
@@ -85,24 +88,29 @@ async def test_copy_to_postgresql_is_exact_and_verified(tmp_path: Path) -> None:
         assert held == {*COPIED_DATA, *COPIED_ACCOUNTS, *LEFT_BEHIND}, (
             "each table of a store is copied or left behind on purpose"
         )
-        for table in ("saved_searches", "events", "webhook_endpoints", "webhook_deliveries",
-                      "event_counts", "valuation_models", "valuation_training", "zip_places",
-                      "valuation_comparables", "market_history"):  # fmt: skip
+        for table in ("saved_searches", "events", "event_sequences", "webhook_endpoints",
+                      "webhook_deliveries", "event_counts", "valuation_models",
+                      "valuation_training", "zip_places", "valuation_comparables",
+                      "market_history"):  # fmt: skip
             assert by_table[table].target_rows > 0, table
         assert by_table["properties"].target_rows == 42
         assert by_table["property_histories"].target_rows == 42
         # the key works against the copy: same hash, same plan
         moved = await KeyService(target[1]).authenticate(f"Bearer {secret}")
         assert moved.plan == "pro" and moved.name == "moving"
-        # events keep their numbers (clients' cursors hold), and new ones come after them
+        # events keep their numbers and each owner's sequence (clients' cursors hold), and
+        # new ones come after them
         events = EventRepository(target[1])
-        assert [row.seq for row in await events.page(OWNER, 0, 10)] == numbers
+        listed = await events.page(OWNER, 0, 10)
+        assert [(row.seq, row.sequence) for row in listed] == [
+            (seq, n) for n, seq in enumerate(numbers, 1)
+        ]
         async with target[1].transaction():
             (after,) = await events.insert_events([new_event(9)])
-        assert after > numbers[-1]
+        assert after.seq > numbers[-1] and after.sequence == len(numbers) + 1
         hooks = WebhookRepository(target[1])
         async with target[1].transaction():
-            await hooks.insert_deliveries([("wh_1", after, "evt_9", "property.listed", 1.5)])
+            await hooks.insert_deliveries([("wh_1", after.seq, "evt_9", "property.listed", 1.5)])
         endpoint = await hooks.get(OWNER, "wh_1")
         assert endpoint is not None and endpoint.secret == "whsec_c2VjcmV0"
         with pytest.raises(TransferError, match="already holds"):

@@ -18,7 +18,7 @@ from standardwebhooks.webhooks import Webhook
 from propdata.config import accounts_url
 from propdata.kit.db import connect
 from propdata.webhooks.schemas import EVENT_TYPES
-from tests.portal.conftest import Person, Receiver, other
+from tests.portal.conftest import Person, Receiver, new_key_of, other
 
 PAGE = "/dashboard/webhooks"
 
@@ -52,7 +52,7 @@ def rows(page: str) -> list[str]:
 
 
 def deliveries(row: str) -> list[str]:
-    return re.findall(r'<tr data-testid="delivery-row".*?</tr>', row, re.S)
+    return re.findall(r'<tr data-testid="attempt-row".*?</tr>', row, re.S)
 
 
 def text(html: str) -> str:
@@ -162,8 +162,9 @@ async def test_a_failed_delivery_shows_its_status_and_error(
     wid = hook_id(rows((await hooked.client.get(PAGE)).text)[0])
     await hooked.submit(PAGE, f"{PAGE}/{wid}/test")
     page = await delivered(hooked, lambda p: "HTTP 500" in text(p))
-    (delivery,) = deliveries(rows(page)[0])
-    assert "pending" in text(delivery) and "next try" in text(delivery)
+    waiting, failed = deliveries(rows(page)[0])  # the attempt to come, the one made
+    assert "pending" in text(waiting) and "next try" in text(waiting)
+    assert "failed" in text(failed) and "HTTP 500" in text(failed)
 
 
 async def test_disable_enable_rotate_and_delete(hooked: Person, receiver: Receiver) -> None:
@@ -237,3 +238,25 @@ async def test_anothers_endpoint_and_forms_without_their_token(
     assert unsigned.status_code == 403
     last = (await hooked.client.get(PAGE)).text
     assert len(rows(last)) == 1, text(last)
+
+
+async def test_the_buttons_spend_the_account_s_60_management_requests_with_its_keys(
+    hooked: Person, receiver: Receiver
+) -> None:
+    """Each button (add, test, resend, rotate, enable, disable, delete) is a management request
+    of the account, counted with its keys' API requests: 60 a minute in all."""
+    await hooked.sign_up("wilma@example.com")
+    key = new_key_of((await hooked.client.get("/dashboard")).text)
+    assert key
+    api = {"Authorization": f"Bearer {key}"}
+    assert (await add(hooked, receiver.url)).status_code == 303
+    wid = hook_id(rows((await hooked.client.get(PAGE)).text)[0])
+    for action in ["test"] * 26 + ["disable", "enable", "rotate-secret"]:
+        assert (await hooked.submit(PAGE, f"{PAGE}/{wid}/{action}")).status_code == 303, action
+    for _ in range(30):
+        assert (await hooked.client.get("/v1/webhooks", headers=api)).status_code == 200
+    refused = await hooked.submit(PAGE, f"{PAGE}/{wid}/test")
+    assert refused.status_code == 429 and "60 requests a minute" in text(refused.text)
+    assert (await hooked.client.get(f"/v1/webhooks/{wid}", headers=api)).status_code == 429
+    hooked.clock.advance(61)
+    assert (await hooked.submit(PAGE, f"{PAGE}/{wid}/test")).status_code == 303

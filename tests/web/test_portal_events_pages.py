@@ -117,7 +117,7 @@ def test_save_a_search_and_watch_a_webhook_deliver(
     page.wait_for_url(server + "/dashboard/webhooks")
     assert page.get_by_test_id("webhook-secret").count() == 0  # shown once
     for _ in range(100):
-        delivery = page.get_by_test_id("delivery-row")
+        delivery = page.get_by_test_id("attempt-row")
         if delivery.count() and "succeeded" in delivery.first.inner_text():
             break
         time.sleep(0.2)
@@ -131,5 +131,25 @@ def test_save_a_search_and_watch_a_webhook_deliver(
     assert len(receiver.received) == seen + 1
     assert receiver.received[-1].headers["webhook-signature"].startswith("v1,")
     shot("webhooks")
+
+    # a receiver that fails: the failed attempt has its own row, beside the one to come
+    receiver.status = 500
+    try:
+        page.get_by_role("button", name="Send a test event").click()
+        page.wait_for_url(server + "/dashboard/webhooks")
+        for _ in range(100):
+            rows = page.get_by_test_id("attempt-row")
+            if "HTTP 500" in rows.nth(1).inner_text():
+                break
+            time.sleep(0.2)
+            page.reload()
+        else:
+            raise AssertionError("no failed attempt shown: " + rows.first.inner_text())
+    finally:
+        receiver.status = 204
+    assert "pending" in rows.nth(0).inner_text() and "next try" in rows.nth(0).inner_text()
+    assert "failed" in rows.nth(1).inner_text()
+    assert "succeeded" in rows.nth(2).inner_text()
+    shot("webhooks-attempts")
     assert problems == []
     context.close()

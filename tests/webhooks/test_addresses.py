@@ -3,12 +3,23 @@ the allowed networks; the resolver is the test's, so no socket is ever opened.""
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+import time
 from collections.abc import Sequence
 
 import pytest
 
-from propdata.webhooks.addresses import Gate, IPAddress, Refused, Unresolvable, parse
+from propdata.webhooks.addresses import (
+    PER_OWNER,
+    DnsResolver,
+    Gate,
+    IPAddress,
+    Refused,
+    Unresolvable,
+    parse,
+)
+from tests.webhooks.dns_server import dns_server
 
 PUBLIC = "93.184.215.14"
 
@@ -89,3 +100,39 @@ async def test_http_only_inside_the_allowed_networks_which_also_lift_the_rest() 
         await gate.resolve(parse("http://127.0.0.2/"))
     with pytest.raises(Refused):
         await gate.resolve(parse("https://10.21.0.1/"))
+
+
+async def test_names_are_asked_of_dns_and_localhost_is_loopback() -> None:
+    async with dns_server({"hooks.test": ["93.184.215.14"]}) as server:
+        resolve = DnsResolver([("127.0.0.1", server.port)])
+        assert await resolve("hooks.test", 443) == [ipaddress.ip_address("93.184.215.14")]
+        with pytest.raises(Unresolvable, match="does not resolve"):
+            await resolve("nowhere.test", 443)
+        assert set(await resolve("localhost", 80)) == {
+            ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"),
+        }  # fmt: skip
+        assert await resolve("api.localhost", 80)
+    assert "localhost" not in server.asked and "api.localhost" not in server.asked
+
+
+async def test_a_name_that_never_answers_is_unresolvable_after_the_time_limit() -> None:
+    async with dns_server({}, silent={"dead.test"}) as server:
+        gate = Gate(resolver=DnsResolver([("127.0.0.1", server.port)], timeout=5), timeout=0.5)
+        started = time.monotonic()
+        with pytest.raises(Unresolvable, match=r"within 0\.5 s"):
+            await gate.resolve(parse("https://dead.test/hook"), "acct:a")
+        assert 0.4 < time.monotonic() - started < 2
+
+
+async def test_one_owner_s_lookups_are_bounded_and_never_hold_up_another_s() -> None:
+    async with dns_server({"ok.test": ["93.184.215.14"]}, silent={"dead.test"}) as server:
+        gate = Gate(resolver=DnsResolver([("127.0.0.1", server.port)]), timeout=1.5)
+        stuck = [asyncio.create_task(gate.resolve(parse("https://dead.test/"), "acct:a"))
+                 for _ in range(3 * PER_OWNER)]  # fmt: skip
+        await asyncio.sleep(0.2)
+        assert server.asked.count("dead.test") == PER_OWNER  # the rest wait their turn
+        started = time.monotonic()
+        assert await gate.resolve(parse("https://ok.test/"), "acct:b")
+        assert time.monotonic() - started < 0.5
+        results = await asyncio.gather(*stuck, return_exceptions=True)
+        assert all(isinstance(r, Unresolvable) for r in results)

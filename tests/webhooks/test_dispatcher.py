@@ -13,11 +13,12 @@ import pytest
 from prometheus_client import REGISTRY
 from standardwebhooks import Webhook, WebhookVerificationError
 
+from propdata.errors import Conflict, RateLimitExceeded
 from propdata.events.service import owner_of
 from propdata.kit.db import Database
 from propdata.migrations.schema import migrate_accounts
 from propdata.webhooks.addresses import Gate, Target
-from propdata.webhooks.dispatcher import FAILING_FOR, PER_RECEIVER, HostTurn, Sender
+from propdata.webhooks.dispatcher import FAILING_FOR, PER_RECEIVER, HostTurn, Sender, iso
 from propdata.webhooks.schemas import EndpointChange, NewEndpoint
 from tests.webhooks.helpers import LOCAL, Rig, api_key, table_resolver
 from tests.webhooks.receiver import receiving
@@ -37,6 +38,11 @@ async def rig(empty_db: Database) -> AsyncIterator[Rig]:
 async def _deliveries(rig: Rig, endpoint_id: str) -> list[dict[str, object]]:
     _, rows = await rig.service.deliveries(KEY, endpoint_id, 100, 0)
     return [msgspec.to_builtins(row) for row in rows]
+
+
+async def _made(rig: Rig, endpoint_id: str) -> list[dict[str, object]]:
+    """The attempts made (not the deliveries waiting), newest first."""
+    return [d for d in await _deliveries(rig, endpoint_id) if d["status"] != "pending"]
 
 
 async def test_events_are_posted_signed_once_each(rig: Rig) -> None:
@@ -79,17 +85,22 @@ async def test_failures_are_retried_on_the_schedule_then_given_up(rig: Rig) -> N
         steps = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
         for attempt, step in enumerate(steps, 1):
             assert await dispatcher.run_once() == 1
-            (delivery,) = await _deliveries(rig, row.id)
-            assert delivery["attempt"] == attempt and delivery["status"] == "pending"
-            assert delivery["error"] == "http_status" and delivery["responseStatus"] == 500
+            waiting, *made = await _deliveries(rig, row.id)
+            assert (waiting["status"], waiting["attempt"], waiting["nextAttemptAt"]) == (
+                "pending", attempt + 1, iso(rig.clock() + step),
+            )  # fmt: skip
+            # every attempt made is listed, newest first, each with its own answer
+            assert [(d["attempt"], d["status"], d["error"], d["responseStatus"]) for d in made] == [
+                (n, "failed", "http_status", 500) for n in range(attempt, 0, -1)
+            ]
             rig.clock.advance(step - 1)
             assert await dispatcher.run_once() == 0  # not yet
             rig.clock.advance(1)
         assert await dispatcher.run_once() == 1
-        (delivery,) = await _deliveries(rig, row.id)
-        assert (delivery["attempt"], delivery["status"], delivery["nextAttemptAt"]) == (
-            10, "failed", None,
-        )  # fmt: skip
+        listed = await _deliveries(rig, row.id)
+        assert [(d["attempt"], d["status"], d["nextAttemptAt"]) for d in listed] == [
+            (n, "failed", None) for n in range(10, 0, -1)
+        ]
         rig.clock.advance(10 * 86400)
         assert await dispatcher.run_once() == 0
     assert len(receiver.received) == 10
@@ -105,8 +116,9 @@ async def test_retry_after_of_a_429_is_honoured(rig: Rig) -> None:
         assert await dispatcher.run_once() == 0
         rig.clock.advance(1)
         assert await dispatcher.run_once() == 1
-    (delivery,) = await _deliveries(rig, row.id)
+    delivery, first = await _made(rig, row.id)
     assert delivery["attempt"] == 2 and delivery["responseStatus"] == 429
+    assert first["attempt"] == 1 and first["responseStatus"] == 429
 
 
 async def test_410_disables_the_endpoint_at_once(rig: Rig) -> None:
@@ -237,10 +249,11 @@ async def test_a_name_that_turns_private_after_the_check_is_never_connected_to(
     answers["rebind.example"] = ["10.0.0.7"]
     await rig.events(OWNER)
     await rig.dispatcher(sender=NoSockets()).run_once()
-    (delivery,) = await _deliveries(rig, row.id)
+    waiting, delivery = await _deliveries(rig, row.id)
     assert (delivery["error"], delivery["status"], delivery["responseStatus"]) == (
-        "blocked_address", "pending", None,
+        "blocked_address", "failed", None,
     )  # fmt: skip
+    assert (waiting["status"], waiting["attempt"]) == ("pending", 2)
 
 
 async def test_redirects_are_not_followed(rig: Rig) -> None:
@@ -248,7 +261,7 @@ async def test_redirects_are_not_followed(rig: Rig) -> None:
         row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
         await rig.events(OWNER)
         await rig.dispatcher().run_once()
-    (delivery,) = await _deliveries(rig, row.id)
+    (delivery,) = await _made(rig, row.id)
     assert (delivery["error"], delivery["responseStatus"]) == ("redirect", 302)
     assert len(receiver.received) == 1
 
@@ -259,7 +272,7 @@ async def test_a_refused_connection_is_a_connection_error(rig: Rig) -> None:
     row, _ = await rig.service.create(KEY, NewEndpoint(url=url))
     await rig.events(OWNER)
     await rig.dispatcher().run_once()
-    (delivery,) = await _deliveries(rig, row.id)
+    (delivery,) = await _made(rig, row.id)
     assert delivery["error"] == "connection" and delivery["responseStatus"] is None
 
 
@@ -270,7 +283,7 @@ async def test_tls_spoken_to_a_plain_server_is_a_tls_error(rig: Rig) -> None:
         )
         await rig.events(OWNER)
         await rig.dispatcher().run_once()
-    (delivery,) = await _deliveries(rig, row.id)
+    (delivery,) = await _made(rig, row.id)
     assert delivery["error"] == "tls"
 
 
@@ -355,3 +368,106 @@ def test_one_process_of_a_host_holds_the_sqlite_dispatchers_turn(tmp_path: Path)
     first.release()
     assert second.take()
     second.release()
+
+
+async def test_a_failed_attempt_is_logged_without_the_url_s_path_or_query(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with receiving(answer=lambda _: (503, {})) as receiver:
+        row, _ = await rig.service.create(
+            KEY, NewEndpoint(url=receiver.url + "/s3cret-path?token=s3cret-query")
+        )
+        (event_id,) = await rig.events(OWNER)
+        with caplog.at_level("WARNING", logger="propdata.webhooks"):
+            await rig.dispatcher().run_once()
+    (logged,) = [r for r in caplog.records if r.name == "propdata.webhooks"]
+    said = logged.getMessage()
+    for part in (row.id, event_id, "error=http_status", "status=503", "host=127.0.0.1"):
+        assert part in said, said
+    assert "s3cret" not in said and "/hook" not in said
+    assert (logged.endpoint_id, logged.event_id, logged.error, logged.host) == (  # type: ignore[attr-defined]
+        row.id, event_id, "http_status", "127.0.0.1",
+    )  # fmt: skip
+
+
+async def test_one_replay_of_an_endpoint_at_a_time_and_ten_an_owner_a_day(rig: Rig) -> None:
+    from propdata.events import cursor
+
+    async with receiving() as receiver:
+        row, _ = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
+        await rig.events(OWNER, 3)
+        dispatcher = rig.dispatcher()
+        await dispatcher.run_once()
+        start = rig.clock()
+        assert await rig.service.replay(KEY, row.id, cursor.encode(0)) == 3
+        with pytest.raises(Conflict) as busy:  # its deliveries still wait
+            await rig.service.replay(KEY, row.id, cursor.encode(0))
+        assert busy.value.status == 409 and busy.value.code == "conflict"
+        assert await dispatcher.run_once() == 3  # the replay is delivered: room again
+        for _ in range(9):
+            rig.clock.advance(60)
+            assert await rig.service.replay(KEY, row.id, cursor.encode(2)) == 1
+            assert await dispatcher.run_once() == 1
+        with pytest.raises(RateLimitExceeded) as daily:
+            await rig.service.replay(KEY, row.id, cursor.encode(0))
+        wait = int(daily.value.headers["Retry-After"])
+        assert wait == int(start + 86_400 - rig.clock())  # when the first leaves the day
+        rig.clock.advance(wait)
+        assert await rig.service.replay(KEY, row.id, cursor.encode(0)) == 3
+    assert len(receiver.received) == 3 + 3 + 9
+
+
+async def test_an_event_waiting_for_an_endpoint_is_never_queued_twice(rig: Rig) -> None:
+    from propdata.events import cursor
+
+    async with receiving() as receiver:
+        url = receiver.url  # closed: every attempt fails, deliveries wait
+    row, _ = await rig.service.create(KEY, NewEndpoint(url=url))
+    ids = await rig.events(OWNER, 4)
+    dispatcher = rig.dispatcher()
+    await dispatcher.fan_out()
+    assert await rig.service.replay(KEY, row.id, cursor.encode(0)) == 0  # all 4 wait already
+    await rig.service.resend(KEY, row.id, ids[0])
+    waiting = [d for d in await _deliveries(rig, row.id) if d["status"] == "pending"]
+    assert sorted(d["eventId"] for d in waiting) == sorted(ids)
+
+
+async def test_an_endpoint_holds_at_most_10000_waiting_deliveries(rig: Rig) -> None:
+    from propdata.webhooks.dispatcher import MAX_PENDING
+
+    async with receiving() as receiver:
+        url = receiver.url
+    row, _ = await rig.service.create(KEY, NewEndpoint(url=url))
+    await rig.events(OWNER, MAX_PENDING + 50)
+    dispatcher = rig.dispatcher()
+    await dispatcher.fan_out()
+    await dispatcher.fan_out()
+    total, _ = await rig.service.deliveries(KEY, row.id, 1, 0)
+    assert total == MAX_PENDING  # the 50 newest wait in the log, not as deliveries
+    with pytest.raises(Conflict):
+        await rig.service.test(KEY, row.id)
+
+
+async def test_a_revoked_key_s_waiting_deliveries_are_cancelled_and_never_sent(rig: Rig) -> None:
+    from propdata.accounts.keys import CustomLimits, KeyService
+
+    keys = KeyService(rig.db)
+    gone, _ = await keys.create("developer", None, CustomLimits())
+    stays, _ = await keys.create("developer", None, CustomLimits())
+    async with receiving(answer=lambda _: (500, {})) as receiver:
+        hooks = {}
+        for key in (gone, stays):
+            hooks[key.id], _ = await rig.service.create(key, NewEndpoint(url=receiver.url))
+            await rig.events(owner_of(key), 2)
+        dispatcher = rig.dispatcher()
+        await dispatcher.run_once()  # each fails once, and waits
+        await keys.revoke(gone.id)
+        await rig.events(owner_of(gone), 1)  # produced before the revocation, say
+        rig.clock.advance(60)
+        assert await dispatcher.run_once() == 2  # the other owner's alone
+    assert len(receiver.received) == 4 + 2
+    _, listed = await rig.service.deliveries(gone, hooks[gone.id].id, 100, 0)
+    assert {(d.status, d.error) for d in listed if d.attempt == 2} == {("failed", "owner")}
+    assert not [d for d in listed if d.status == "pending"]
+    _, theirs = await rig.service.deliveries(stays, hooks[stays.id].id, 100, 0)
+    assert [d.status for d in theirs if d.attempt == 3] == ["pending", "pending"]

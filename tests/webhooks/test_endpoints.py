@@ -12,10 +12,14 @@ from typing import Any
 import pytest
 from standardwebhooks import Webhook
 
+from propdata.accounts.keys import keys_of
 from propdata.config import accounts_url
 from propdata.events import cursor
+from propdata.events.repository import EventRepository, NewEvent
+from propdata.events.service import owner_of
 from propdata.kit.db import connect
 from tests.conftest import Fresh, KeyMaker, Store
+from tests.webhooks.dns_server import dns_server
 from tests.webhooks.receiver import receiving
 
 PUBLIC = "https://93.184.215.14/hook"
@@ -274,3 +278,116 @@ async def test_the_servers_dispatcher_delivers_a_test_event(fresh: Fresh) -> Non
         assert (delivery["status"], delivery["attempt"], delivery["responseStatus"]) == (
             "succeeded", 1, 200,
         )  # fmt: skip
+
+
+async def _listed(client: Any, secret: str, hook: str, done: Any) -> list[dict[str, Any]]:
+    """The endpoint's deliveries list once `done(rows)` holds (attempts are made in the
+    background)."""
+    deadline = time.monotonic() + 15
+    while True:
+        answer = await client.get(f"/v1/webhooks/{hook}/deliveries", headers=bearer(secret))
+        assert answer.status_code == 200, answer.text
+        rows: list[dict[str, Any]] = answer.json()["data"]
+        if done(rows):
+            return rows
+        assert time.monotonic() < deadline, rows
+        await asyncio.sleep(0.05)
+
+
+async def test_every_attempt_is_listed_and_any_event_sent_can_be_sent_again(fresh: Fresh) -> None:
+    """A receiver that answers 500, then 200: the list holds the failed attempt 1 beside
+    attempt 2, each with its own answer; resend sends the same event (same webhook-id) once
+    more, `webhook.test` included."""
+    client, clock, make = await fresh(cache_ttl=0, webhook_allowed_networks="127.0.0.1/32")
+    clock.now = time.time()
+    secret = await make()
+    answers = iter([500])
+    async with receiving(answer=lambda _: (next(answers, 200), {})) as receiver:
+        hook = (await _make(client, secret, url=receiver.url))["id"]
+        assert (await client.post(f"/v1/webhooks/{hook}/test",
+                                  headers=bearer(secret))).status_code == 202  # fmt: skip
+        waiting, failed = await _listed(client, secret, hook, lambda rows: len(rows) == 2)
+        assert (waiting["status"], waiting["attempt"], waiting["attemptedAt"]) == (
+            "pending", 2, None,
+        )  # fmt: skip
+        assert waiting["nextAttemptAt"] > failed["attemptedAt"]
+        assert (failed["status"], failed["attempt"], failed["responseStatus"], failed["error"]) == (
+            "failed", 1, 500, "http_status",
+        )  # fmt: skip
+        assert failed["durationMs"] >= 0 and failed["nextAttemptAt"] is None
+        clock.advance(10)  # past the first retry's 5 s (±20 %)
+        second, first = await _listed(
+            client,
+            secret,
+            hook,
+            lambda rows: [r["status"] for r in rows] == ["succeeded", "failed"],
+        )
+        assert (second["attempt"], second["responseStatus"], second["error"]) == (2, 200, None)
+        assert first == failed  # attempt 1 keeps its own answer
+        event_id = first["eventId"]
+        clock.advance(1)
+        resent = await client.post(f"/v1/webhooks/{hook}/deliveries/{event_id}/resend",
+                                   headers=bearer(secret))  # fmt: skip
+        assert resent.status_code == 202 and resent.json() == {"data": {"queued": 1}}
+        rows = await _listed(client, secret, hook, lambda rows: len(rows) == 3
+                             and rows[0]["status"] == "succeeded")  # fmt: skip
+        assert [(r["eventId"], r["attempt"], r["status"]) for r in rows] == [
+            (event_id, 1, "succeeded"), (event_id, 2, "succeeded"), (event_id, 1, "failed"),
+        ]  # fmt: skip
+    assert [r.headers["webhook-id"] for r in receiver.received] == [event_id] * 3
+    assert json.loads(receiver.received[-1].body)["type"] == "webhook.test"
+    for path, headers in (
+        (f"/v1/webhooks/{hook}/deliveries/evt_never/resend", bearer(secret)),
+        (f"/v1/webhooks/{hook}/deliveries/{event_id}/resend", bearer(await make())),
+    ):
+        missing = await client.post(path, headers=headers)
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
+async def test_one_owner_s_dead_name_never_delays_another_owner_s_webhooks(fresh: Fresh) -> None:
+    """Owner A's endpoint is on a name whose server stops answering, with a backlog of
+    deliveries; owner B's endpoint is made at once and B's first delivery comes within 5 s
+    (names resolve in 2 s at most, a few of one owner's at a time)."""
+    async with (
+        receiving() as receiver,
+        dns_server({"a.test": ["127.0.0.1"], "b.test": ["127.0.0.1"]}) as names,
+    ):
+        client, clock, make = await fresh(
+            cache_ttl=0, webhook_allowed_networks="127.0.0.1/32",
+            webhook_nameservers=f"127.0.0.1:{names.port}",
+        )  # fmt: skip
+        clock.now = time.time()
+        a, b = await make(), await make()
+        await _make(client, a, url=f"http://a.test:{receiver.port}/hook")
+        names.silent.add("a.test")  # from now on a.test never answers
+        accounts = await connect(accounts_url(fresh.store.url))
+        try:
+            await _produce(accounts, await _owner(fresh.store, a), 60)
+            started = time.monotonic()
+            await _make(client, b, url=f"http://b.test:{receiver.port}/hook")
+            assert time.monotonic() - started < 1.0  # not held up by A's lookups
+            (wanted,) = await _produce(accounts, await _owner(fresh.store, b), 1)
+            produced = time.monotonic()
+            while not any(r.headers["webhook-id"] == wanted for r in receiver.received):
+                assert time.monotonic() - produced < 5, "B's delivery waited behind A's name"
+                await asyncio.sleep(0.05)
+        finally:
+            await accounts.close()
+    assert names.asked.count("a.test") >= 2  # A's deliveries were attempted meanwhile
+
+
+async def _owner(store: Store, secret: str) -> str:
+    async with keys_of(store.url) as keys:
+        return owner_of(await keys.authenticate(f"Bearer {secret}"))
+
+
+async def _produce(accounts: Any, owner: str, count: int) -> list[str]:
+    """`count` events of the owner, as the producer writes them; their ids."""
+    made = [
+        NewEvent(f"evt_{owner[-6:]}{n:020d}", owner, "property.listed", "srch_x", None,
+                 "2026-11-28T00:00:00.000Z", json.dumps({"id": f"evt_{owner[-6:]}{n:020d}"}))
+        for n in range(count)
+    ]  # fmt: skip
+    async with accounts.transaction():
+        await EventRepository(accounts).insert_events(made)
+    return [e.id for e in made]

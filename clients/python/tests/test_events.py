@@ -174,15 +174,18 @@ def test_a_webhook_delivers_signed_events_to_a_receiver(client: Client, receiver
         "a succeeded delivery",
     )
     assert deliveries[0].response_status == 204
+    client.webhooks.resend(hook.id, deliveries[0].event_id)  # the same event, once more
+    again = eventually(lambda: receiver.of_type("webhook.test")[1:] or None, "a resend")
+    assert again[0][0]["webhook-id"] == event.id
     new = client.webhooks.rotate_secret(hook.id, grace_seconds=600)
     client.webhooks.test(hook.id)
     headers, body = eventually(
         lambda: (
-            receiver.of_type("webhook.test")[1]
-            if len(receiver.of_type("webhook.test")) > 1
+            receiver.of_type("webhook.test")[2]
+            if len(receiver.of_type("webhook.test")) > 2
             else None
         ),
-        "a second webhook.test delivery",
+        "a third webhook.test delivery",
     )
     assert len(headers["webhook-signature"].split()) == 2
     assert verify_webhook(body, headers, new).id == verify_webhook(body, headers, hook.secret).id

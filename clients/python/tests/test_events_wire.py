@@ -32,6 +32,7 @@ SEARCH = {
     "propertyIds": [],
     "createdAt": "2026-11-25T12:00:00.000Z",
     "matchCount": 7,
+    "dataVersion": 3,
 }
 WEBHOOK = {
     "id": "wh_a",
@@ -94,6 +95,7 @@ def test_create_a_search_sends_the_filters_by_their_wire_names(stub: Stub, clien
     )  # fmt: skip
     assert isinstance(found, SavedSearch)
     assert found.match_count == 7 and found.filters == {"zipCode": "50010", "maxPrice": 400000}
+    assert found.data_version == 3
     assert found.created_at == dt.datetime(2026, 11, 25, 12, tzinfo=dt.timezone.utc)
     (sent,) = stub.seen("POST", "/v1/searches")
     assert sent.headers["content-type"] == "application/json"
@@ -176,6 +178,7 @@ def test_webhooks_every_operation(stub: Stub, client: Client) -> None:
                                                       "disabledReason": "owner"}})  # fmt: skip
     stub.json("POST", "/v1/webhooks/wh_a/rotate-secret", {"data": {"secret": "whsec_bmV3"}})
     stub.on("POST", "/v1/webhooks/wh_a/test", Answer(202))
+    stub.json("POST", "/v1/webhooks/wh_a/deliveries/evt_1/resend", {"data": {"queued": 1}}, 202)
     stub.json("POST", "/v1/webhooks/wh_a/replay", {"data": {"queued": 12}}, 202)
     delivery = {"eventId": "evt_1", "type": "webhook.test", "attempt": 2, "status": "failed",
                 "responseStatus": 500, "error": "http_status", "durationMs": 31,
@@ -211,6 +214,8 @@ def test_webhooks_every_operation(stub: Stub, client: Client) -> None:
         None,
     )
     assert [x.event_id for x in client.webhooks.deliveries_all("wh_a")] == ["evt_1"]
+    assert client.webhooks.resend("wh_a", "evt_1") is None
+    assert stub.seen("POST", "/v1/webhooks/wh_a/deliveries/evt_1/resend")
     client.webhooks.delete("wh_a")
     assert stub.seen("DELETE", "/v1/webhooks/wh_a")
     with pytest.raises(ValueError, match="since"):

@@ -331,7 +331,8 @@ def test_http_on_another_address_without_a_token_is_refused(key: str) -> None:
 
 async def test_watch_search_sends_the_filters_and_answers_the_match_count() -> None:
     saved = {"id": "srch_a", "name": "Ames", "filters": {"zipCode": "50010", "maxPrice": 400000},
-             "propertyIds": [], "createdAt": "2026-11-25T12:00:00.000Z", "matchCount": 7}  # fmt: skip
+             "propertyIds": [], "createdAt": "2026-11-25T12:00:00.000Z", "matchCount": 7,
+             "dataVersion": 3}  # fmt: skip
     with stub_server() as stub:
         stub.json("POST", "/v1/searches", {"data": saved}, 201)
         async with session_at(stub.base_url, "pmd_live_stub") as s:

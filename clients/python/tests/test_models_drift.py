@@ -94,6 +94,7 @@ EVENT_OPERATIONS: dict[tuple[str, str], Op] = {
     ("post", "/v1/webhooks/X/rotate-secret"): Op(WebhookSecret, body=ROTATE_FIELDS),
     ("post", "/v1/webhooks/X/test"): Op(None, status="202"),
     ("get", "/v1/webhooks/X/deliveries"): Op(Page[Delivery], False, query=_core.LIST_PARAMS),
+    ("post", "/v1/webhooks/X/deliveries/X/resend"): Op(ReplayQueued, status="202"),
     ("post", "/v1/webhooks/X/replay"): Op(ReplayQueued, status="202", body={"since": "since"}),
 }
 EVENT_PATHS = {  # the request each SDK method makes, with "X" in the path parameter
@@ -111,6 +112,7 @@ EVENT_PATHS = {  # the request each SDK method makes, with "X" in the path param
     ("post", "/v1/webhooks/X/rotate-secret"): _core.rotate_webhook_secret("X", None),
     ("post", "/v1/webhooks/X/test"): _core.send_test_event("X"),
     ("get", "/v1/webhooks/X/deliveries"): _core.list_deliveries("X", {}),
+    ("post", "/v1/webhooks/X/deliveries/X/resend"): _core.resend_delivery("X", "X"),
     ("post", "/v1/webhooks/X/replay"): _core.replay_webhook("X", "c"),
 }
 

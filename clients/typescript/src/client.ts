@@ -657,7 +657,7 @@ export class Searches {
     this.#client = client;
   }
 
-  /** Save a search: `POST /v1/searches`. `matchCount` is how many records match now.
+  /** Save a search: `POST /v1/searches`. `matchCount` is how many records match (at `dataVersion`).
    * Throws PlanLimitError past the plan's limit. */
   async create(params: SearchCreateParams): Promise<SavedSearch> {
     return this.#client.write("POST", "/v1/searches", searchBody(params, SEARCH_FIELDS));
@@ -802,20 +802,29 @@ export class Webhooks {
     await this.#client.send("POST", `/v1/webhooks/${segment(id, "id")}/test`, [], {});
   }
 
-  /** One page of the endpoint's deliveries, newest first: `GET /v1/webhooks/{id}/deliveries`. */
+  /** One page of the endpoint's delivery attempts, newest first (a row per attempt made, one
+   * per delivery waiting): `GET /v1/webhooks/{id}/deliveries`. */
   async deliveries(id: string, params: ListParams = {}): Promise<Page<Delivery>> {
     const path = `/v1/webhooks/${segment(id, "id")}/deliveries`;
     return this.#client.page(path, query(LIST_PARAMS, params));
   }
 
-  /** Every delivery of the endpoint, newest first, page after page. */
+  /** Every delivery attempt of the endpoint, newest first, page after page. */
   async *deliveriesAll(id: string, params: ListAllParams = {}): AsyncGenerator<Delivery, void, undefined> {
     const path = `/v1/webhooks/${segment(id, "id")}/deliveries`;
     yield* this.#client.pages<Delivery>(path, allPagesQuery(LIST_PARAMS, params));
   }
 
-  /** Deliver again every kept event after the cursor `since` that passes the endpoint's
-   * filters (same ids): `POST /v1/webhooks/{id}/replay`. How many were queued. */
+  /** Send an event the endpoint was sent once more, with the same `webhook-id` (`webhook.test`
+   * events too): `POST /v1/webhooks/{id}/deliveries/{eventId}/resend`. */
+  async resend(id: string, eventId: string): Promise<void> {
+    const path = `/v1/webhooks/${segment(id, "id")}/deliveries/${segment(eventId, "eventId")}/resend`;
+    await this.#client.send("POST", path, [], {});
+  }
+
+  /** Deliver again the kept events after the cursor `since` that reached the endpoint and
+   * pass its filters (same ids): `POST /v1/webhooks/{id}/replay`. How many were queued (one
+   * replay of an endpoint at a time, 10 an account a day). */
   async replay(id: string, params: { since: string }): Promise<number> {
     if (typeof params?.since !== "string" || params.since === "") {
       throw new TypeError("since must be a cursor (a non-empty string)");

@@ -520,7 +520,8 @@ export type DeliveryError =
   | "tls"
   | "redirect"
   | "http_status"
-  | "blocked_address";
+  | "blocked_address"
+  | "owner";
 
 /** A saved search's `filters`: `GET /v1/properties`' filters (not paging, sort or fields). */
 export type SearchFilters = Omit<
@@ -554,8 +555,10 @@ export interface SavedSearch {
   propertyIds: string[];
   /** ISO 8601 UTC. */
   createdAt: string;
-  /** How many records match now: the volume of events to expect. */
+  /** How many records match: the volume of events to expect, exact for data version `dataVersion`. */
   matchCount: number;
+  /** The data version (it grows with every load of the records) `matchCount` was counted at. */
+  dataVersion: number;
 }
 
 /** Query of `GET /v1/searches`, `/v1/webhooks` and a webhook's deliveries. */
@@ -603,7 +606,8 @@ export interface Event {
   type: string;
   /** ISO 8601 UTC. */
   timestamp: string;
-  /** Grows with every event of the owner. */
+  /** The owner's events are numbered 1, 2, 3, ... with no gap (0 for `webhook.test`): a
+   * receiver that sees 7 after 5 knows it missed 6. */
   sequence: number;
   /** By `type`: `PropertyEventData`, `MarketEventData`, or `{}` for `webhook.test`. */
   data: Record<string, unknown>;
@@ -712,7 +716,9 @@ export interface CreatedWebhook {
   secret: string;
 }
 
-/** One delivery of an event to an endpoint (`webhooks.deliveries`). */
+/** A row of an endpoint's deliveries (`webhooks.deliveries`): one attempt made (`succeeded`
+ * or `failed`, with that attempt's answer), or a delivery waiting for its attempt number
+ * `attempt` (`pending`, due at `nextAttemptAt`). */
 export interface Delivery {
   eventId: string;
   type: EventType;

@@ -24,6 +24,7 @@ const SEARCH = {
   propertyIds: [],
   createdAt: "2026-11-25T12:00:00.000Z",
   matchCount: 7,
+  dataVersion: 3,
 };
 const WEBHOOK = {
   id: "wh_a",
@@ -107,6 +108,7 @@ describe("saved searches", () => {
       propertyIds: ["t-001"],
     });
     assert.equal(made.matchCount, 7);
+    assert.equal(made.dataVersion, 3);
     const [request] = sent;
     assert.equal(request?.init.headers["Content-Type"], "application/json");
     assert.deepEqual(sentBody(request!.init), {
@@ -182,6 +184,7 @@ describe("webhooks", () => {
       "POST /v1/webhooks/wh_a/rotate-secret": [json({ data: { secret: "whsec_new" } })],
       "POST /v1/webhooks/wh_a/test": [new Response(null, { status: 202 })],
       "POST /v1/webhooks/wh_a/replay": [json({ data: { queued: 4 } }, 202)],
+      "POST /v1/webhooks/wh_a/deliveries/evt_1/resend": [json({ data: { queued: 1 } }, 202)],
       "GET /v1/webhooks/wh_a/deliveries": [json({ meta: { total: 1, limit: 25, offset: 0 }, data: [delivery] })],
     });
     const made = await c.webhooks.create({ url: WEBHOOK.url, eventTypes: ["property.priceChanged"] });
@@ -196,6 +199,8 @@ describe("webhooks", () => {
     assert.equal(await c.webhooks.replay("wh_a", { since: "c_1" }), 4);
     assert.equal((await c.webhooks.deliveries("wh_a")).data[0]?.responseStatus, 204);
     for await (const d of c.webhooks.deliveriesAll("wh_a")) assert.equal(d.eventId, "evt_1");
+    assert.equal(await c.webhooks.resend("wh_a", "evt_1"), undefined);
+    assert.ok(sent.some((r) => `${r.method} ${r.path}` === "POST /v1/webhooks/wh_a/deliveries/evt_1/resend"));
     await c.webhooks.delete("wh_a");
     const bodies = Object.fromEntries(sent.filter((r) => r.init.body).map((r) => [`${r.method} ${r.path}`, sentBody(r.init)]));
     assert.deepEqual(bodies["PATCH /v1/webhooks/wh_a"], { status: "enabled" });

@@ -111,6 +111,7 @@ const EVENT_OPERATIONS: Record<string, EventOp> = {
   "post /v1/webhooks/X/rotate-secret": { model: null, status: "200", method: (c) => c.webhooks.rotateSecret },
   "post /v1/webhooks/X/test": { model: null, status: "202", method: (c) => c.webhooks.test },
   "get /v1/webhooks/X/deliveries": { model: "Delivery", meta: "PageMeta", status: "200", query: "ListParams", method: (c) => c.webhooks.deliveries },
+  "post /v1/webhooks/X/deliveries/X/resend": { model: null, status: "202", method: (c) => c.webhooks.resend },
   "post /v1/webhooks/X/replay": { model: null, status: "202", method: (c) => c.webhooks.replay },
 };
 const EVENT_PATHS = ["/v1/searches", "/v1/events", "/v1/webhooks"];

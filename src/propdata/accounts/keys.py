@@ -153,6 +153,13 @@ class KeyService:
             {k: owner_limits([keys[k]] if k in keys else ()) for k in key_ids},
         )
 
+    async def stopped(
+        self, account_ids: Sequence[str], key_ids: Sequence[str]
+    ) -> tuple[set[str], set[str]]:
+        """The accounts among these that are disabled, and the keys that are revoked: what
+        they owned stops (no event is produced, nothing is delivered)."""
+        return await self.repo.stopped(account_ids, key_ids)
+
     async def active_among(self, key_ids: Collection[str]) -> set[str]:
         """Those of the keys that would still be let in (not revoked, account not disabled)."""
         return await self.repo.active_among(sorted(key_ids))

@@ -7,7 +7,8 @@ Routes with opt {"metered": False} (auth status) are verified but never counted.
 
 The events' routes (contract.md "Events", Metering) say how they are metered in `opt`:
 - `MANAGED` (saved searches and webhook endpoints, every method): never counted nor
-  cached, but at most `MANAGED_PER_MINUTE` of them a key in any 60 s (429 past that);
+  cached, but at most `throttle.MANAGED_PER_MINUTE` of them an owner (an account, all its
+  keys and its portal buttons together) in any 60 s (429 past that);
 - `{"cached": False}` (GET /v1/events): counted like any lookup, never cached (the answer
   is its owner's and moves with every event);
 - `STREAMED` (GET /v1/events/stream): counted once when opened, never cached, and its
@@ -30,6 +31,7 @@ from litestar.middleware import ASGIMiddleware
 
 from propdata.accounts.keys import KeyService
 from propdata.accounts.schemas import ApiKey
+from propdata.accounts.throttle import managed
 from propdata.api import paging
 from propdata.api.guards import checked_query
 from propdata.errors import (
@@ -76,8 +78,6 @@ class Metering(Protocol):
         ...
 
 
-MANAGED_PER_MINUTE = 60
-"""Requests managing saved searches and webhook endpoints a key may make in any 60 s."""
 MANAGED = {"metering": "managed"}
 """opt of a route that manages saved searches or webhook endpoints (see the module's doc)."""
 STREAMED = {"metering": "stream"}
@@ -228,7 +228,7 @@ class MeteringMiddleware(ASGIMiddleware):
         next_app: ASGIApp,
     ) -> None:
         """A request managing saved searches or webhook endpoints: not counted, not cached,
-        at most MANAGED_PER_MINUTE a key in any 60 s."""
+        at most MANAGED_PER_MINUTE of its owner's in any 60 s (`throttle.managed`)."""
         limiter = services.limiter
         usage = await limiter.usage(key.window_id, key.per_minute, key.daily)
         add_headers(scope, rate_headers(usage))
@@ -240,13 +240,7 @@ class MeteringMiddleware(ASGIMiddleware):
                     dict(pairs).get(paging.LIMIT), key.default_page_size, key.max_page_size
                 ),
             )
-        tried = await limiter.attempt(f"manage:{key.id}", MANAGED_PER_MINUTE, 60.0)
-        if not tried.allowed:
-            raise RateLimitExceeded(
-                f"At most {MANAGED_PER_MINUTE} requests a minute may manage saved searches and"
-                f" webhooks; retry after {tried.retry_after} seconds.",
-                headers={"Retry-After": str(tried.retry_after)},
-            )
+        await managed(limiter, key)
         await next_app(scope, receive, send)
 
     @staticmethod

@@ -145,6 +145,23 @@ class KeyRepository:
             (at, key_id),
         )
 
+    async def stopped(
+        self, account_ids: Sequence[str], key_ids: Sequence[str]
+    ) -> tuple[set[str], set[str]]:
+        """Of these accounts, those disabled; of these keys, those revoked."""
+        found: tuple[set[str], set[str]] = (set(), set())
+        for ids, into, sql in (
+            (account_ids, found[0], "SELECT id FROM accounts WHERE status = 'disabled' AND id IN"),
+            (key_ids, found[1], "SELECT id FROM api_keys WHERE status <> 'active' AND id IN"),
+        ):
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                rows = await self.db.fetch_all(
+                    f"{sql} ({', '.join('?' for _ in chunk)})", tuple(chunk)
+                )
+                into.update(str(row[0]) for row in rows)
+        return found
+
     async def active_among(self, key_ids: Sequence[str]) -> set[str]:
         """Those of the keys that still answer: not revoked, their account not disabled."""
         active: set[str] = set()

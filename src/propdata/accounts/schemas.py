@@ -42,6 +42,15 @@ class ApiKey:
         return self.id
 
     @property
+    def owner(self) -> str:
+        """Who owns the saved searches, webhook endpoints and events this key sees (and
+        whose 60 management requests a minute it spends): the portal account that holds it,
+        every active key of the account alike, else the key alone."""
+        if self.account_id is not None:
+            return f"acct:{self.account_id}"
+        return f"key:{self.id}"
+
+    @property
     def failures_per_minute(self) -> int:
         """Failed requests (4xx but 429) the key may make in any 60 s: contract.md."""
         return max(20, 2 * self.per_minute)

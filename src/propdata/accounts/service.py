@@ -22,7 +22,7 @@ from propdata.accounts.passwords import hash_password, problem, verify_password
 from propdata.accounts.repository import AccountRepository, KeyRepository
 from propdata.accounts.schemas import Account, ApiKey, AuditEntry
 from propdata.accounts.sessions import SESSION_LIFETIME, Clock, Flash, Sessions, SignedIn
-from propdata.accounts.throttle import Throttle
+from propdata.accounts.throttle import Throttle, managed
 from propdata.errors import (
     EmailTaken,
     Forbidden,
@@ -382,6 +382,11 @@ class AccountService:
             changed = await self.keys.set_plan(key.id, plan, CustomLimits())
             await self._audit(account.email, account.id, key.id, "key.plan", key.plan, plan, client)
         return changed
+
+    async def manage(self, key: ApiKey) -> None:
+        """Count a portal button that manages the account's saved searches or webhooks in the
+        owner's 60 management requests a minute (the API's count too); 429 past them."""
+        await managed(self.throttle.limiter, key)
 
     async def revoke(self, account: Account, key_id: str, client: str) -> ApiKey:
         async with self.db.transaction():

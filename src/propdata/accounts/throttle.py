@@ -1,5 +1,5 @@
 """Counted attempts (log-ins, sign-ups, mails) on the limiter's sliding logs, under names
-of this store's own.
+of this store's own; and the management requests of an owner (`managed`).
 
 Two services sharing one Redis keep their attempts apart, and the store's secret makes the
 stored digest unguessable from an email address.
@@ -9,9 +9,26 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from propdata.errors import TooManyAttempts
+from propdata.accounts.schemas import ApiKey
+from propdata.errors import RateLimitExceeded, TooManyAttempts
 from propdata.kit import crypto
 from propdata.kit.ratelimit.base import Attempts, Limiter
+
+MANAGED_PER_MINUTE = 60
+"""Requests managing saved searches and webhook endpoints an owner (an account, all its keys
+and its portal pages together; a key without one alone) may make in any 60 s."""
+
+
+async def managed(limiter: Limiter, key: ApiKey) -> None:
+    """Count one request managing the saved searches or webhooks of the key's owner (the
+    API's or a portal button's); 429 past MANAGED_PER_MINUTE in any 60 s."""
+    tried = await limiter.attempt(f"manage:{key.owner}", MANAGED_PER_MINUTE, 60.0)
+    if not tried.allowed:
+        raise RateLimitExceeded(
+            f"At most {MANAGED_PER_MINUTE} requests a minute may manage saved searches and"
+            f" webhooks; retry after {tried.retry_after} seconds.",
+            headers={"Retry-After": str(tried.retry_after)},
+        )
 
 
 class Throttle:

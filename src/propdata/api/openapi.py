@@ -64,7 +64,8 @@ _DESCRIPTIONS = {
     403: "The owner's plan allows no more of these (`plan_limit_reached`); the message names"
     " the limit and the plan that raises it.",
     404: "Nothing matches.",
-    409: "The address matches several properties.",
+    409: "The address matches several properties (`ambiguous_address`), or what is asked"
+    " clashes with what is under way (`conflict`).",
     413: "The request body is over 64 KB (`payload_too_large`).",
     429: "Per-minute limit (`rate_limit_exceeded`), daily quota (`quota_exceeded`) or the"
     " failed-request guard exceeded; wait Retry-After seconds.",

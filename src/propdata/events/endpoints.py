@@ -124,9 +124,11 @@ async def list_searches(
     request: Request[Any, Any, Any],
     limit: PageLimit = None,  # declared for the reference; the size applied is paging's
     offset: PageOffset = 0,
-) -> SavedSearchList:
-    """List the saved searches of the key's owner, oldest first."""
-    return await saved_searches.page(key, paging.applied_page_size(request.scope), offset)
+) -> Response[SavedSearchList]:
+    """List the saved searches of the key's owner, oldest first, each with its match count
+    and the data version that count is exact for."""
+    size = paging.applied_page_size(request.scope)
+    return Response(await saved_searches.raw_page(key, size, offset))  # type: ignore[arg-type]
 
 
 @get(

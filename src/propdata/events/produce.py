@@ -25,7 +25,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -73,7 +73,8 @@ DERIVED = frozenset({
     "lastUpdated", "priceHistory", "previousListPrice", "lastPriceChangeDate",
     "originalListPrice", "removedDate", "pricePerSquareFoot", "grossYield",
 })  # fmt: skip
-"""Fields that follow from other changes: alone they are no `property.updated`."""
+"""Fields that follow from other changes: never named in an event's `changes` or `previous`
+(so alone they are no `property.updated`)."""
 OWN_TYPES = {"status": "property.statusChanged", "listPrice": "property.priceChanged"}
 ESTIMATES = ("valueEstimate", "rentEstimate")
 _CURSORS = {"properties": "events_images_seq", "markets": "events_markets_seq"}
@@ -139,7 +140,7 @@ class Facts:
             listed = after is not None and after.get("status") in LISTED
             return cls(item, {}, [], ["property.listed"] if listed else [])
         old, new = _record(before), _record(after)
-        changes = [name for name in new if name != "id" and old.get(name) != new[name]]
+        changes = [name for name in new if name != "id" and _counts(name, old.get(name), new[name])]
         if TAXES in before:  # its own images: only when it changed (`collapse`)
             old["taxHistory"], new["taxHistory"] = _taxes(before[TAXES]), _taxes(after[TAXES])
             changes.append("taxHistory")
@@ -147,14 +148,24 @@ class Facts:
         if "status" in changes and new["status"] in LISTED:
             types.append("property.listed")
         types += [OWN_TYPES[name] for name in ("listPrice", "status") if name in changes]
-        if any(_moved(old[name], new[name]) for name in ESTIMATES):
+        if any(name in changes for name in ESTIMATES):
             types.append("property.estimateChanged")
-        others = [n for n in changes if n not in DERIVED and n not in OWN_TYPES
-                  and n not in ESTIMATES and n != "daysOnMarket"]  # fmt: skip
-        days = "daysOnMarket" in changes and "status" not in changes
-        if others or (days and not _grew(old["daysOnMarket"], new["daysOnMarket"])):
+        others = [n for n in changes if n not in OWN_TYPES and n not in ESTIMATES]
+        if others and (others != ["daysOnMarket"] or "status" not in changes):
             types.append("property.updated")
         return cls(item, {name: old[name] for name in changes}, changes, types)
+
+
+def _counts(name: str, old: Any, new: Any) -> bool:
+    """Whether a field's change counts (is named in `changes` and `previous`): not a derived
+    field, not the daily growth of daysOnMarket, not an estimate's move under 5 %."""
+    if old == new or name in DERIVED:
+        return False
+    if name == "daysOnMarket":
+        return not _grew(old, new)
+    if name in ESTIMATES:
+        return _moved(old, new)
+    return True
 
 
 def _record(row: dict[str, Any]) -> dict[str, Any]:
@@ -416,7 +427,12 @@ async def _capped(
     accounts: Database, producer: ProducerRepository, drafts: list[Draft], now: float
 ) -> list[Draft]:
     """The drafts each owner's plan lets be produced (any rolling 24 h, counted by minute);
-    the rest are counted as dropped, and the next event produced for the owner says so."""
+    the rest are counted as dropped, and the next event produced for the owner says so. A
+    stopped owner's (`stopped_owners`) are not produced, nor counted."""
+    if not drafts:
+        return []
+    stopped = await stopped_owners(KeyService(accounts), {d.owner for d in drafts})
+    drafts = [d for d in drafts if d.owner not in stopped]
     if not drafts:
         return []
     owners = sorted({d.owner for d in drafts})
@@ -451,9 +467,24 @@ async def _capped(
     return kept
 
 
+def _split(owners: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Owners (`events.service.owner_of`) as account ids and ids of keys without one."""
+    held = sorted(owners)
+    return [o[5:] for o in held if o.startswith("acct:")], [
+        o[4:] for o in held if o.startswith("key:")
+    ]
+
+
+async def stopped_owners(keys: KeyService, owners: Iterable[str]) -> set[str]:
+    """The owners among these that stop at once: a disabled account, a revoked key without
+    one. No event is produced for them and none of theirs is delivered."""
+    account_ids, key_ids = _split(owners)
+    accounts, revoked = await keys.stopped(account_ids, key_ids)
+    return {f"acct:{a}" for a in accounts} | {f"key:{k}" for k in revoked}
+
+
 async def _plans(accounts: Database, owners: Sequence[str]) -> dict[str, Plan]:
-    account_ids = [o[5:] for o in owners if o.startswith("acct:")]
-    key_ids = [o[4:] for o in owners if o.startswith("key:")]
+    account_ids, key_ids = _split(owners)
     by_account, by_key = await KeyService(accounts).owners_plans(account_ids, key_ids)
     return {
         owner: by_account[owner[5:]] if owner.startswith("acct:") else by_key[owner[4:]]

@@ -14,6 +14,9 @@ from propdata.properties.repository import PropertyRow
 
 class EventRow(NamedTuple):
     seq: int
+    """The row's number in the whole log (the order events were produced, every owner's)."""
+    sequence: int | None
+    """The event's place among its owner's listed events (None: a `webhook.test` event)."""
     id: str
     owner: str
     type: str
@@ -33,7 +36,16 @@ class NewEvent(NamedTuple):
     body: str
 
 
+class Numbered(NamedTuple):
+    """What `insert_events` gave an event: its row's number and its owner's sequence."""
+
+    seq: int
+    sequence: int | None
+
+
 _COLUMNS = ", ".join(EventRow._fields)
+_CHUNK = 500
+"""Values bound in one IN (...) list."""
 
 
 def iso_ms(at: float) -> str:
@@ -41,10 +53,10 @@ def iso_ms(at: float) -> str:
     return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def numbered(body: str, seq: int) -> str:
-    """An event's JSON with `sequence` set to `seq` (its place kept, else added last)."""
+def numbered(body: str, sequence: int) -> str:
+    """An event's JSON with `sequence` set (its place kept, else added last)."""
     event = msgspec.json.decode(body)
-    event["sequence"] = seq
+    event["sequence"] = sequence
     return msgspec.json.encode(event).decode()
 
 
@@ -52,13 +64,14 @@ class EventRepository:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def insert_events(self, events: Sequence[NewEvent]) -> list[int]:
-        """Append events (inside a transaction) and return their numbers, in order; each
-        stored body gets its number as `sequence` (a body may hold 0 there, or none).
+    async def insert_events(self, events: Sequence[NewEvent]) -> list[Numbered]:
+        """Append events (inside a transaction); each listed one takes the next `sequence`
+        of its owner (a `webhook.test` event none: 0 in its JSON). Returns what each got.
 
-        On PostgreSQL the table is locked until the commit first: numbers come from an
-        identity, handed out before commits, and a reader that has seen number n must have
-        seen every number below it (as the change feed does)."""
+        On PostgreSQL the table is locked until the commit first: row numbers come from an
+        identity, handed out before commits, and a reader that has seen row n must have seen
+        every row below it (as the change feed does); the lock also makes each owner's next
+        sequence this transaction's alone (SQLite's write lock does both there)."""
         if not events:
             return []
         if self.db.dialect == "postgresql":
@@ -73,15 +86,42 @@ class EventRepository:
             row = await self.db.fetch_one("SELECT COALESCE(MAX(seq), 0) FROM events")
             first = int(row[0]) + 1 if row else 1
             numbers = list(range(first, first + len(events)))
+        last = await self._last_sequences(
+            sorted({e.owner for e in events if e.endpoint_id is None})
+        )
+        sequences: list[int | None] = []
+        for event in events:
+            if event.endpoint_id is None:
+                last[event.owner] = last.get(event.owner, 0) + 1
+                sequences.append(last[event.owner])
+            else:
+                sequences.append(None)
         await self.db.executemany(
-            f"INSERT INTO events (seq, {', '.join(NewEvent._fields)})"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO event_sequences (owner, sequence) VALUES (?, ?)"
+            " ON CONFLICT (owner) DO UPDATE SET sequence = excluded.sequence",
+            sorted(last.items()),
+        )
+        await self.db.executemany(
+            f"INSERT INTO events (seq, sequence, {', '.join(NewEvent._fields)})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (seq, *event[:-1], numbered(event.body, seq))
-                for seq, event in zip(numbers, events, strict=True)
+                (seq, sequence, *event[:-1], numbered(event.body, sequence or 0))
+                for seq, sequence, event in zip(numbers, sequences, events, strict=True)
             ],
         )
-        return numbers
+        return [Numbered(*pair) for pair in zip(numbers, sequences, strict=True)]
+
+    async def _last_sequences(self, owners: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(owners), _CHUNK):
+            part = list(owners[start : start + _CHUNK])
+            rows = await self.db.fetch_all(
+                "SELECT owner, sequence FROM event_sequences"
+                f" WHERE owner IN ({', '.join('?' for _ in part)})",
+                part,
+            )
+            found.update((str(owner), int(n)) for owner, n in rows)
+        return found
 
     async def page(
         self,
@@ -91,8 +131,8 @@ class EventRepository:
         types: Sequence[str] = (),
         search_id: str | None = None,
     ) -> list[EventRow]:
-        """The owner's listed events numbered above `after`, oldest first (no test events)."""
-        where = ["owner = ?", "seq > ?", "endpoint_id IS NULL"]
+        """The owner's listed events past sequence `after`, oldest first (no test events)."""
+        where = ["owner = ?", "sequence > ?"]
         params: list[object] = [owner, after]
         if types:
             where.append(f"type IN ({', '.join('?' for _ in types)})")
@@ -101,15 +141,48 @@ class EventRepository:
             where.append("search_id = ?")
             params.append(search_id)
         rows = await self.db.fetch_all(
-            f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?",
+            f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY sequence LIMIT ?",
             (*params, limit),
         )
         return [EventRow._make(row) for row in rows]
 
+    async def logged_after(self, owner: str, seq: int, limit: int) -> list[EventRow]:
+        """The owner's listed events past row `seq` of the log, in order (the dispatcher's
+        fan-out follows the log by its rows)."""
+        rows = await self.db.fetch_all(
+            f"SELECT {_COLUMNS} FROM events WHERE owner = ? AND seq > ?"
+            " AND endpoint_id IS NULL ORDER BY seq LIMIT ?",
+            (owner, seq, limit),
+        )
+        return [EventRow._make(row) for row in rows]
+
     async def last(self) -> int:
-        """The newest event's number (0 before the first), whoever owns it."""
+        """The newest row's number (0 before the first), whoever owns it."""
         row = await self.db.fetch_one("SELECT MAX(seq) FROM events")
         return int(row[0]) if row and row[0] is not None else 0
+
+    async def last_sequence(self, owner: str) -> int:
+        """The owner's last `sequence` given (0 before its first event)."""
+        row = await self.db.fetch_one(
+            "SELECT sequence FROM event_sequences WHERE owner = ?", (owner,)
+        )
+        return int(row[0]) if row else 0
+
+    async def after(self, owner: str, place: tuple[int, bool]) -> int:
+        """The owner's sequence a cursor resumes after (`cursor.Place`: a sequence, or a row
+        of the log)."""
+        number, row = place
+        return await self.sequence_at(owner, number) if row else number
+
+    async def sequence_at(self, owner: str, row: int) -> int:
+        """The owner's last `sequence` at or before row `row` of the log (what a cursor of
+        the log's rows stands for; 0 when the owner has no kept event there)."""
+        found = await self.db.fetch_one(
+            "SELECT MAX(sequence) FROM events WHERE owner = ? AND seq <= ?"
+            " AND sequence IS NOT NULL",
+            (owner, row),
+        )
+        return int(found[0]) if found and found[0] is not None else 0
 
     async def prune(self, before: str) -> int:
         """Remove the events produced before `before` (ISO-8601 time); inside a transaction."""
@@ -120,8 +193,8 @@ class EventRepository:
         )
 
     async def listed_after(self, after: int, limit: int) -> list[EventRow]:
-        """Every owner's listed events numbered above `after`, oldest first (no test events):
-        what the stream's one reader per worker hands out to the open streams."""
+        """Every owner's listed events past row `after`, in order (no test events): what the
+        stream's one reader per worker hands out to the open streams."""
         rows = await self.db.fetch_all(
             f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND endpoint_id IS NULL"
             " ORDER BY seq LIMIT ?",
@@ -138,6 +211,17 @@ class SearchRow(NamedTuple):
     name: str
     filters: str
     property_ids: str
+    created_at: str
+
+
+class RawSearchRow(NamedTuple):
+    """A `SearchRow` whose JSON columns are their bytes, as stored (nothing decoded)."""
+
+    id: str
+    owner: str
+    name: str
+    filters: bytes
+    property_ids: bytes
     created_at: str
 
 
@@ -177,13 +261,34 @@ class SavedSearchRepository:
         return SearchRow._make(row) if row else None
 
     async def page(self, owner: str, limit: int, offset: int) -> list[SearchRow]:
-        """The owner's searches, oldest first."""
+        """The owner's searches, oldest first; read off the event loop (a page of 1,000
+        searches of 1,000 ids each is megabytes)."""
         rows = await self.db.fetch_all(
             f"SELECT {_SEARCH_COLUMNS} FROM saved_searches WHERE owner = ?"
             " ORDER BY created_at, id LIMIT ? OFFSET ?",
             (owner, limit, offset),
+            slow=True,
         )
         return [SearchRow._make(row) for row in rows]
+
+    async def raw_page(self, owner: str, limit: int, offset: int) -> list[RawSearchRow]:
+        """`page` with the JSON columns as their stored bytes (a page answered as it is
+        stored, never decoded and encoded again)."""
+        as_bytes = (
+            "convert_to({0}, 'UTF8')" if self.db.dialect == "postgresql" else "CAST({0} AS BLOB)"
+        )
+        columns = [as_bytes.format(c) if c in ("filters", "property_ids") else c
+                   for c in SearchRow._fields]  # fmt: skip
+        rows = await self.db.fetch_all(
+            f"SELECT {', '.join(columns)} FROM saved_searches WHERE owner = ?"
+            " ORDER BY created_at, id LIMIT ? OFFSET ?",
+            (owner, limit, offset),
+            slow=True,
+        )
+        return [
+            RawSearchRow(row[0], row[1], row[2], bytes(row[3]), bytes(row[4]), row[5])
+            for row in rows
+        ]
 
     async def count(self, owner: str | None = None) -> int:
         """The owner's searches (every owner's, when None)."""
@@ -262,18 +367,24 @@ class ImageRepository:
         async with self.db.transaction():
             await self.db.execute(f"DELETE FROM {table} WHERE seq <= ?", (upto,))
 
-    async def records(self, ids: Sequence[str]) -> list[dict[str, Any]]:
-        """The stored rows of these properties, by column name (those that exist)."""
-        found: list[dict[str, Any]] = []
+    async def rows(self, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """The stored rows of these properties (those that exist), in `PropertyRow`'s order,
+        read off the event loop (a thread of its own on SQLite)."""
+        found: list[tuple[Any, ...]] = []
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
-            cursor_rows = await self.db.fetch_all(
+            found += await self.db.fetch_all(
                 f"SELECT {_PROPERTY_COLUMNS} FROM properties"
                 f" WHERE id IN ({', '.join('?' for _ in part)})",
                 part,
+                slow=True,
             )
-            found += [dict(zip(PropertyRow._fields, row, strict=True)) for row in cursor_rows]
         return found
+
+    async def data_version(self) -> int:
+        """The data store's version: it moves with every commit that changes the records."""
+        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
+        return int(row[0]) if row else 0
 
 
 _PROPERTY_COLUMNS = ", ".join(PropertyRow._fields)

@@ -75,7 +75,21 @@ class SavedSearch(Base):
         list[str], msgspec.Meta(description="The records watched (all, when empty)")
     ]
     created_at: str
-    match_count: Annotated[int, msgspec.Meta(description="How many records match the search now")]
+    match_count: Annotated[
+        int,
+        msgspec.Meta(
+            description="How many records match the search: exact for data version"
+            " `dataVersion` (counted again once the data changed)"
+        ),
+    ]
+    data_version: Annotated[
+        int,
+        msgspec.Meta(
+            description="The data version (it grows with every load of the records)"
+            " matchCount was counted at",
+            examples=[42],
+        ),
+    ]
 
 
 class SavedSearchInput(Base, forbid_unknown_fields=True):
@@ -95,3 +109,23 @@ class SavedSearchResponse(Base):
 class SavedSearchList(Base):
     meta: PageMeta
     data: list[SavedSearch]
+
+
+class RawSavedSearch(Base):
+    """A `SavedSearch` whose filters and ids are their stored JSON (the same on the wire)."""
+
+    id: str
+    name: str
+    filters: msgspec.Raw
+    property_ids: msgspec.Raw
+    created_at: str
+    match_count: int
+    data_version: int
+
+
+class RawSavedSearchList(Base):
+    """A `SavedSearchList` of `RawSavedSearch`es: a page of searches that each watch 1,000 ids
+    is written without decoding and encoding their ids again."""
+
+    meta: PageMeta
+    data: list[RawSavedSearch]

@@ -17,6 +17,7 @@ from propdata.api import body as bodies
 from propdata.api.schemas import PageMeta
 from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
 from propdata.events import cursor, filters
+from propdata.events.counts import Counted, MatchCounts
 from propdata.events.repository import (
     EventRepository,
     ImageRepository,
@@ -28,14 +29,14 @@ from propdata.events.schemas import (
     EVENT_TYPES,
     EventsMeta,
     RawEventsResponse,
+    RawSavedSearch,
+    RawSavedSearchList,
     SavedSearch,
     SavedSearchList,
 )
 from propdata.kit.db import Database
 from propdata.plans import Plan, raising
 from propdata.properties.schemas import PROPERTY_ID
-from propdata.search.match import matches
-from propdata.search.schemas import SearchResponse
 from propdata.search.service import SearchService
 
 FIELDS = ("name", "filters", "propertyIds")
@@ -48,10 +49,9 @@ _ID = re.compile(PROPERTY_ID)
 
 def owner_of(key: ApiKey) -> str:
     """Who owns the saved searches, webhook endpoints and events a key sees: the portal
-    account that holds it (every active key of the account sees the same), else the key."""
-    if key.account_id is not None:
-        return f"acct:{key.account_id}"
-    return f"key:{key.id}"
+    account that holds it (every active key of the account sees the same), else the key
+    (`ApiKey.owner`)."""
+    return key.owner
 
 
 def plan_limit(plan: Plan, limit: str, one: str, many: str) -> PlanLimitReached:
@@ -83,6 +83,7 @@ class SavedSearchService:
         self.keys = keys
         self.search = search
         self.clock = clock
+        self.counts = MatchCounts(self.images, search)
 
     async def create(self, key: ApiKey, body: Mapping[str, Any]) -> SavedSearch:
         """Save a search for the key's owner; 403 past the owner's plan."""
@@ -104,13 +105,34 @@ class SavedSearchService:
         return await self._wire(row)
 
     async def page(self, key: ApiKey, limit: int, offset: int) -> SavedSearchList:
+        """A page of the owner's searches, oldest first, with their match counts."""
         owner = owner_of(key)
         rows = await self.repo.page(owner, limit, offset)
         total = await self.repo.count(owner)
+        counted = await self.counts.of(rows)
         return SavedSearchList(
             meta=PageMeta(total=total, limit=limit, offset=offset),
-            data=[await self._wire(row) for row in rows],
+            data=[_wire(row, counted[row.id]) for row in rows],
         )
+
+    async def raw_page(self, key: ApiKey, limit: int, offset: int) -> RawSavedSearchList:
+        """`page` with each search's filters and ids as stored (the API's answer)."""
+        owner = owner_of(key)
+        rows = await self.repo.raw_page(owner, limit, offset)
+        total = await self.repo.count(owner)
+        counted = await self.counts.of(rows)
+        return RawSavedSearchList(
+            meta=PageMeta(total=total, limit=limit, offset=offset),
+            data=[
+                RawSavedSearch(
+                    id=row.id, name=row.name, filters=msgspec.Raw(row.filters),
+                    property_ids=msgspec.Raw(row.property_ids),
+                    created_at=row.created_at, match_count=counted[row.id].total,
+                    data_version=counted[row.id].version,
+                )
+                for row in rows
+            ],
+        )  # fmt: skip
 
     async def get(self, key: ApiKey, search_id: str) -> SavedSearch:
         return await self._wire(await self._row(key, search_id))
@@ -134,6 +156,7 @@ class SavedSearchService:
         async with self.accounts.transaction():
             if not await self.repo.delete(owner_of(key), search_id):
                 raise _missing(search_id)
+        self.counts.forget(search_id)
         if not await self.repo.count() and await self.images.watching():
             await self.images.set_watching(False)
 
@@ -144,22 +167,16 @@ class SavedSearchService:
         return row
 
     async def _wire(self, row: SearchRow) -> SavedSearch:
-        stored = json.loads(row.filters)
-        ids = json.loads(row.property_ids)
-        return SavedSearch(
-            id=row.id, name=row.name, filters=stored, property_ids=ids,
-            created_at=row.created_at, match_count=await self._match_count(stored, ids),
-        )  # fmt: skip
+        (counted,) = (await self.counts.of([row])).values()
+        return _wire(row, counted)
 
-    async def _match_count(self, stored: dict[str, Any], ids: list[str]) -> int:
-        """How many records match now: the search's count, or the watched ids that pass."""
-        query = filters.query_of(stored)
-        if ids:
-            records = await self.images.records(ids)
-            return int(matches(query, records).sum()) if records else 0
-        page = await self.search.search(query)
-        assert isinstance(page, SearchResponse)
-        return page.meta.total
+
+def _wire(row: SearchRow, counted: Counted) -> SavedSearch:
+    return SavedSearch(
+        id=row.id, name=row.name, filters=json.loads(row.filters),
+        property_ids=json.loads(row.property_ids), created_at=row.created_at,
+        match_count=counted.total, data_version=counted.version,
+    )  # fmt: skip
 
 
 def _checked(
@@ -215,10 +232,12 @@ class EventService:
         self, key: ApiKey, since: str | None, types: str | None, search_id: str | None, limit: int
     ) -> RawEventsResponse:
         """The owner's events after `since`, oldest first, as they were stored."""
-        after = 0 if since is None else cursor.decode(since, "since")
+        owner = owner_of(key)
+        after = 0 if since is None else await self.repo.after(owner, cursor.decode(since, "since"))
         wanted = _types(types)
-        rows = await self.repo.page(owner_of(key), after, limit, wanted, search_id)
-        last = rows[-1].seq if rows else max(after, await self.repo.last())
+        rows = await self.repo.page(owner, after, limit, wanted, search_id)
+        last = rows[-1].sequence if rows else max(after, await self.repo.last_sequence(owner))
+        assert last is not None  # listed events all have one
         raw = b"[" + b",".join(row.body.encode() for row in rows) + b"]"
         return RawEventsResponse(
             meta=EventsMeta(limit=limit, next_cursor=cursor.encode(last)), data=msgspec.Raw(raw)

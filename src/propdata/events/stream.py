@@ -7,14 +7,24 @@ handed to each stream of their owner that wants them. An open stream costs no qu
 own but the catch-up when it opens (from `Last-Event-ID` or `since`), so a worker holds many
 idle streams for about 34 KB each, its connection included (bench/idle_streams.py).
 
-Bounds: a stream's events wait in a queue of at most `queue` events (PROPDATA_STREAM_QUEUE);
-a reader so slow that it fills is cut off (its stream ends) rather than buffered without
-limit, and resumes with `Last-Event-ID`. Every RECHECK_EVERY seconds the keys of the open
-streams are looked up again: a revoked key's streams end. When the server shuts down
-(kit/serving/shutdown.py), or the app stops, every stream ends.
+Bounds:
+- an owner holds at most its plan's `event_streams` open at once, counted across every worker
+  and host by leases in the limiter (embedded: the host's counters file; scale-out: Redis):
+  one more is 429. Each stream's lease is renewed every LEASE / 3 seconds while it is open
+  and given back when it ends, so a process that dies holds its slots LEASE seconds at most;
+- a worker holds at most `most` streams (half its connections, PROPDATA_MAX_CONNECTIONS):
+  one more is 503 with Retry-After, so streams never take the connections the API, /health
+  and the portal answer on;
+- a stream ends after `lifetime` seconds (24 hours; the client resumes with Last-Event-ID);
+- its events wait in a queue of at most `queue` events (PROPDATA_STREAM_QUEUE): a reader so
+  slow that it fills is cut off rather than buffered without limit;
+- every RECHECK_EVERY seconds the keys of the open streams are looked up again: the streams
+  of a revoked key, or of a disabled account, end.
+When the server shuts down (kit/serving/shutdown.py), or the app stops, every stream ends.
 
-    hub = StreamHub(EventRepository(db), keys, keepalive=15.0, queue=1000)
+    hub = StreamHub(EventRepository(db), keys, keepalive=15.0, queue=1000, limiter=limiter)
     hub.start()
+    sub = await hub.admit(Subscriber(owner, key.id, after), plan.event_streams)  # 429, 503
     ...
     await hub.close()
 """
@@ -25,6 +35,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -40,12 +51,13 @@ from propdata.accounts.middleware import STREAMED
 from propdata.accounts.schemas import ApiKey
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import ApiOperation, errors
-from propdata.errors import InvalidParameter
+from propdata.errors import InvalidParameter, RateLimitExceeded, ServiceUnavailable
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, EventRow
 from propdata.events.schemas import LISTED_TYPES
 from propdata.events.service import owner_of
 from propdata.kit.db import StoreUnavailable
+from propdata.kit.ratelimit.base import Limiter
 from propdata.kit.serving import shutdown
 
 log = logging.getLogger("propdata")
@@ -53,9 +65,16 @@ log = logging.getLogger("propdata")
 POLL_INTERVAL = 0.5
 """Seconds between two reads of the log while any stream is open: an event reaches its
 streams within about this of its commit."""
-RECHECK_EVERY = 60.0
-"""Seconds between two look-ups of the open streams' keys: a revoked key's streams end
-within this."""
+RECHECK_EVERY = 2.0
+"""Seconds between two look-ups of the open streams' keys: a revoked key's (or a disabled
+account's) streams end within this, and a tick."""
+LEASE = 30.0
+"""Seconds a stream's slot is held without a renewal (a process that died frees its streams'
+slots within this)."""
+LIFETIME = 86_400.0
+"""Seconds a stream stays open at most; the client resumes with Last-Event-ID."""
+RETRY_FULL = 5
+"""Retry-After (seconds) of the 503 of a worker holding all the streams it may."""
 READ_BATCH = 500
 """Events one query reads (the hub's, or a stream's catch-up); more are read in turns."""
 KEEPALIVE = ServerSentEventMessage(data=None, comment="keep-alive")
@@ -73,7 +92,7 @@ class Subscriber:
     owner: str
     key_id: str
     after: int
-    """The number of the last event sent (or skipped as not wanted)."""
+    """The owner's `sequence` of the last event sent (or skipped as not wanted)."""
     types: frozenset[str] = frozenset()
     search_id: str | None = None
     waiting: collections.deque[EventRow] = field(default_factory=collections.deque)
@@ -83,10 +102,18 @@ class Subscriber:
     abort: Callable[[], None] | None = None
     """Drops the stream's connection at once, where the server offers it (a reader cut off
     for falling behind may have stopped reading: the bytes buffered for it would never go)."""
+    holder: str = field(default_factory=lambda: secrets.token_hex(12))
+    """The stream's name in its owner's leases."""
+    limit: int = 0
+    """The owner's open streams at most (its plan's), as when the stream was admitted."""
+    admitted: float = 0.0
+    """When (monotonic) the hub admitted it; None of its events flowed yet while `started`
+    is False."""
+    started: bool = False
 
     def wants(self, row: EventRow) -> bool:
         return (
-            row.seq > self.after
+            (row.sequence or 0) > self.after
             and (not self.types or row.type in self.types)
             and (self.search_id is None or row.search_id == self.search_id)
         )
@@ -111,10 +138,23 @@ class StreamHub:
         poll_interval: float = POLL_INTERVAL,
         recheck_every: float = RECHECK_EVERY,
         wait: Callable[[float], Awaitable[None]] | None = None,
+        limiter: Limiter | None = None,
+        most: int | None = None,
+        lifetime: float = LIFETIME,
+        lease: float = LEASE,
     ) -> None:
         """`wait(timeout)`: returns at the next "events" wake-up of any process, or after
-        `timeout` (kit/wakeup); without it the hub wakes on `notify()` or polls."""
+        `timeout` (kit/wakeup); without it the hub wakes on `notify()` or polls.
+        `limiter`: where owners' open streams are counted (None: nowhere, no bound);
+        `most`: the streams this worker holds at most (None: no bound)."""
         self._waiter = wait
+        self.limiter = limiter
+        self.most = most
+        self.lifetime = lifetime
+        self.lease = lease
+        self._admitted: set[Subscriber] = set()
+        self._releasing: set[asyncio.Task[None]] = set()
+        self._renewed = time.monotonic()
         self.repo = repo
         self.keys = keys
         self.keepalive = keepalive
@@ -134,7 +174,81 @@ class StreamHub:
 
     @property
     def open_streams(self) -> int:
-        return sum(len(subs) for subs in self._by_owner.values())
+        """The streams of this worker: those admitted, whether or not they started."""
+        return len(self._admitted)
+
+    async def admit(self, sub: Subscriber, limit: int) -> Subscriber:
+        """Let a stream open: 503 when this worker holds `most` streams, 429 when its owner
+        holds `limit` (its plan's) across every worker and host."""
+        if self.closing:
+            raise ServiceUnavailable(
+                "The server is shutting down; reconnect with Last-Event-ID.",
+                headers={"Retry-After": str(RETRY_FULL)},
+            )
+        if self.most is not None and len(self._admitted) >= self.most:
+            raise ServiceUnavailable(
+                f"This server holds as many event streams as it may ({self.most:,}); try"
+                f" again in {RETRY_FULL} seconds (another server may have room).",
+                headers={"Retry-After": str(RETRY_FULL)},
+            )
+        sub.limit, sub.admitted = limit, time.monotonic()
+        if sum(1 for held in self._admitted if held.owner == sub.owner) >= limit:
+            raise self._too_many(limit)  # this worker alone holds them all: no need to ask
+        self._admitted.add(sub)  # counted from here: two at once never pass `most`
+        try:
+            if self.limiter is not None and not await self.limiter.hold(
+                _slots(sub.owner), sub.holder, limit, self.lease
+            ):
+                raise self._too_many(limit)
+        except BaseException:
+            self._admitted.discard(sub)
+            raise
+        return sub
+
+    def _too_many(self, limit: int) -> RateLimitExceeded:
+        return RateLimitExceeded(
+            f"At most {limit:,} event stream{'s' if limit != 1 else ''} of one account may be"
+            f" open at once (its plan's limit); close one, or retry after {int(self.lease)}"
+            " seconds.",
+            headers={"Retry-After": str(int(self.lease))},
+        )
+
+    async def release(self, sub: Subscriber) -> None:
+        """The stream ended (or never started): its place on the worker, and its lease."""
+        if sub not in self._admitted:
+            return
+        self._admitted.discard(sub)
+        if self.limiter is not None:
+            # Given back on a task of its own: a stream whose client went is cancelled, and
+            # so is every await of its own from then on (anyio's cancel scope).
+            task = asyncio.get_running_loop().create_task(
+                self.limiter.release(_slots(sub.owner), sub.holder)
+            )
+            self._releasing.add(task)
+            task.add_done_callback(self._released)
+            with contextlib.suppress(Exception):  # said by `_released`
+                await asyncio.shield(task)
+
+    def _released(self, task: asyncio.Task[None]) -> None:
+        self._releasing.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # it runs out by itself
+            log.warning("event stream: its slot was not given back (%s)", task.exception())
+
+    async def renew(self) -> None:
+        """Renew the leases of the open streams; a stream whose slot is gone (its lease ran
+        out while the limiter was away, and another took it) ends. Streams admitted that
+        never started (the client went before the answer) let go."""
+        self._renewed = time.monotonic()
+        for sub in list(self._admitted):
+            if sub.ended is not None or sub not in self._admitted:  # gone meanwhile
+                continue
+            if not sub.started and self._renewed - sub.admitted > self.lease:
+                await self.release(sub)
+            elif self.limiter is not None and not await self.limiter.hold(
+                _slots(sub.owner), sub.holder, sub.limit, self.lease
+            ):
+                sub.end("limit")
+            await asyncio.sleep(0)  # requests between two renewals, not after them all
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -197,12 +311,15 @@ class StreamHub:
         failing = False
         while True:
             await self._next_tick()
-            if not self._by_owner:
+            if not self._admitted and not self._by_owner:
                 continue
             try:
-                await self.read_once()
-                if time.monotonic() - self._checked >= self.recheck_every:
-                    await self.recheck_keys()
+                if self._by_owner:
+                    await self.read_once()
+                    if time.monotonic() - self._checked >= self.recheck_every:
+                        await self.recheck_keys()
+                if self._admitted and time.monotonic() - self._renewed >= self.lease / 3:
+                    await self.renew()
                 failing = False
             except StoreUnavailable as exc:
                 if not failing:  # once an outage (the store logs its own), not every tick
@@ -253,39 +370,55 @@ class StreamHub:
         reads it, a keep-alive comment when nothing was sent for `keepalive` seconds.
         `start`: where the log stood when the stream was asked for."""
         covered = self.subscribe(sub, start)
+        sub.started = True
+        ends = time.monotonic() + self.lifetime
         try:
-            # What came before the hub's reads (it may have read past `start` meanwhile).
-            while sub.ended is None and sub.after < covered:
+            # What came before the hub's reads (it may have read past `start` meanwhile):
+            # the owner's events past `sub.after` up to the hub's row, by the owner's index.
+            while sub.ended is None:
                 rows = await self.repo.page(
                     sub.owner, sub.after, READ_BATCH, sorted(sub.types), sub.search_id
                 )
                 for row in rows:
                     if sub.ended is not None:
                         return
-                    sub.after = row.seq
+                    sub.after = row.sequence or 0
                     yield _message(row)
-                if len(rows) < READ_BATCH:
+                if len(rows) < READ_BATCH or rows[-1].seq >= covered:
                     break
             while sub.ended is None:
                 while sub.waiting and sub.ended is None:
                     row = sub.waiting.popleft()
-                    if row.seq > sub.after:
-                        sub.after = row.seq
+                    if (row.sequence or 0) > sub.after:
+                        sub.after = row.sequence or 0
                         yield _message(row)
                 if sub.ended is not None:
                     return
+                left = ends - time.monotonic()
+                if left <= 0:  # its day is over: the client resumes with Last-Event-ID
+                    sub.end("lifetime")
+                    return
                 sub.ready.clear()
                 try:
-                    async with asyncio.timeout(self.keepalive):
+                    async with asyncio.timeout(min(self.keepalive, left)):
                         await sub.ready.wait()
                 except TimeoutError:
-                    yield KEEPALIVE
+                    if left > self.keepalive:
+                        yield KEEPALIVE
         finally:
             self.unsubscribe(sub)
+            await self.release(sub)
+
+
+def _slots(owner: str) -> str:
+    """The limiter's name of an owner's open streams."""
+    return f"streams:{owner}"
 
 
 def _message(row: EventRow) -> ServerSentEventMessage:
-    return ServerSentEventMessage(data=row.body, event=row.type, id=cursor.encode(row.seq))
+    return ServerSentEventMessage(
+        data=row.body, event=row.type, id=cursor.encode(row.sequence or 0)
+    )
 
 
 def _types(text: str | None) -> frozenset[str]:
@@ -310,6 +443,14 @@ _ERRORS = {
                 "Last-Event-ID",
                 "'Last-Event-ID' is not an event cursor: pass meta.nextCursor (or an event's"
                 " stream id) as it came.",
+            ),
+            RateLimitExceeded(
+                "At most 5 event streams of one account may be open at once (its plan's"
+                " limit); close one, or retry after 30 seconds."
+            ),
+            ServiceUnavailable(
+                "This server holds as many event streams as it may (250); try again in 5"
+                " seconds (another server may have room)."
             ),
         ]
     ).items()
@@ -380,23 +521,32 @@ async def stream_events(
 ) -> ServerSentEvent:
     """Stream the events of the key's owner as Server-Sent Events, oldest first.
 
-    Counted as one request when opened. Resume with `Last-Event-ID` (or `since`); the
-    stream ends when the server shuts down, when the key is revoked (within a minute), or
-    when the reader falls more than PROPDATA_STREAM_QUEUE events behind: reconnect with
-    the last id read.
+    Counted as one request when opened. An account holds its plan's open streams at most
+    (Free 1, Developer 5, Pro 20, Enterprise 100: one more is 429), and a server half its
+    connections (one more is 503 with Retry-After). Resume with `Last-Event-ID` (or `since`);
+    the stream ends after 24 hours, when the server shuts down, when the key is revoked or
+    its account disabled (within seconds), or when the reader falls more than
+    PROPDATA_STREAM_QUEUE events behind: reconnect with the last id read.
     """
     if last_event_id is not None:
-        after: int | None = cursor.decode(last_event_id.strip(), "Last-Event-ID")
+        place: cursor.Place | None = cursor.decode(last_event_id.strip(), "Last-Event-ID")
     elif since is not None:
-        after = cursor.decode(since, "since")
+        place = cursor.decode(since, "since")
     else:
-        after = None
+        place = None
     wanted = _types(types)
-    start = await streams.repo.last()
-    # A cursor past the log's end (none is ever handed out) resumes from the end.
-    after = start if after is None else min(after, start)
-    sub = Subscriber(owner_of(key), key.id, after, wanted, searchId,
-                     abort=shutdown.aborter(request.scope))  # fmt: skip
+    owner = owner_of(key)
+    sub = Subscriber(owner, key.id, 0, wanted, searchId, abort=shutdown.aborter(request.scope))
+    # Admitted first: a stream past the owner's limit costs no read of the log.
+    await streams.admit(sub, (await streams.keys.plan_of(key)).event_streams)
+    try:
+        start = await streams.repo.last()
+        newest = await streams.repo.last_sequence(owner)
+        # A cursor past the owner's last event (none is ever handed out) resumes from there.
+        sub.after = newest if place is None else min(await streams.repo.after(owner, place), newest)
+    except BaseException:
+        await streams.release(sub)
+        raise
     return ServerSentEvent(streams.events(sub, start))
 
 

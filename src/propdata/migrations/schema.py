@@ -27,12 +27,13 @@ COPIED_DATA = (
 models and the ZIP places."""
 COPIED_ACCOUNTS = (
     "plans", "api_keys", "accounts", "sessions", "account_tokens", "audit_log", "events",
-    "saved_searches", "event_counts", "event_drops", "webhook_endpoints", "webhook_deliveries",
+    "event_sequences", "saved_searches", "event_counts", "event_drops", "webhook_endpoints",
+    "webhook_deliveries", "webhook_attempts", "webhook_replays",
 )  # fmt: skip
 """The accounts store's tables `data copy` moves (its `meta` holds only bookkeeping): plans,
-keys, the portal's people, the event log with its numbers (so clients' cursors and endpoints'
-places hold), saved searches, the events' daily counts, webhook endpoints with their secrets,
-and their deliveries."""
+keys, the portal's people, the event log with its numbers and each owner's last (so clients'
+cursors and endpoints' places hold), saved searches, the events' daily counts, webhook
+endpoints with their secrets, their deliveries, the attempts made and the replays asked."""
 LEFT_BEHIND = ("schema_steps", "property_changes", "property_images", "market_images")
 """Tables a copy leaves: the target records its own steps, starts its own change feed as the
 properties arrive (its triggers write it), and the source's producer has turned every change

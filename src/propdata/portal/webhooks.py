@@ -146,6 +146,7 @@ async def _on_page(
         key = await acting_key(accounts, v.account)
         if key is None:
             raise Forbidden(NO_KEY)
+        await accounts.manage(key)  # in the account's 60 management requests a minute
         flash = await action(key, fields)
     except ServiceError as exc:
         return await _page(accounts, webhooks, v, exc.status, exc, fields)

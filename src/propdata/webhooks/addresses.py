@@ -14,9 +14,14 @@ check and a private one to the connection (DNS rebinding) gets nowhere. The reso
 parameter: tests decide what every name resolves to, and no socket is opened to a refused
 address.
 
+Names are resolved by DNS itself (`DnsResolver`: a query is a socket and a timer on the event
+loop, never a thread, so a name that never answers holds nothing but its own lookup), within
+RESOLVE_TIMEOUT seconds (past it: Unresolvable, an attempt's `connection` error), and at most
+PER_OWNER lookups of one owner at a time: one owner's dead name never delays another's.
+
     gate = Gate(allowed=(ipaddress.ip_network("127.0.0.1/32"),))
     target = parse("https://hooks.example.com/propdata")
-    addresses = await gate.resolve(target)   # Refused when any address is not permitted
+    addresses = await gate.resolve(target, "acct:acct_1")   # Refused when any is not permitted
 """
 
 from __future__ import annotations
@@ -24,9 +29,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+import dns.asyncresolver
+import dns.exception
+import dns.nameserver
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -39,6 +49,10 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _OPEN_PORTS = (80, 443)
 MAX_URL = 2048
 """Characters an endpoint's URL may have."""
+RESOLVE_TIMEOUT = 2.0
+"""Seconds a name may take to resolve (the wait for the owner's turn included)."""
+PER_OWNER = 4
+"""Lookups of one owner's names at a time; more wait their turn."""
 
 
 class Refused(ValueError):
@@ -123,7 +137,8 @@ def not_public(address: IPAddress) -> str | None:
 
 
 async def system_resolver(host: str, port: int) -> list[IPAddress]:
-    """The addresses the system's resolver gives for a name (a literal is itself)."""
+    """The addresses the system's resolver gives for a name (a literal is itself). It runs on
+    a thread that no timeout can stop: for tests and tools, never the service's deliveries."""
     try:
         return [ipaddress.ip_address(host)]
     except ValueError:
@@ -141,12 +156,81 @@ async def system_resolver(host: str, port: int) -> list[IPAddress]:
     return found
 
 
+LOOPBACK = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"))
+
+
+class DnsResolver:
+    """A name's addresses (A and AAAA) asked of DNS on the event loop: the system's name
+    servers (/etc/resolv.conf), or those given (`nameserver` texts). `localhost` and the
+    names under it are loopback without asking (RFC 6761); the hosts file is not read.
+
+    `nameservers`: (address, port) pairs (PROPDATA_WEBHOOK_NAMESERVERS); none: the system's."""
+
+    def __init__(
+        self, nameservers: Sequence[tuple[str, int]] = (), timeout: float = RESOLVE_TIMEOUT
+    ) -> None:
+        self._resolver = dns.asyncresolver.Resolver(configure=not nameservers)
+        if nameservers:
+            self._resolver.nameservers = [
+                dns.nameserver.Do53Nameserver(host, port) for host, port in nameservers
+            ]
+        self._resolver.lifetime = timeout
+
+    async def __call__(self, host: str, port: int) -> list[IPAddress]:
+        try:
+            return [ipaddress.ip_address(host)]
+        except ValueError:
+            pass
+        name = host.lower().rstrip(".")
+        if name == "localhost" or name.endswith(".localhost"):
+            return list(LOOPBACK)
+        try:
+            answer = await self._resolver.resolve_name(name)
+        except dns.exception.Timeout as exc:
+            raise Unresolvable(
+                f"{host} did not resolve within {self._resolver.lifetime:g} s"
+            ) from exc
+        except (dns.exception.DNSException, UnicodeError, ValueError) as exc:
+            raise Unresolvable(f"{host} does not resolve ({exc})") from exc
+        found: list[IPAddress] = []
+        for text in answer.addresses():
+            address = ipaddress.ip_address(text.split("%")[0])
+            if address not in found:
+                found.append(address)
+        return found
+
+
 @dataclass(frozen=True, slots=True)
 class Gate:
-    """The rule of where deliveries may go, with the resolver it checks names through."""
+    """The rule of where deliveries may go, with the resolver it checks names through, the
+    time a name may take and how many of one owner's names resolve at a time."""
 
     allowed: tuple[Network, ...] = ()
-    resolver: Resolver = system_resolver
+    resolver: Resolver = field(default_factory=DnsResolver)
+    timeout: float = RESOLVE_TIMEOUT
+    per_owner: int = PER_OWNER
+    _turns: dict[str, tuple[asyncio.Semaphore, list[int]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @asynccontextmanager
+    async def _turn(self, owner: str | None) -> AsyncIterator[None]:
+        """One of the owner's `per_owner` lookups at a time (None: no owner, no bound)."""
+        if owner is None:
+            yield
+            return
+        held = self._turns.get(owner)
+        if held is None:
+            held = self._turns[owner] = (asyncio.Semaphore(self.per_owner), [0])
+        turns, users = held
+        users[0] += 1
+        try:
+            async with turns:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._turns[owner]
 
     def _inside(self, address: IPAddress) -> bool:
         inner = _embedded(address)
@@ -167,14 +251,13 @@ class Gate:
             return f"port {target.port} is below 1024 and neither 80 nor 443"
         return None
 
-    async def resolve(self, target: Target) -> list[IPAddress]:
+    async def resolve(self, target: Target, owner: str | None = None) -> list[IPAddress]:
         """Every address the target's name resolves to, each one permitted; Refused when any
         is not (a name must not point at a private address beside a public one), Unresolvable
-        when there is none."""
+        when there is none or the name took longer than `timeout` (its wait for one of the
+        owner's turns included)."""
         literal = target.literal
-        addresses = [literal] if literal is not None else list(
-            await self.resolver(target.host, target.port)
-        )  # fmt: skip
+        addresses = [literal] if literal is not None else await self._lookup(target, owner)
         if not addresses:
             raise Unresolvable(f"{target.host} resolves to no address")
         for address in addresses:
@@ -183,3 +266,10 @@ class Gate:
                 where = "" if literal is not None else f"{target.host} resolves to {address}: "
                 raise Refused(where + reason)
         return addresses
+
+    async def _lookup(self, target: Target, owner: str | None) -> list[IPAddress]:
+        try:
+            async with asyncio.timeout(self.timeout), self._turn(owner):
+                return list(await self.resolver(target.host, target.port))
+        except TimeoutError as exc:
+            raise Unresolvable(f"{target.host} did not resolve within {self.timeout:g} s") from exc

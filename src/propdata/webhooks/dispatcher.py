@@ -36,6 +36,8 @@ import httpx
 import msgspec
 from standardwebhooks import Webhook
 
+from propdata.accounts.keys import KeyService
+from propdata.events.produce import stopped_owners
 from propdata.events.repository import EventRepository
 from propdata.kit.db import Database, StoreUnavailable
 from propdata.kit.mail import Mailer
@@ -59,6 +61,11 @@ FINISHED_KEPT = 30 * 86_400.0
 """Finished deliveries are listed this long."""
 FAN_OUT_PAGE = 500
 """Events read per endpoint per fan-out pass."""
+SWEEP_EVERY = 1.0
+"""Seconds between two looks for the pending deliveries of stopped owners (cancelled)."""
+MAX_PENDING = 10_000
+"""Deliveries one endpoint may have waiting; past it the endpoint's events wait in the log
+(its cursor stays) until some are attempted."""
 _RESPONSE_READ = 65_536
 """Bytes of a receiver's answer read (and thrown away) so its connection can be kept."""
 
@@ -84,15 +91,6 @@ def passes(endpoint: EndpointRow, event_type: str, search_id: str | None) -> boo
     if endpoint.search_ids is not None:
         return search_id in msgspec.json.decode(endpoint.search_ids)
     return True
-
-
-def delivered_body(seq: int, body: str) -> str:
-    """The event's JSON as delivered: as stored, with its `sequence` (the event's number)."""
-    decoded = msgspec.json.decode(body)
-    if isinstance(decoded, dict) and decoded.get("sequence") != seq:
-        decoded["sequence"] = seq
-        return msgspec.json.encode(decoded).decode()
-    return body
 
 
 class _Signers:
@@ -125,6 +123,9 @@ def signature(signers: _Signers, due: Due, body: str, at: dt.datetime, now: floa
 TransportFactory = Callable[[Target], httpx.AsyncBaseTransport]
 
 
+PER_OWNER = 16
+"""Attempts of one owner's deliveries a dispatcher has under way at most: a receiver (or a
+name) that never answers holds that many, and the other owners' deliveries go on."""
 PER_RECEIVER = 8
 """Connections (and so attempts at once) to one receiver's name and address; more attempts
 wait their turn before reaching the pool, whose own queue is costly to keep long."""
@@ -267,6 +268,7 @@ class Dispatcher:
     def __post_init__(self) -> None:
         self.repo = WebhookRepository(self.db)
         self.events = EventRepository(self.db)
+        self.keys = KeyService(self.db)
         self.signers = _Signers()
         self.sender = self.sender or Sender()
         self._inflight: set[asyncio.Task[None]] = set()
@@ -274,6 +276,25 @@ class Dispatcher:
         self._progress = asyncio.Event()
         self._gauged = 0.0
         self._pruned = 0.0
+        self._swept = 0.0
+        self._owners: dict[str, int] = {}
+        """Attempts under way, by owner."""
+
+    async def stopped(self, owners: set[str]) -> set[str]:
+        """Those of the owners that stopped (a disabled account, a revoked key without one):
+        nothing more of theirs is delivered."""
+        return await stopped_owners(self.keys, owners) if owners else set()
+
+    async def cancel_stopped(self) -> int:
+        """Fail for good (error `owner`) every pending delivery of a stopped owner; how many."""
+        owners = await self.stopped(set(await self.repo.owners_waiting()))
+        if not owners:
+            return 0
+        now = self.clock()
+        async with self.db.transaction():
+            return await self.repo.cancel(
+                await self.repo.endpoints_of(sorted(owners)), now, iso(now)
+            )
 
     # Fan-out
 
@@ -282,19 +303,24 @@ class Dispatcher:
         made = 0
         # Looked for without a transaction first: an idle dispatcher writes nothing (a write
         # to the accounts store would drop every worker's verified keys, `KeyService`).
-        while await self.repo.fan_out_waiting():
+        while await self.repo.fan_out_waiting(MAX_PENDING):
             async with self.db.transaction():
-                endpoints = await self.repo.claim_fan_out(50)
+                endpoints = await self.repo.claim_fan_out(50, MAX_PENDING)
+                stopped = await self.stopped({e.owner for e, _ in endpoints})
                 rows: list[tuple[str, int, str, str, float]] = []
                 now = self.clock()
-                for endpoint in endpoints:
-                    events = await self.events.page(endpoint.owner, endpoint.cursor_seq,
-                                                    FAN_OUT_PAGE)  # fmt: skip
-                    rows += [
-                        (endpoint.id, event.seq, event.id, event.type, now)
-                        for event in events
-                        if passes(endpoint, event.type, event.search_id)
-                    ]
+                for endpoint, pending in endpoints:
+                    events = await self.events.logged_after(
+                        endpoint.owner,
+                        endpoint.cursor_seq,
+                        min(FAN_OUT_PAGE, MAX_PENDING - pending),
+                    )
+                    if endpoint.owner not in stopped:  # a stopped owner's pass by, undelivered
+                        rows += [
+                            (endpoint.id, event.seq, event.id, event.type, now)
+                            for event in events
+                            if passes(endpoint, event.type, event.search_id)
+                        ]
                     if events:
                         await self.repo.move_cursor(endpoint.id, events[-1].seq)
                 await self.repo.insert_deliveries(rows)
@@ -315,11 +341,12 @@ class Dispatcher:
         wait_asked: float | None = None
         if due.body is None:  # the event is no longer kept: nothing to deliver
             return Outcome(due.id, due.endpoint_id, "failed", number, None, None, None, 0,
-                           iso(now), False)  # fmt: skip
+                           iso(now), False, now)  # fmt: skip
+        target: Target | None = None
         try:
             target = parse(due.url)
-            addresses = await self.gate.resolve(target)
-            body = delivered_body(due.event_seq, due.body)
+            addresses = await self.gate.resolve(target, due.owner)
+            body = due.body
             at = dt.datetime.fromtimestamp(int(now), dt.UTC)
             headers = {
                 "webhook-id": due.event_id,
@@ -341,14 +368,23 @@ class Dispatcher:
         duration = int((time.monotonic() - started) * 1000)
         if status is not None and 200 <= status < 300:
             return Outcome(due.id, due.endpoint_id, "succeeded", number, None, status, None,
-                           duration, iso(now), False)  # fmt: skip
+                           duration, iso(now), False, now)  # fmt: skip
         gone = status == 410
         if status is not None:
             error = "redirect" if 300 <= status < 400 else "http_status"
         delay = None if gone else self.retries.delay(number, wait_asked)
         state, next_at = ("failed", None) if delay is None else ("pending", now + delay)
+        # Where it went is the URL's host alone: a path or query may hold a receiver's token.
+        log.warning(
+            "webhook delivery failed: endpoint=%s event=%s attempt=%d error=%s status=%s"
+            " host=%s", due.endpoint_id, due.event_id, number, error, status,
+            target.host if target is not None else "-",
+            extra={"endpoint_id": due.endpoint_id, "event_id": due.event_id, "attempt": number,
+                   "error": error, "response_status": status,
+                   "host": target.host if target is not None else None},
+        )  # fmt: skip
         return Outcome(due.id, due.endpoint_id, state, number, next_at, status, error, duration,
-                       iso(now), gone)  # fmt: skip
+                       iso(now), gone, now)  # fmt: skip
 
     async def _attempt_into(self, due: Due) -> None:
         try:
@@ -360,11 +396,22 @@ class Dispatcher:
         self._progress.set()
 
     async def claim(self, limit: int) -> list[Due]:
+        """Up to `limit` deliveries due now, at most PER_OWNER of one owner under way; those
+        of a stopped owner are cancelled instead."""
         now = self.clock()
         if not await self.repo.any_due(now):
             return []
-        async with self.db.transaction():
-            return await self.repo.claim(now, self.lease, limit)
+        room = {owner: PER_OWNER - n for owner, n in self._owners.items()}
+        while True:
+            async with self.db.transaction():
+                claimed = await self.repo.claim(now, self.lease, limit, room, PER_OWNER)
+            stopped = await self.stopped({due.owner for due in claimed})
+            if not stopped:
+                return claimed
+            await self.cancel_stopped()  # theirs all go: claim again without them
+            kept = [due for due in claimed if due.owner not in stopped]
+            if kept:
+                return kept
 
     async def flush(self) -> int:
         """Write the outcomes of finished attempts; disable endpoints gone or failing."""
@@ -378,7 +425,7 @@ class Dispatcher:
         disabled: list[str] = []
         try:
             async with self.db.transaction():
-                await self.repo.finish(outcomes)
+                await self.repo.finish(done)
                 await self.repo.succeeded(ok)
                 await self.repo.failed(bad, now)
                 for endpoint_id in sorted({o.endpoint_id for o in outcomes if o.gone}):
@@ -438,8 +485,22 @@ class Dispatcher:
             await asyncio.gather(*(self._attempt_into(due) for due in claimed))
             attempts += await self.flush()
 
+    def _finished(self, owner: str) -> Callable[[asyncio.Task[None]], None]:
+        def done(task: asyncio.Task[None]) -> None:
+            self._inflight.discard(task)
+            left = self._owners.get(owner, 1) - 1
+            if left > 0:
+                self._owners[owner] = left
+            else:
+                self._owners.pop(owner, None)
+
+        return done
+
     async def _housekeeping(self) -> None:
         now = time.monotonic()
+        if now - self._swept >= SWEEP_EVERY:
+            self._swept = now
+            await self.cancel_stopped()
         if now - self._gauged >= 10:
             self._gauged = now
             WEBHOOK_BACKLOG.set(await self.repo.backlog())
@@ -459,7 +520,8 @@ class Dispatcher:
                     for due in claimed:
                         task = asyncio.create_task(self._attempt_into(due))
                         self._inflight.add(task)
-                        task.add_done_callback(self._inflight.discard)
+                        self._owners[due.owner] = self._owners.get(due.owner, 0) + 1
+                        task.add_done_callback(self._finished(due.owner))
                     await self.flush()
                     await self._housekeeping()
                 except (StoreUnavailable, OSError) as exc:

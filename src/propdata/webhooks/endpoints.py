@@ -8,6 +8,7 @@ from litestar import Request, Response, delete, get, patch, post
 from litestar.openapi.spec import Example
 from litestar.params import JSONBody, Parameter
 
+from propdata.accounts.middleware import MANAGED
 from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
 from propdata.api.body import too_large
@@ -15,7 +16,14 @@ from propdata.api.dependencies import Injected
 from propdata.api.openapi import RATE_HEADERS, ApiOperation, errors
 from propdata.api.params import PageLimit, PageOffset
 from propdata.api.schemas import PageMeta
-from propdata.errors import InvalidParameter, NotFound, PlanLimitReached
+from propdata.errors import (
+    Conflict,
+    InvalidParameter,
+    NotFound,
+    PlanLimitReached,
+    RateLimitExceeded,
+)
+from propdata.events.endpoints import MANAGED_429
 from propdata.webhooks.schemas import (
     DeliveriesResponse,
     EndpointChange,
@@ -41,28 +49,34 @@ EndpointId = Annotated[
         pattern=ENDPOINT_ID, examples=[Example(value="wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze")],
     ),
 ]  # fmt: skip
-_MANAGE: dict[str, Any] = {"metered": False}
-"""Managing webhooks is never counted (contract.md "Metering")."""
+_MANAGE: dict[str, Any] = {**MANAGED}
+"""Managing webhooks is never counted, but at most 60 such requests a minute an owner
+(contract.md "Metering")."""
+EventId = Annotated[
+    str,
+    Parameter(
+        description="The event's id (evt_...), as its deliveries list it", max_length=100,
+        pattern=ENDPOINT_ID, examples=[Example(value="evt_0123456789abcdefghijklmnop")],
+    ),
+]  # fmt: skip
 _NOT_FOUND = NotFound("No webhook endpoint wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze.")
+_FULL = Conflict("This endpoint has 10,000 deliveries waiting, as many as it may: wait for them"
+                 " to be attempted (GET its deliveries to follow them).")  # fmt: skip
 _BAD_URL = InvalidParameter("url", "Deliveries cannot go to this URL: 10.0.0.5 is private.")
 
 
 def _common(
-    summary: str, operation_id: str, *statuses: int, examples: list[Any] | None = None
-) -> dict[str, Any]:
+    summary: str, operation_id: str, *statuses: int, examples: list[Any] | None = None,
+    paged: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     return {
-        "opt": _MANAGE, "operation_class": ApiOperation, "tags": ["webhooks"],
+        "opt": {**_MANAGE, "paged": True} if paged else _MANAGE,
+        "operation_class": ApiOperation, "tags": ["webhooks"],
         "summary": summary, "operation_id": operation_id, "response_headers": RATE_HEADERS,
         # Not counted, but at most 60 such requests a minute: 429 (contract.md "Metering").
         "responses": errors(429, *statuses, metered=False, examples=[
-            *(examples or []), *([too_large()] if 413 in statuses else [])]),
+            *(examples or []), MANAGED_429, *([too_large()] if 413 in statuses else [])]),
     }  # fmt: skip
-
-
-def _page_size(request: Request[Any, Any, Any], key: ApiKey) -> int:
-    return paging.page_size(
-        request.query_params.get(paging.LIMIT), key.default_page_size, key.max_page_size
-    )
 
 
 @post("/webhooks", status_code=201,
@@ -79,7 +93,7 @@ async def create_webhook(
     return NewEndpointResponse(data=NewEndpointAnswer(**fields, secret=secret))
 
 
-@get("/webhooks", **_common("List webhook endpoints", "listWebhooks"))
+@get("/webhooks", **_common("List webhook endpoints", "listWebhooks", paged=True))
 async def list_webhooks(
     webhooks: Injected[WebhookService],
     key: Injected[ApiKey],
@@ -88,7 +102,7 @@ async def list_webhooks(
     offset: PageOffset = 0,
 ) -> EndpointsResponse:
     """List the owner's webhook endpoints, oldest first (paged)."""
-    size = _page_size(request, key)
+    size = paging.applied_page_size(request.scope)
     total, rows = await webhooks.page(key, size, offset)
     return EndpointsResponse(
         meta=PageMeta(total=total, limit=size, offset=offset),
@@ -138,7 +152,7 @@ async def rotate_secret(
 
 
 @post("/webhooks/{id:str}/test", status_code=202,
-      **_common("Send a test event", "testWebhook", 404, examples=[_NOT_FOUND]))  # fmt: skip
+      **_common("Send a test event", "testWebhook", 404, 409, examples=[_NOT_FOUND, _FULL]))  # fmt: skip
 async def test_webhook(
     webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId
 ) -> Response[QueuedResponse]:
@@ -148,8 +162,8 @@ async def test_webhook(
 
 
 @get("/webhooks/{id:str}/deliveries",
-     **_common("List an endpoint's deliveries", "listWebhookDeliveries", 404,
-               examples=[_NOT_FOUND]))  # fmt: skip
+     **_common("List an endpoint's delivery attempts", "listWebhookDeliveries", 404,
+               examples=[_NOT_FOUND], paged=True))  # fmt: skip
 async def list_deliveries(
     webhooks: Injected[WebhookService],
     key: Injected[ApiKey],
@@ -158,27 +172,49 @@ async def list_deliveries(
     limit: PageLimit = None,
     offset: PageOffset = 0,
 ) -> DeliveriesResponse:
-    """List an endpoint's deliveries, newest first (paged)."""
-    size = _page_size(request, key)
+    """List an endpoint's delivery attempts, newest first (paged): a row per attempt made
+    (succeeded or failed, with its answer) and one per delivery waiting for its next attempt
+    (pending, with when it is due)."""
+    size = paging.applied_page_size(request.scope)
     total, rows = await webhooks.deliveries(key, id, size, offset)
     return DeliveriesResponse(meta=PageMeta(total=total, limit=size, offset=offset), data=rows)
 
 
+@post("/webhooks/{id:str}/deliveries/{eventId:str}/resend", status_code=202,
+      **_common("Send an event again", "resendWebhookDelivery", 404, 409, examples=[
+          _NOT_FOUND, NotFound("No delivery of event evt_0123456789abcdefghijklmnop to webhook"
+                               " endpoint wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze."), _FULL]))  # fmt: skip
+async def resend_delivery(
+    webhooks: Injected[WebhookService], key: Injected[ApiKey], id: EndpointId, eventId: EventId
+) -> Response[QueuedResponse]:
+    """Deliver an event the endpoint was sent once more, with the same `webhook-id`
+    (`webhook.test` events included); one already waiting for its next attempt is made due
+    now instead."""
+    await webhooks.resend(key, id, eventId)
+    return Response(QueuedResponse(data=Queued(queued=1)), status_code=202)
+
+
 @post("/webhooks/{id:str}/replay", status_code=202,
-      **_common("Deliver kept events again", "replayWebhook", 404, 413, examples=[
+      **_common("Deliver kept events again", "replayWebhook", 404, 409, 413, examples=[
           _NOT_FOUND, InvalidParameter("since", "'since' is not an event cursor: pass"
-                                       " meta.nextCursor (or an event's stream id) as it came.")]))  # fmt: skip
+                                       " meta.nextCursor (or an event's stream id) as it came."),
+          Conflict("A replay of webhook endpoint wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze is still being"
+                   " delivered: ask again once its deliveries are done (GET its deliveries to"
+                   " follow them)."),
+          RateLimitExceeded("At most 10 replays a day; retry after 3600 seconds.")]))  # fmt: skip
 async def replay_webhook(
     webhooks: Injected[WebhookService],
     key: Injected[ApiKey],
     id: EndpointId,
     data: JSONBody[Replay],
 ) -> QueuedResponse:
-    """Deliver again every kept event after `since` that passes the endpoint's filters."""
+    """Deliver again the kept events after `since` that passed to this endpoint and pass its
+    filters (the newest, as many as its 10,000 waiting deliveries leave room for; none already
+    waiting). One replay of an endpoint at a time, 10 an account a day."""
     return QueuedResponse(data=Queued(queued=await webhooks.replay(key, id, data.since)))
 
 
 HANDLERS = [
     create_webhook, list_webhooks, get_webhook, update_webhook, delete_webhook, rotate_secret,
-    test_webhook, list_deliveries, replay_webhook,
+    test_webhook, list_deliveries, resend_delivery, replay_webhook,
 ]  # fmt: skip

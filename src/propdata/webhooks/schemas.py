@@ -13,8 +13,11 @@ EndpointStatus = Literal["enabled", "disabled"]
 DisabledReason = Literal["gone", "failing", "owner"]
 DeliveryState = Literal["pending", "succeeded", "failed"]
 DeliveryError = Literal[
-    "timeout", "connection", "tls", "redirect", "http_status", "blocked_address"
+    "timeout", "connection", "tls", "redirect", "http_status", "blocked_address", "owner"
 ]
+"""Why an attempt failed: no answer in time, no connection (the name not resolved within 2 s
+included), TLS, a redirect, a status that is no 2xx, an address deliveries may not reach;
+`owner`: the delivery was cancelled, its account disabled or its key revoked."""
 
 
 MAX_GRACE = 604_800
@@ -122,11 +125,14 @@ class QueuedResponse(Base):
 
 
 class Delivery(Base):
-    """One event's delivery to an endpoint: where it stands and how its last attempt went."""
+    """One attempt at delivering an event to an endpoint (`succeeded` or `failed`, with that
+    attempt's answer), or a delivery waiting for its next attempt (`pending`, when it is due)."""
 
     event_id: str
     type: EventType
-    attempt: int
+    attempt: Annotated[
+        int, msgspec.Meta(description="The attempt's number (pending: the one it waits for)")
+    ]
     status: DeliveryState
     response_status: int | None
     error: DeliveryError | None
@@ -158,20 +164,17 @@ class EndpointRow(NamedTuple):
 
 
 class DeliveryRow(NamedTuple):
-    id: int
-    endpoint_id: str
-    event_seq: int
+    """A row of an endpoint's deliveries list: an attempt made, or a delivery waiting."""
+
     event_id: str
     type: str
-    state: str
     attempt: int
-    next_attempt_at: float | None
-    claimed_until: float | None
+    status: str
     response_status: int | None
     error: str | None
     duration_ms: int | None
     attempted_at: str | None
-    made_at: float
+    next_attempt_at: float | None
 
 
 class Due(NamedTuple):
@@ -192,10 +195,12 @@ class Due(NamedTuple):
     event_seq: int
     event_at: str | None
     """When the event was produced (ISO-8601)."""
+    type: str
 
 
 class Outcome(NamedTuple):
-    """What one attempt came to, as it is written back."""
+    """What one attempt came to, as it is written back (the delivery's state, and the
+    attempt's row)."""
 
     delivery_id: int
     endpoint_id: str
@@ -207,3 +212,5 @@ class Outcome(NamedTuple):
     duration_ms: int
     attempted_at: str
     gone: bool
+    at: float
+    """Unix seconds of the attempt."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -13,7 +14,7 @@ import msgspec
 from propdata.accounts.keys import owner_plan
 from propdata.accounts.repository import AccountRepository, KeyRepository
 from propdata.accounts.schemas import ApiKey
-from propdata.errors import InvalidParameter, NotFound
+from propdata.errors import Conflict, InvalidParameter, NotFound, RateLimitExceeded
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, NewEvent
 from propdata.events.schemas import EVENT_TYPES
@@ -22,7 +23,7 @@ from propdata.kit.db import Database
 from propdata.kit.wakeup import Wakeups
 from propdata.plans import Plan
 from propdata.webhooks.addresses import Gate, Refused, Unresolvable, parse
-from propdata.webhooks.dispatcher import iso, passes
+from propdata.webhooks.dispatcher import MAX_PENDING, iso, passes
 from propdata.webhooks.repository import WebhookRepository
 from propdata.webhooks.schemas import (
     Delivery,
@@ -35,8 +36,11 @@ from propdata.webhooks.schemas import (
 BACKLOG_KEPT = 50_000
 """Events kept for a disabled endpoint: the newest this many are delivered when it is
 enabled again (each event is also kept 30 days at most)."""
-REPLAY_MOST = 50_000
-"""Events one replay queues at most (the newest after its cursor)."""
+REPLAYS_PER_DAY = 10
+"""Replays an owner may ask for in any 24 hours."""
+REPLAY_SCAN = 50_000
+"""Events one replay looks at most (the newest after its cursor)."""
+DAY = 86_400.0
 
 
 def new_secret() -> str:
@@ -93,9 +97,9 @@ class WebhookService:
         account = await self.accounts.by_id(owner.removeprefix("acct:"))
         return account.email if account is not None else None
 
-    async def _check_url(self, url: str) -> str:
+    async def _check_url(self, url: str, owner: str) -> str:
         try:
-            await self.gate.resolve(parse(url))
+            await self.gate.resolve(parse(url), owner)
         except Refused as exc:
             raise InvalidParameter("url", f"Deliveries cannot go to this URL: {exc}.") from exc
         except Unresolvable as exc:
@@ -129,7 +133,7 @@ class WebhookService:
     async def create(self, key: ApiKey, new: NewEndpoint) -> tuple[EndpointRow, str]:
         """Make an endpoint; its secret is returned this once."""
         owner = owner_of(key)
-        url = await self._check_url(new.url)
+        url = await self._check_url(new.url, owner)
         types, searches = await self._check_filters(owner, new.event_types, new.search_ids)
         plan = await self.plan_of(key)
         secret = new_secret()
@@ -161,7 +165,7 @@ class WebhookService:
         owner = owner_of(key)
         values: dict[str, Any] = {}
         if change.url is not msgspec.UNSET:
-            values["url"] = await self._check_url(change.url)
+            values["url"] = await self._check_url(change.url, owner)
         types = None if change.event_types is msgspec.UNSET else change.event_types
         searches = None if change.search_ids is msgspec.UNSET else change.search_ids
         encoded = await self._check_filters(owner, types, searches)
@@ -219,73 +223,103 @@ class WebhookService:
         row = await self.get(key, endpoint_id)
         now = self.clock()
         event_id = new_id("evt_", 26)
+        # Outside the owner's sequence (0): it is not an event of the log.
+        body: dict[str, Any] = {
+            "id": event_id, "type": "webhook.test", "timestamp": iso(now), "sequence": 0,
+            "data": {"endpointId": row.id, "url": row.url},
+        }  # fmt: skip
         async with self.db.transaction():
-            body: dict[str, Any] = {
-                "id": event_id, "type": "webhook.test", "timestamp": iso(now), "sequence": 0,
-                "data": {"endpointId": row.id, "url": row.url},
-            }  # fmt: skip
-            (seq,) = await self.events.insert_events(
-                [NewEvent(event_id, owner, "webhook.test", None, row.id, iso(now), "{}")]
-            )
-            body["sequence"] = seq
-            await self.repo.set_event_body(seq, msgspec.json.encode(body).decode())
-            await self.repo.insert_deliveries([(row.id, seq, event_id, "webhook.test", now)])
+            await self._room(row.id)
+            (made,) = await self.events.insert_events([
+                NewEvent(event_id, owner, "webhook.test", None, row.id, iso(now),
+                         msgspec.json.encode(body).decode())
+            ])  # fmt: skip
+            await self.repo.insert_deliveries([(row.id, made.seq, event_id, "webhook.test", now)])
         if self.wakeups is not None:
             await self.wakeups.notify("events")
 
+    async def _room(self, endpoint_id: str) -> None:
+        """409 when the endpoint holds as many pending deliveries as it may."""
+        if await self.repo.pending(endpoint_id) >= MAX_PENDING:
+            raise Conflict(
+                f"This endpoint has {MAX_PENDING:,} deliveries waiting, as many as it may: wait"
+                " for them to be attempted (GET its deliveries to follow them)."
+            )
+
     async def resend(self, key: ApiKey, endpoint_id: str, event_id: str) -> None:
-        """Deliver again one event the endpoint was sent (the same event id), as a new
-        delivery; 404 for an event it was never sent or that is no longer kept."""
+        """Deliver again an event the endpoint was sent (the same event id), `webhook.test`
+        included: a new delivery, due now; when the event is still pending for the endpoint,
+        that delivery is made due now instead (an event is never queued twice). 404 for an
+        event it was never sent or that is no longer kept."""
         row = await self.get(key, endpoint_id)
         found = await self.repo.delivered_event(row.id, event_id)
         if found is None:
             raise NotFound(f"No delivery of event {event_id} to webhook endpoint {endpoint_id}.")
         seq, kind = found
+        now = self.clock()
         async with self.db.transaction():
-            await self.repo.insert_deliveries([(row.id, seq, event_id, kind, self.clock())])
+            if not await self.repo.is_pending(row.id, seq):
+                await self._room(row.id)
+            await self.repo.insert_deliveries([(row.id, seq, event_id, kind, now)])
+            await self.repo.hasten(row.id, seq, now)
         if self.wakeups is not None:
             await self.wakeups.notify("events")
 
     async def deliveries(
         self, key: ApiKey, endpoint_id: str, limit: int, offset: int
     ) -> tuple[int, list[Delivery]]:
+        """The endpoint's attempts made and deliveries waiting, newest first."""
         row = await self.get(key, endpoint_id)
         total, rows = await self.repo.deliveries(row.id, limit, offset)
         return total, [
             Delivery(
                 event_id=d.event_id, type=d.type, attempt=d.attempt,  # type: ignore[arg-type]
-                status=d.state,  # type: ignore[arg-type]
+                status=d.status,  # type: ignore[arg-type]
                 response_status=d.response_status,
                 error=d.error,  # type: ignore[arg-type]
                 duration_ms=d.duration_ms, attempted_at=d.attempted_at,
-                next_attempt_at=iso(d.next_attempt_at)
-                if d.state == "pending" and d.next_attempt_at is not None else None,
+                next_attempt_at=iso(d.next_attempt_at) if d.next_attempt_at is not None else None,
             )
             for d in rows
         ]  # fmt: skip
 
     async def replay(self, key: ApiKey, endpoint_id: str, since: str) -> int:
-        """Deliver again every kept event after `since` that passes the endpoint's filters."""
-        after = cursor.decode(since, "since")
-        row = await self.get(key, endpoint_id)
-        start = await self.repo.newest_kept(row.owner, after, REPLAY_MOST)
-        if start is not None:
-            after = max(after, start - 1)
+        """Deliver again the owner's kept events after `since` that passed to the endpoint
+        already (those past its cursor are on their way) and pass its filters: the newest,
+        as many as its pending deliveries leave room for, none already pending. One replay
+        of an endpoint at a time (409 while one's deliveries wait), REPLAYS_PER_DAY an owner
+        in any 24 hours (429)."""
+        place = cursor.decode(since, "since")
+        owner = owner_of(key)
         now = self.clock()
-        queued = 0
         async with self.db.transaction():
-            while True:
-                events = await self.events.page(row.owner, after, 1000)
-                if not events:
-                    break
-                deliveries = [
-                    (row.id, e.seq, e.id, e.type, now)
-                    for e in events
-                    if passes(row, e.type, e.search_id)
-                ]
-                await self.repo.insert_deliveries(deliveries)
-                queued += len(deliveries)
-                after = events[-1].seq
+            await self.repo.lock_replays(owner)
+            row = await self.repo.get(owner, endpoint_id, lock=True)
+            if row is None:
+                raise NotFound(f"No webhook endpoint {endpoint_id}.")
+            if await self.repo.replay_waiting(row.id):
+                raise Conflict(
+                    f"A replay of webhook endpoint {endpoint_id} is still being delivered: ask"
+                    " again once its deliveries are done (GET its deliveries to follow them)."
+                )
+            asked = await self.repo.replays_since(owner, now - DAY)
+            if len(asked) >= REPLAYS_PER_DAY:
+                wait = max(1, math.ceil(asked[len(asked) - REPLAYS_PER_DAY] + DAY - now))
+                raise RateLimitExceeded(
+                    f"At most {REPLAYS_PER_DAY} replays a day; retry after {wait} seconds.",
+                    headers={"Retry-After": str(wait)},
+                )
+            room = MAX_PENDING - await self.repo.pending(row.id)
+            after = await self.events.after(owner, place)
+            events = await self.repo.replayable(owner, after, row.cursor_seq, REPLAY_SCAN)
+            wanted = [e for e in events if passes(row, e[2], e[3])][-room:] if room > 0 else []
+            before = await self.repo.pending(row.id)
+            await self.repo.insert_deliveries(
+                [(row.id, seq, event_id, kind, now) for seq, event_id, kind, _ in wanted],
+                replay=True,
+            )
+            queued = await self.repo.pending(row.id) - before
+            await self.repo.record_replay(owner, row.id, now)
         if queued and self.wakeups is not None:
             await self.wakeups.notify("events")
         return queued

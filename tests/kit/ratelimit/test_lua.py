@@ -17,7 +17,7 @@ SCRIPTS = sorted(
 
 
 def test_the_limiter_reads_each_script_it_ships() -> None:
-    assert SCRIPTS == ["admit.lua", "attempt.lua", "hourly.lua"]
+    assert SCRIPTS == ["admit.lua", "attempt.lua", "hold.lua", "hourly.lua"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

@@ -464,6 +464,11 @@ def list_deliveries(webhook_id: str, values: Mapping[str, object]) -> PageCall[D
     return PageCall(path, query(LIST_PARAMS, values), _page_decoder(Delivery))
 
 
+def resend_delivery(webhook_id: str, event_id: str) -> Call[ReplayQueued]:
+    path = _webhook_path(webhook_id, f"/deliveries/{segment(event_id, 'event_id')}/resend")
+    return Call(path, {}, _decoder(ReplayQueued), method="POST", body=b"{}")
+
+
 def replay_webhook(webhook_id: str, since: str) -> Call[ReplayQueued]:
     if not isinstance(since, str) or not since:
         raise ValueError("since must be a cursor (a non-empty string)")

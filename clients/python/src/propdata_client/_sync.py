@@ -807,8 +807,8 @@ class Webhooks:
     def deliveries(
         self, webhook_id: str, *, limit: int | None = None, offset: int | None = None
     ) -> Page[Delivery]:
-        """One page of the endpoint's deliveries, newest first:
-        `GET /v1/webhooks/{id}/deliveries`."""
+        """One page of the endpoint's delivery attempts, newest first: a row per attempt
+        made and one per delivery waiting for its next: `GET /v1/webhooks/{id}/deliveries`."""
         values = _args(locals())
         del values["webhook_id"]
         return self._client._page(_core.list_deliveries(webhook_id, values))
@@ -816,10 +816,16 @@ class Webhooks:
     def deliveries_all(
         self, webhook_id: str, *, page_size: int | None = None
     ) -> Iterator[Delivery]:
-        """Every delivery of the endpoint, newest first, page after page."""
+        """Every delivery attempt of the endpoint, newest first, page after page."""
         return self._client._iterate(_core.list_deliveries(webhook_id, {"limit": page_size}))
 
+    def resend(self, webhook_id: str, event_id: str) -> None:
+        """Send an event the endpoint was sent once more, with the same `webhook-id`
+        (`webhook.test` events too): `POST /v1/webhooks/{id}/deliveries/{eventId}/resend`."""
+        self._client._call(_core.resend_delivery(webhook_id, event_id))
+
     def replay(self, webhook_id: str, since: str) -> int:
-        """Deliver again every kept event after the cursor `since` that passes the endpoint's
-        filters (same ids): `POST /v1/webhooks/{id}/replay`. How many were queued."""
+        """Deliver again the kept events after the cursor `since` that reached the endpoint
+        and pass its filters (same ids): `POST /v1/webhooks/{id}/replay`. How many were
+        queued (one replay of an endpoint at a time, 10 an account a day)."""
         return (self._client._call(_core.replay_webhook(webhook_id, since))).queued

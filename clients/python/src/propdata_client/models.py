@@ -104,7 +104,7 @@ WebhookStatus = Literal["enabled", "disabled"]
 DisabledReason = Literal["gone", "failing", "owner"]
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
 DeliveryError = Literal[
-    "timeout", "connection", "tls", "redirect", "http_status", "blocked_address"
+    "timeout", "connection", "tls", "redirect", "http_status", "blocked_address", "owner"
 ]
 
 T = TypeVar("T")
@@ -430,7 +430,8 @@ class SavedSearch(Model):
     """A saved search: `POST /v1/searches` and the rest of `/v1/searches`.
 
     `filters` holds `GET /v1/properties`' filter parameters by their wire names (camelCase,
-    numbers as numbers, `bbox` as its string); `match_count` is how many records match now.
+    numbers as numbers, `bbox` as its string); `match_count` is how many records match,
+    exact for the data version `data_version` (it grows with every load of the records).
     """
 
     id: str
@@ -439,6 +440,7 @@ class SavedSearch(Model):
     property_ids: list[str]
     created_at: dt.datetime
     match_count: int
+    data_version: int
 
 
 class Event(Model):
@@ -448,7 +450,8 @@ class Event(Model):
     `property.*` types `{searchId, searchName, property, previous, changes}` (`property`
     the search item of the record after the change; for `search.exited` of a removed
     record, as it was); for `market.updated` `{searchId, searchName, zipCode, snapshot,
-    previous}`; `sequence` grows with every event of the owner.
+    previous}`; `sequence` numbers the owner's events 1, 2, 3, ... with no gap (0 for
+    `webhook.test`), so a receiver that sees 7 after 5 knows it missed 6.
     """
 
     id: str
@@ -526,7 +529,9 @@ class ReplayQueued(Model):
 
 
 class Delivery(Model):
-    """One delivery of an event to an endpoint: `GET /v1/webhooks/{id}/deliveries`."""
+    """A row of `GET /v1/webhooks/{id}/deliveries`: one attempt made (`succeeded` or
+    `failed`, with that attempt's answer), or a delivery waiting for its attempt number
+    `attempt` (`pending`, due at `next_attempt_at`)."""
 
     event_id: str
     type: EventType

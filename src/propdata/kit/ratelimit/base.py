@@ -18,6 +18,9 @@ Two more things every limiter keeps, for dashboards and guards built above `kit`
   Buckets are kept `HOURLY_KEEP` seconds (32 days) before the current hour's, then dropped.
 - Attempt guards (`attempt`): a sliding log per arbitrary name ("at most 5 in 15 minutes"),
   stored under the SHA-256 of the name, never the name itself.
+- Leases (`hold`, `release`): at most `limit` holders under a name at once ("20 open event
+  streams of an account"), each holding its slot until it lets go or its lease runs out
+  (a process that dies leaks no slot for longer than the lease), renewed by holding again.
 
 This module holds the interface (`Limiter`) and the arithmetic every backend shares; the
 backends are `sqlite.SQLiteLimiter` (embedded, and the in-memory fallback),
@@ -105,6 +108,13 @@ def attempt_digest(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def lease_us(limit: int, ttl: float) -> int:
+    """A lease's length in microseconds, after checking the arguments of `hold`."""
+    if limit < 1 or not ttl > 0:
+        raise ValueError(f"hold: limit must be >= 1 and ttl > 0 (got {limit}, {ttl})")
+    return round(ttl * 1_000_000)
+
+
 def attempt_window_us(limit: int, window: float) -> int:
     """The window in microseconds, after checking the arguments of `attempt`."""
     if limit < 1 or not window > 0:
@@ -157,6 +167,17 @@ class Limiter(Protocol):
         e-mail or IP address): only its SHA-256 is stored. Use one `window` per name (put the
         purpose in the name): entries are dropped once past the window they were recorded
         with."""
+        ...
+
+    async def hold(self, name: str, holder: str, limit: int, ttl: float) -> bool:
+        """Take, or renew, `holder`'s lease on one of `limit` slots under `name` for `ttl`
+        seconds from now: True when it holds one (it had one, or one was free: a lease that
+        ran out frees its slot), False when all `limit` are another's. One atomic step;
+        only the name's SHA-256 is stored."""
+        ...
+
+    async def release(self, name: str, holder: str) -> None:
+        """Give back `holder`'s slot under `name` (nothing when it holds none)."""
         ...
 
     async def forget(self, name: str) -> None:

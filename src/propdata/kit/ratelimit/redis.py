@@ -19,6 +19,10 @@ its count, changed by the admitting (or refunding) script itself. When an admiss
 a bucket, the buckets past the retention are deleted and the hash's expiry is set to the
 retention plus an hour, so an idle key's hash goes on its own.
 
+Leases (`lua/hold.lua`): one sorted set per name, `pd:lease:{<sha256 of the name>}`, member
+= the holder, score = when its lease runs out (µs); leases that ran out are dropped before
+each decision, and the set expires with its last lease.
+
 Attempt guards: one sorted set per name, `pd:att:{<sha256 of the name>}` (member
 "<µs>-<n>", n = how many entries already had that microsecond), trimmed to the window on
 every recording and expiring one window (plus a second) after the last one.
@@ -42,6 +46,7 @@ from propdata.kit.ratelimit.base import (
     attempt_digest,
     attempt_window_us,
     hourly_range,
+    lease_us,
     retry_after_us,
     sum_hours,
 )
@@ -75,6 +80,7 @@ class RedisLimiter:
         self._script = client.register_script(read_script("admit.lua"))
         self._hourly_script = client.register_script(read_script("hourly.lua"))
         self._attempt_script = client.register_script(read_script("attempt.lua"))
+        self._hold_script = client.register_script(read_script("hold.lua"))
 
     @classmethod
     def from_url(cls, url: str, clock: Clock | None = None) -> RedisLimiter:
@@ -169,6 +175,19 @@ class RedisLimiter:
 
     async def forget(self, name: str) -> None:
         await self.client.zpopmax(self.attempt_key_of(name, self.prefix))
+
+    @staticmethod
+    def lease_key_of(name: str, prefix: str = "pd") -> str:
+        """The sorted set of a name's leases: the name's digest, as its own hash tag."""
+        return f"{prefix}:lease:{{{attempt_digest(name)}}}"
+
+    async def hold(self, name: str, holder: str, limit: int, ttl: float) -> bool:
+        args: list[str | int] = [holder, limit, lease_us(limit, ttl), self._now()]
+        reply = await self._hold_script(keys=[self.lease_key_of(name, self.prefix)], args=args)
+        return bool(int(reply))
+
+    async def release(self, name: str, holder: str) -> None:
+        await self.client.zrem(self.lease_key_of(name, self.prefix), holder)
 
     async def stored_bytes(self, key_id: str) -> int:
         """MEMORY USAGE of one key's log, for the sizing report."""

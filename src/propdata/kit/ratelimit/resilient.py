@@ -30,7 +30,8 @@ class ResilientLimiter:
     Redis is tried again at most once a second. A refund goes to the limiter that recorded
     the entry; one Redis recorded but cannot take back now stays counted (the safe side).
 
-    Hourly counts and attempt guards follow the same rule. During an outage `hourly` answers
+    Hourly counts, attempt guards and leases follow the same rule (a lease taken by the
+    fallback is taken again from Redis at its next renewal, room permitting). During an outage `hourly` answers
     from this process's fallback: only the requests this process admitted while Redis was
     away, not Redis's counts. Requests admitted by a fallback are never added to Redis's
     hours, so once Redis is back its counts for the outage's hours miss them (an
@@ -99,6 +100,18 @@ class ResilientLimiter:
         return await self.outage.call(
             lambda: self.redis.attempt(name, limit, window, record),
             lambda: self.fallback.attempt(name, limit, window, record),
+        )
+
+    async def hold(self, name: str, holder: str, limit: int, ttl: float) -> bool:
+        return await self.outage.call(
+            lambda: self.redis.hold(name, holder, limit, ttl),
+            lambda: self.fallback.hold(name, holder, limit, ttl),
+        )
+
+    async def release(self, name: str, holder: str) -> None:
+        await self.outage.call(
+            lambda: self.redis.release(name, holder),
+            lambda: self.fallback.release(name, holder),
         )
 
     async def forget(self, name: str) -> None:

@@ -28,6 +28,7 @@ from propdata.kit.ratelimit.base import (
     attempt_window_us,
     hour_of_us,
     hourly_range,
+    lease_us,
     reset_at,
     retry_after_us,
     sum_hours,
@@ -58,6 +59,12 @@ STEPS: list[Step[Sequence[str]]] = [
             name TEXT NOT NULL, at INTEGER NOT NULL, dup INTEGER NOT NULL,
             until INTEGER NOT NULL, PRIMARY KEY (name, at, dup)) WITHOUT ROWID""",
         "CREATE INDEX IF NOT EXISTS limiter_attempts_until ON limiter_attempts (until)",
+    )),
+    Step(2, "leases on a name's slots", (
+        """CREATE TABLE IF NOT EXISTS limiter_leases (
+            name TEXT NOT NULL, holder TEXT NOT NULL, until INTEGER NOT NULL,
+            PRIMARY KEY (name, holder)) WITHOUT ROWID""",
+        "CREATE INDEX IF NOT EXISTS limiter_leases_until ON limiter_leases (until)",
     )),
 ]  # fmt: skip
 """The counters file's schema steps (kit.steps), applied when a limiter opens the file."""
@@ -441,6 +448,55 @@ class SQLiteLimiter:
             conn.execute("ROLLBACK")
             raise
         return result
+
+    async def hold(self, name: str, holder: str, limit: int, ttl: float) -> bool:
+        ttl_us = lease_us(limit, ttl)
+        digest = attempt_digest(name)
+        return await self._locked(lambda: self._hold(digest, holder, limit, ttl_us))
+
+    def _hold(self, digest: str, holder: str, limit: int, ttl_us: int) -> bool:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            now_us = int(self.clock() * 1_000_000)
+            # Every name's leases that ran out (the index on `until` finds them).
+            conn.execute("DELETE FROM limiter_leases WHERE until <= ?", (now_us,))
+            held = conn.execute(
+                "SELECT 1 FROM limiter_leases WHERE name = ? AND holder = ?", (digest, holder)
+            ).fetchone()
+            taken = int(
+                conn.execute(
+                    "SELECT count(*) FROM limiter_leases WHERE name = ?", (digest,)
+                ).fetchone()[0]
+            )
+            ok = held is not None or taken < limit
+            if ok:
+                conn.execute(
+                    "INSERT INTO limiter_leases (name, holder, until) VALUES (?, ?, ?)"
+                    " ON CONFLICT (name, holder) DO UPDATE SET until = excluded.until",
+                    (digest, holder, now_us + ttl_us),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return ok
+
+    async def release(self, name: str, holder: str) -> None:
+        digest = attempt_digest(name)
+        await self._locked(lambda: self._release(digest, holder))
+
+    def _release(self, digest: str, holder: str) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "DELETE FROM limiter_leases WHERE name = ? AND holder = ?", (digest, holder)
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     async def forget(self, name: str) -> None:
         digest = attempt_digest(name)

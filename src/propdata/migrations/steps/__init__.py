@@ -24,6 +24,7 @@ from propdata.migrations.steps import (
     s13_tax_images,
     s14_events_caps,
     s15_owner_counts,
+    s16_owner_sequences_and_attempts,
 )
 from propdata.migrations.steps.base import ACCOUNTS, DATA, Apply
 
@@ -43,6 +44,7 @@ MODULES = (
     s13_tax_images,
     s14_events_caps,
     s15_owner_counts,
+    s16_owner_sequences_and_attempts,
 )
 
 STEPS: list[tuple[str, Step[Apply]]] = [(module.STORE, module.STEP) for module in MODULES]
