@@ -237,3 +237,18 @@ async def test_anothers_endpoint_and_forms_without_their_token(
     assert unsigned.status_code == 403
     last = (await hooked.client.get(PAGE)).text
     assert len(rows(last)) == 1, text(last)
+
+
+async def test_text_that_reads_other_than_it_is_stored_is_refused_naming_the_field(
+    hooked: Person, receiver: Receiver
+) -> None:
+    """The form keeps the rules of an API body (`api.body.check_text`)."""
+    await hooked.sign_up("wes@example.com")
+    for url, fields, field in (
+        (receiver.url + "/\u202ekoohbew", {}, "url"),
+        (receiver.url, {"description": "ours \u2067x\u2069"}, "description"),
+    ):
+        refused = await add(hooked, url, **fields)
+        assert refused.status_code == 400, (url, fields, refused.status_code)
+        assert error_of(refused.text)[0] == field, (url, fields)
+    assert rows((await hooked.client.get(PAGE)).text) == []
