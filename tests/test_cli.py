@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 from propdata.cli import app
+from propdata.ingest.loader import load
 from propdata.kit import crypto
+from tests.conftest import Store, build_store, drop_store, new_store, open_db
+from tests.factories import AS_OF, record
+from tests.live import run_apart, serving_process
 
 
 @pytest.fixture
@@ -220,7 +227,7 @@ def test_data_status_tells_counts_the_last_load_and_the_index(
     assert sum(statuses.values()) == 200 and set(statuses) <= {
         "forSale", "forRent", "recentlySold", "offMarket"}  # fmt: skip
     assert "last load that changed records: " in out and "synthetic: 200 new, 0 updated" in out
-    assert "search index: not built for this data version" in out
+    assert "search index: not built for this data in " in out
     assert lines[-1] == "rebuild: done"
     off = {**env, "PROPDATA_SEARCH_INDEX": "0"}
     assert "search index: off" in run(off, "data", "status")[1]
@@ -317,3 +324,48 @@ def test_a_small_import_leaves_pandas_and_litestar_unimported(
     assert done.returncode == 0, done.stderr
     assert "valued with the stored models" in done.stderr  # the incremental path ran
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _search_index_of(base: str) -> str:
+    return str(httpx.get(base + "/health", timeout=10).json()["checks"]["searchIndex"])
+
+
+def _until(condition: Any, what: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+async def _change_one_record(store: Store) -> None:
+    db = await open_db(store)
+    try:
+        report = await load(db, enumerate([record("t-003", list_price=345_678)], 1),
+                            origin="import", as_of=AS_OF)  # fmt: skip
+        assert report.updated == 1
+    finally:
+        await db.close()
+
+
+@pytest.mark.slow
+def test_data_status_and_health_agree_about_the_search_index(backend: str, tmp_path: Path) -> None:
+    """After a load, a server answers from its snapshot and the change read onto it: `/health`
+    says `ok`, and `data status` says the same (it once looked for a snapshot made of
+    exactly this data version, which a server only builds past the fold rule)."""
+    store = run_apart(new_store(backend, tmp_path))
+    run_apart(build_store(store))
+    env = {**store.env(), "PROPDATA_AS_OF": "2026-11-21"}
+    try:
+        with serving_process(env) as (base, _):
+            _until(lambda: _search_index_of(base) == "ok", "the index, at the start")
+            code, out, err = run(env, "data", "status")
+            assert code == 0, err
+            assert "search index: ready for this data: the snapshot in " in out, out
+            assert "and no change since it" in out, out
+            run_apart(_change_one_record(store))
+            _until(lambda: "1 change since" in run(env, "data", "status")[1], "a new version")
+            _until(lambda: _search_index_of(base) == "ok", "the index, after the load")
+            code, out, _ = run(env, "data", "status")
+            assert "search index: ready for this data: " in out and "1 change since it" in out
+    finally:
+        run_apart(drop_store(store))

@@ -43,13 +43,14 @@ def _flip_bit(sealed: str, position: int) -> str:
     Editing a character of the base64 text instead can leave the bytes as they were (the
     low bits of the last character before a `=` are padding that decoding drops).
     """
-    raw = bytearray(base64.urlsafe_b64decode(sealed))
+    raw = bytearray(base64.urlsafe_b64decode(sealed.removeprefix(crypto.SEALED)))
     raw[position] ^= 0x01
-    return base64.urlsafe_b64encode(bytes(raw)).decode()
+    return crypto.SEALED + base64.urlsafe_b64encode(bytes(raw)).decode()
 
 
 def _truncated(sealed: str) -> str:
-    return base64.urlsafe_b64encode(base64.urlsafe_b64decode(sealed)[:-1]).decode()
+    raw = base64.urlsafe_b64decode(sealed.removeprefix(crypto.SEALED))
+    return crypto.SEALED + base64.urlsafe_b64encode(raw[:-1]).decode()
 
 
 def test_seal_opens_only_with_its_token() -> None:
@@ -58,8 +59,42 @@ def test_seal_opens_only_with_its_token() -> None:
     assert "pmd_live" not in sealed
     assert crypto.unseal(token, sealed) == "pmd_live_secret"
     assert crypto.unseal(crypto.new_token(), sealed) is None
-    for position in (0, 16, 32, -1):  # the nonce, the tag, the ciphertext's first and last
+    for position in (0, 12, 26, -1):  # the nonce, the ciphertext's first and last, the tag
         assert crypto.unseal(token, _flip_bit(sealed, position)) is None, position
     assert crypto.unseal(token, _truncated(sealed)) is None
     assert crypto.unseal(token, "!!!") is None
     assert crypto.seal(token, "x") != crypto.seal(token, "x")  # a fresh nonce each time
+
+
+def test_seal_is_aes_gcm_under_a_key_derived_from_the_token() -> None:
+    """`cryptography`'s AES-256-GCM, its key derived from the token by HKDF (the store holds
+    the token's SHA-256, so that cannot be the key)."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    token = crypto.new_token()
+    sealed = crypto.seal(token, "pmd_live_secret")
+    assert sealed.startswith(crypto.SEALED)
+    raw = base64.urlsafe_b64decode(sealed.removeprefix(crypto.SEALED))
+    key = HKDF(hashes.SHA256(), 32, None, b"propdata seal").derive(token.encode())
+    assert AESGCM(key).decrypt(raw[:12], raw[12:], None) == b"pmd_live_secret"
+    assert bytes.fromhex(crypto.token_hash(token)) != key
+
+
+LEGACY_TOKEN = "92-ugjzefPktpD-TkD4gCawYQYTkFf_3P50xOVAL8TM"
+LEGACY_SEALED = (
+    "x7mh3tLfCMV5L_6ygXEHSANUzd-q3Qdw9JLPSPLVuVMdm2jkYeOb8xOTKkjaDgAbVip7CPntNeYdfpgVjVjbJ4zh"
+    "MMzl8pRyTYTTfwqal4Vx9M-WBHqs"
+)
+"""A flash sealed in the HMAC-SHA256 counter-mode format, as a store may still hold one."""
+
+
+def test_a_value_sealed_in_the_hmac_counter_mode_format_still_opens() -> None:
+    expected = '{"notice":"Saved “Ames”: 12 records match it now."}'
+    assert crypto.unseal(LEGACY_TOKEN, LEGACY_SEALED) == expected
+    assert crypto.unseal(crypto.new_token(), LEGACY_SEALED) is None
+    assert (
+        crypto.unseal(LEGACY_TOKEN, _flip_bit(LEGACY_SEALED, 40).removeprefix(crypto.SEALED))
+        is None
+    )

@@ -8,7 +8,9 @@ threads, and lock waits on the loop.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable
@@ -168,3 +170,39 @@ def test_processes_opening_a_new_file_together_all_open_it(tmp_path: Path, kind:
         for process in processes:
             process.join(60)
     assert met == ["ok"] * len(met)
+
+
+def _write_and_close(path: str) -> None:
+    """Another process's short visit (a `propdata keys create`): write, then close, which
+    as the file's last connection checkpoints the WAL and deletes it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("INSERT INTO t (v) VALUES ('from another process')")
+    conn.close()
+
+
+async def test_opening_a_private_file_again_keeps_the_open_connections_locks(
+    tmp_path: Path,
+) -> None:
+    """SQLite's locks are POSIX locks, which any close of a descriptor of the file in the
+    process drops. Made private by opening and closing it, a file open in this process lost
+    its connection's locks: another process closing it then deleted the WAL under that
+    connection ("database disk image is malformed")."""
+    import multiprocessing
+
+    path = str(tmp_path / "accounts.db")
+    first = SQLiteDatabase(path, private=True)
+    await first.execute("CREATE TABLE t (v TEXT)")
+    await first.execute("INSERT INTO t (v) VALUES ('first')")
+    second = SQLiteDatabase(path, private=True)  # another app of the same process
+    visit = multiprocessing.get_context("spawn").Process(target=_write_and_close, args=(path,))
+    visit.start()
+    visit.join()
+    assert visit.exitcode == 0
+    await first.execute("INSERT INTO t (v) VALUES ('after')")
+    assert os.access(path + "-wal", os.F_OK), "the open connections' WAL was deleted under them"
+    kept = sorted(value for (value,) in await first.fetch_all("SELECT v FROM t"))
+    assert kept == ["after", "first", "from another process"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    await second.close()
+    await first.close()

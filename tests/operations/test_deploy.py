@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from litestar.testing import AsyncTestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from propdata.app import HeadAsGet, create_app
 from tests.conftest import Store, settings_for
+from tests.live import serving_process
+from tests.redis_support import free_port
 
 DEPLOY = Path(__file__).parent.parent.parent / "deploy"
 TOKEN = "metrics-token-0123456789"
@@ -56,3 +63,58 @@ def test_every_alert_names_exposed_metrics(exposed: set[str]) -> None:
     names = _names(flat)
     assert "propdata_http_requests_total" in names
     assert names - {"up"} <= exposed, names - {"up"} - exposed
+
+
+NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
+
+
+def _documented_nginx(upstream: int, listen: int, folder: Path) -> str:
+    """docs/deploy.md's nginx block, its upstream this host's server and plain HTTP on
+    `listen`, inside the least of an nginx.conf that runs in `folder`."""
+    guide = (DEPLOY.parent / "docs" / "deploy.md").read_text()
+    (block,) = re.findall(r"```nginx\n(.*?)```", guide, re.S)
+    block = re.sub(r"(?m)^\s*server \S+:8000.*\n", "", block, count=2)
+    block = re.sub(r"server \S+:8000[^;]*;", f"server 127.0.0.1:{upstream};", block)
+    block = block.replace("listen 443 ssl http2;", f"listen 127.0.0.1:{listen};")
+    temp = "".join(f"{kind}_temp_path {folder / kind};"
+                   for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))  # fmt: skip
+    return (f"daemon off; pid {folder / 'nginx.pid'}; error_log {folder / 'error.log'};"
+            f" events {{}} http {{ access_log off; {temp}\n{block}\n}}")  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not NGINX and not os.environ.get("CI"), reason="nginx is not installed")
+def test_the_documented_nginx_block_refuses_metrics_and_passes_the_rest(
+    store: Store, tmp_path: Path
+) -> None:
+    """The proxy on the same host as the server: /metrics never reaches the service, which
+    would see loopback (the service refuses it too: tests/operations/test_metrics.py)."""
+    if store.schema is not None:
+        pytest.skip("one store is enough: the embedded one")
+    assert NGINX, "nginx is not installed"
+    listen = free_port()
+    with serving_process(store.env()) as (base, _):
+        upstream = int(base.rsplit(":", 1)[1])
+        conf = tmp_path / "nginx.conf"
+        conf.write_text(_documented_nginx(upstream, listen, tmp_path))
+        nginx = subprocess.Popen([NGINX, "-c", str(conf), "-p", str(tmp_path), "-e",
+                                  str(tmp_path / "error.log")])  # fmt: skip
+        try:
+            proxy = f"http://127.0.0.1:{listen}"
+            for _ in range(200):
+                try:
+                    health = httpx.get(proxy + "/health", timeout=1)
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            else:
+                raise AssertionError((tmp_path / "error.log").read_text())
+            assert health.status_code == 200 and health.json()["status"] == "ok"
+            assert httpx.get(proxy + "/v1/properties/t-000").status_code == 401  # the API's
+            for path in ("/metrics", "/metrics/", "/metrics?x=1", "//metrics", "/%6Detrics"):
+                refused = httpx.get(proxy + path)
+                assert refused.status_code == 404, path
+                assert "nginx" in refused.text and "requestId" not in refused.text, path
+        finally:
+            nginx.terminate()
+            nginx.wait(10)

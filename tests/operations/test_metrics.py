@@ -7,6 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 from litestar.testing import AsyncTestClient
 from prometheus_client import Counter
@@ -19,6 +20,7 @@ from propdata.kit.db import Database
 from propdata.kit.metrics import INGESTED
 from tests.conftest import KeyMaker, Store, settings_for
 from tests.factories import record
+from tests.live import serving_process
 
 TOKEN = "metrics-token-0123456789"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -125,6 +127,50 @@ async def test_metrics_answer_404_to_others(watched: AsyncTestClient[Any]) -> No
         error = response.json()["error"]
         assert error["code"] == unknown["code"] == "not_found" and error["requestId"]
         assert error["message"] == unknown["message"].replace("/nowhere", "/metrics")
+
+
+async def test_the_tokens_scheme_is_case_insensitive_as_the_apis(
+    watched: AsyncTestClient[Any], key: str
+) -> None:
+    for scheme in ("Bearer", "bearer", "BEARER", "bEaReR"):
+        answer = await watched.get("/metrics", headers={"Authorization": f"{scheme} {TOKEN}"})
+        assert answer.status_code == 200, scheme
+        api = await watched.get("/v1/auth/status", headers={"Authorization": f"{scheme} {key}"})
+        assert api.status_code == 200, scheme
+    for sent in (f"Basic {TOKEN}", f"Bearer{TOKEN}", f"Bearer {TOKEN}x", "Bearer é" + TOKEN):
+        answer = await watched.get("/metrics", headers={"Authorization": sent.encode()})
+        assert answer.status_code == 404, sent
+
+
+FORWARDED = [{"X-Forwarded-For": "203.0.113.9"}, {"Forwarded": "for=203.0.113.9"},
+             {"X-Real-IP": "203.0.113.9"}, {"X-Forwarded-Proto": "https"},
+             {"X-Forwarded-For": "127.0.0.1"}, {"Via": "1.1 proxy"}]  # fmt: skip
+"""What a proxy on this host adds to a request it forwards from outside."""
+
+
+async def test_a_request_an_undeclared_proxy_forwarded_is_refused_token_or_not(
+    watched: AsyncTestClient[Any],
+) -> None:
+    for headers in FORWARDED:
+        answer = await watched.get("/metrics", headers={**headers, **BEARER})
+        assert answer.status_code == 404, headers
+
+
+@pytest.mark.slow
+def test_behind_a_proxy_on_the_same_host_metrics_are_not_open(store: Store) -> None:
+    """A real server on loopback, its default networks (loopback) and no trusted proxy: a
+    request that carries a forwarding header came through a proxy on this host from anyone,
+    and is refused; one from the declared proxy is judged by the client it names."""
+    if store.schema is not None:
+        pytest.skip("one store is enough: the embedded one")
+    with serving_process(store.env()) as (base, _):
+        assert httpx.get(base + "/metrics").status_code == 200  # loopback itself
+        for headers in FORWARDED:
+            assert httpx.get(base + "/metrics", headers=headers).status_code == 404, headers
+    with serving_process({**store.env(), "PROPDATA_TRUSTED_PROXIES": "127.0.0.1"}) as (base, _):
+        outside = httpx.get(base + "/metrics", headers={"X-Forwarded-For": "203.0.113.9"})
+        inside = httpx.get(base + "/metrics", headers={"X-Forwarded-For": "127.0.0.1"})
+        assert (outside.status_code, inside.status_code) == (404, 200)
 
 
 async def test_metrics_stay_out_of_the_openapi_document(watched: AsyncTestClient[Any]) -> None:

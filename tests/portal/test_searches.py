@@ -196,3 +196,20 @@ async def test_a_search_may_watch_records_by_id(person: Person) -> None:
     bad = await person.submit(PAGE, PAGE, name="odd", propertyIds="t-000 no/such/id")
     assert bad.status_code == 400 and error_of(bad.text)[0] == "propertyIds"
     assert "no/such/id" in bad.text  # what was typed is kept
+
+
+async def test_text_that_reads_other_than_it_is_stored_is_refused_naming_the_field(
+    person: Person,
+) -> None:
+    """The form keeps the rules of an API body (`api.body.check_text`)."""
+    await person.sign_up("syd@example.com")
+    for fields, field in (
+        ({"name": "Ames \u202eslmth.exe", "state": "IA"}, "name"),
+        ({"name": "Ames \u2066homes\u2069", "state": "IA"}, "name"),
+        ({"name": "x", "city": "Am\u202ees"}, "city"),
+        ({"name": "Ames\x00", "state": "IA"}, "name"),
+    ):
+        refused = await person.submit(PAGE, PAGE, **fields)
+        assert refused.status_code == 400, (fields, refused.status_code)
+        assert error_of(refused.text)[0].split(".")[-1] == field, fields
+    assert rows((await person.client.get(PAGE)).text) == []

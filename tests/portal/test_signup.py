@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from propdata.errors import ServiceError, TooManyAttempts
+from propdata.kit import crypto
+from tests.accounts.test_passwords import LEGACY_SEALED, LEGACY_TOKEN
 from tests.portal.conftest import STRONG, Person, new_key_of, other
 
 
@@ -50,6 +52,22 @@ async def test_the_key_is_not_kept_readable_in_the_store(person: Person) -> None
         for row in await db.fetch_all(f"SELECT * FROM {table}"):
             assert key not in repr(row), table
             assert key[9:] not in repr(row), table
+
+
+async def test_a_flash_sealed_in_the_hmac_counter_mode_format_still_shows(person: Person) -> None:
+    """A store may hold a session's flash sealed in the HMAC counter-mode format: it shows."""
+    await person.sign_up("bo@example.com")
+    repo = person.accounts().repo
+    row = await repo.db.fetch_one("SELECT account_id, created_at FROM sessions")
+    assert row is not None
+    account_id, created_at = row
+    token_hash = crypto.token_hash(LEGACY_TOKEN)
+    await repo.insert_session(token_hash, account_id, created_at, person.clock())
+    await repo.set_flash(token_hash, LEGACY_SEALED)
+    person.client.cookies.clear()
+    person.client.cookies.set("pd_session", LEGACY_TOKEN)
+    dashboard = await person.client.get("/dashboard")
+    assert "Saved “Ames”: 12 records match it now." in dashboard.text
 
 
 async def test_a_form_without_its_token_changes_nothing(person: Person) -> None:

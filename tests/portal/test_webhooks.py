@@ -260,3 +260,18 @@ async def test_the_buttons_spend_the_account_s_60_management_requests_with_its_k
     assert (await hooked.client.get(f"/v1/webhooks/{wid}", headers=api)).status_code == 429
     hooked.clock.advance(61)
     assert (await hooked.submit(PAGE, f"{PAGE}/{wid}/test")).status_code == 303
+
+
+async def test_text_that_reads_other_than_it_is_stored_is_refused_naming_the_field(
+    hooked: Person, receiver: Receiver
+) -> None:
+    """The form keeps the rules of an API body (`api.body.check_text`)."""
+    await hooked.sign_up("wes@example.com")
+    for url, fields, field in (
+        (receiver.url + "/\u202ekoohbew", {}, "url"),
+        (receiver.url, {"description": "ours \u2067x\u2069"}, "description"),
+    ):
+        refused = await add(hooked, url, **fields)
+        assert refused.status_code == 400, (url, fields, refused.status_code)
+        assert error_of(refused.text)[0] == field, (url, fields)
+    assert rows((await hooked.client.get(PAGE)).text) == []

@@ -70,7 +70,8 @@ def test_the_guides_receiver_with_listen(
             sse("c_1", first), sse("c_2", second), sse("c_2", second)]))  # fmt: skip
         monkeypatch.setenv("PROPDATA_API_KEY", "pmd_live_stub")
         monkeypatch.setenv("PROPDATA_BASE_URL", api.base_url)
-        assert main(["listen", "--forward-to", url, "--secret", SECRET, "--count", "3"]) == 0
+        monkeypatch.setenv("PROPDATA_LISTEN_SECRET", SECRET)  # as the guide runs it
+        assert main(["listen", "--forward-to", url, "--count", "3"]) == 0
     out = capsys.readouterr().out
     assert out.count("-> 202") == 2 and out.count("-> 200") == 1  # the repeat: skipped
     body = '{"id": "evt_x", "type": "webhook.test"}'

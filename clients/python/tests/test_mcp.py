@@ -234,13 +234,17 @@ async def http_server(
     *flags: str,
     token: str | None = "t0ken-for-tests",
     host: str = "127.0.0.1",
+    token_on_argv: bool = False,
 ) -> AsyncIterator[tuple[int, asyncio.subprocess.Process]]:
-    """`propdata-client mcp --http` on a free port of `host`, until the block ends."""
+    """`propdata-client mcp --http` on a free port of `host`, until the block ends; the
+    token in PROPDATA_MCP_TOKEN, as the help advises (or `--token`)."""
     port = free_port()
     program, args = command()
     env = {**os.environ, "PROPDATA_API_KEY": key, "PROPDATA_BASE_URL": live.base_url}
     env.pop("PROPDATA_MCP_TOKEN", None)
-    given = ["--token", token] if token else []
+    given = ["--token", token] if token and token_on_argv else []
+    if token and not token_on_argv:
+        env["PROPDATA_MCP_TOKEN"] = token
     server = await asyncio.create_subprocess_exec(
         program, *args, "--http", "--host", host, "--port", str(port), *given, *flags, env=env,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
@@ -314,6 +318,31 @@ async def test_http_without_a_token_makes_one_on_loopback(live: Live, key: str) 
         assert (await http.post(url, json=INITIALIZE, headers=ACCEPT)).status_code == 401
         made = {**ACCEPT, "Authorization": f"Bearer {token}"}
         assert (await http.post(url, json=INITIALIZE, headers=made)).status_code == 200
+
+
+async def test_a_token_on_the_command_line_works_and_is_warned_about(live: Live, key: str) -> None:
+    """`ps` shows a process's arguments to every user: the help and a warning at start send
+    the token to PROPDATA_MCP_TOKEN."""
+    async with http_server(live, key, token_on_argv=True) as (port, server):
+        assert server.stderr is not None
+        line = (await asyncio.wait_for(server.stderr.readline(), 10)).decode()
+        assert "--token is visible to every user" in line and "PROPDATA_MCP_TOKEN" in line
+        assert "t0ken-for-tests" not in line
+        async with httpx2.AsyncClient() as http:
+            good = {**ACCEPT, "Authorization": "Bearer t0ken-for-tests"}
+            url = f"http://127.0.0.1:{port}/mcp"
+            assert (await http.post(url, json=INITIALIZE, headers=good)).status_code == 200
+
+
+def test_the_help_sends_secrets_to_the_environment(capsys: pytest.CaptureFixture[str]) -> None:
+    from propdata_client.cli import main
+
+    for command_ in ("mcp", "listen"):
+        with pytest.raises(SystemExit):
+            main([command_, "--help"])
+        shown = " ".join(capsys.readouterr().out.split())
+        variable = "PROPDATA_MCP_TOKEN" if command_ == "mcp" else "PROPDATA_LISTEN_SECRET"
+        assert variable in shown and "visible to every user of this machine" in shown, shown
 
 
 def test_http_on_another_address_without_a_token_is_refused(key: str) -> None:

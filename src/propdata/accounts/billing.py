@@ -4,7 +4,9 @@ what they cost (the plan's monthly price * days on it / days in the month)."""
 from __future__ import annotations
 
 import calendar
+import csv
 import datetime as dt
+import io
 from dataclasses import dataclass
 
 from propdata.accounts.schemas import ApiKey, AuditEntry
@@ -89,3 +91,30 @@ def statement(keys: list[ApiKey], history: list[AuditEntry], now: float) -> list
                 cost = None if price is None else round(price * days / days_in_month, 2)
                 lines.append(Line(key.id, key.name, month, plan, days, price, cost))
     return lines
+
+
+COLUMNS = ("keyId", "name", "month", "plan", "days", "priceUsdPerMonth", "costUsd")
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n")
+"""What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection")."""
+
+
+def text_cell(text: str) -> str:
+    """A text cell a spreadsheet shows as text: one that starts as a formula would (a key's
+    name `=HYPERLINK(...)`) gets a leading `'`, which spreadsheets take as "this is text"."""
+    return "'" + text if text.startswith(_FORMULA) else text
+
+
+def statement_csv(lines: list[Line]) -> str:
+    """The statement as CSV (RFC 4180: CRLF ends a row, so a field holding CR or LF is quoted):
+    COLUMNS, text through `text_cell`, numbers written as numbers."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(COLUMNS)
+    for line in lines:
+        writer.writerow([
+            text_cell(line.key_id), text_cell(line.key_name), text_cell(line.month),
+            text_cell(line.plan), f"{line.days:.3f}",
+            "" if line.price_usd is None else line.price_usd,
+            "" if line.cost_usd is None else f"{line.cost_usd:.2f}",
+        ])  # fmt: skip
+    return out.getvalue()

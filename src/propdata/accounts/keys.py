@@ -11,6 +11,7 @@ from typing import Any
 
 from propdata.accounts.repository import KeyRepository
 from propdata.accounts.schemas import ApiKey, Held
+from propdata.api.clients import bearer_token
 from propdata.config import accounts_url
 from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
 from propdata.kit import crypto
@@ -62,12 +63,9 @@ class KeyService:
 
     async def authenticate(self, authorization: str | None) -> ApiKey:
         """Verify an Authorization header; raise the contract's 401 for each failure."""
-        if not authorization:
+        token = bearer_token(authorization)
+        if token is None:
             raise MissingApiKey()
-        scheme, _, token = authorization.strip().partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise MissingApiKey()
-        token = token.strip()
         marker = self.db.changes()
         if marker is not None:
             if marker != self._as_of:

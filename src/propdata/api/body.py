@@ -4,6 +4,8 @@ at most 64 KB, each field checked by name.
 contract.md, "Events": `Content-Type: application/json`; an unknown field, a bad type or a
 bad value is 400 `invalid_parameter` naming it in `parameter`, dotted for nested names
 (`filters.minPrice`). A body over 64 KB is 413 `payload_too_large`, read no further.
+contract.md, "Abuse, third round": a body nested deeper than 32 levels, a name given twice
+in one object, or text holding a bidirectional control character is a 400 too (`document`).
 
     body = await json_object(request)
     unknown(body, ("name", "filters"))
@@ -12,11 +14,13 @@ bad value is 400 `invalid_parameter` naming it in `parameter`, dotted for nested
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 import msgspec
+import numpy as np
 from litestar import Request
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
@@ -46,35 +50,100 @@ async def read_json(request: Request[Any, Any, Any]) -> bytes:
 
 
 async def json_object(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    """The request's body (`read_json`), a JSON object; a 400 naming `body` for anything
-    else."""
-    try:
-        found = msgspec.json.decode(await read_json(request))
-    except msgspec.DecodeError:
-        raise InvalidParameter("body", "The body is not valid JSON.") from None
+    """The request's body (`read_json`) as a `document`, a JSON object; a 400 naming `body`
+    for anything else."""
+    found = document(await read_json(request))
     if not isinstance(found, dict):
         raise InvalidParameter("body", "The body must be a JSON object.")
-    storable(found, "")
     return found
+
+
+MAX_DEPTH = 32
+"""Levels of arrays and objects a body may nest (the body itself is the first)."""
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_STEP = np.zeros(256, np.int32)
+_STEP[list(b"[{")], _STEP[list(b"]}")] = 1, -1
+"""What each byte adds to the depth outside strings: an opening bracket 1, a closing one -1."""
+
+
+def document(body: bytes) -> Any:
+    """The JSON a request body holds, once it nests at most MAX_DEPTH levels, names no field
+    twice in one object and holds no text a field may not (`check_text`); else a 400 naming
+    the field (`body` for the whole). Every write's body passes here: saved searches
+    (`json_object`) and every handler that declares one (`guards.check_body`)."""
+    if _deeper_than(body, MAX_DEPTH):
+        raise InvalidParameter(
+            "body", f"The request body nests arrays and objects deeper than {MAX_DEPTH} levels."
+        )
+    try:
+        found = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        raise InvalidParameter("body", f"The request body is not JSON ({exc}).") from None
+    # msgspec keeps the last of a repeated name; Python's parser shows every pair (numbers
+    # left unread: only names and text count here). Bounded by MAX_DEPTH above, neither
+    # parser recurses past the interpreter's limit.
+    check_text(json.loads(body, object_pairs_hook=_Object, parse_int=_unread,
+                          parse_float=_unread), "")  # fmt: skip
+    return found
+
+
+def _unread(number: str) -> None:
+    return None
+
+
+def _deeper_than(body: bytes, limit: int) -> bool:
+    """Whether brackets outside strings nest past `limit` (read before any parser recurses)."""
+    steps = _STEP[np.frombuffer(_STRING.sub(b"", body), np.uint8)]
+    return steps.size > 0 and int(np.cumsum(steps).max()) > limit
+
+
+class _Object(dict[str, Any]):
+    """A JSON object as `json.loads` builds it, with the first name it was given twice."""
+
+    repeated: str | None = None
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        if len(self) < len(pairs):
+            seen: set[str] = set()
+            for name, _ in pairs:
+                if name in seen:
+                    self.repeated = name
+                    break
+                seen.add(name)
 
 
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 """NUL and lone surrogates (`"\\ud800"` in JSON): text no store can hold or compare."""
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional embeddings, overrides and isolates: they make a name or a URL read other
+than it is stored ("Trojan Source")."""
 
 
-def storable(value: Any, where: str) -> None:
-    """A 400 naming the field (dotted) of any name or text no store can hold."""
+def check_text(value: Any, where: str) -> None:
+    """A 400 naming the field (dotted) of any name or text in `value` that holds NUL, a lone
+    surrogate or a bidirectional control character, or of a name `document` found twice in
+    one object."""
     if isinstance(value, str):
+        name = where or "body"
         if _UNSTORABLE.search(value):
-            name = where or "body"
             raise InvalidParameter(name, f"'{name}' holds a character no text may hold.")
+        found = _BIDI.search(value)
+        if found:
+            raise InvalidParameter(name, f"'{name}' holds a bidirectional control character"
+                                         f" (U+{ord(found[0]):04X}), which makes text read"
+                                         " other than it is stored.")  # fmt: skip
     elif isinstance(value, list):
         for item in value:
-            storable(item, where)
+            check_text(item, where)
     elif isinstance(value, dict):
+        repeated = getattr(value, "repeated", None)
+        if repeated is not None:
+            name = f"{where}.{repeated}" if where else repeated
+            raise InvalidParameter(name, f"The field '{name}' is given more than once.")
         for key, item in value.items():
-            storable(key, where or "body")
-            storable(item, f"{where}.{key}" if where else str(key))
+            check_text(key, where or "body")
+            check_text(item, f"{where}.{key}" if where else str(key))
 
 
 def too_large() -> PayloadTooLarge:

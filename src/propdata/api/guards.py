@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, urlencode
 import msgspec
 from litestar import Request
 
-from propdata.api.body import read_json, storable
+from propdata.api.body import document, read_json
 from propdata.api.params import DECIMAL, INTEGER
 from propdata.errors import InvalidParameter, NotFound, body_error
 
@@ -115,17 +115,16 @@ def _body_type(handler: Any) -> Any:
 
 
 def check_body(body: bytes, body_type: Any) -> None:
-    """A 400 naming the field (dotted when nested) when `body` is not JSON of `body_type`;
-    an empty body stands for null."""
+    """A 400 naming the field (dotted when nested) when `body` is not JSON of `body_type` or
+    breaks a rule every body keeps (`body.document`); an empty body stands for null."""
+    if body:
+        document(body)
     try:
         msgspec.json.decode(body or b"null", type=body_type, strict=True)
     except msgspec.ValidationError as exc:
         said, _, where = str(exc).partition(" - at `")
         key = "data" + where.rstrip("`").removeprefix("$")
         raise InvalidParameter(*body_error(key.replace("data.", "", 1), said)) from exc
-    except msgspec.DecodeError as exc:
-        raise InvalidParameter("body", f"The request body is not JSON ({exc}).") from exc
-    storable(msgspec.json.decode(body or b"null"), "")
 
 
 _CHECKED = "propdata.checked_query"

@@ -4,6 +4,7 @@ and the progress bars of long jobs."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -28,6 +29,7 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(data_app, name="data")
 app.add_typer(accounts_app, name="accounts")
 err = Console(stderr=True)
+log = logging.getLogger("propdata")
 T = TypeVar("T")
 
 
@@ -135,19 +137,21 @@ def pipeline_step(
         with progress_bars() as progress:
             outcome = await work(db, settings, Bars(progress))
         summary(outcome)
-        await produce_events(db, settings)
+        produced = await produce_events(db, settings)
+        if produced:
+            err.print(f"Events: {produced:,} produced for saved searches.")
         return outcome
 
     return run(go, create=create)
 
 
-async def produce_events(db: Database, settings: Settings) -> None:
+async def produce_events(db: Database, settings: Settings) -> int:
     """The saved searches' events of what the step committed (nothing to do, and the keys'
-    store left closed, when no saved search watches the data)."""
+    store left closed, when no saved search watches the data): how many were produced."""
     from propdata.events.repository import ImageRepository
 
     if not await ImageRepository(db).pending():
-        return
+        return 0
     # Only when a saved search watches the data: the producer reads the searches' filters
     # through the API's search code (litestar with it), half a second to import.
     from propdata.events.produce import produce
@@ -161,40 +165,55 @@ async def produce_events(db: Database, settings: Settings) -> None:
     finally:
         if accounts is not db:
             await accounts.close()
-    if produced:
-        err.print(f"Events: {produced:,} produced for saved searches.")
+    return produced
 
 
 def summary(outcome: Any) -> None:
-    for report, what in zip(outcome.reports, outcome.names, strict=True):
-        err.print(f"{what}: {report.inserted} new, {report.updated} updated,"
-                  f" {report.unchanged} unchanged, {len(report.rejects)} rejected.")  # fmt: skip
+    for line in summary_lines(outcome):
+        err.print(line)
+
+
+def summary_lines(outcome: Any) -> list[str]:
+    """What a pipeline step did, a sentence a line."""
+    lines = [f"{what}: {report.inserted} new, {report.updated} updated,"
+             f" {report.unchanged} unchanged, {len(report.rejects)} rejected."
+             for report, what in zip(outcome.reports, outcome.names, strict=True)]  # fmt: skip
     if outcome.estimates is not None:
         e = outcome.estimates
-        err.print(f"Estimates: {e.values:,} values and {e.rents:,} rents, learnt from"
-                  f" {e.sales:,} sales and {e.rentals:,} rentals.")  # fmt: skip
+        lines.append(f"Estimates: {e.values:,} values and {e.rents:,} rents, learnt from"
+                     f" {e.sales:,} sales and {e.rentals:,} rentals.")  # fmt: skip
     if getattr(outcome, "valued", None) is not None:
-        err.print(f"Estimates: {outcome.valued:,} records valued with the stored models.")
-        err.print(f"Market statistics recomputed for the {outcome.markets} ZIP codes touched.")
+        lines.append(f"Estimates: {outcome.valued:,} records valued with the stored models.")
+        lines.append(f"Market statistics recomputed for the {outcome.markets} ZIP codes touched.")
     elif outcome.markets is not None:
-        err.print(f"Market statistics for {outcome.markets} ZIP codes.")
+        lines.append(f"Market statistics for {outcome.markets} ZIP codes.")
+    return lines
 
 
-def finish_interrupted_load() -> None:
-    """Rebuild what a load that died after its commit left undone, before serving."""
+def finish_interrupted_load(settings: Settings) -> None:
+    """Rebuild what a load that died after its commit left undone, before serving. Said in
+    the server's log (`kit.logs`, as `serve` configured it), never on the console."""
     from propdata.properties.repository import PropertyRepository
 
-    async def pending(db: Database, settings: Settings) -> bool:
-        return await PropertyRepository(db).rebuild_pending() is not None
+    async def main() -> None:
+        db = await connect(settings.database_url)  # a server may start on a store of its own
+        try:
+            await migrate(db)
+            if not await PropertyRepository(db).rebuild_pending():
+                return  # the usual case: the pipeline (it imports pandas, 0.3 s) is not needed
+            from propdata.ingest import pipeline
 
-    if not run(pending, create=True):  # a server may start on a store of its own
-        return  # the usual case: the pipeline (it imports pandas, 0.3 s) is not needed
-    from propdata.ingest import pipeline
+            log.warning("a data load was interrupted before its rebuild; finishing it first")
+            for line in summary_lines(await pipeline.rebuild(db, settings.today())):
+                log.info(line)
+            produced = await produce_events(db, settings)
+            if produced:
+                log.info("events: %d produced for saved searches", produced)
+        finally:
+            await db.close()
 
-    async def work(db: Database, settings: Settings, bars: Bars) -> Any:
-        if not await PropertyRepository(db).rebuild_pending():
-            return pipeline.Outcome()
-        err.print("A data load was interrupted before its rebuild; finishing it first.")
-        return await pipeline.rebuild(db, settings.today(), bars)
-
-    pipeline_step(work)
+    try:
+        asyncio.run(main())
+    except (sqlite3.DatabaseError, StoreUnavailable, OSError) as exc:
+        log.error("the store could not be used: %s", exc)
+        raise typer.Exit(1) from exc

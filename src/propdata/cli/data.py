@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -29,6 +29,9 @@ from propdata.cli.base import (
 )
 from propdata.config import Settings, load_settings
 from propdata.kit.db import Database
+
+if TYPE_CHECKING:
+    from propdata.search.keeper import HostIndex
 
 
 @data_app.command("demo")
@@ -248,14 +251,18 @@ def data_status() -> None:
     """Show the store: records by origin and status, the last load, the search index; exit 1
     while a load's rebuild is still to be done."""
     from propdata.properties.repository import PropertyRepository
+    from propdata.search.keeper import host_index
+    from propdata.search.repository import SearchRepository
     from propdata.search.snapshot import Snapshots
 
     async def work(db: Database, settings: Settings) -> dict[str, Any]:
         repo = PropertyRepository(db)
+        folder = settings.index_path if settings.search_index else None
         return {
             "counts": await repo.counts(), "version": await repo.data_version(),
             "pending": await repo.rebuild_pending(), "last": await repo.last_load(),
-            "namespace": await repo.cache_namespace(),
+            "index": None if folder is None else await host_index(
+                SearchRepository(db), Snapshots(folder)),
         }  # fmt: skip
 
     settings = settings_or_exit()
@@ -277,7 +284,7 @@ def data_status() -> None:
         print(f"last load that changed records: {last['at']}, {last['origin']}: {last['inserted']} new,"
               f" {last['updated']} updated, {last['unchanged']} unchanged,"
               f" {last['removed']} removed, {last['rejected']} rejected")  # fmt: skip
-    print(f"search index: {_index_state(settings, found['namespace'], Snapshots)}")
+    print(f"search index: {_index_state(settings, found['index'])}")
     if found["pending"]:
         print("rebuild: pending (a load's estimates and market statistics were not rebuilt;"
               " run `propdata data rebuild`, or start `propdata serve`, to finish it)")  # fmt: skip
@@ -285,17 +292,25 @@ def data_status() -> None:
     print("rebuild: done")
 
 
-def _index_state(settings: Settings, namespace: str, snapshots: Any) -> str:
-    """Whether this host holds the search index snapshot of the store's data version."""
+def _index_state(settings: Settings, found: HostIndex | None) -> str:
+    """What a server on this host answers searches of the current data from: its workers'
+    rule (`search.keeper.host_index`), so that this agrees with its `/health`."""
     if not settings.search_index:
         return "off (PROPDATA_SEARCH_INDEX=0: searches are answered by the store)"
-    if settings.index_path is None:
+    if settings.index_path is None or found is None:
         return "in memory only (an in-memory store has no snapshot folder)"
-    kept = snapshots(settings.index_path)
-    if kept.identity(namespace) is None:
-        return (f"not built for this data version in {settings.index_path} (the first server"
-                " to start builds it; searches are answered by the store meanwhile)")  # fmt: skip
-    return f"ready for this data version, in {kept.path(namespace)}"
+    if found.base is None:
+        return (f"not built for this data in {settings.index_path} (the first server to start"
+                " builds it; searches are answered by the store meanwhile)")  # fmt: skip
+    from propdata.search.snapshot import Snapshots
+
+    where = Snapshots(settings.index_path).path(found.base)
+    changes = "no change" if not found.behind else f"{found.behind:,} change" + (
+        "s" if found.behind > 1 else "")  # fmt: skip
+    return (
+        f"ready for this data: the snapshot in {where}, and {changes} since it"
+        " (each server's workers read them onto it)"
+    )
 
 
 @data_app.command("rebuild")

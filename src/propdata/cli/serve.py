@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import Annotated
 
 import typer
 
 from propdata.cli.base import app, finish_interrupted_load, settings_or_exit
+from propdata.kit import logs
 
 
 @app.command()
@@ -23,7 +23,10 @@ def serve(
     from propdata.kit.serving.limits import ClientLimits
 
     settings = settings_or_exit()
-    finish_interrupted_load()
+    # Every line from here, uvicorn's and the workers' included, in PROPDATA_LOG_FORMAT.
+    logs.configure(settings.log_level, settings.log_format)
+    logs.notice(f"store: {settings.store_label}")
+    finish_interrupted_load(settings)
     # The workers share the host's memory budgets (the embedded cache's: config.cache_mb).
     os.environ["PROPDATA_WORKERS"] = str(workers)
     limits = ClientLimits(settings.head_timeout, settings.body_timeout, settings.max_connections)
@@ -34,9 +37,9 @@ def serve(
             "propdata.app:asgi", limits=limits, announce=_listening,
             factory=True, host=host, port=port, workers=workers,
             loop="uvloop", log_level="warning", access_log=False,
+            log_config=logs.logging_config(settings.log_level, settings.log_format),
         )  # fmt: skip
 
 
 def _listening(url: str, workers: int) -> None:
-    print(f"propdata: listening on {url} with {workers} worker{'s' if workers > 1 else ''}",
-          file=sys.stderr, flush=True)  # fmt: skip
+    logs.notice(f"listening on {url} with {workers} worker{'s' if workers > 1 else ''}")

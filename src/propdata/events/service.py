@@ -183,7 +183,9 @@ def _checked(
     body: Mapping[str, Any], *, partial: bool
 ) -> tuple[str | None, dict[str, Any] | None, list[str] | None]:
     """A saved search's body checked field by field: (name, filters, ids), None for each one
-    absent (a PATCH's); a 400 naming the field otherwise."""
+    absent (a PATCH's); a 400 naming the field otherwise. The API's body was checked as it
+    was read (`api.body.document`); the portal's form is checked here by the same rules."""
+    bodies.check_text(body, "")
     bodies.unknown(body, FIELDS)
     name = wanted = ids = None
     if "name" in body:

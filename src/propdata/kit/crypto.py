@@ -12,6 +12,11 @@ import hmac
 import re
 import secrets
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
 PREFIX = "pmd_live_"
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _BODY = 22
@@ -75,21 +80,48 @@ def sign(secret: str, *parts: str) -> str:
     return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
 
 
+SEALED = "gcm."
+"""What begins a value `seal` makes. A value without it is in the HMAC-SHA256 counter-mode
+format a store may still hold: it is opened (`_unseal_hmac_ctr`), never written. No step
+can seal such a value again: its key is a session's cookie token, which the store never
+holds."""
+_NONCE = 12
+
+
+def _seal_key(token: str) -> bytes:
+    """The AES-256 key of a token: HKDF-SHA256, never the token's SHA-256, which the store
+    holds (`token_hash`)."""
+    derive = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"propdata seal")
+    return derive.derive(token.encode())
+
+
 def seal(token: str, text: str) -> str:
     """Encrypt a short text under a token the store never holds (only its hash), so a value
     kept server-side until the token's next request cannot be read from the store alone.
 
-    HMAC-SHA256 in counter mode as the key stream, a fresh nonce each time, and an HMAC tag.
+    AES-256-GCM (`cryptography`) with a fresh 96-bit nonce, under a key derived from the
+    token: `SEALED` + base64url(nonce + ciphertext + tag).
     """
-    nonce = secrets.token_bytes(16)
-    data = text.encode()
-    body = bytes(a ^ b for a, b in zip(data, _stream(token, nonce, len(data)), strict=True))
-    tag = hmac.new(token.encode(), b"tag" + nonce + body, hashlib.sha256).digest()[:16]
-    return base64.urlsafe_b64encode(nonce + tag + body).decode()
+    nonce = secrets.token_bytes(_NONCE)
+    body = AESGCM(_seal_key(token)).encrypt(nonce, text.encode(), None)
+    return SEALED + base64.urlsafe_b64encode(nonce + body).decode()
 
 
 def unseal(token: str, sealed: str) -> str | None:
     """The text `seal` encrypted under this token, or None when it was not this token's."""
+    if not sealed.startswith(SEALED):
+        return _unseal_hmac_ctr(token, sealed)
+    try:
+        raw = base64.urlsafe_b64decode(sealed[len(SEALED) :].encode())
+        data = AESGCM(_seal_key(token)).decrypt(raw[:_NONCE], raw[_NONCE:], None)
+    except (ValueError, InvalidTag):  # not base64, too short, or not this token's
+        return None
+    return data.decode(errors="replace")
+
+
+def _unseal_hmac_ctr(token: str, sealed: str) -> str | None:
+    """Open a value sealed without the `SEALED` marker: HMAC-SHA256 in counter mode as the key
+    stream, a 16-byte nonce and a 16-byte HMAC tag. Read only; nothing is sealed this way."""
     try:
         raw = base64.urlsafe_b64decode(sealed.encode())
     except ValueError:

@@ -589,12 +589,14 @@ def address(db: Database) -> str | None:
 
 
 def _make_private(path: str) -> None:
-    """Let only this user read the file (SQLite gives its -wal and -shm files the same mode)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
+    """Let only this user read the file (SQLite gives its -wal and -shm files the same mode).
+
+    A file that exists is never opened here: SQLite's locks are POSIX locks, which closing
+    any descriptor of the file drops for the whole process, so another process closing the
+    file last would delete the WAL under this process's open connections."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+    os.chmod(path, 0o600)
     for extra in (path + "-wal", path + "-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.chmod(extra, 0o600)

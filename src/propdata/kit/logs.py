@@ -11,11 +11,12 @@ as text (logfmt) or JSON Lines.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
+import logging.config
 import os
+import re
 import time
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -114,29 +115,82 @@ class RequestLog:
         }) + b"\n"  # fmt: skip
 
 
+def _message_fields(record: logging.LogRecord, formatter: logging.Formatter) -> dict[str, str]:
+    """A message's fields, in the order its line gives them."""
+    fields = {"time": _stamp(record.created), "level": record.levelname, "logger": record.name,
+              "message": record.getMessage()}  # fmt: skip
+    if record.exc_info:
+        fields["exception"] = formatter.formatException(record.exc_info)
+    return fields
+
+
 class JsonFormatter(logging.Formatter):
     """The service's own messages as JSON Lines: time, level, logger, message (and the
     traceback, when there is one)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, object] = {
-            "time": dt.datetime.fromtimestamp(record.created, dt.UTC)
-            .isoformat(timespec="milliseconds")
-            .replace("+00:00", "Z"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return msgspec.json.encode(entry).decode()
+        return msgspec.json.encode(_message_fields(record, self)).decode()
+
+
+_BARE = re.compile(r"[^\s\"=\\]+")
+"""A logfmt value written without quotes."""
+
+
+class LogfmtFormatter(logging.Formatter):
+    """The service's own messages as logfmt, as the request lines are: time, level, logger,
+    message (quoted when it holds spaces), and the traceback escaped onto the same line.
+
+        time=2026-11-25T20:51:03.123Z level=WARNING logger=propdata message="..."
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        return " ".join(f"{name}={_logfmt(value)}"
+                        for name, value in _message_fields(record, self).items())  # fmt: skip
+
+
+def _logfmt(value: str) -> str:
+    if _BARE.fullmatch(value):
+        return value
+    return msgspec.json.encode(value).decode()  # quoted, with \n, \" and \\ escaped
+
+
+FORMATTERS: dict[LogFormat, type[logging.Formatter]] = {"text": LogfmtFormatter,
+                                                        "json": JsonFormatter}  # fmt: skip
+
+
+def logging_config(level: str, form: LogFormat) -> dict[str, Any]:
+    """The `logging.config.dictConfig` of every process of the service: one handler on
+    standard error in `form`, which uvicorn's loggers (given it as `log_config`, in the
+    supervisor and each worker), the index builder's child and the service's own use."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"service": {"()": FORMATTERS[form]}},
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "formatter": "service",
+                "stream": "ext://sys.stderr",
+            }
+        },
+        "root": {"level": level.upper(), "handlers": ["stderr"]},
+        "loggers": {
+            name: {"handlers": [], "propagate": True}
+            for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+        },
+    }
 
 
 def configure(level: str, form: LogFormat) -> None:
-    """The service's log: `level` and above, to standard error, in `form`."""
-    handler = logging.StreamHandler()
-    if form == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logging.basicConfig(level=level.upper(), handlers=[handler])
+    """The service's log: `level` and above, to standard error, in `form`; Python's warnings
+    are logged too (a bare `warnings` line would break the format)."""
+    logging.config.dictConfig(logging_config(level, form))
+    logging.captureWarnings(True)
+
+
+def notice(message: str, logger: str = "propdata") -> None:
+    """Log a line an operator needs whatever the level (which store a server serves, where it
+    listens): written by the root's handlers in the configured format, at INFO."""
+    record = logging.LogRecord(logger, logging.INFO, __file__, 0, message, None, None)
+    for handler in logging.getLogger().handlers:
+        handler.handle(record)

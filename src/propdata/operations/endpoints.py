@@ -12,7 +12,7 @@ from litestar.datastructures import State
 from litestar.exceptions import NotFoundException
 
 from propdata import __version__
-from propdata.api.clients import client_address, in_networks
+from propdata.api.clients import bearer_token, client_address, forwarded_by_stranger, in_networks
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
 from propdata.kit import metrics
@@ -57,12 +57,20 @@ class _Search(Protocol):
 
 
 def allowed(request: Request[Any, Any, Any], settings: Settings) -> bool:
-    """A client in the allowed networks, or one bearing the metrics token."""
-    if in_networks(client_address(request.scope, settings.proxies), settings.metrics_networks):
+    """A client in the allowed networks, or one bearing the metrics token (`Bearer` in any
+    case); never a request a proxy forwarded that is not in PROPDATA_TRUSTED_PROXIES, token or
+    not: its peer is the proxy, so behind one on this host every client would look local."""
+    scope = request.scope
+    if forwarded_by_stranger(scope, settings.proxies):
+        return False
+    if in_networks(client_address(scope, settings.proxies), settings.metrics_networks):
         return True
-    token = settings.metrics_token
-    sent = request.headers.get("authorization", "")
-    return token is not None and hmac.compare_digest(sent.encode(), f"Bearer {token}".encode())
+    token, sent = settings.metrics_token, bearer_token(request.headers.get("authorization"))
+    return (
+        token is not None
+        and sent is not None
+        and hmac.compare_digest(sent.encode(), token.encode())
+    )
 
 
 @get("/metrics", include_in_schema=False)

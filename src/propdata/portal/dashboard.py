@@ -6,9 +6,7 @@ shows the dashboard again with the error.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -16,7 +14,7 @@ from litestar import Request, Response, get, post
 from litestar.params import FromPath
 from litestar.response import Template
 
-from propdata.accounts.billing import month_bounds
+from propdata.accounts.billing import month_bounds, statement_csv
 from propdata.accounts.schemas import ApiKey
 from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
@@ -211,16 +209,8 @@ async def billing_csv(request: Request[Any, Any, Any], settings: Injected[Settin
     v = await visit(request, settings, accounts)
     if v.account is None:
         return see_other(v, "/login")
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["keyId", "name", "month", "plan", "days", "priceUsdPerMonth", "costUsd"])
-    for line in await accounts.billing(v.account):
-        writer.writerow([
-            line.key_id, line.key_name, line.month, line.plan, f"{line.days:.3f}",
-            "" if line.price_usd is None else line.price_usd,
-            "" if line.cost_usd is None else f"{line.cost_usd:.2f}",
-        ])  # fmt: skip
-    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers={
+    text = statement_csv(await accounts.billing(v.account))
+    return Response(text, media_type="text/csv; charset=utf-8", headers={
         **NO_STORE, "Content-Disposition": 'attachment; filename="propdata-billing.csv"'})  # fmt: skip
 
 

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from propdata.config import ENV, load_settings
+from propdata.kit import logs
 from propdata.kit.db import connect
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.indexer import IndexBuilder
@@ -130,8 +131,7 @@ def main(argv: list[str]) -> int:
     """NAMESPACE DRAFT PARENT_PID: the exit status (see the module's docstring)."""
     namespace, draft, parent = argv
     settings = load_settings()  # the worker's environment, with the store's address in it
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")  # fmt: skip
+    logs.configure(settings.log_level, settings.log_format)  # the server's format
     try:
         return asyncio.run(build(settings.database_url, namespace, Path(draft), int(parent)))
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the worker stops too

@@ -22,6 +22,7 @@ import os
 import sys
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 from propdata.kit import memory
@@ -73,6 +74,53 @@ def _same_store(namespace: str, other: str) -> bool:
 
 def _version(namespace: str) -> int:
     return int(namespace.rpartition(".")[2] or 0)
+
+
+def within_reach(feed: int, last: int) -> bool:
+    """Whether an index made at change-feed position `feed` is brought to position `last` by
+    reading the changes between (at most REFRESH_CAP); past that a new snapshot is built
+    first, and SQL answers meanwhile."""
+    return last - feed <= REFRESH_CAP
+
+
+async def continues(
+    repo: SearchRepository, namespace: str, made_from: str, feed: int, mark: str | None
+) -> bool:
+    """Whether the store is the one an index of `made_from` at feed position `feed` came
+    from: the same store id, and the feed's entry there unchanged (not a restore)."""
+    if not _same_store(namespace, made_from):
+        return False
+    return feed == 0 or (mark is not None and await repo.feed_mark(feed) == mark)
+
+
+@dataclass(frozen=True, slots=True)
+class HostIndex:
+    """What the workers of a server on this host make the current data's index from."""
+
+    namespace: str
+    """The store's current data (`store_id.data_version`)."""
+    base: str | None
+    """The namespace of the snapshot they start from; None: none to start from, so one is
+    built from the table first (SQL answers meanwhile)."""
+    behind: int
+    """Changes since that snapshot, which each worker reads onto it."""
+
+
+async def host_index(repo: SearchRepository, snapshots: Snapshots) -> HostIndex:
+    """The base a server's workers take for the store's current data, by the rules they
+    follow (`IndexKeeper._obtain` and `_catch_up`): the host's newest snapshot of the store
+    up to this data version (`Snapshots.newest`), made from this store (`continues`), with
+    the changes since it within reach (`within_reach`). `propdata data status` says this;
+    a running worker's `/health` says whether it has made it (`IndexKeeper.status`)."""
+    namespace, last = await repo.feed_position()
+    name = snapshots.newest(namespace)
+    made = None if name is None else snapshots.position(name)
+    if name is None or made is None:
+        return HostIndex(namespace, None, 0)
+    feed, mark = made
+    if not within_reach(feed, last) or not await continues(repo, namespace, name, feed, mark):
+        return HostIndex(namespace, None, last - feed)
+    return HostIndex(namespace, name, last - feed)
 
 
 class IndexKeeper:
@@ -269,7 +317,7 @@ class IndexKeeper:
         made = self._views.get(namespace)
         if read.last == delta.feed and made is not None and made.base is delta.base:
             return True
-        if read.last > upto:  # a large load: a new snapshot, SQL meanwhile
+        if not within_reach(delta.feed, read.last):  # a large load: a new snapshot, SQL meanwhile
             self._fold()
             return True
         view = await asyncio.to_thread(delta.apply, read.namespace, read.last, read.rows)
@@ -281,13 +329,6 @@ class IndexKeeper:
         if fold_due(len(delta.changed), delta.base.size, self.fold_rows, self.fold_share):
             self._fold()
         return True
-
-    async def _continues(self, namespace: str, made_from: str, feed: int, mark: str | None) -> bool:
-        """Whether the store is the one an index of `made_from` at feed position `feed`
-        came from: the same store id, and the feed's entry there unchanged."""
-        if not _same_store(namespace, made_from):
-            return False
-        return feed == 0 or (mark is not None and await self.repo.feed_mark(feed) == mark)
 
     def _fold(self) -> None:
         idle = self._folding is None or self._folding.done()
@@ -366,7 +407,7 @@ class IndexKeeper:
         index = await asyncio.to_thread(snapshots.load, name)
         if index is None:
             return identity
-        if not await self._continues(namespace, index.namespace, index.feed, index.mark):
+        if not await continues(self.repo, namespace, index.namespace, index.feed, index.mark):
             return identity  # of the store this one replaced (a restore): built again
         await asyncio.to_thread(snapshots.prune, name)
         return index

@@ -188,6 +188,18 @@ class Snapshots:
                  if (m := pattern.fullmatch(entry.name)) and int(m[1]) <= version]  # fmt: skip
         return f"{namespace.rpartition('.')[0]}.{max(found)}" if found else None
 
+    def position(self, namespace: str) -> tuple[int, str | None] | None:
+        """The change-feed position a version's snapshot was made at and that entry's mark,
+        from its manifest alone (nothing mapped or checked); None when there is none this
+        version of the service reads."""
+        try:
+            manifest = json.loads((self.path(namespace) / MANIFEST).read_bytes())
+            if manifest.get("format") != FORMAT or manifest["namespace"] != namespace:
+                return None
+            return int(manifest["feed"]), manifest["mark"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     def host_lock(self, namespace: str) -> BuildLock:
         """The lock of any build of this store's snapshots on this host: one at a time,
         whichever version each starts from (the folder is made when missing)."""

@@ -14,6 +14,7 @@ import msgspec
 from propdata.accounts.keys import owner_plan
 from propdata.accounts.repository import AccountRepository, KeyRepository
 from propdata.accounts.schemas import ApiKey
+from propdata.api.body import check_text
 from propdata.errors import Conflict, InvalidParameter, NotFound, RateLimitExceeded
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, NewEvent
@@ -132,6 +133,7 @@ class WebhookService:
 
     async def create(self, key: ApiKey, new: NewEndpoint) -> tuple[EndpointRow, str]:
         """Make an endpoint; its secret is returned this once."""
+        check_text(msgspec.to_builtins(new), "")  # the portal's form, as a body is checked
         owner = owner_of(key)
         url = await self._check_url(new.url, owner)
         types, searches = await self._check_filters(owner, new.event_types, new.search_ids)
@@ -162,6 +164,7 @@ class WebhookService:
 
     async def change(self, key: ApiKey, endpoint_id: str, change: EndpointChange) -> EndpointRow:
         """Change what the PATCH names; enabling again resumes where the endpoint stopped."""
+        check_text(msgspec.to_builtins(change), "")
         owner = owner_of(key)
         values: dict[str, Any] = {}
         if change.url is not msgspec.UNSET:

@@ -4,17 +4,22 @@ from X-Forwarded-For only when the peer is in PROPDATA_TRUSTED_PROXIES."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import selectors
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import new_store
+from tests.conftest import build_store, new_store
 from tests.live import run_apart, serving_process
 from tests.portal.conftest import TOKEN
 
@@ -34,16 +39,15 @@ def test_serve_prints_where_it_listens_before_the_first_request(
         with selectors.DefaultSelector() as wait:
             wait.register(server.stderr, selectors.EVENT_READ)
             assert wait.select(60), "nothing on standard error"
-        line = server.stderr.readline()
-        store_line = f"store: {store.url}\n"
-        assert line == store_line, line  # which store it serves, first
-        line = server.stderr.readline()
+        line = logfmt(server.stderr.readline())
+        assert line["message"] == f"store: {store.url}", line  # which store it serves, first
+        line = logfmt(server.stderr.readline())
         plural = "s" if workers > 1 else ""
         found = re.fullmatch(
-            rf"propdata: listening on (http://127\.0\.0\.1:\d+) with {workers} worker{plural}\n",
-            line,
+            rf"listening on (http://127\.0\.0\.1:\d+) with {workers} worker{plural}",
+            line["message"],
         )
-        assert found, line
+        assert found and line["level"] == "INFO", line  # said whatever PROPDATA_LOG_LEVEL
         # The port was the system's choice (--port 0): only the line says which it is.
         assert httpx.get(found.group(1) + "/health", timeout=30).status_code == 200
     finally:
@@ -51,6 +55,74 @@ def test_serve_prints_where_it_listens_before_the_first_request(
         server.wait(10)
         if server.stderr is not None:
             server.stderr.close()
+
+
+LOGFMT = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s"=\\]*)(?: |$)')
+"""A logfmt pair: a bare value, or a quoted one with JSON's escapes."""
+
+
+def logfmt(line: str) -> dict[str, str]:
+    """The pairs of one text log line; a line that is not logfmt fails the test."""
+    line = line.rstrip("\n")
+    pairs = list(LOGFMT.finditer(line))
+    assert pairs and "".join(p.group(0) for p in pairs) == line, line
+    return {p.group(1): json.loads(v) if (v := p.group(2)).startswith('"') else v for p in pairs}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["json", "text"])
+def test_every_line_a_server_writes_follows_the_log_format(
+    tmp_path_factory: pytest.TempPathFactory, form: str
+) -> None:
+    """Not only the request lines: the notices of `propdata serve`, uvicorn's own warnings
+    (in the supervisor and the workers), a background loop's lines and the search index
+    builder's child process write PROPDATA_LOG_FORMAT too."""
+    store = run_apart(new_store("embedded", tmp_path_factory.mktemp("one-format")))
+    run_apart(build_store(store))
+    env = {**os.environ, **store.env(), "PROPDATA_LOG_LEVEL": "INFO",
+           "PROPDATA_LOG_FORMAT": form}  # fmt: skip
+    err = tmp_path_factory.mktemp("one-format-log") / "server.err"
+    with err.open("w") as sink:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "propdata", "serve", "--port", "0", "--workers", "2"],
+            env=env, stderr=sink,
+        )  # fmt: skip
+    read = json.loads if form == "json" else logfmt
+    try:
+        lines = _lines_until(err, read, lambda found: any(
+            "snapshot" in line.get("message", "") and "written" in line.get("message", "")
+            for line in found))  # fmt: skip
+        url = next(line["message"].split()[2] for line in lines
+                   if line.get("message", "").startswith("listening on"))  # fmt: skip
+        assert httpx.get(url + "/health", timeout=30).status_code == 200
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as garbage:
+            garbage.sendall(b"\x00\x01 not http\r\n\r\n")
+            garbage.recv(100)  # uvicorn answers 400 and logs a warning
+        lines = _lines_until(err, read, lambda found: any(
+            line.get("logger") == "uvicorn.error" for line in found))  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(10)
+    lines = [read(line) for line in err.read_text().splitlines()]  # every line, or it fails
+    messages = [line for line in lines if "message" in line]
+    assert {"time", "level", "logger", "message"} <= set(messages[0])
+    assert any(line.get("route") == "/health" for line in lines)  # the request's line
+    said = [line["message"] for line in messages]
+    assert said[0] == f"store: {store.url}" and said[1].startswith("listening on"), said
+
+
+def _lines_until(path: Path, read: Callable[[str], dict[str, Any]],
+                 wanted: Callable[[list[dict[str, Any]]], bool]) -> list[dict[str, Any]]:  # fmt: skip
+    """The log file's lines, each read as the format has it, once `wanted(lines)` holds."""
+    deadline = time.monotonic() + 60
+    while True:
+        text = path.read_text()
+        lines = [read(line) for line in text[: text.rfind("\n") + 1].splitlines()]  # whole
+        if wanted(lines):
+            return lines
+        assert time.monotonic() < deadline, path.read_text()[-3000:]
+        time.sleep(0.1)
 
 
 SPOOFS = [

@@ -219,6 +219,8 @@ class Client:
         types: Sequence[str] | str | None,
         search_id: str | None,
         max_reconnects: int | None,
+        on_open: Callable[[], None] | None = None,
+        on_retry: Callable[[PropdataError | None, float], None] | None = None,
     ) -> Iterator[StreamedEvent]:
         settings = self._settings
         url = settings.base_url + _core.stream_path()
@@ -238,6 +240,8 @@ class Client:
                     else:
                         failures = 0
                         parser = _core.SseParser()
+                        if on_open is not None:
+                            on_open()
                         for line in response.iter_lines():
                             message = parser.feed(line)
                             if message is None:
@@ -255,6 +259,8 @@ class Client:
                 raise error from cause
             failures += error is not None
             reconnects += 1
+            if on_retry is not None:
+                on_retry(error, wait)
             self._sleep(wait)
 
     def _iterate(self, call: _core.PageCall[T]) -> Iterator[T]:
@@ -724,6 +730,8 @@ class Events:
         types: Sequence[EventType] | str | None = None,
         search_id: str | None = None,
         max_reconnects: int | None = None,
+        on_open: Callable[[], None] | None = None,
+        on_retry: Callable[[PropdataError | None, float], None] | None = None,
     ) -> Iterator[StreamedEvent]:
         """Events as they happen: `GET /v1/events/stream` (Server-Sent Events), for ever.
 
@@ -735,8 +743,13 @@ class Events:
         lost connection; any other error is raised. `max_reconnects` bounds the openings
         after the first (None: no bound). `types` and `search_id` are applied by the client
         (the stream sends every event). Each opening is one metered lookup.
+
+        `on_open()` is called each time the stream is open (its answer a 200), and
+        `on_retry(error, seconds)` before each wait to open it again: the error that ended
+        the last opening (None when the server ended it), so a program can say that the API
+        is out of reach instead of waiting in silence.
         """
-        return self._client._stream(since, types, search_id, max_reconnects)
+        return self._client._stream(since, types, search_id, max_reconnects, on_open, on_retry)
 
 
 class Webhooks:

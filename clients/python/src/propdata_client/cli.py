@@ -23,9 +23,11 @@ def _parser() -> argparse.ArgumentParser:
         "mcp",
         help="Run the MCP server (stdio by default)",
         description=(
-            "Serve the propdata API to AI agents over the Model Context Protocol. The key and "
-            "the API's address come from PROPDATA_API_KEY and PROPDATA_BASE_URL. Needs the "
-            "extra: pip install 'propdata-client[mcp]'."
+            "Serve the propdata API to AI agents over the Model Context Protocol. The key, "
+            "the API's address and the HTTP token come from PROPDATA_API_KEY, "
+            "PROPDATA_BASE_URL and PROPDATA_MCP_TOKEN (secrets in the environment, never on "
+            "the command line, where ps shows them to every user). Needs the extra: pip "
+            "install 'propdata-client[mcp]'."
         ),
     )
     mcp.add_argument("--http", action="store_true",
@@ -36,8 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument(
         "--token",
         default=None,
-        help="The bearer token HTTP clients must send (default: PROPDATA_MCP_TOKEN; on a "
-        "loopback address without one, a token is made and printed at start)",
+        help="The bearer token HTTP clients must send. Set PROPDATA_MCP_TOKEN instead: a "
+        "value on the command line is visible to every user of this machine (ps). On a "
+        "loopback address without either, a token is made and printed at start",
     )
     mcp.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]",
                      help="Another Host header to accept, e.g. mcp.example.com:443")  # fmt: skip
@@ -56,9 +59,10 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Follow the event stream and POST each event to --forward-to as a webhook "
             "delivery would (the event's JSON, Standard Webhooks headers), signed with a "
-            "secret printed at start, so a receiver on this machine gets webhooks without "
-            "a public address. The key and the API's address come from PROPDATA_API_KEY "
-            "and PROPDATA_BASE_URL."
+            "secret printed at start (or PROPDATA_LISTEN_SECRET's), so a receiver on this "
+            "machine gets webhooks without a public address. The key and the API's address "
+            "come from PROPDATA_API_KEY and PROPDATA_BASE_URL. Until the API answers it says "
+            "so, and when it will try again."
         ),
     )
     listen.add_argument("--forward-to", required=True, metavar="URL",
@@ -71,8 +75,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="Start after this cursor (one printed earlier, or an events "
                         "page's nextCursor) instead of from now")  # fmt: skip
     listen.add_argument("--secret", default=None, metavar="whsec_...",
-                        help="Sign with this secret (default: PROPDATA_LISTEN_SECRET, else a "
-                        "new one, printed at start)")  # fmt: skip
+                        help="Sign with this secret; prefer PROPDATA_LISTEN_SECRET, since a "
+                        "value on the command line is visible to every user of this machine "
+                        "(ps). A secret given either way is never printed; without one, a new "
+                        "one is made and printed at start")  # fmt: skip
     listen.add_argument("--count", type=int, default=None, metavar="N",
                         help="Stop after forwarding N events (default: run until interrupted)")  # fmt: skip
     return parser
@@ -81,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
 def _listen(args: argparse.Namespace) -> int:
     from propdata_client._sync import Client
     from propdata_client.errors import PropdataError
-    from propdata_client.listen import Forwarded, listen, new_secret
+    from propdata_client.listen import Forwarded, listen, new_secret, retry_said
 
     if not args.forward_to.startswith(("http://", "https://")):
         print("propdata-client listen: --forward-to must be an http:// or https:// URL.",
@@ -90,7 +96,8 @@ def _listen(args: argparse.Namespace) -> int:
     if not os.environ.get("PROPDATA_API_KEY", "").strip():
         print("propdata-client listen: set PROPDATA_API_KEY to your API key.", file=sys.stderr)
         return 2
-    secret = args.secret or os.environ.get("PROPDATA_LISTEN_SECRET", "").strip() or new_secret()
+    given = args.secret or os.environ.get("PROPDATA_LISTEN_SECRET", "").strip()
+    secret = given or new_secret()
     types = ",".join(t.strip() for t in (args.types or "").split(",") if t.strip()) or None
 
     def report(done: Forwarded) -> None:
@@ -101,14 +108,35 @@ def _listen(args: argparse.Namespace) -> int:
         print(f"{event.timestamp:%H:%M:%S} {event.type} {event.id} -> {outcome} "
               f"{done.milliseconds} ms  cursor {done.item.cursor}", flush=True)  # fmt: skip
 
+    def say(text: str) -> None:
+        print(f"propdata-client listen: {text}", file=sys.stderr, flush=True)
+
     try:
         with Client() as client:
-            print(f"propdata-client listen: forwarding {client.base_url} events to "
-                  f"{args.forward_to}", file=sys.stderr)  # fmt: skip
-            print(f"propdata-client listen: signing secret {secret}", file=sys.stderr,
-                  flush=True)  # fmt: skip
+            opened = 0
+
+            def on_open() -> None:
+                nonlocal opened
+                opened += 1
+                if opened == 1:
+                    say(f"connected; forwarding its events to {args.forward_to}")
+                else:
+                    say("connected again")
+
+            def on_retry(error: PropdataError | None, wait: float) -> None:
+                print(retry_said(client.base_url, error, wait), file=sys.stderr, flush=True)
+
+            say(f"connecting to the event stream of {client.base_url}")
+            if not given:
+                say(f"signing secret {secret}")
+            elif args.secret:
+                say("signing with the secret given by --secret (PROPDATA_LISTEN_SECRET keeps "
+                    "it off the command line)")  # fmt: skip
+            else:
+                say("signing with the secret in PROPDATA_LISTEN_SECRET")
             listen(client, args.forward_to, secret, since=args.since, types=types,
-                   search_id=args.search_id, count=args.count, report=report)  # fmt: skip
+                   search_id=args.search_id, count=args.count, report=report,
+                   on_open=on_open, on_retry=on_retry)  # fmt: skip
     except PropdataError as exc:
         print(f"propdata-client listen: {exc}", file=sys.stderr)
         return 1
@@ -139,14 +167,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("propdata-client mcp: set PROPDATA_API_KEY to your API key.", file=sys.stderr)
         return 2
     token = args.token or os.environ.get("PROPDATA_MCP_TOKEN", "").strip() or None
+    if args.token:
+        print("propdata-client mcp: --token is visible to every user of this machine (ps);"
+              " set PROPDATA_MCP_TOKEN instead.", file=sys.stderr, flush=True)  # fmt: skip
     if args.http and token is None:
         from propdata_client.mcp_server import LOOPBACK
 
         if args.host not in LOOPBACK:
             print(
                 f"propdata-client mcp: refusing to serve HTTP on {args.host} without a token:"
-                " anyone who reaches it would spend your API key. Give --token (or"
-                " PROPDATA_MCP_TOKEN), or bind 127.0.0.1.",
+                " anyone who reaches it would spend your API key. Set PROPDATA_MCP_TOKEN, or"
+                " bind 127.0.0.1.",
                 file=sys.stderr,
             )
             return 2

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import httpx
 
 from propdata_client._sync import Client
+from propdata_client.errors import APIConnectionError, PropdataError
 from propdata_client.models import EventType, StreamedEvent
 from propdata_client.signing import webhook_headers
 
@@ -71,9 +72,13 @@ def listen(
     count: int | None = None,
     report: Callable[[Forwarded], None] = lambda _: None,
     http: httpx.Client | None = None,
+    on_open: Callable[[], None] | None = None,
+    on_retry: Callable[[PropdataError | None, float], None] | None = None,
 ) -> int:
     """Forward the stream's events to `url` until `count` have been (None: for ever); the
     number forwarded. A receiver that fails is reported, not retried: the stream goes on.
+    `on_open` and `on_retry` are the stream's (`client.events.stream`): each opening, and
+    each wait before the next after the API could not be reached or ended the stream.
     """
     done = 0
     if count is not None and count <= 0:
@@ -81,7 +86,9 @@ def listen(
     own = http is None
     transport = http if http is not None else httpx.Client()
     try:
-        for item in client.events.stream(since, types=types, search_id=search_id):
+        stream = client.events.stream(since, types=types, search_id=search_id,
+                                      on_open=on_open, on_retry=on_retry)  # fmt: skip
+        for item in stream:
             report(forward(transport, url, secret, item))
             done += 1
             if count is not None and done >= count:
@@ -90,3 +97,14 @@ def listen(
         if own:
             transport.close()
     return done
+
+
+def retry_said(base_url: str, error: PropdataError | None, wait: float) -> str:
+    """What `propdata-client listen` says before it opens the stream again."""
+    if error is None:
+        what = "the API ended the event stream"
+    elif isinstance(error, APIConnectionError):
+        what = f"cannot reach the API at {base_url} ({error.message})"
+    else:
+        what = f"the API refused the event stream ({error.status}: {error.message})"
+    return f"propdata-client listen: {what}; retrying in {wait:.1f} s"
