@@ -162,6 +162,13 @@ class TooManyAttempts(ServiceError):
         super().__init__(message, headers={"Retry-After": str(retry_after)})
 
 
+PORTAL_ONLY: tuple[type[ServiceError], ...] = (
+    InvalidField, InvalidCredentials, Forbidden, EmailTaken, TooManyAttempts,
+)  # fmt: skip
+"""The errors only the portal's pages answer (as pages, never as the API's JSON); every other
+`ServiceError` is one of the API's answers, each a row of docs/api.md's error table."""
+
+
 class MethodNotAllowed(ServiceError):
     status, code = 405, "method_not_allowed"
 
