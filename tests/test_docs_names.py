@@ -124,3 +124,14 @@ def test_make_run_prints_the_exports_with_the_port_it_was_given(tmp_path: Path) 
     curl = next(line for line in lines if line.startswith("curl"))
     assert f'"Authorization: Bearer ${KEY}"' in curl and f'"${BASE}/v1/' in curl, curl
     assert "8000" not in ran.stdout
+
+
+def test_the_readme_says_how_to_receive_webhooks_on_this_machine(texts: dict[str, str]) -> None:
+    section = texts["README.md"].split("\n## Local development\n", 1)[1].split("\n## ", 1)[0]
+    assert "PROPDATA_WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8 make run" in section
+    assert "propdata-client listen --forward-to" in section
+    assert "docs/events.md#verifying" in section
+    # found early: before the list of documents
+    assert texts["README.md"].index("## Local development") < texts["README.md"].index(
+        "## Documentation"
+    )

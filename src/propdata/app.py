@@ -454,6 +454,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
         exception_handlers={**EXCEPTION_HANDLERS, HTTPException: _http_error},
+        after_exception=[portal.find_visitor],
         before_send=[_add_headers]
         + ([_strict_transport] if (settings.public_url or "").startswith("https://") else []),
         openapi_config=openapi,

@@ -190,9 +190,13 @@ ALL_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 class PlanLimitReached(ServiceError):
     """A saved search or webhook endpoint beyond the owner's plan; the message names the
-    limit and the plan that raises it."""
+    limit and the plan that raises it (`raised_by`, None when only an operator may)."""
 
     status, code = 403, "plan_limit_reached"
+
+    def __init__(self, message: str, raised_by: str | None = None) -> None:
+        super().__init__(message)
+        self.raised_by = raised_by
 
 
 class PayloadTooLarge(ServiceError):

@@ -148,6 +148,12 @@ class Gate:
     allowed: tuple[Network, ...] = ()
     resolver: Resolver = system_resolver
 
+    @property
+    def loopback(self) -> bool:
+        """Whether deliveries may reach a receiver on this machine (an allowed network holds
+        127.0.0.1 or ::1)."""
+        return any(self._inside(ipaddress.ip_address(a)) for a in ("127.0.0.1", "::1"))
+
     def _inside(self, address: IPAddress) -> bool:
         inner = _embedded(address)
         return any(address in net or inner in net for net in self.allowed)
