@@ -43,7 +43,7 @@ def test_the_search_forms_other_fields_and_the_webhook_form() -> None:
     named = refusal(lambda: _checked({"name": "", "filters": {"state": "IA"}}, partial=False))
     assert said(named) == "“Name” must hold 1 to 100 characters."
     ids = refusal(lambda: _checked({"name": "x", "propertyIds": ["bad id!"]}, partial=False))
-    assert said(ids).startswith("“Records to watch” must hold property ids")
+    assert said(ids).startswith("“Watch these records too” must hold property ids")
     types = InvalidParameter("eventTypes", "eventTypes[1] 'nope' is not an event type; one of a.")
     assert said(types) == "“Event types” 'nope' is not an event type; one of a."
 

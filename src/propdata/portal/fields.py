@@ -55,7 +55,7 @@ LABELS: dict[str, Label] = {
         "four numbers, west,south,east,north, such as -93.70,41.98,-93.57,42.08",
     ),
     "filters": Label("Filters"),
-    "propertyIds": Label("Records to watch"),
+    "propertyIds": Label("Watch these records too"),
     "name": Label("Name"),
     # the webhooks form
     "url": Label("URL"),

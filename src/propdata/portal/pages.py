@@ -24,7 +24,7 @@ from propdata.config import Settings
 from propdata.errors import Forbidden, InvalidField, PlanLimitReached, ServiceError
 from propdata.kit import crypto
 from propdata.plans import BY_NAME
-from propdata.portal.fields import said
+from propdata.portal.fields import LABELS, said
 
 SESSION_COOKIE = "pd_session"
 FORM_COOKIE = "pd_form"
@@ -105,14 +105,14 @@ async def page(
     accounts: AccountService, v: Visit, name: str, status: int = 200,
     headers: Mapping[str, str] | None = None, **context: Any,
 ) -> Template:  # fmt: skip
-    """A page, with what every page needs: the visitor, a form token, the cookies; a refused
-    form's `error` is said in its field's label (`error_text`)."""
+    """A page, with what every page needs: the visitor, a form token, the cookies, the fields'
+    `labels`; a refused form's `error` is said in its field's label (`error_text`)."""
     error = context.get("error")
     text = said(error) if isinstance(error, ServiceError) else ""
     return Template(
         template_name=name,
         context={"account": v.account, "csrf_token": v.form_token, "plans": BY_NAME,
-                 "error_text": text, **context},
+                 "error_text": text, "labels": LABELS, **context},
         status_code=status, headers={**NO_STORE, **(headers or {})}, cookies=_cookies(v),
     )  # fmt: skip
 
