@@ -10,7 +10,7 @@ export PROPDATA_DATABASE_URL ?= $(DB)
 
 BENCH_ARGS ?= --properties 1000000 --duration 20 --connections 16 --workers 2 --scaleout
 
-.PHONY: help run test test-fast check audit format fuzz lock soak bench bench-smoke clean clean-bench valuation-report
+.PHONY: help run test test-fast check audit format fuzz lock schema soak bench bench-smoke clean clean-bench valuation-report
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-17s %s\n", $$1, $$2}'
@@ -52,13 +52,17 @@ fuzz: $(STAMP) ## Hypothesis on every import reader and schemathesis on the API 
 	PROPDATA_FUZZ_EXAMPLES=3000 PROPDATA_SCHEMATHESIS_EXAMPLES=400 \
 		$(BIN)/pytest -q -p no:randomly tests/ingest/test_fuzz.py tests/test_openapi.py
 
-check: $(STAMP) ## Formatting, lint, types and the import rules (docs/architecture.md)
+check: $(STAMP) ## Formatting, lint, types, the import rules (docs/architecture.md) and schema.sql (needs PostgreSQL)
 	$(BIN)/ruff format --check src tests bench tools clients/python
 	$(BIN)/ruff check src tests bench tools clients/python
 	$(BIN)/python clients/python/tools/unasync.py --check
 	$(BIN)/mypy
 	$(BIN)/mypy --config-file tools/mypy-tests.ini
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/python -m propdata.migrations.layout --check
+
+schema: $(STAMP) ## Write src/propdata/migrations/schema.sql: the layout fresh stores get from every step (needs PostgreSQL)
+	$(BIN)/python -m propdata.migrations.layout
 
 audit: $(STAMP) ## pip-audit every pinned package; fails unless each one was audited (needs pypi.org)
 	@# --strict: a package the service could not look up fails the audit, never passes unchecked.

@@ -213,7 +213,7 @@ def sizes_of(args: Any) -> tuple[int, ...]:
 def measure(base_store: Path, args: Any) -> LoadsRun:
     """Each size on its own fresh copies of the SQLite store at `base_store`; `args` is
     bench/run.py's (--folder, --seed, --as-of, --smoke)."""
-    from run import log
+    from harness import log
 
     folder = args.folder / "loads"
     shutil.rmtree(folder, ignore_errors=True)
@@ -241,8 +241,8 @@ def measure(base_store: Path, args: Any) -> LoadsRun:
 def measure_postgres(url: str, args: Any) -> LoadsRun:
     """The same on the PostgreSQL store at `url`: each import undone after it (the records
     removed, the touched statistics recomputed, the models' change counts put back)."""
+    from harness import log
     from live_loads import undo
-    from run import log
 
     folder = args.folder / "loads-postgres"
     shutil.rmtree(folder, ignore_errors=True)
@@ -281,7 +281,7 @@ def _log(log: Any, label: str, r: Size, startup_s: float) -> None:
 
 def rows(run: LoadsRun) -> list[Any]:
     """The make bench table's rows of `run`: one per size."""
-    from run import Row
+    from harness import Row
 
     out: list[Any] = []
     for letter, r in zip(LETTERS, run.sizes, strict=False):
@@ -323,7 +323,7 @@ def rows(run: LoadsRun) -> list[Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import run as harness
+    import harness
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip

@@ -233,7 +233,7 @@ def listings(count: int, seed: int, as_of: dt.date) -> list[tuple[str, bytes]]:
 
 def commit_to_delivery(store: Path, stamps: Path, folder: Path, count: int, args: Any) -> Lag:
     """Row 2: `count` listings, one at a time, through `data import --follow`."""
-    from run import log
+    from harness import log
 
     from propdata.config import accounts_url
     from webhooks import received
@@ -310,8 +310,8 @@ async def _commit_events(url: str, owner: str, search_id: str, count: int) -> No
 def deliveries(server: Any, store: Path, stamps: Path, owner: str, search_id: str, key: str,
                reqs: Any, args: Any) -> Deliveries:  # fmt: skip
     """Row 3: the server's dispatcher delivering while wrk drives the search mix."""
-    import run as harness
-    from run import log
+    import harness
+    from harness import log
 
     from propdata.config import accounts_url
     from webhooks import received
@@ -349,7 +349,7 @@ def deliveries(server: Any, store: Path, stamps: Path, owner: str, search_id: st
 def served(base_store: Path, reqs: Any, args: Any, logs: Path, size: Sizes,
            result: EventsRun) -> None:  # fmt: skip
     """Rows 2 and 3 on a copy of `base_store`, with their own server and receiver."""
-    import run as harness
+    import harness
 
     import webhooks
     from propdata.accounts.keys import keys_of
@@ -393,7 +393,7 @@ def served(base_store: Path, reqs: Any, args: Any, logs: Path, size: Sizes,
 def event_logs(args: Any, size: Sizes) -> dict[str, Any]:
     """Row 4 on the embedded store, and on PostgreSQL with --scaleout."""
     import event_log
-    from run import PG_URL, log, scaleout_available
+    from harness import PG_URL, log, scaleout_available
 
     urls = {"embedded": str(args.folder / f"events-log-{size.log_events}.db")}
     if args.scaleout and not scaleout_available():
@@ -426,7 +426,7 @@ def measure(db_path: Path, reqs: Any, args: Any, logs: Path) -> EventsRun:
     """Every events figure; `reqs` and `args` are bench/run.py's (request lists, wrk
     settings, --smoke, --scaleout)."""
     import idle_streams
-    from run import log
+    from harness import log
 
     size = sizes(args.smoke)
     result = EventsRun(size)
@@ -442,7 +442,7 @@ def measure(db_path: Path, reqs: Any, args: Any, logs: Path) -> EventsRun:
 
 def rows(result: EventsRun) -> list[Any]:
     """The make bench table's rows of `result`."""
-    from run import Row
+    from harness import Row
 
     out: list[Any] = []
     m = result.matching
@@ -505,7 +505,7 @@ def rows(result: EventsRun) -> list[Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import run as harness
+    import harness
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip

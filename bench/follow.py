@@ -237,7 +237,7 @@ def stop_follower(proc: subprocess.Popen[bytes]) -> int:
 def sustained(db_path: Path, base: str, key: str, folder: Path, rate: float, seconds: float,
               as_of: dt.date, seed: int) -> tuple[Sustained, str]:  # fmt: skip
     """Phase 1 (see the module's docstring)."""
-    from run import log  # bench/run.py's logger
+    from harness import log
 
     lines = new_lines(int(rate * seconds) + 1, seed, as_of)
     feed = folder / "sustained.jsonl"
@@ -279,8 +279,8 @@ def sustained(db_path: Path, base: str, key: str, folder: Path, rate: float, sec
 def measure(base_store: Path, reqs: Any, args: Any, logs: Path) -> FollowRun:
     """Both phases on a copy of `base_store`, with their own server; `reqs` and `args` are
     bench/run.py's (its request lists, wrk settings, --follow-rate, --follow-seconds)."""
-    import run as harness
-    from run import log
+    import harness
+    from harness import log
 
     folder = args.folder / "follow"
     db_path = scratch_store(base_store, folder)
@@ -323,7 +323,7 @@ def measure(base_store: Path, reqs: Any, args: Any, logs: Path) -> FollowRun:
 
 def rows(result: FollowRun, label: str = "embedded") -> list[Any]:
     """The make bench table's rows of `result`."""
-    from run import Row
+    from harness import Row
 
     out: list[Any] = []
     s = result.sustained
@@ -361,7 +361,7 @@ def rows(result: FollowRun, label: str = "embedded") -> list[Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import run as harness
+    import harness
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip

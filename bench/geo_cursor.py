@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import statistics
 import sys
 import time
@@ -27,9 +28,9 @@ import bench_data  # noqa: E402  (bench/ is not a package)
 import bench_mix  # noqa: E402
 
 from propdata.kit.db import connect  # noqa: E402
-from propdata.search.filters import SearchFilters  # noqa: E402
-from propdata.search.index import INDEX_COLUMNS, IndexBuilder, SearchIndex  # noqa: E402
-from propdata.search.query import parse  # noqa: E402
+from propdata.search.index import INDEX_COLUMNS, SearchIndex  # noqa: E402
+from propdata.search.indexer import IndexBuilder  # noqa: E402
+from propdata.search.query import SearchQuery, parse  # noqa: E402
 from propdata.search.repository import SearchRepository  # noqa: E402
 from propdata.search.snapshot import Snapshots  # noqa: E402
 
@@ -52,10 +53,9 @@ async def _index(url: str) -> SearchIndex:
         await db.close()
 
 
-def query(params: dict[str, Any]) -> tuple[SearchFilters, str, str, int, int]:
-    """The service's arguments for a search of the mixes (API parameter names)."""
-    q = parse(params, int(params.get("limit", 25)))
-    return q.filters, q.sort, q.order, q.limit, q.offset
+def query(params: dict[str, Any]) -> SearchQuery:
+    """The query of a search of the mixes (API parameter names)."""
+    return parse(params, int(params.get("limit", 25)))
 
 
 def timed(
@@ -66,10 +66,10 @@ def timed(
 ) -> str:
     times = []
     for search in searches:
-        f, sort, order, limit, offset = query(search.params)
+        q = query(search.params)
         mark = after(search)
         started = time.perf_counter()
-        index.search(f, sort, order, limit + 1, 0 if mark else offset, mark)
+        index.search(q.probe(offset=0 if mark else None), mark)
         times.append((time.perf_counter() - started) * 1000)
     times.sort()
 
@@ -91,9 +91,9 @@ def main() -> None:
     deep = bench_mix.deep_cursor_searches(40, args.seed + 3)
     lasts: dict[str, str] = {}
     for search, offset in deep:  # the last id of page 9,999: where page 10,000 starts
-        f, sort, order, limit, _ = query(search.params)
-        page = index.search(f, sort, order, limit, offset)
-        if page is not None and len(page.ids) == limit:
+        q = dataclasses.replace(query(search.params), offset=offset)
+        page = index.search(q)
+        if page is not None and len(page.ids) == q.limit:
             lasts[search.path] = page.ids[-1]
     print(f"{index.size:,} properties, {len(lasts)} searches with a page 10,000\n")
     print("| search (index only) | searches | mean ms | p50 ms | p99 ms | max ms |")

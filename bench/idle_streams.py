@@ -41,7 +41,7 @@ from propdata.migrations.schema import migrate, migrate_accounts
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-import run as harness  # noqa: E402
+import harness  # noqa: E402
 
 
 def _memory_kb(pid: int) -> dict[str, int]:

@@ -32,7 +32,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 import bench_data  # noqa: E402
-import run as harness  # noqa: E402
+import harness  # noqa: E402
 
 STORE = BENCH / ".data" / "sqlite-p1000000-s7-2026-11-21" / "propdata.db"
 PROTOCOL = "propdata.kit.serving.protocol:BoundedHttpToolsProtocol"

@@ -51,7 +51,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 import bench_data  # noqa: E402
-import run as harness  # noqa: E402
+import harness  # noqa: E402
 
 STORE = BENCH / ".data" / "sqlite-p1000000-s7-2026-11-21" / "propdata.db"
 READY = re.compile(r"search index ready")
@@ -88,8 +88,8 @@ class Started:
     def worker_pids(self, workers: int) -> list[int]:
         if workers == 1:
             return [self.proc.pid]
-        found = harness._children(self.proc.pid)
-        return [p for p in found if "spawn_main" in harness._cmdline(p)]
+        found = harness.children(self.proc.pid)
+        return [p for p in found if "spawn_main" in harness.cmdline(p)]
 
     def note_builders(self, workers: int) -> None:
         for pid in self.worker_pids(workers):

@@ -21,7 +21,7 @@ from propdata.ingest import loader, synthetic
 from propdata.ingest.loader import Item, load
 from propdata.kit import db as kit_db
 from propdata.kit.db import Database
-from propdata.migrations.schema import table_columns
+from propdata.migrations import layout
 from propdata.migrations.transfer import _digest
 from propdata.properties import lifecycle
 from propdata.properties.repository import PropertyRepository
@@ -44,9 +44,8 @@ def synthetic_items(n: int, seed: int = 3, prefix: str = "") -> list[Item]:
 async def fingerprint(db: Database) -> dict[str, Any]:
     """Row counts and checksums of the property tables, their indexes and statistics."""
     out: dict[str, Any] = {}
-    columns = table_columns()
     for table, _ in DATA_TABLES:
-        key, rest = columns[table]
+        key, rest = await layout.columns(db, table)
         out[table] = await _digest(db, table, key, key + rest)
     if db.dialect == "sqlite":
         out["indexes"] = await db.fetch_all(

@@ -31,6 +31,7 @@ from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import PropertyDetail
 from propdata.properties.service import PropertyService
 from propdata.search.filters import SearchFilters
+from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 from propdata.valuation.rebuild import stored_estimates
 from tests.conftest import drop_store, new_store, open_db
@@ -165,7 +166,7 @@ async def _searches(db: Database) -> list[Any]:
     answers: list[Any] = []
     for f in filters:
         for sort in ("listPrice", "livingArea", "lastUpdated"):
-            answers.append(await repo.search_page(f, sort, "desc", 500, 0))
+            answers.append(await repo.search_page(SearchQuery(f, sort, "desc", 500, 0)))
         answers.append(await repo.count_matches(f))
     return answers
 

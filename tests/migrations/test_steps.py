@@ -1,16 +1,18 @@
 """The schema steps of the data and accounts stores, on SQLite and PostgreSQL.
 
-Each step runs once and is recorded; a store at any step upgrades to the last and ends
-exactly like a new one; migrating a current store changes nothing; the tables hold the
-columns `table_columns` reports, and the change feed's trigger watches every one of them.
+Each step runs once and is recorded; a landed step's file never changes; a store at any step
+upgrades to the last and ends exactly like a new one, tables, indexes, triggers and functions
+alike; a fresh store has the layout `migrations/schema.sql` shows; migrating a current store
+changes nothing; the change feed and the change images watch every column they should.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,17 +20,10 @@ from propdata.config import accounts_url
 from propdata.ingest.loader import load
 from propdata.kit.db import Database, connect
 from propdata.kit.steps import upgrade
-from propdata.migrations.schema import (
-    ACCOUNT_TABLES,
-    ACCOUNTS,
-    DATA,
-    STEPS,
-    migrate,
-    migrate_accounts,
-    steps_of,
-    table_columns,
-)
-from tests.conftest import build_store, drop_store, new_store, open_db
+from propdata.migrations import layout as layouts
+from propdata.migrations import steps as step_modules
+from propdata.migrations.schema import ACCOUNTS, DATA, STEPS, migrate, migrate_accounts, steps_of
+from tests.conftest import PG_URL, build_store, drop_store, new_store, open_db
 from tests.factories import AS_OF, record
 
 
@@ -56,27 +51,9 @@ async def recorded(db: Database) -> list[tuple[int, str]]:
     return [(int(v), str(n)) for v, n in rows]
 
 
-async def layout(db: Database) -> list[tuple[Any, ...]]:
+async def layout(db: Database) -> str:
     """Every table, column, index, trigger and function of the store, as text."""
-    if db.dialect != "postgresql":
-        rows = await db.fetch_all(
-            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
-        )
-        return [tuple(row) for row in rows]
-    here = "current_schema() || '.'"
-    queries = [
-        "SELECT table_name, column_name, data_type, is_nullable, column_default"
-        " FROM information_schema.columns WHERE table_schema = current_schema()"
-        " ORDER BY table_name, ordinal_position",
-        f"SELECT indexname, replace(indexdef, {here}, '') FROM pg_indexes"
-        " WHERE schemaname = current_schema() ORDER BY indexname",
-        f"SELECT t.tgname, replace(pg_get_triggerdef(t.oid), {here}, '') FROM pg_trigger t"
-        " JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
-        " WHERE n.nspname = current_schema() AND NOT t.tgisinternal ORDER BY t.tgname",
-        "SELECT p.proname, p.prosrc FROM pg_proc p JOIN pg_namespace n"
-        " ON n.oid = p.pronamespace WHERE n.nspname = current_schema() ORDER BY p.proname",
-    ]
-    return [tuple(row) for query in queries for row in await db.fetch_all(query)]
+    return await layouts.dump(db)
 
 
 async def meta(db: Database) -> dict[str, str]:
@@ -86,6 +63,48 @@ async def meta(db: Database) -> dict[str, str]:
 async def migrate_both(stores: Stores) -> None:
     await migrate(stores.data)
     await migrate_accounts(stores.accounts)
+
+
+LANDED = {
+    1: "fbe72df479db",
+    2: "dd8e5aa70ccb",
+    3: "25895b831554",
+    4: "86ca82d897e0",
+    5: "d6e4f6d8ea59",
+    6: "a1cfd684cca9",
+    7: "ebf71ccf0c35",
+    8: "f4243607ca5c",
+    9: "d33cea177370",
+    10: "ecebca7c35f1",
+    11: "92f43000d295",
+    12: "221e4b88f91c",
+    13: "6001b36ed49b",
+    14: "9e2c4673d8d2",
+    15: "d29e1841bbf0",
+}
+"""The sha256 of each landed step's module (its first 12 hex digits). A landed step never
+changes: a store that ran it will not run it again, so a changed step makes stores that
+differ. A change of the layout is a new step."""
+
+
+def test_a_landed_step_never_changes() -> None:
+    held = {
+        module.STEP.version: hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()[:12]
+        for module in step_modules.MODULES
+    }
+    assert {v: held[v] for v in LANDED} == LANDED
+
+
+async def test_a_fresh_store_has_the_layout_schema_sql_shows(backend: str) -> None:
+    """`make schema` wrote migrations/schema.sql from fresh stores; `make check` also
+    compares the whole file."""
+    shown = layouts.sections(layouts.SCHEMA_SQL.read_text())
+    if backend == "embedded":
+        fresh = await layouts.fresh_layouts(None)
+    else:
+        fresh = {layouts.POSTGRESQL: (await layouts.fresh_layouts(PG_URL))[layouts.POSTGRESQL]}
+    for name, text in fresh.items():
+        assert shown[name] == text, f"{name}: run `make schema` (or add a step)"
 
 
 def test_the_steps_are_numbered_one_after_another() -> None:
@@ -175,22 +194,6 @@ async def test_a_store_made_before_steps_were_recorded_records_them_unchanged(
     ]
 
 
-async def test_the_tables_hold_the_columns_table_columns_reports(stores: Stores) -> None:
-    await migrate_both(stores)
-    for db, statements in ((stores.data, None), (stores.accounts, ACCOUNT_TABLES)):
-        for table, (key, others) in table_columns(statements).items():
-            if db.dialect == "postgresql":
-                rows = await db.fetch_all(
-                    "SELECT column_name FROM information_schema.columns WHERE table_schema ="
-                    " current_schema() AND table_name = ? ORDER BY ordinal_position",
-                    (table,),
-                )
-                columns = [row[0] for row in rows]
-            else:
-                columns = [row[1] for row in await db.fetch_all(f"PRAGMA table_info({table})")]
-            assert sorted(columns) == sorted(key + others), table
-
-
 async def test_the_feed_watches_every_column_of_a_property_but_the_derived_keys(
     stores: Stores,
 ) -> None:
@@ -207,9 +210,40 @@ async def test_the_feed_watches_every_column_of_a_property_but_the_derived_keys(
         )
     assert row is not None
     trigger = str(row[0])
-    _, columns = table_columns()["properties"]
+    _, columns = await layouts.columns(stores.data, "properties")
     watched = {c for c in columns if f"old.{c} is" in trigger.lower()}
     assert watched == set(columns) - {"street_key", "city_key"}
+
+
+@pytest.mark.parametrize("table", ["properties", "market_snapshots"])
+async def test_the_change_images_watch_every_column(stores: Stores, table: str) -> None:
+    """What the event producer compares sees every column, so a step that adds one makes
+    the images anew: SQLite's image names each column but the content hash; PostgreSQL's
+    image is the whole row, and its change test compares each column but the key and, of a
+    property, the address keys."""
+    await migrate(stores.data)
+    key, others = await layouts.columns(stores.data, table)
+    every = {*key, *others}
+    images = "property_images" if table == "properties" else "market_images"
+    if stores.data.dialect == "postgresql":
+        row = await stores.data.fetch_one(
+            "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE n.nspname = current_schema() AND p.proname = ?",
+            (f"propdata_{images}",),
+        )
+        assert row is not None
+        watched = {c for c in others if re.search(rf"\bo\.{c}\b", str(row[0]))}
+        watched |= set(key)  # the images join on it
+        unwatched = {"street_key", "city_key"} if table == "properties" else set()
+    else:
+        row = await stores.data.fetch_one(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+            (f"{images}_updated",),
+        )
+        assert row is not None
+        watched = {c for c in every if f"'{c}', NEW.{c}" in str(row[0])}
+        unwatched = {"content_hash"}
+    assert watched == every - unwatched
 
 
 async def test_a_store_made_before_removals_were_told_apart_writes_them_once_upgraded(

@@ -21,7 +21,9 @@ from propdata.events.repository import (
 )
 from propdata.ingest import pipeline
 from propdata.kit.db import Database
-from propdata.migrations.transfer import TransferError, account_tables, copy_stores, data_tables
+from propdata.migrations import layout
+from propdata.migrations.schema import COPIED_ACCOUNTS, COPIED_DATA, LEFT_BEHIND
+from propdata.migrations.transfer import TransferError, copy_stores
 from propdata.valuation.repository import ModelRow, ValuationRepository
 from propdata.webhooks.repository import WebhookRepository
 from propdata.webhooks.schemas import EndpointRow
@@ -77,8 +79,12 @@ async def test_copy_to_postgresql_is_exact_and_verified(tmp_path: Path) -> None:
         reports = await copy_stores(source, target)
         by_table = {r.table: r for r in reports}
         assert all(r.equal for r in reports), reports
-        every = set(data_tables()) | set(account_tables())
-        assert set(by_table) == every, "every table a copy moves is copied"
+        assert set(by_table) == {*COPIED_DATA, *COPIED_ACCOUNTS}, "every table is copied"
+        held = set(await layout.tables(source[0])) | set(await layout.tables(source[1]))
+        held |= set(await layout.tables(target[0]))
+        assert held == {*COPIED_DATA, *COPIED_ACCOUNTS, *LEFT_BEHIND}, (
+            "each table of a store is copied or left behind on purpose"
+        )
         for table in ("saved_searches", "events", "webhook_endpoints", "webhook_deliveries",
                       "event_counts", "valuation_models", "valuation_training", "zip_places",
                       "valuation_comparables", "market_history"):  # fmt: skip

@@ -251,7 +251,7 @@ async def test_a_load_during_the_read_is_taken_from_the_change_feed(fresh_store:
             for order in ("asc", "desc"):
                 query = SearchQuery(SearchFilters(state="IA"), sort, order, 100, 0)
                 found = await sql.search(query)
-                page = live.search(query.filters, sort, order, 100, 0)
+                page = live.search(query)
                 assert page is not None and page.total == found.meta.total
                 assert page.ids == [item.id for item in found.data]
     finally:

@@ -23,7 +23,8 @@ from propdata.search import arrays
 from propdata.search import index as index_module
 from propdata.search.cursor import Cursor
 from propdata.search.filters import SORT_COLUMNS, SearchFilters
-from propdata.search.index import INDEX_COLUMNS, IndexBuilder, IndexPage, SearchIndex
+from propdata.search.index import INDEX_COLUMNS, IndexPage, SearchIndex
+from propdata.search.indexer import IndexBuilder
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 from propdata.search.service import SearchService
@@ -146,12 +147,13 @@ async def sql_page(
     repo = service.repo
     walk = None if after is None else Cursor(0, "", 0, after[0], after[1], after[2])
     if f.near is not None:
-        total, found = await service.sql.near(f, sort, order, limit, offset, walk)
+        total, found = await service.sql.near(SearchQuery(f, sort, order, limit, offset), walk)
         rows = [row for row, _ in found]
         distances: list[float] | None = [d for _, d in found]
     else:
         key = None if after is None else (after[0], after[2])
-        rows = await repo.search_page(f, sort, order, limit, 0 if after else offset, key)
+        query = SearchQuery(f, sort, order, limit, 0 if after else offset)
+        rows = await repo.search_page(query, key)
         total, distances = await repo.count_matches(f), None
     field = {"distance": "id", **SORT_COLUMNS, "livingArea": "living_area",
              "listPrice": "list_price", "daysOnMarket": "days_on_market"}[sort]  # fmt: skip
@@ -170,7 +172,7 @@ async def compare(
 ) -> bool:
     """Index and SQL agree on this page and, by cursor, on the page after it; True when the
     page has rows."""
-    page = index.search(f, sort, order, limit, offset)
+    page = index.search(SearchQuery(f, sort, order, limit, offset))
     assert page is not None
     total, ids, distances, last = await sql_page(db, f, sort, order, limit, offset)
     where = (f, sort, order, limit, offset)
@@ -179,9 +181,9 @@ async def compare(
     assert page.distances == distances, where  # the same float64s, bit for bit
     if ids:
         mark = (last, None if distances is None else distances[-1], ids[-1])
-        after = index.search(f, sort, order, limit, 0, ids[-1])
+        after = index.search(SearchQuery(f, sort, order, limit, 0), ids[-1])
         assert after is not None, where
-        by_offset = index.search(f, sort, order, limit, offset + limit)
+        by_offset = index.search(SearchQuery(f, sort, order, limit, offset + limit))
         assert by_offset is not None and after.ids == by_offset.ids, where
         _, sql_ids, sql_distances, _ = await sql_page(db, f, sort, order, limit, 0, mark)
         assert after.ids == sql_ids and after.distances == sql_distances, where
@@ -231,18 +233,35 @@ def test_narrow_float_columns_compare_exactly() -> None:
     builder.add(rows)
     index = builder.finish()
     assert index.nums["living_area"].dtype == np.float32
-    assert index.search(SearchFilters(min_sqft=big - 1), "livingArea", "asc", 10, 0) == (
-        IndexPage(2, ["p1", "p2"], None, [big, big + 2])
-    )
-    assert index.search(SearchFilters(max_sqft=big + 1), "livingArea", "desc", 10, 0) == (
-        IndexPage(2, ["p1", "p0"], None, [big, big - 2])
-    )
+    assert index.search(
+        SearchQuery(SearchFilters(min_sqft=big - 1), "livingArea", "asc", 10, 0)
+    ) == (IndexPage(2, ["p1", "p2"], None, [big, big + 2]))
+    assert index.search(
+        SearchQuery(SearchFilters(max_sqft=big + 1), "livingArea", "desc", 10, 0)
+    ) == (IndexPage(2, ["p1", "p0"], None, [big, big - 2]))
     # Bounds beyond a float32 column's range compare as SQL compares them.
-    assert index.search(SearchFilters(max_beds=10**40), "livingArea", "asc", 10, 0).total == 4
-    assert index.search(SearchFilters(min_beds=10**40), "livingArea", "asc", 10, 0).total == 0
-    assert index.search(SearchFilters(min_beds=-(10**40)), "livingArea", "asc", 10, 0).total == 4
-    assert index.search(SearchFilters(min_baths=0.9999), "livingArea", "asc", 10, 0).total == 4
-    assert index.search(SearchFilters(min_baths=1.0001), "livingArea", "asc", 10, 0).total == 0
+    assert (
+        index.search(SearchQuery(SearchFilters(max_beds=10**40), "livingArea", "asc", 10, 0)).total
+        == 4
+    )
+    assert (
+        index.search(SearchQuery(SearchFilters(min_beds=10**40), "livingArea", "asc", 10, 0)).total
+        == 0
+    )
+    assert (
+        index.search(
+            SearchQuery(SearchFilters(min_beds=-(10**40)), "livingArea", "asc", 10, 0)
+        ).total
+        == 4
+    )
+    assert (
+        index.search(SearchQuery(SearchFilters(min_baths=0.9999), "livingArea", "asc", 10, 0)).total
+        == 4
+    )
+    assert (
+        index.search(SearchQuery(SearchFilters(min_baths=1.0001), "livingArea", "asc", 10, 0)).total
+        == 0
+    )
     # A price that float32 cannot hold keeps the column in float64.
     builder = IndexBuilder("s.1")
     builder.add([("p0", "z", "c", "IA", "forSale", None, 2**53 - 1, None, None, None, None,

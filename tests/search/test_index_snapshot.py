@@ -149,9 +149,8 @@ async def test_a_snapshot_from_disk_answers_what_sql_and_the_built_index_answer(
         assert loaded.nbytes == fresh.nbytes
         nonempty = 0
         for f, sort, order, limit, offset in searches(await places(db), 250):
-            assert loaded.search(f, sort, order, limit, offset) == fresh.search(
-                f, sort, order, limit, offset
-            )
+            query = SearchQuery(f, sort, order, limit, offset)
+            assert loaded.search(query) == fresh.search(query)
             nonempty += await compare(loaded, db, f, sort, order, limit, offset)
         assert nonempty > 100
     finally:
@@ -164,7 +163,9 @@ async def test_an_empty_store_round_trips(empty_db: Database, tmp_path: Path) ->
     snapshots.write(fresh)
     loaded = snapshots.load(fresh.namespace)
     assert loaded is not None and loaded.size == 0
-    assert loaded.search(SearchFilters(), "lastUpdated", "desc", 10, 0) == IndexPage(0, [], None)
+    assert loaded.search(SearchQuery(SearchFilters(), "lastUpdated", "desc", 10, 0)) == IndexPage(
+        0, [], None
+    )
 
 
 async def test_a_second_worker_maps_the_snapshot_without_reading_the_table(

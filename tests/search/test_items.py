@@ -17,7 +17,8 @@ import msgspec
 import numpy as np
 
 from propdata.search.filters import SearchFilters
-from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, IndexBuilder, SearchIndex
+from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
+from propdata.search.indexer import IndexBuilder
 from propdata.search.items import ItemFile
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository

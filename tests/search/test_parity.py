@@ -26,7 +26,8 @@ from propdata.properties.repository import PropertyRepository, PropertyRow
 from propdata.properties.schemas import PROPERTY_TYPES, STATUSES
 from propdata.search.engines import SqlEngine
 from propdata.search.filters import FILTERS, SearchFilters
-from propdata.search.index import INDEX_COLUMNS, IndexBuilder
+from propdata.search.index import INDEX_COLUMNS
+from propdata.search.indexer import IndexBuilder
 from propdata.search.match import Batch, matches
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
@@ -166,7 +167,7 @@ def test_sql_the_index_and_matches_agree_filter_by_filter(rig: Rig, data: st.Dat
     batch = Batch.of(stored)
     for filters in data.draw(searches(rows)):
         by_sql = rig.run(_sql(repo, filters))
-        page = index.search(filters, "lastUpdated", "asc", 100, 0)
+        page = index.search(SearchQuery(filters, "lastUpdated", "asc", 100, 0))
         assert page is not None
         kept = matches(filters, batch)
         by_matches = {r["id"] for r, keep in zip(stored, kept.tolist(), strict=True) if keep}

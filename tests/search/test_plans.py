@@ -16,6 +16,7 @@ import pytest
 
 from propdata.kit.db import Database, Row
 from propdata.search.filters import SORT_COLUMNS, SearchFilters
+from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 
 
@@ -134,8 +135,8 @@ async def test_search_reads_an_index(
     empty = empty_db
     capture = Capture(empty.dialect)
     repo = SearchRepository(capture)  # type: ignore[arg-type]
-    await repo.search_page(filters, sort, order, 25, 0)
-    await repo.search_page(filters, sort, order, 25, 100_000)
+    await repo.search_page(SearchQuery(filters, sort, order, 25, 0))
+    await repo.search_page(SearchQuery(filters, sort, order, 25, 100_000))
     if filters != SearchFilters():
         await repo.count_matches(filters)
     assert capture.statements
@@ -162,8 +163,8 @@ async def test_a_box_reads_the_geo_index(empty_db: Database, filters: SearchFilt
     capture = Capture(empty_db.dialect)
     repo = SearchRepository(capture)  # type: ignore[arg-type]
     await repo.near_rows(filters, None)
-    await repo.near_rows(filters, "listPrice")
-    await repo.search_page(filters, "lastUpdated", "desc", 25, 0)
+    await repo.near_rows(filters, "list_price")
+    await repo.search_page(SearchQuery(filters, "lastUpdated", "desc", 25, 0))
     await repo.count_matches(filters)
     for sql, params in capture.statements:
         assert await scans_table(empty_db, sql, params) == [], sql
@@ -182,9 +183,11 @@ async def test_a_cursor_page_reads_the_sort_index(
     capture = Capture(empty_db.dialect)
     repo = SearchRepository(capture)  # type: ignore[arg-type]
     mark = "2026-01-01T00:00:00Z" if sort == "lastUpdated" else value
-    await repo.search_page(SearchFilters(), sort, order, 25, 0, (mark, "t-010"))
+    await repo.search_page(SearchQuery(SearchFilters(), sort, order, 25, 0), (mark, "t-010"))
     alone = len(capture.statements)
-    await repo.search_page(SearchFilters(status="forSale"), sort, order, 25, 0, (mark, "t-010"))
+    await repo.search_page(
+        SearchQuery(SearchFilters(status="forSale"), sort, order, 25, 0), (mark, "t-010")
+    )
     for n, (sql, params) in enumerate(capture.statements):
         ordered = n < alone  # every row: the order must come from the index
         assert await scans_table(empty_db, sql, params, sorted_by_index=ordered) == [], sql

@@ -2,7 +2,7 @@
 events of every saved search they concern, exactly once.
 
 The data store's triggers write a change image (the row before and after, as JSON) in the
-writing transaction itself while any saved search exists (`migrations.schema.IMAGE_TABLES`).
+writing transaction itself while any saved search exists (`migrations/steps/s09_change_images`).
 `produce`, strictly after those commits, claims the images past the accounts store's cursor
 (`meta` `events_images_seq`, `events_markets_seq`), evaluates every saved search against
 them at once (`search.match.Batch`: a few numpy passes a search over the changed records,

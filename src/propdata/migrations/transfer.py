@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from propdata.kit.db import Database, Row
-from propdata.migrations.schema import COPIED_ACCOUNTS, COPIED_DATA, table_columns
+from propdata.migrations import layout
+from propdata.migrations.schema import COPIED_ACCOUNTS, COPIED_DATA
 
 PAGE = 5_000
 Tables = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
@@ -22,14 +23,15 @@ _ONLY = {"meta": "key <> 'portal_secret'"}
 in the one `meta` both stores share)."""
 
 
-def data_tables() -> Tables:
-    """The data store's tables a copy moves (`schema.COPIED_DATA`)."""
-    return table_columns(COPIED_DATA)
+async def data_tables(db: Database) -> Tables:
+    """The data store's tables a copy moves (`schema.COPIED_DATA`), with the columns `db`
+    holds."""
+    return {table: await layout.columns(db, table) for table in COPIED_DATA}
 
 
-def account_tables() -> Tables:
-    """The accounts store's tables a copy moves (its `meta` holds only bookkeeping)."""
-    return {k: v for k, v in table_columns(COPIED_ACCOUNTS).items() if k != "meta"}
+async def account_tables(db: Database) -> Tables:
+    """The accounts store's tables a copy moves (`schema.COPIED_ACCOUNTS`)."""
+    return {table: await layout.columns(db, table) for table in COPIED_ACCOUNTS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ async def copy_store(
     """Copy every table (of the data store, or `tables`) of `source` into the empty
     `target` (migrated), then verify both. Numbered keys keep their numbers, and the
     target's numbering goes on after the highest."""
-    tables = data_tables() if tables is None else tables
+    tables = await data_tables(source) if tables is None else tables
     for table in tables:
         row = await target.fetch_one(f"SELECT count(*) FROM {table}")
         if table not in ("meta", "plans") and row and row[0]:
@@ -151,5 +153,7 @@ async def copy_stores(
 
     Embedded the two are SQLite files; at scale-out one PostgreSQL database holds both."""
     reports = await copy_store(source[0], target[0], progress=progress)
-    reports += await copy_store(source[1], target[1], tables=account_tables(), progress=progress)
+    reports += await copy_store(
+        source[1], target[1], tables=await account_tables(source[1]), progress=progress
+    )
     return reports

@@ -199,3 +199,19 @@ def nearest(
     if descending:
         ranked = ranked[::-1]
     return ranked[offset:want]
+
+
+def id_grid(
+    id_bytes: npt.NDArray[np.uint8],
+    starts: npt.NDArray[Any],
+    positions: npt.NDArray[np.int64],
+    width: int,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """The ids at `positions` as rows of `width` bytes (cut, or padded with NUL), and their
+    lengths: viewed as `S{width}`, numpy orders them as their bytes (no id holds a NUL)."""
+    begin = starts[positions].astype(np.int64)
+    length = starts[positions + 1].astype(np.int64) - begin
+    inside = np.arange(width)[None, :] < np.minimum(length, width)[:, None]
+    grid = np.zeros((len(positions), width), np.uint8)
+    grid[inside] = id_bytes[(begin[:, None] + np.arange(width)[None, :])[inside]]
+    return grid, length

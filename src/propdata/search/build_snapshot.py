@@ -52,7 +52,8 @@ from typing import BinaryIO
 
 from propdata.config import ENV, load_settings
 from propdata.kit.db import connect
-from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, IndexBuilder, SearchIndex
+from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
+from propdata.search.indexer import IndexBuilder
 from propdata.search.repository import SearchRepository
 from propdata.search.snapshot import ITEMS, Snapshots
 

@@ -8,7 +8,6 @@ one's distance for a radius search. The planner (`search.planner`) picks which a
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,6 +20,7 @@ from propdata.search.filters import SORT_COLUMNS, SearchFilters
 from propdata.search.index import IndexPage
 from propdata.search.items import ItemFile
 from propdata.search.live import LiveIndex, LiveItems
+from propdata.search.order import Place
 from propdata.search.query import SearchQuery
 from propdata.search.repository import NearRow, SearchRepository, SearchRow
 
@@ -103,8 +103,7 @@ class IndexEngine:
 
     def _search(self, query: SearchQuery, walk: Cursor | None, ids: bool) -> IndexPage | None:
         after = None if walk is None else walk.last_id
-        return self.index.search(query.filters, query.sort, query.order, query.limit + 1,
-                                 query.offset, after, ids=ids)  # fmt: skip
+        return self.index.search(query.probe(), after, ids=ids)
 
 
 class SqlEngine:
@@ -121,14 +120,12 @@ class SqlEngine:
         self._totals: OrderedDict[tuple[str, str], int] = OrderedDict()
 
     async def find(self, query: SearchQuery, walk: Cursor | None) -> Found:
-        filters, sort, order, limit, offset = (query.filters, query.sort, query.order,
-                                               query.limit, query.offset)  # fmt: skip
         distances: list[float] | None = None
-        if filters.near is not None:
-            total, near = await self.near(filters, sort, order, limit + 1, offset, walk)
+        if query.filters.near is not None:
+            total, near = await self.near(query.probe(), walk)
             rows, distances = [r for r, _ in near], [d for _, d in near]
         else:
-            if walk is None and self.offset_cap is not None and offset > self.offset_cap:
+            if walk is None and self.offset_cap is not None and query.offset > self.offset_cap:
                 raise ServiceUnavailable(
                     f"Pages past offset {self.offset_cap:,} are served once the search index"
                     " is ready (it is being built: seconds after a start or a data load);"
@@ -136,42 +133,37 @@ class SqlEngine:
                     headers={"Retry-After": "5"},
                 )
             after = None if walk is None else (walk.value, walk.last_id)
-            rows = await self.repo.search_page(
-                filters, sort, order, limit + 1, 0 if walk else offset, after
-            )
-            total = await self._total(filters)
+            rows = await self.repo.search_page(query.probe(offset=0 if walk else None), after)
+            total = await self._total(query.filters)
+        limit = query.limit
         more = len(rows) > limit
         return Found(total, rows[:limit], None if distances is None else distances[:limit], more)
 
     async def near(
-        self,
-        filters: SearchFilters,
-        sort: str,
-        order: str,
-        limit: int,
-        offset: int,
-        walk: Cursor | None,
+        self, query: SearchQuery, walk: Cursor | None
     ) -> tuple[int, list[tuple[SearchRow, float]]]:
         """A radius search without the index: the records in the circle's box from SQL, their
         exact distances (the index's own function), then the order and the page in Python."""
+        filters, order = query.filters, query.ordering
         assert filters.near is not None
-        by_distance = sort == "distance"
-        found = await self.repo.near_rows(filters, None if by_distance else sort)
+        by_distance = order.column is None
+        found = await self.repo.near_rows(filters, order.column)
         latitude, longitude, radius = filters.near
         far = miles(latitude, longitude, np.array([r.latitude for r in found], np.float64),
                     np.array([r.longitude for r in found], np.float64)).tolist()  # fmt: skip
         inside = [(r, d) for r, d in zip(found, far, strict=True) if d <= radius]
-        descending = order == "desc"
-        ordered = sorted(inside, key=_near_key(by_distance), reverse=descending)
-        if not by_distance:  # nulls last in both orders
-            ordered = [e for e in ordered if e[0].value is not None] + [
-                e for e in ordered if e[0].value is None
-            ]
+
+        def place(entry: tuple[NearRow, float]) -> Place:
+            return (entry[1] if by_distance else entry[0].value, entry[0].id)
+
+        key = order.key()
+        ordered = sorted(inside, key=lambda entry: key(place(entry)))
+        offset = query.offset
         if walk is not None:
             mark = (walk.distance if by_distance else walk.value, walk.last_id)
-            ordered = [e for e in ordered if _past(e, by_distance, mark, descending)]
+            ordered = [e for e in ordered if order.past(place(e), mark)]
             offset = 0
-        page = ordered[offset : offset + limit]
+        page = ordered[offset : offset + query.limit]
         rows = {r.id: r for r in await self.repo.search_rows([e[0].id for e in page])}
         return len(inside), [(rows[e[0].id], e[1]) for e in page if e[0].id in rows]
 
@@ -214,25 +206,3 @@ def _older_page(
         distances,
         (value, None if page.distances is None else page.distances[at], ids[at]),
     )
-
-
-def _near_key(by_distance: bool) -> Callable[[tuple[NearRow, float]], tuple[Any, ...]]:
-    """The ascending order of a radius search: (distance or value, id); a null value sorts
-    by id among the nulls (moved last by the caller)."""
-    if by_distance:
-        return lambda e: (e[1], e[0].id)
-    return lambda e: (e[0].value is None, 0 if e[0].value is None else e[0].value, e[0].id)
-
-
-def _past(
-    entry: tuple[NearRow, float], by_distance: bool, mark: tuple[Any, str], descending: bool
-) -> bool:
-    """Whether `entry` comes after the cursor's (value or distance, id) in the order."""
-    row, distance = entry
-    value = distance if by_distance else row.value
-    mark_value, mark_id = mark
-    if (value is None) != (mark_value is None):
-        return value is None  # nulls come after every value, in both orders
-    here: tuple[Any, ...] = (row.id,) if value is None else (value, row.id)
-    there: tuple[Any, ...] = (mark_id,) if value is None else (mark_value, mark_id)
-    return here < there if descending else here > there

@@ -23,25 +23,21 @@ SQL path uses) is within the radius.
 
 from __future__ import annotations
 
-import logging
 import math
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from propdata.kit.geodesy import miles
-from propdata.search import items as search_items
 from propdata.search.arrays import (
     GEO_COLUMNS,
     BoolArray,
     Group,
     cell,
-    geo_cells,
-    group,
+    id_grid,
     nearest,
     test,
     walk,
@@ -56,9 +52,8 @@ from propdata.search.filters import (
     box,
 )
 from propdata.search.items import ItemFile
+from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRow
-
-log = logging.getLogger("propdata")
 
 GROUPED = ("zip_code", "city_key", "state")
 """Categories with many values, kept also as the positions of each value's rows: an equality
@@ -68,179 +63,10 @@ INDEX_COLUMNS = ("id", *CATEGORICAL, *NUMERIC, "last_updated", "latitude", "long
 """What the repository reads for the index, in this order, ordered by id."""
 ITEM_COLUMNS = tuple(name for name in SearchRow._fields if name not in INDEX_COLUMNS)
 """What it reads after those when the build also writes the snapshot's search items."""
-_PICK = operator.itemgetter(*((INDEX_COLUMNS + ITEM_COLUMNS).index(f) for f in SearchRow._fields))
-_UPDATED = INDEX_COLUMNS.index("last_updated")
-_LATITUDE = INDEX_COLUMNS.index("latitude")
-_LONGITUDE = INDEX_COLUMNS.index("longitude")
 _SELECTIVE = 16
 """Below 1/16 of the rows, filters go on over the matching positions instead of whole columns."""
 _SORT_DIRECTLY = 20_000
 """Up to this many matches, sort them; above, walk the presorted order of the column."""
-
-
-@dataclass
-class IndexBuilder:
-    """Collects pages of `INDEX_COLUMNS` rows (in id order) and makes the index; with
-    `items`, rows of `INDEX_COLUMNS + ITEM_COLUMNS`, whose encoded search items it appends
-    to that file (a snapshot's, `search.items`)."""
-
-    namespace: str
-    items: BinaryIO | None = None
-    size: int = 0
-    _item_lengths: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    _ids: list[npt.NDArray[np.uint8]] = field(default_factory=list)
-    _id_lengths: list[npt.NDArray[np.int64]] = field(default_factory=list)
-    _codes: dict[str, dict[Any, int]] = field(
-        default_factory=lambda: {name: {} for name in CATEGORICAL}
-    )
-    _cats: dict[str, list[npt.NDArray[np.int32]]] = field(
-        default_factory=lambda: {name: [] for name in CATEGORICAL}
-    )
-    _nums: dict[str, list[npt.NDArray[np.float64]]] = field(
-        default_factory=lambda: {name: [] for name in NUMERIC}
-    )
-    _updated: list[npt.NDArray[np.bytes_]] = field(default_factory=list)
-    _lats: list[npt.NDArray[np.float64]] = field(default_factory=list)
-    _lons: list[npt.NDArray[np.float64]] = field(default_factory=list)
-    last_id: str | None = None
-    ordered: bool = True
-    """Whether the rows came in id order; when not (`absorb`), `finish` puts them in it
-    and keeps the permutation it applied (`permutation`)."""
-    permutation: npt.NDArray[np.int64] | None = None
-    """The rows' order by id, by their order of arrival (set by `finish` when not `ordered`)."""
-
-    def add(self, rows: Sequence[Sequence[Any]]) -> None:
-        """Take one page: it is turned into arrays at once, so no Python object per row
-        outlives the page (they would stay in the worker's resident memory)."""
-        if not rows:
-            return
-        self.size += len(rows)
-        columns = list(zip(*rows, strict=True))
-        encoded = [i.encode() for i in columns[0]]
-        if self.last_id is not None and columns[0][0] <= self.last_id:
-            self.ordered = False
-        self._ids.append(np.frombuffer(b"".join(encoded), np.uint8))
-        self._id_lengths.append(np.fromiter(map(len, encoded), np.int64, count=len(encoded)))
-        for n, name in enumerate(CATEGORICAL, start=1):
-            codes = self._codes[name]
-            self._cats[name].append(
-                np.fromiter((codes.setdefault(v, len(codes)) for v in columns[n]), np.int32)
-            )
-        for n, name in enumerate(NUMERIC, start=1 + len(CATEGORICAL)):
-            self._nums[name].append(np.array(columns[n], dtype=np.float64))  # None -> NaN
-        self._updated.append(np.array([u.encode() for u in columns[_UPDATED]], dtype=np.bytes_))
-        lats = np.array(columns[_LATITUDE], dtype=np.float64)  # None -> NaN
-        lons = np.array(columns[_LONGITUDE], dtype=np.float64)
-        unknown = np.isnan(lats) | np.isnan(lons)  # a record needs both to be placed
-        lats[unknown] = np.nan
-        lons[unknown] = np.nan
-        self._lats.append(lats)
-        self._lons.append(lons)
-        self.last_id = rows[-1][0]
-        if self.items is not None:
-            self._add_items(rows)
-
-    def absorb(self, index: SearchIndex, keep: npt.NDArray[np.int64]) -> None:
-        """Take the rows at positions `keep` of `index` (an index of these columns, a delta's
-        earlier version), as they are: their ids may come anywhere among the other rows'."""
-        if not len(keep):
-            return
-        self.ordered = False
-        self.size += len(keep)
-        starts = index.id_offsets[keep].astype(np.int64)
-        lengths = index.id_offsets[keep + 1].astype(np.int64) - starts
-        shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-        self._ids.append(index.id_bytes[shift + np.arange(int(lengths.sum()))])
-        self._id_lengths.append(lengths)
-        for name in CATEGORICAL:
-            codes = self._codes[name]
-            if not codes:  # the first rows taken: their codes as they are (a dict copy)
-                self._codes[name] = dict(index.codes[name])
-                self._cats[name].append(index.cats[name][keep].astype(np.int32))
-                continue
-            mapping = np.fromiter((codes.setdefault(v, len(codes)) for v in index.codes[name]),
-                                  np.int32, count=len(index.codes[name]))  # fmt: skip
-            self._cats[name].append(mapping[index.cats[name][keep]])
-        for name in NUMERIC:
-            self._nums[name].append(index.nums[name][keep].astype(np.float64))
-        self._updated.append(index.updated[keep])
-        self._lats.append(index.latitude[keep].astype(np.float64))
-        self._lons.append(index.longitude[keep].astype(np.float64))
-
-    def _add_items(self, rows: Sequence[Sequence[Any]]) -> None:
-        assert self.items is not None
-        parts = search_items.encoded([SearchRow._make(_PICK(row)) for row in rows])
-        try:
-            self.items.write(b"".join(parts))
-        except OSError as exc:  # a full disk, say: the snapshot goes without its items
-            log.warning("could not write the search items (%s); searches read them from the"
-                        " store", exc)  # fmt: skip
-            self.items = None
-            self._item_lengths.clear()
-            return
-        self._item_lengths.append(np.fromiter(map(len, parts), np.int64, count=len(parts)))
-
-    def finish(self) -> SearchIndex:
-        size = self.size
-        item_offsets = None
-        if self.items is not None:
-            item_offsets = search_items.offsets_of(
-                np.concatenate(self._item_lengths) if self._item_lengths else np.zeros(0, np.int64)
-            )
-            self._item_lengths.clear()
-        id_bytes = np.concatenate(self._ids) if self._ids else np.zeros(0, np.uint8)
-        lengths = np.concatenate(self._id_lengths) if self._id_lengths else _ints()
-        self._ids.clear()
-        self._id_lengths.clear()
-        offsets = np.zeros(size + 1, np.int32 if len(id_bytes) < 2**31 else np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        raw_cats = {name: np.concatenate(self._cats.pop(name) or [_ints()]) for name in CATEGORICAL}
-        raw_nums = {name: np.concatenate(self._nums.pop(name) or [_floats()]) for name in NUMERIC}
-        text = np.concatenate(self._updated) if self._updated else np.zeros(0, "S1")
-        self._updated.clear()
-        lats = np.concatenate(self._lats) if self._lats else _floats()
-        lons = np.concatenate(self._lons) if self._lons else _floats()
-        self._lats.clear()
-        self._lons.clear()
-        if not self.ordered:  # rows taken from elsewhere: put them in id order
-            starts = offsets.astype(np.int64)
-            width = int(np.diff(starts).max()) if size else 1
-            grid, lengths = _id_grid(id_bytes, starts, np.arange(size), width)
-            order = np.argsort(grid.view(f"S{width}").ravel(), kind="stable")
-            self.permutation = order
-            grid, lengths = grid[order], lengths[order]
-            id_bytes = grid[np.arange(width)[None, :] < lengths[:, None]]  # row by row
-            np.cumsum(lengths, out=offsets[1:])
-            raw_cats = {name: codes[order] for name, codes in raw_cats.items()}
-            raw_nums = {name: values[order] for name, values in raw_nums.items()}
-            text, lats, lons = text[order], lats[order], lons[order]
-        cats = {name: _narrow(raw_cats[name], len(codes)) for name, codes in self._codes.items()}
-        grouped = {name: group(cats[name], len(self._codes[name])) for name in GROUPED}
-        nums = {name: _compact(values) for name, values in raw_nums.items()}
-        orders: dict[str, npt.NDArray[np.int32]] = {}
-        known: dict[str, int] = {}
-        for column in SORT_COLUMNS.values():
-            if column == "last_updated":
-                orders[column] = np.argsort(text, kind="stable").astype(np.int32)
-                known[column] = size
-            else:
-                values = nums[column]
-                orders[column] = np.argsort(values, kind="stable").astype(np.int32)  # NaN last
-                known[column] = int(np.count_nonzero(~np.isnan(values)))
-        ranks = np.empty(size, np.int32)
-        ranks[orders["last_updated"]] = np.arange(size, dtype=np.int32)
-        placed = np.flatnonzero(~np.isnan(lats))
-        cells = geo_cells(lats[placed], lons[placed])
-        by_cell = np.argsort(cells, kind="stable")  # within a cell, by position (id)
-        return SearchIndex(
-            namespace=self.namespace, size=size, id_bytes=id_bytes, id_offsets=offsets,
-            codes=self._codes, cats=cats, nums=nums, orders=orders, known=known,
-            groups={name: Group(rows) for name, (rows, _) in grouped.items()},
-            group_starts={name: starts for name, (_, starts) in grouped.items()},
-            updated_rank=ranks, latitude=lats, longitude=lons,
-            geo_order=placed[by_cell].astype(np.int32), geo_keys=cells[by_cell],
-            item_offsets=item_offsets, updated=text,
-        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,50 +83,6 @@ class IndexPage:
     positions: npt.NDArray[np.int64] | None = field(default=None, compare=False)
     """The rows' positions in the index (for its search items); they follow from `ids`
     (which are left empty when the search did not ask for them). None: no rows."""
-
-
-def _ints() -> npt.NDArray[np.int32]:
-    return np.zeros(0, np.int32)
-
-
-def _floats() -> npt.NDArray[np.float64]:
-    return np.zeros(0, np.float64)
-
-
-def _narrow(codes: npt.NDArray[np.int32], distinct: int) -> npt.NDArray[Any]:
-    """The smallest integer type that holds every code."""
-    if distinct <= 255:
-        return codes.astype(np.uint8)
-    if distinct <= 65_535:
-        return codes.astype(np.uint16)
-    return codes
-
-
-def _compact(values: npt.NDArray[np.float64]) -> npt.NDArray[Any]:
-    """float32 when every value survives it exactly (half the memory), else float64;
-    comparisons stay exact through `arrays.at_least`/`at_most`. Not float16: numpy compares it in
-    software, and range filters took 10 times as long."""
-    with np.errstate(over="ignore"):
-        small = values.astype(np.float32)
-    if np.array_equal(small.astype(np.float64), values, equal_nan=True):
-        return small
-    return values
-
-
-def _id_grid(
-    id_bytes: npt.NDArray[np.uint8],
-    starts: npt.NDArray[Any],
-    positions: npt.NDArray[np.int64],
-    width: int,
-) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-    """The ids at `positions` as rows of `width` bytes (cut, or padded with NUL), and their
-    lengths: viewed as `S{width}`, numpy orders them as their bytes (no id holds a NUL)."""
-    begin = starts[positions].astype(np.int64)
-    length = starts[positions + 1].astype(np.int64) - begin
-    inside = np.arange(width)[None, :] < np.minimum(length, width)[:, None]
-    grid = np.zeros((len(positions), width), np.uint8)
-    grid[inside] = id_bytes[(begin[:, None] + np.arange(width)[None, :])[inside]]
-    return grid, length
 
 
 @dataclass(eq=False)
@@ -366,23 +148,17 @@ class SearchIndex:
         return sum(a.nbytes for a in arrays) + sum(g.nbytes for g in self.groups.values())
 
     def search(
-        self,
-        filters: SearchFilters,
-        sort: str,
-        order: str,
-        limit: int,
-        offset: int,
-        after: str | None = None,
-        ids: bool = True,
+        self, query: SearchQuery, after: str | None = None, ids: bool = True
     ) -> IndexPage | None:
-        """The exact total and the ids of one page, in the order SQL would give them
-        (`ids` False: only their positions, for items read from the snapshot).
+        """The exact total and the ids of the query's page, in its order (`search.order`;
+        `ids` False: only their positions, for items read from the snapshot).
 
         `after`: the id of the last row of the previous page of this search in this data
         version (a cursor); the page starts past it, found by its position, not by counting
         rows, so a deep page costs what the first does. None when that id is not among this
         index's matches (the caller then answers otherwise).
         """
+        filters, sort, limit, offset = query.filters, query.sort, query.limit, query.offset
         selection = self._select(filters)
         if selection is None:
             none: list[float] | None = None if filters.near is None else []
@@ -409,7 +185,7 @@ class SearchIndex:
             offset = 0
         elif offset >= total or limit <= 0:
             return IndexPage(total, [], None if distances is None else [])
-        descending = order == "desc"
+        descending = query.ordering.descending
         if sort == "distance":
             assert positions is not None and distances is not None
             page = nearest(positions, distances, descending, offset, limit, last)
@@ -492,7 +268,7 @@ class SearchIndex:
         """The ids at `positions`, cut or padded with NUL to `width` bytes, then one byte
         more, 1 when the id is longer: it compares greater than every key of `width` bytes
         it begins with (no id holds a NUL, so padding keeps the byte order)."""
-        grid, length = _id_grid(self.id_bytes, starts, positions, width)
+        grid, length = id_grid(self.id_bytes, starts, positions, width)
         longer = (length > width).astype(np.uint8)[:, None]
         return np.concatenate([grid, longer], axis=1).view(f"S{width + 1}").ravel()
 

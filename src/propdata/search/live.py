@@ -28,7 +28,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,15 +40,10 @@ from propdata.kit.geodesy import miles
 from propdata.search import items as search_items
 from propdata.search.arrays import BoolArray, walk
 from propdata.search.filters import SORT_COLUMNS, SearchFilters
-from propdata.search.index import (
-    _SORT_DIRECTLY,
-    INDEX_COLUMNS,
-    ITEM_COLUMNS,
-    IndexBuilder,
-    IndexPage,
-    SearchIndex,
-)
+from propdata.search.index import _SORT_DIRECTLY, IndexPage, SearchIndex
+from propdata.search.indexer import PICK, IndexBuilder
 from propdata.search.items import ItemFile
+from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRow
 
 FOLD_ROWS = 20_000
@@ -65,7 +59,6 @@ list comprehension over 20,000 of them took a few ms each."""
 _NO_OBJECTS: Objects = np.empty(0, object)
 _NONE = np.zeros(0, np.int64)
 _NO_FLOATS = np.zeros(0, np.float64)
-_PICK = operator.itemgetter(*((INDEX_COLUMNS + ITEM_COLUMNS).index(f) for f in SearchRow._fields))
 _BASE, _DELTA = 0, 1
 
 
@@ -173,20 +166,14 @@ class LiveIndex:
         return self._items
 
     def search(
-        self,
-        filters: SearchFilters,
-        sort: str,
-        order: str,
-        limit: int,
-        offset: int,
-        after: str | None = None,
-        ids: bool = True,
+        self, query: SearchQuery, after: str | None = None, ids: bool = True
     ) -> IndexPage | None:
         """`SearchIndex.search` over the base's alive rows and the delta's: positions of the
         delta's rows follow the base's (`base.size + q`)."""
         if not self.delta.size and self.alive is None:
-            return self.base.search(filters, sort, order, limit, offset, after, ids)
-        descending = order == "desc"
+            return self.base.search(query, after, ids)
+        filters, sort, limit, offset = query.filters, query.sort, query.limit, query.offset
+        descending = query.ordering.descending
         base = self._side(self.base, self.base._select(filters, self.alive), filters)
         delta = self._side(self.delta, self.delta._select(filters) if self.delta.size else None,
                            filters)  # fmt: skip
@@ -500,7 +487,7 @@ class Delta:
         index = builder.finish()
         order = builder.permutation if builder.permutation is not None else _NONE
         kept = len(keep)
-        items = _objects(search_items.encoded([SearchRow._make(_PICK(row)) for row in present]))
+        items = _objects(search_items.encoded([SearchRow._make(PICK(row)) for row in present]))
         items = np.concatenate([view.delta_items[keep], items])[order]
         self.ids = np.concatenate([ids[keep], _objects([row[0] for row in present])])[order]
         size = index.size

@@ -7,6 +7,7 @@ the one `SearchQuery` every engine answers and `search.match` tests records agai
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from propdata.api.params import DECIMAL, check_range, city_filter, state_code
 from propdata.errors import InvalidParameter
 from propdata.search.filters import FILTERS, SearchFilters
+from propdata.search.order import Order
 
 GEO = ("latitude", "longitude", "radius")
 BBOX = (
@@ -40,6 +42,17 @@ class SearchQuery:
     """Rows the page skips; with a cursor, the rows its earlier pages delivered."""
     cursor: str | None = None
     """meta.nextCursor of the page before, as the client sent it (`search.cursor`)."""
+
+    @property
+    def ordering(self) -> Order:
+        """The order of its rows (`search.order`)."""
+        return Order(self.sort, self.order == "desc")
+
+    def probe(self, *, offset: int | None = None) -> SearchQuery:
+        """The same search asking one row more (which tells whether rows follow the page),
+        from `offset` when given."""
+        at = self.offset if offset is None else offset
+        return dataclasses.replace(self, limit=self.limit + 1, offset=at)
 
 
 def bbox(raw: str | None) -> tuple[float, float, float, float] | None:

@@ -8,7 +8,9 @@ from typing import Any, NamedTuple
 from propdata.kit.db import Database, Row
 from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import Status
-from propdata.search.filters import SORT_COLUMNS, SQL_TESTS, SearchFilters, box, given
+from propdata.search.filters import SQL_TESTS, SearchFilters, box, given
+from propdata.search.order import Place
+from propdata.search.query import SearchQuery
 
 
 class SearchRow(NamedTuple):
@@ -80,66 +82,56 @@ class SearchRepository:
         assert row is not None, "migrate seeds the cursor secret"
         return str(row[0])
 
-    async def search_page(
-        self,
-        filters: SearchFilters,
-        sort: str,
-        order: str,
-        limit: int,
-        offset: int,
-        after: tuple[Any, str] | None = None,
-    ) -> list[SearchRow]:
-        """One page of matches, ordered with `id` as the tie-breaker; nulls last in either order.
+    async def search_page(self, query: SearchQuery, after: Place | None = None) -> list[SearchRow]:
+        """One page of the query's matches, in its order (`search.order`).
 
         `NULLS LAST` (SQLite 3.30+, PostgreSQL) lets both stores read the order from the
         (column, id) index in either direction; `column IS NULL, ...` made SQLite sort in a
         temporary B-tree. The search index answers instead whenever it is built.
 
-        `after`: the (sort value, id) of the last row of the previous page (a cursor): the
-        page starts past it, read from the same index as the first page (a row-value range,
-        then the nulls), so a deep page costs what the first one costs; `offset` is then 0.
+        `after`: the place (sort value, id) of the last row of the previous page (a cursor):
+        the page starts past it, read from the same index as the first page (a row-value
+        range, then the nulls), so a deep page costs what the first one costs; the query's
+        offset is then not read.
         """
-        where, params = _where(filters)
-        column = SORT_COLUMNS[sort]
-        direction = "DESC" if order == "desc" else "ASC"
-        order_by = f"{column} {direction} NULLS LAST, id {direction}"
-        if column == "last_updated":  # never null
-            order_by = f"last_updated {direction}, id {direction}"
+        where, params = _where(query.filters)
+        order, limit = query.ordering, query.limit
+        order_by = order.sql()
         if after is None:
             rows = await self.db.fetch_all(
                 f"{_PAGE} FROM properties{where} ORDER BY {order_by} LIMIT ? OFFSET ?",
-                [*params, limit, offset],
+                [*params, limit, query.offset],
                 slow=True,  # a national sort or a deep offset takes seconds at a million rows
             )
             return [SearchRow._make(row) for row in rows]
         value, last_id = after
-        past = ">" if order == "asc" else "<"
         glue = " AND " if where else " WHERE "
         rows = []
         if value is not None:
             rows = await self.db.fetch_all(
-                f"{_PAGE} FROM properties{where}{glue}({column}, id) {past} (?, ?)"
+                f"{_PAGE} FROM properties{where}{glue}{order.sql_past(value)}"
                 f" ORDER BY {order_by} LIMIT ?",
                 [*params, value, last_id, limit],
                 slow=True,
             )
-        if len(rows) < limit and column != "last_updated":  # then the nulls, by id
+        if len(rows) < limit and order.nullable:  # then the nulls, by id
+            nulls = order.sql_past(None) if value is None else order.sql_nulls()
             rows += await self.db.fetch_all(
-                f"{_PAGE} FROM properties{where}{glue}{column} IS NULL"
-                + (f" AND id {past} ?" if value is None else "")
-                + f" ORDER BY {order_by} LIMIT ?",  # not just id: PostgreSQL then sorts them
+                f"{_PAGE} FROM properties{where}{glue}{nulls}"
+                f" ORDER BY {order_by} LIMIT ?",  # not just id: PostgreSQL then sorts them
                 [*params, *([last_id] if value is None else []), limit - len(rows)],
                 slow=True,
             )
         return [SearchRow._make(row) for row in rows]
 
-    async def near_rows(self, filters: SearchFilters, sort: str | None) -> list[NearRow]:
+    async def near_rows(self, filters: SearchFilters, column: str | None) -> list[NearRow]:
         """Every record in the box around `filters.near` that passes the other filters,
-        with its coordinates and the value of `sort`'s column (None: distance)."""
+        with its coordinates and the value of the sort's column (None: distance)."""
         where, params = _where(filters)
-        column = "NULL" if sort is None else SORT_COLUMNS[sort]
         rows = await self.db.fetch_all(
-            f"SELECT id, {column}, latitude, longitude FROM properties{where}", params, slow=True
+            f"SELECT id, {column or 'NULL'}, latitude, longitude FROM properties{where}",
+            params,
+            slow=True,
         )
         return [NearRow._make(row) for row in rows]
 

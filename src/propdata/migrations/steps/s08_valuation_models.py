@@ -1,0 +1,57 @@
+"""Step 8 (data store): stored valuation models and what they learnt from.
+
+The fitted valuation models (valuation.stored): one row per kind (the value model on sales,
+the rent model on rentals), written by every full rebuild, so a load values its new records
+without refitting; `changed` counts the records loads changed since the fit (the refit rule
+of ingest.pipeline). `valuation_training`: what each model learnt from, one row per kind and
+market (ZIP code), so a load reads only the markets of the records it values.
+
+Frozen: the statements this step ran the day it landed. Never edit them; a change is a new
+step (docs/architecture.md, "Schema steps").
+"""
+
+from __future__ import annotations
+
+from propdata.kit.steps import Step
+from propdata.migrations.steps.base import DATA, statements
+
+SQLITE = (
+    """CREATE TABLE IF NOT EXISTS valuation_models (
+        kind TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        as_of TEXT NOT NULL,
+        properties INTEGER NOT NULL,
+        learnt INTEGER NOT NULL,
+        changed INTEGER NOT NULL,
+        model BLOB NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS valuation_training (
+        kind TEXT NOT NULL,
+        zip_code TEXT NOT NULL,
+        ids TEXT NOT NULL,
+        sales BLOB NOT NULL,
+        PRIMARY KEY (kind, zip_code)
+    )""",
+)
+
+POSTGRESQL = (
+    """CREATE TABLE IF NOT EXISTS valuation_models (
+        kind TEXT PRIMARY KEY,
+        version BIGINT NOT NULL,
+        as_of TEXT NOT NULL,
+        properties BIGINT NOT NULL,
+        learnt BIGINT NOT NULL,
+        changed BIGINT NOT NULL,
+        model BYTEA NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS valuation_training (
+        kind TEXT NOT NULL,
+        zip_code TEXT NOT NULL,
+        ids TEXT NOT NULL,
+        sales BYTEA NOT NULL,
+        PRIMARY KEY (kind, zip_code)
+    )""",
+)
+
+STORE = DATA
+STEP = Step(8, "stored valuation models and what they learnt from", statements(SQLITE, POSTGRESQL))
