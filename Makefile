@@ -23,12 +23,15 @@ $(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e clients/python
 	touch $(STAMP)
 
-run: $(STAMP) ## Build the demo data if absent, print a demo key and a curl line, serve on HOST:PORT (127.0.0.1:8000)
+run: $(STAMP) ## Build the demo data if absent, print a demo key, its exports and a curl line, serve on HOST:PORT (127.0.0.1:8000)
 	$(BIN)/propdata data demo --if-missing
 	@key=$$($(BIN)/propdata keys create --plan developer --name demo 2>/dev/null | tail -n 1); \
 	echo ""; \
-	echo "Demo key (Developer plan): $$key"; \
-	echo "Try:  curl -s -H 'Authorization: Bearer $$key' 'http://$(HOST):$(PORT)/v1/properties?city=Houston&state=TX&status=forSale&limit=3'"; \
+	echo "A demo key (Developer plan), shown once. Paste these two lines into your shell:"; \
+	echo "  export PROPDATA_API_KEY=$$key"; \
+	echo "  export PROPDATA_BASE_URL=http://$(HOST):$(PORT)"; \
+	echo "Then try:"; \
+	echo '  curl -s -H "Authorization: Bearer $$PROPDATA_API_KEY" "$$PROPDATA_BASE_URL/v1/properties?city=Houston&state=TX&status=forSale&limit=3"'; \
 	echo "Docs: http://$(HOST):$(PORT)/docs"; \
 	echo "Portal (sign up, keys, usage): http://$(HOST):$(PORT)/"; \
 	echo ""

@@ -158,6 +158,27 @@ def test_every_error_code_is_documented(code_tokens: set[str]) -> None:
     assert not missing, f"error codes missing from docs/api.md: {missing}"
 
 
+LIMITS = Path(__file__).resolve().parents[1] / "src" / "propdata" / "kit" / "serving" / "limits.py"
+
+
+def _kinds(cls: type[errors.ServiceError]) -> list[type[errors.ServiceError]]:
+    return [cls, *(kind for sub in cls.__subclasses__() for kind in _kinds(sub))]
+
+
+def test_the_error_table_has_one_row_for_each_answer_of_errors_py(text: str) -> None:
+    """The table's statuses and codes are those of errors.py's API errors and the server's own
+    refusals (kit/serving/limits.py), each pair on one row."""
+    section = text.split("\n## Errors\n", 1)[1].split("\n## ", 1)[0]
+    rows = [(int(status), code) for status, code in
+            re.findall(r"^\| (\d{3}) \| `([a-z_]+)` \|", section, re.M)]  # fmt: skip
+    assert len(rows) == len(set(rows)), sorted(r for r in rows if rows.count(r) > 1)
+    answered = {(kind.status, kind.code) for kind in _kinds(errors.ServiceError)
+                if kind not in errors.PORTAL_ONLY}  # fmt: skip
+    server = {(int(status), code) for status, code in
+              re.findall(r'_refuse\(\s*(\d{3}),\s*"([a-z_]+)"', LIMITS.read_text())}  # fmt: skip
+    assert server and set(rows) == answered | server
+
+
 def test_every_header_is_documented(schema: dict[str, Any], code_tokens: set[str]) -> None:
     declared = {
         name

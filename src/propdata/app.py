@@ -401,14 +401,25 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             request_log.flush()
             multiproc.worker_stopped()
 
+    v1_handlers = [
+        *feed_endpoints.HANDLERS,
+        *search_endpoints.HANDLERS,
+        *property_endpoints.HANDLERS,
+        *valuation_endpoints.HANDLERS,
+        *market_endpoints.HANDLERS,
+        *account_endpoints.HANDLERS,
+        *event_endpoints.HANDLERS,
+        *webhook_endpoints.HANDLERS,
+        *event_stream.HANDLERS,
+    ]
     openapi = OpenAPIConfig(
         title="propdata: US property and market data API",
         version=__version__,
         description=(
             "United States property records and ZIP-level market statistics. Every /v1 request"
-            " carries `Authorization: Bearer <API_KEY>`. Every error answer is one shape,"
-            " `ErrorResponse`; each operation lists the statuses it can answer, and any method"
-            " but GET and HEAD answers 405 (`MethodNotAllowed` under components.responses)."
+            " carries `Authorization: Bearer $PROPDATA_API_KEY` (your key). Every error answer"
+            " is one shape, `ErrorResponse`; each operation lists the statuses it can answer. "
+            + api_openapi.methods_note("/v1", v1_handlers)
         ),
         path="/docs",
         render_plugins=[DocsPage()],
@@ -428,17 +439,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
 
     v1 = Router(
         path="/v1",
-        route_handlers=[
-            *feed_endpoints.HANDLERS,
-            *search_endpoints.HANDLERS,
-            *property_endpoints.HANDLERS,
-            *valuation_endpoints.HANDLERS,
-            *market_endpoints.HANDLERS,
-            *account_endpoints.HANDLERS,
-            *event_endpoints.HANDLERS,
-            *webhook_endpoints.HANDLERS,
-            *event_stream.HANDLERS,
-        ],
+        route_handlers=v1_handlers,
         middleware=[MeteringMiddleware()],
         before_request=check_request,
         request_max_body_size=MAX_BODY,
@@ -457,6 +458,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
         exception_handlers={**EXCEPTION_HANDLERS, HTTPException: _http_error},
+        after_exception=[portal.find_visitor],
         before_send=[_add_headers]
         + ([_strict_transport] if (settings.public_url or "").startswith("https://") else []),
         openapi_config=openapi,
@@ -474,7 +476,7 @@ class HeadAsGet:
     """Serve HEAD as GET without the body (Litestar's GET handlers do not take HEAD).
 
     OPTIONS, which Litestar would answer itself, is passed on under a name no route takes,
-    so it gets the contract's 405 like every other method but GET and HEAD.
+    so it gets the contract's 405 like every other method a path does not take.
     """
 
     def __init__(self, app: ASGIApp) -> None:

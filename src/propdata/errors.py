@@ -169,6 +169,13 @@ class TooManyAttempts(ServiceError):
         super().__init__(message, headers={"Retry-After": str(retry_after)})
 
 
+PORTAL_ONLY: tuple[type[ServiceError], ...] = (
+    InvalidField, InvalidCredentials, Forbidden, EmailTaken, TooManyAttempts,
+)  # fmt: skip
+"""The errors only the portal's pages answer (as pages, never as the API's JSON); every other
+`ServiceError` is one of the API's answers, each a row of docs/api.md's error table."""
+
+
 class MethodNotAllowed(ServiceError):
     status, code = 405, "method_not_allowed"
 
@@ -190,9 +197,13 @@ ALL_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 class PlanLimitReached(ServiceError):
     """A saved search or webhook endpoint beyond the owner's plan; the message names the
-    limit and the plan that raises it."""
+    limit and the plan that raises it (`raised_by`, None when only an operator may)."""
 
     status, code = 403, "plan_limit_reached"
+
+    def __init__(self, message: str, raised_by: str | None = None) -> None:
+        super().__init__(message)
+        self.raised_by = raised_by
 
 
 class PayloadTooLarge(ServiceError):

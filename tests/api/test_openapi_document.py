@@ -110,3 +110,21 @@ def test_no_choice_of_one_schema(document: dict[str, Any]) -> None:
         "type": "string", "minLength": 1, "maxLength": 2048, "description": "https:// URL",
     }  # fmt: skip
     assert change["properties"]["status"] == {"type": "string", "enum": ["enabled", "disabled"]}
+
+
+def test_the_introduction_names_every_write_and_the_405_for_the_rest(
+    document: dict[str, Any],
+) -> None:
+    """The introduction says which methods the API takes, from the routes: every write the
+    document holds, and no other."""
+    said = document["info"]["description"]
+    named = set(re.findall(r"`((?:POST|PUT|PATCH|DELETE) /v1/[^`]*)`", said))
+    writes = {
+        f"{method.upper()} {path}"
+        for path, item in document["paths"].items()
+        for method in item
+        if method not in ("get", "head")
+    }
+    assert writes and named == writes
+    assert "405" in said and "any method but GET" not in said.lower()
+    assert "Any method but GET" not in str(document["components"]["responses"])

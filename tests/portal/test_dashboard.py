@@ -75,12 +75,17 @@ async def test_plan_change_takes_effect_on_the_next_request(person: Person) -> N
 
 async def test_keys_create_name_revoke_and_limits(person: Person) -> None:
     key = await signed_up(person, "ivy@example.com")
-    # a second Free key is refused while one is active
+    # a second Free key is refused while one is active: the page offers no form, says why
+    page = (await person.client.get("/dashboard")).text
+    assert 'action="/dashboard/keys"' not in page and 'data-testid="limit-reached"' in page
+    assert "“Default key” is yours" in page and "confirm your email address first" in page
     second = await person.submit("/dashboard", "/dashboard/keys", name="staging")
     assert second.status_code == 400 and "Free" in second.text
     await verify(person)
     kid = key_id(rows((await person.client.get("/dashboard")).text)[0])
     await person.submit("/dashboard", f"/dashboard/keys/{kid}/plan", plan="developer")
+    page = (await person.client.get("/dashboard")).text
+    assert 'action="/dashboard/keys"' in page and 'data-testid="limit-reached"' not in page
     made = await person.submit("/dashboard", "/dashboard/keys", name="staging <b>server</b>")
     assert made.status_code == 303
     page = (await person.client.get("/dashboard")).text
@@ -103,6 +108,8 @@ async def test_keys_create_name_revoke_and_limits(person: Person) -> None:
         assert made.status_code == 303, i
     eleventh = await person.submit("/dashboard", "/dashboard/keys", name="one too many")
     assert eleventh.status_code == 400 and "10" in eleventh.text
+    page = (await person.client.get("/dashboard")).text
+    assert 'action="/dashboard/keys"' not in page and "at most 10 active keys" in page
 
 
 async def test_someone_elses_key_is_not_found(person: Person, fresh: Any) -> None:
@@ -194,8 +201,8 @@ async def test_pages_carry_the_security_headers_and_no_rate_headers(person: Pers
 async def test_home_lists_the_four_plans(person: Person) -> None:
     page = (await person.client.get("/")).text
     for plan in PLANS:
-        row = page[page.index(f"<th>{plan.title}</th>") :].split("</tr>")[0]
-        cells = re.findall(r"<td>([^<]*)</td>", row)
+        row = page[page.index(f'<th scope="row">{plan.title}</th>') :].split("</tr>")[0]
+        cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
         assert cells == [
             f"{plan.per_minute:,}", "Unlimited" if plan.daily is None else f"{plan.daily:,}",
             f"{plan.default_page_size} / {plan.max_page_size:,}",

@@ -41,6 +41,25 @@ async def test_a_signed_in_person_is_never_sent_to_log_in_on_a_403(person: Perso
     assert missing.status_code == 404 and "Log in" not in missing.text
 
 
+async def test_a_signed_in_persons_404_and_405_lead_to_the_dashboard_and_keep_log_out(
+    person: Person,
+) -> None:
+    """No handler of the portal takes these requests, so nothing had looked the session up
+    when the page was drawn."""
+    await person.sign_up("lee@example.com")
+    for method, path in (("GET", "/no/such/page"), ("GET", "/dashboard/nothing-here"),
+                         ("PUT", "/dashboard"), ("GET", "/logout")):  # fmt: skip
+        page = await person.client.request(method, path, headers=BROWSER)
+        assert page.status_code in (404, 405) and page.headers["content-type"].startswith(
+            "text/html"
+        ), (method, path)
+        assert "Log out" in nav(page.text) and "Log in" not in page.text, (method, path)
+        assert 'href="/dashboard"' in page.text.split("</nav>")[1], (method, path)
+        assert "Go to the home page" not in page.text, (method, path)
+    api = await person.client.get("/v1/nowhere", headers=BROWSER)
+    assert api.status_code == 404 and api.json()["error"]["code"] == "not_found"
+
+
 async def test_a_visitor_refused_is_shown_where_to_log_in(person: Person, fresh: Any) -> None:
     refused = await person.client.get("/admin", headers=BROWSER)
     assert refused.status_code == 403 and 'href="/login"' in refused.text

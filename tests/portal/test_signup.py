@@ -27,7 +27,7 @@ async def test_sign_up_shows_a_working_free_key_once(person: Person) -> None:
     assert dashboard.status_code == 200
     key = new_key_of(dashboard.text)
     assert key and key.startswith("pmd_live_")
-    assert f"Bearer {key}" in dashboard.text  # the ready curl line
+    assert f"export PROPDATA_API_KEY={key}" in dashboard.text  # the ready curl lines
     assert "ada@example.com" in dashboard.text  # stored lower-case
     assert dashboard.text.count('data-testid="key-row"') == 1
     assert "Free" in dashboard.text

@@ -212,6 +212,30 @@ async def test_refusals_are_said_in_words_on_the_page(hooked: Person, receiver: 
     message = error_of(second.text)[1]
     assert "1" in message and "Developer" in message, message
     assert len(rows(second.text)) == 1
+    # at 1 of 1 the page offers no form that must fail: why, and what raises the limit
+    full = (await hooked.client.get(PAGE)).text
+    assert f'action="{PAGE}" class="card' not in full and 'name="url"' not in full
+    limit = re.search(r'data-testid="limit-reached">([^<]*)<', full)
+    assert limit and "the Developer plan holds 5" in limit.group(1), text(full)[-800:]
+    assert 'href="/dashboard#keys"' in full and "propdata-client listen" in full
+
+
+async def test_the_url_hint_follows_the_allowed_networks(hooked: Person, person: Person) -> None:
+    """Where the operator allows loopback (`hooked`: 127.0.0.1/32) a receiver on the
+    service's machine is offered; where no network is allowed, public addresses only and how
+    to receive events locally anyway. Both say how to verify a delivery."""
+    await hooked.sign_up("lou@example.com")
+    local = text((await hooked.client.get(PAGE)).text)
+    assert "http:// to a receiver on this service's machine" in local
+    assert 'placeholder="http://127.0.0.1:3000/hook"' in (await hooked.client.get(PAGE)).text
+    await person.sign_up("pat@example.com")
+    public = text((await person.client.get(PAGE)).text)
+    assert "https:// to a public address" in public and "this service's machine" not in public
+    assert "deliveries go to public addresses only" in public
+    assert "propdata-client listen --forward-to" in public
+    assert "PROPDATA_WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8" in public
+    for page in (local, public):
+        assert "verify_webhook(body, headers, secret)" in page and "docs/events.md" in page
 
 
 async def test_anothers_endpoint_and_forms_without_their_token(

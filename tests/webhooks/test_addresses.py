@@ -88,6 +88,24 @@ async def test_names_are_judged_by_every_address_they_resolve_to() -> None:
         await gate.resolve(parse("https://nowhere.example/"))
 
 
+async def test_a_refusal_names_the_setting_and_never_a_resolved_address() -> None:
+    gate = resolving({"inside.example": ["10.1.2.3"], "public.example": [PUBLIC]})
+    refusals = {
+        "https://inside.example/": "inside.example resolves to a private address",
+        "https://10.1.2.3/": "10.1.2.3 is private",
+        "https://[::1]/": "::1 is loopback",
+        "http://public.example/": "http:// is only for the networks allowed",
+        f"https://{PUBLIC}:22/": "port 22 is below 1024",
+    }
+    for url, said in refusals.items():
+        with pytest.raises(Refused) as refused:
+            await gate.resolve(parse(url))
+        assert said in str(refused.value), str(refused.value)
+        assert "PROPDATA_WEBHOOK_ALLOWED_NETWORKS" in str(refused.value)
+        if "example" in url:
+            assert "10.1.2.3" not in str(refused.value) and PUBLIC not in str(refused.value)
+
+
 async def test_http_only_inside_the_allowed_networks_which_also_lift_the_rest() -> None:
     allowed = (ipaddress.ip_network("127.0.0.1/32"), ipaddress.ip_network("10.20.0.0/16"))
     gate = Gate(allowed=allowed)

@@ -151,6 +151,25 @@ async def test_bad_bodies_are_400_naming_the_field(
     assert listed.json()["meta"]["total"] == 0  # nothing made
 
 
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8080/hook", "https://10.0.0.1/hook", "https://localhost/hook",
+            "https://93.184.215.14:22/", "http://93.184.215.14/hook"],
+)  # fmt: skip
+async def test_a_refused_address_names_the_setting_that_allows_it(
+    client: Any, make_key: KeyMaker, url: str
+) -> None:
+    """A person running the service on their own machine learns how to admit a local receiver;
+    what a name resolves to is not told (it may be an internal address)."""
+    secret = await make_key()
+    response = await client.post("/v1/webhooks", json={"url": url}, headers=bearer(secret))
+    error = response.json()["error"]
+    assert response.status_code == 400 and error["parameter"] == "url", error
+    assert "PROPDATA_WEBHOOK_ALLOWED_NETWORKS" in error["message"], error
+    if "localhost" in url:
+        assert "localhost resolves to a loopback address" in error["message"], error
+        assert "127.0.0.1" not in error["message"] and "::1" not in error["message"], error
+
+
 async def test_bodies_are_json_of_at_most_64_kb_as_for_saved_searches(
     client: Any, make_key: KeyMaker
 ) -> None:

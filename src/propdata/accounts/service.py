@@ -81,6 +81,25 @@ def key_name(raw: str, fallback: str) -> str:
     return name
 
 
+def _new_key_refusal(keys: list[ApiKey], verified: bool) -> InvalidField | None:
+    """Why an account holding `keys` may not create one more (a new key is Free), or None."""
+    active = [key for key in keys if key.status == "active"]
+    if len(active) >= MAX_ACTIVE_KEYS:
+        return InvalidField(
+            "name", f"An account holds at most {MAX_ACTIVE_KEYS} active keys; revoke one first."
+        )
+    free = next((key for key in active if key.plan == FREE.name), None)
+    if free is not None:
+        first = "" if verified else " (confirm your email address first: a paid plan needs it)"
+        return InvalidField(
+            "name",
+            f"An account holds at most one active Free key, and “{free.name}” is yours: a new"
+            f" key starts on the Free plan, so move “{free.name}” to a paid plan{first}, or"
+            " revoke it, to create another.",
+        )
+    return None
+
+
 class AccountService:
     def __init__(
         self,
@@ -323,19 +342,19 @@ class AccountService:
             raise NotFound("No such key on this account.")
         return key
 
+    async def new_key_refusal(self, account: Account) -> InvalidField | None:
+        """Why the account may not create a key now (what `create_key` would answer), naming
+        what lets it; None when it may."""
+        keys = await self.key_repo.of_account(account.id)
+        return _new_key_refusal(keys, (await self._fresh(account)).verified)
+
     async def _new_key(
         self, account: Account, name: str, actor: str, client: str
     ) -> tuple[ApiKey, str]:
-        active = [k for k in await self.key_repo.of_account(account.id) if k.status == "active"]
-        if len(active) >= MAX_ACTIVE_KEYS:
-            raise InvalidField(
-                "name", f"An account holds at most {MAX_ACTIVE_KEYS} active keys; revoke one first."
-            )
-        if any(k.plan == FREE.name for k in active):
-            raise InvalidField(
-                "name",
-                "An account holds at most one active Free key: change that key's plan, or revoke it, first.",
-            )
+        keys = await self.key_repo.of_account(account.id)
+        refusal = _new_key_refusal(keys, account.verified)
+        if refusal is not None:
+            raise refusal
         key, secret = await self.keys.create(FREE.name, name, CustomLimits(), account_id=account.id)
         await self._audit(actor, account.id, key.id, "key.created", None, FREE.name, client)
         return key, secret

@@ -4,13 +4,15 @@ The document states exactly what the server sends. Each operation lists every st
 answer: its own (`errors(404, ...)`), and those any /v1 operation can answer (400 for an
 unknown parameter, 401, 429 when metered, 431, 500, 503). Every error answer is the one
 `ErrorResponse` shape with a real example; every response names its headers by reference to
-`components.headers` (`ApiOperation` puts them on). A method other than GET and HEAD gets 405,
-which belongs to no operation: it is `components.responses.MethodNotAllowed`.
+`components.headers` (`ApiOperation` puts them on). A method a path does not take gets 405,
+which belongs to no operation: it is `components.responses.MethodNotAllowed`, and the
+document's introduction names the writes (`methods_note`, from the routes themselves).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from litestar.datastructures import ResponseHeader
+from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import (
     Example,
@@ -217,8 +220,9 @@ def _refs(*names: str) -> dict[str, OpenAPIHeader | Reference]:
 
 RESPONSES: dict[str, OpenAPIResponse | Reference] = {
     "MethodNotAllowed": OpenAPIResponse(
-        description="Any method but GET and HEAD on an existing path, before the key is"
-        " checked (an unknown path is a 404 whatever the method).",
+        description="A method an existing path does not take (the introduction lists the"
+        " writes; `Allow` names the methods the path takes), before the key is checked (an"
+        " unknown path is a 404 whatever the method).",
         headers=_refs("Allow", "X-Request-Id"),
         content={
             "application/json": OpenAPIMediaType(
@@ -231,6 +235,38 @@ RESPONSES: dict[str, OpenAPIResponse | Reference] = {
     )
 }  # fmt: skip
 """`components.responses`: the 405 every path answers to other methods."""
+
+_READS = ("GET", "HEAD")
+_PATH_TYPE = re.compile(r"\{(\w+):\w+\}")
+
+
+def writes(prefix: str, handlers: Iterable[HTTPRouteHandler]) -> list[str]:
+    """Each method other than GET and HEAD that these handlers take, with its path as the
+    document writes it, in the handlers' order: `POST /v1/searches`, ..."""
+    return [
+        f"{method} {prefix}{_PATH_TYPE.sub(_untyped, path)}"
+        for handler in handlers
+        for path in sorted(handler.paths)
+        for method in sorted(handler.http_methods)
+        if method not in _READS
+    ]
+
+
+def _untyped(parameter: re.Match[str]) -> str:
+    return "{" + parameter[1] + "}"
+
+
+def methods_note(prefix: str, handlers: Iterable[HTTPRouteHandler]) -> str:
+    """The introduction's sentence on methods, true to the routes: the reads, every write,
+    and the 405 for the rest."""
+    taken = writes(prefix, handlers)
+    listed = ", ".join(f"`{write}`" for write in taken)
+    return (
+        "Reads are GET (HEAD answers as GET, without a body)"
+        + (f"; the writes are {listed}" if taken else "")
+        + ". Any other method on an existing path answers 405 (`MethodNotAllowed` under"
+        " components.responses), with `Allow` naming the methods the path takes."
+    )
 
 
 @dataclass

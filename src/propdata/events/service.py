@@ -65,7 +65,17 @@ def plan_limit(plan: Plan, limit: str, one: str, many: str) -> PlanLimitReached:
         else "; an operator may raise an Enterprise account's limit"
     )
     noun = one if held == 1 else many
-    return PlanLimitReached(f"The {plan.title} plan holds at most {held:,} {noun}{then}.")
+    return PlanLimitReached(
+        f"The {plan.title} plan holds at most {held:,} {noun}{then}.",
+        raised_by=higher.name if higher is not None else None,
+    )
+
+
+def searches_refusal(plan: Plan, held: int) -> PlanLimitReached | None:
+    """Why an owner on `plan` holding `held` saved searches may not save another, or None."""
+    if held >= plan.saved_searches:
+        return plan_limit(plan, "saved_searches", "saved search", "saved searches")
+    return None
 
 
 class SavedSearchService:
@@ -96,13 +106,19 @@ class SavedSearchService:
         )  # fmt: skip
         plan = await self.keys.plan_of(key)
         async with self.accounts.transaction():
-            held = await self.repo.count(owner)
-            if held >= plan.saved_searches:
-                raise plan_limit(plan, "saved_searches", "saved search", "saved searches")
+            refusal = searches_refusal(plan, await self.repo.count(owner))
+            if refusal is not None:
+                raise refusal
             await self.repo.insert(row)
         if not await self.images.watching():
             await self.images.set_watching(True)
         return await self._wire(row)
+
+    async def refusal(self, key: ApiKey) -> PlanLimitReached | None:
+        """Why the key's owner may not save another search (its plan's limit, naming the
+        plan that raises it), or None: what `create` would answer."""
+        plan = await self.keys.plan_of(key)
+        return searches_refusal(plan, await self.repo.count(owner_of(key)))
 
     async def page(self, key: ApiKey, limit: int, offset: int) -> SavedSearchList:
         """A page of the owner's searches, oldest first, with their match counts."""

@@ -53,6 +53,7 @@ async def _dashboard(
         notice=flash.notice,
         audit=audit, error=error, base_url=base,
         active=sum(1 for key in keys if key.status == "active"),
+        no_new_key=await accounts.new_key_refusal(v.account),
     )  # fmt: skip
 
 

@@ -18,11 +18,13 @@ from typing import Any
 
 from litestar import Request, Response, Router, get, post
 from litestar.background_tasks import BackgroundTask
+from litestar.enums import ScopeType
 from litestar.exceptions import HTTPException, NotFoundException
 from litestar.params import FromPath
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Template
 from litestar.template.config import TemplateConfig
+from litestar.types import Scope
 
 from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
@@ -35,6 +37,7 @@ from propdata.plans import BY_NAME
 from propdata.portal import admin, dashboard, searches, webhooks
 from propdata.portal.pages import (
     NO_STORE,
+    SESSION_COOKIE,
     VISIT_STATE,
     Visit,
     checked,
@@ -261,6 +264,26 @@ def wants_page(request: Request[Any, Any, Any]) -> bool:
 def error_page(request: Request[Any, Any, Any], exc: HTTPException) -> Template:
     """A path no route takes, or a method a page does not take, as a page for a browser."""
     return _http_error(request, exc)
+
+
+async def find_visitor(exc: Exception, scope: Scope) -> None:
+    """Look up who is asking before an error page is drawn for a request no portal handler
+    took (a path no route takes, a method a path does not): the page's handler cannot, not
+    being a coroutine. A signed-in person's page then leads to the dashboard and keeps
+    "Log out". Runs for every error (a Litestar `after_exception` hook), so it returns at
+    once for anything but a browser's page with a session cookie."""
+    if scope["type"] != ScopeType.HTTP or VISIT_STATE in scope.setdefault("state", {}):
+        return
+    request: Request[Any, Any, Any] = Request(scope)
+    if not wants_page(request) or SESSION_COOKIE not in request.cookies:
+        return
+    services = scope["litestar_app"].state.get("services")
+    if services is None:
+        return
+    try:
+        await visit(request, services.settings, services.accounts)
+    except Exception:  # the page is drawn for a visitor of unknown standing instead
+        log.exception("portal: no session lookup for the error page of %s", request.url.path)
 
 
 def _unavailable(request: Request[Any, Any, Any], exc: StoreUnavailable) -> Template:

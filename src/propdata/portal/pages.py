@@ -21,9 +21,10 @@ from propdata.accounts.schemas import Account, ApiKey
 from propdata.accounts.service import AccountService
 from propdata.api import clients
 from propdata.config import Settings
-from propdata.errors import Forbidden, InvalidField
+from propdata.errors import Forbidden, InvalidField, PlanLimitReached, ServiceError
 from propdata.kit import crypto
 from propdata.plans import BY_NAME
+from propdata.portal.fields import LABELS, said
 
 SESSION_COOKIE = "pd_session"
 FORM_COOKIE = "pd_form"
@@ -104,10 +105,14 @@ async def page(
     accounts: AccountService, v: Visit, name: str, status: int = 200,
     headers: Mapping[str, str] | None = None, **context: Any,
 ) -> Template:  # fmt: skip
-    """A page, with what every page needs: the visitor, a form token, the cookies."""
+    """A page, with what every page needs: the visitor, a form token, the cookies, the fields'
+    `labels`; a refused form's `error` is said in its field's label (`error_text`)."""
+    error = context.get("error")
+    text = said(error) if isinstance(error, ServiceError) else ""
     return Template(
         template_name=name,
-        context={"account": v.account, "csrf_token": v.form_token, "plans": BY_NAME, **context},
+        context={"account": v.account, "csrf_token": v.form_token, "plans": BY_NAME,
+                 "error_text": text, "labels": LABELS, **context},
         status_code=status, headers={**NO_STORE, **(headers or {})}, cookies=_cookies(v),
     )  # fmt: skip
 
@@ -146,6 +151,15 @@ async def acting_key(accounts: AccountService, account: Account) -> ApiKey | Non
     its active keys (each sees the account's; the services read the account's plan from all
     of them), or None when it holds none."""
     return next((key for key in await accounts.keys_of(account) if key.status == "active"), None)
+
+
+def way_up(refusal: PlanLimitReached | None) -> bool:
+    """Whether a plan a person may choose on the dashboard raises the limit that refused."""
+    return (
+        refusal is not None
+        and refusal.raised_by is not None
+        and BY_NAME[refusal.raised_by].self_serve
+    )
 
 
 PER_PAGE = 20

@@ -26,6 +26,7 @@ from propdata.errors import Forbidden, ServiceError
 from propdata.events.filters import declared
 from propdata.events.schemas import SavedSearch
 from propdata.events.service import SavedSearchService
+from propdata.portal.fields import LABELS, Label
 from propdata.portal.pages import (
     PER_PAGE,
     Visit,
@@ -35,6 +36,7 @@ from propdata.portal.pages import (
     page,
     see_other,
     visit,
+    way_up,
 )
 
 PAGE = "/dashboard/searches"
@@ -59,27 +61,12 @@ class Field:
         return typing.get_args(self.kind) if typing.get_origin(self.kind) is Literal else ()
 
 
-_LABELS = {
-    "zipCode": ("ZIP code", "e.g. 50010"), "city": ("City", "e.g. Ames"),
-    "state": ("State", "e.g. IA"),
-    "status": ("Status", ""), "propertyType": ("Property type", ""),
-    "minPrice": ("Price from ($)", ""), "maxPrice": ("Price up to ($)", ""),
-    "minBeds": ("Beds, at least", ""), "maxBeds": ("Beds, at most", ""),
-    "minBaths": ("Baths, at least", ""), "minSqft": ("Square feet from", ""),
-    "maxSqft": ("Square feet up to", ""), "minYearBuilt": ("Built in or after", ""),
-    "maxDaysOnMarket": ("Days listed, at most", ""),
-    "latitude": ("Latitude", "e.g. 42.0267"), "longitude": ("Longitude", "e.g. -93.6465"),
-    "radius": ("Radius (miles)", "e.g. 5"), "bbox": ("Box", "west,south,east,north"),
-}  # fmt: skip
-"""How each filter reads on the page (its name and type are the search endpoint's)."""
-
-
 def fields() -> tuple[Field, ...]:
     """Every filter GET /v1/properties takes, in its order: the form's fields."""
     made = []
     for name, found in declared().items():
-        label, hint = _LABELS.get(name, (name, ""))
-        made.append(Field(name, label, found.kind, hint))
+        label = LABELS.get(name, Label(name))
+        made.append(Field(name, label.text, found.kind, label.hint))
     return tuple(made)
 
 
@@ -135,16 +122,17 @@ async def _page(
     flash = await accounts.take_flash(v.session)
     key = await acting_key(accounts, v.account)
     listed: list[SavedSearch] = []
-    limit, total, plan_title = 0, 0, ""
+    limit, total, plan_title, full = 0, 0, "", None
     if key is not None:
         plan = await accounts.keys.plan_of(key)
         limit, plan_title = plan.saved_searches, plan.title
         found = await saved_searches.page(key, PER_PAGE, offset)
         listed, total = found.data, found.meta.total
+        full = await saved_searches.refusal(key)
     return await page(
         accounts, v, "searches.html", status=status, headers=error.headers if error else None,
         searches=listed, total=total, offset=offset, per_page=PER_PAGE, limit=limit,
-        plan_title=plan_title, fields=fields(),
+        plan_title=plan_title, fields=fields(), full=full, way_up=way_up(full),
         no_key=NO_KEY if key is None else "", error=error, form=form or {}, notice=flash.notice,
     )  # fmt: skip
 

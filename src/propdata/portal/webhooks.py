@@ -33,6 +33,7 @@ from propdata.portal.pages import (
     page,
     see_other,
     visit,
+    way_up,
 )
 from propdata.webhooks.schemas import (
     DEFAULT_GRACE,
@@ -104,10 +105,11 @@ async def _page(
     flash = await accounts.take_flash(v.session)
     key = await acting_key(accounts, v.account)
     rows: list[Row] = []
-    limit, total, plan_title = 0, 0, ""
+    limit, total, plan_title, full = 0, 0, "", None
     if key is not None:
         plan = await webhooks.plan_of(key)
         limit, plan_title = plan.webhook_endpoints, plan.title
+        full = await webhooks.refusal(key)
         total, held = await webhooks.page(key, PER_PAGE, offset)
         for hook in (endpoint_view(row) for row in held):
             _, deliveries = await webhooks.deliveries(key, hook.id, DELIVERIES_SHOWN, 0)
@@ -121,7 +123,9 @@ async def _page(
     return await page(
         accounts, v, "webhooks.html", status=status, headers=error.headers if error else None,
         endpoints=rows, total=total, offset=offset, per_page=PER_PAGE, limit=limit,
-        plan_title=plan_title, no_key=NO_KEY if key is None else "",
+        plan_title=plan_title, no_key=NO_KEY if key is None else "", full=full,
+        way_up=way_up(full), networks=bool(webhooks.gate.allowed),
+        loopback=webhooks.gate.loopback,
         event_types=EVENT_TYPES, chosen_types=form.get("eventTypes", []), graces=GRACES,
         errors=ERRORS, error=error, form=form, notice=flash.notice,
         secret=flash.secret if shown else None, secret_url=shown.url if shown else "",
@@ -246,7 +250,7 @@ def _grace(text: str) -> int:
     if not (text.isascii() and text.isdigit()) or int(text) > MAX_GRACE:
         raise InvalidField(
             "graceSeconds",
-            f"graceSeconds must be a whole number of seconds from 0 to {MAX_GRACE:,}.",
+            f"'graceSeconds' must be a whole number of seconds from 0 to {MAX_GRACE:,}.",
         )
     return int(text)
 

@@ -232,23 +232,29 @@ class Gate:
             if not users[0]:
                 del self._turns[owner]
 
+    @property
+    def loopback(self) -> bool:
+        """Whether deliveries may reach a receiver on this machine (an allowed network holds
+        127.0.0.1 or ::1)."""
+        return any(self._inside(ipaddress.ip_address(a)) for a in ("127.0.0.1", "::1"))
+
     def _inside(self, address: IPAddress) -> bool:
         inner = _embedded(address)
         return any(address in net or inner in net for net in self.allowed)
 
     def judge(self, target: Target, address: IPAddress) -> str | None:
-        """Why `target` may not be delivered to at `address` (None: it may)."""
+        """Why `target` may not be delivered to at `address` (None: it may): what about the
+        address (its kind, never the address itself: a name's may be an internal one) or the
+        port refuses it."""
         if self._inside(address):
             return None
         if target.scheme == "http":
-            return f"http:// is only for the allowed networks, and {address} is not in one"
+            return "http://"
         reason = not_public(address)
         if reason is not None:
-            return (
-                f"{address} is {reason}" if reason != "not public" else f"{address} is not public"
-            )
+            return reason
         if target.port < 1024 and target.port not in _OPEN_PORTS:
-            return f"port {target.port} is below 1024 and neither 80 nor 443"
+            return "port"
         return None
 
     async def resolve(self, target: Target, owner: str | None = None) -> list[IPAddress]:
@@ -263,8 +269,7 @@ class Gate:
         for address in addresses:
             reason = self.judge(target, address)
             if reason is not None:
-                where = "" if literal is not None else f"{target.host} resolves to {address}: "
-                raise Refused(where + reason)
+                raise Refused(_refusal(target, literal, reason))
         return addresses
 
     async def _lookup(self, target: Target, owner: str | None) -> list[IPAddress]:
@@ -273,3 +278,32 @@ class Gate:
                 return list(await self.resolver(target.host, target.port))
         except TimeoutError as exc:
             raise Unresolvable(f"{target.host} did not resolve within {self.timeout:g} s") from exc
+
+
+SETTING = "PROPDATA_WEBHOOK_ALLOWED_NETWORKS"
+"""The operator's setting that lets deliveries reach more networks (`Gate.allowed`)."""
+
+
+def _refusal(target: Target, literal: IPAddress | None, reason: str) -> str:
+    """Why a target is refused, in words that name the setting which would admit it. A typed
+    address is repeated; for a name, only the kind of address it resolves to is told."""
+    if reason == "port":
+        what = f"port {target.port} is below 1024 and neither 80 nor 443"
+    elif reason == "http://":
+        where = (
+            str(literal) if literal is not None else f"{target.host} resolves to an address that"
+        )
+        what = f"http:// is only for the networks allowed to receive deliveries, and {where} is not in one"
+    elif literal is not None:
+        what = f"{literal} is {reason}"
+    else:
+        kind = "not a public" if reason == "not public" else _article(reason)
+        what = f"{target.host} resolves to {kind} address"
+    return (
+        f"{what} (the service's operator may allow networks with {SETTING}, such as"
+        " 127.0.0.0/8 for a receiver on the same machine)"
+    )
+
+
+def _article(word: str) -> str:
+    return ("an " if word[0] in "aeiou" else "a ") + word

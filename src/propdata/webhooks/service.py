@@ -15,7 +15,13 @@ from propdata.accounts.keys import owner_plan
 from propdata.accounts.repository import AccountRepository, KeyRepository
 from propdata.accounts.schemas import ApiKey
 from propdata.api.body import check_text
-from propdata.errors import Conflict, InvalidParameter, NotFound, RateLimitExceeded
+from propdata.errors import (
+    Conflict,
+    InvalidParameter,
+    NotFound,
+    PlanLimitReached,
+    RateLimitExceeded,
+)
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, NewEvent
 from propdata.events.schemas import EVENT_TYPES
@@ -53,6 +59,13 @@ def new_id(prefix: str, length: int = 24) -> str:
     """`prefix` and `length` random letters and digits."""
     alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
     return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def endpoints_refusal(plan: Plan, held: int) -> PlanLimitReached | None:
+    """Why an owner on `plan` holding `held` endpoints may not add another, or None."""
+    if held >= plan.webhook_endpoints:
+        return plan_limit(plan, "webhook_endpoints", "webhook endpoint", "webhook endpoints")
+    return None
 
 
 def endpoint_view(row: EndpointRow) -> Endpoint:
@@ -140,9 +153,9 @@ class WebhookService:
         plan = await self.plan_of(key)
         secret = new_secret()
         async with self.db.transaction():
-            held = await self.repo.count(owner)
-            if held >= plan.webhook_endpoints:
-                raise plan_limit(plan, "webhook_endpoints", "webhook endpoint", "webhook endpoints")
+            refusal = endpoints_refusal(plan, await self.repo.count(owner))
+            if refusal is not None:
+                raise refusal
             row = EndpointRow(
                 id=new_id("wh_"), owner=owner, url=url, event_types=types, search_ids=searches,
                 description=new.description, status="enabled", disabled_reason=None,
@@ -152,6 +165,12 @@ class WebhookService:
             )  # fmt: skip
             await self.repo.insert(row)
         return row, secret
+
+    async def refusal(self, key: ApiKey) -> PlanLimitReached | None:
+        """Why the key's owner may not add another endpoint (its plan's limit, naming the
+        plan that raises it), or None: what `create` would answer for that."""
+        plan = await self.plan_of(key)
+        return endpoints_refusal(plan, await self.repo.count(owner_of(key)))
 
     async def get(self, key: ApiKey, endpoint_id: str) -> EndpointRow:
         row = await self.repo.get(owner_of(key), endpoint_id)
