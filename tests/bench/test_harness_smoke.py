@@ -20,8 +20,7 @@ RUN = ROOT / "bench" / "run.py"
 
 def _scaleout_reachable() -> str:
     """'' when PostgreSQL and Redis answer; else why not (fails the test under CI)."""
-    run = bench_module("bench_run")
-    why: str = run.scaleout_available()
+    why: str = bench_module("harness").scaleout_available()
     if why and os.environ.get("CI"):
         pytest.fail(f"PostgreSQL or Redis unreachable under CI: {why}")
     return why

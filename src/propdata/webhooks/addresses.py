@@ -299,6 +299,11 @@ def _refusal(target: Target, literal: IPAddress | None, reason: str) -> str:
     else:
         kind = "not a public" if reason == "not public" else _article(reason)
         what = f"{target.host} resolves to {kind} address"
+    return refused(what)
+
+
+def refused(what: str) -> str:
+    """A refusal's words followed by the setting which would admit the address."""
     return (
         f"{what} (the service's operator may allow networks with {SETTING}, such as"
         " 127.0.0.0/8 for a receiver on the same machine)"

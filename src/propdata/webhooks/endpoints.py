@@ -24,6 +24,7 @@ from propdata.errors import (
     RateLimitExceeded,
 )
 from propdata.events.endpoints import MANAGED_429
+from propdata.webhooks.addresses import refused
 from propdata.webhooks.schemas import (
     DeliveriesResponse,
     EndpointChange,
@@ -62,7 +63,9 @@ EventId = Annotated[
 _NOT_FOUND = NotFound("No webhook endpoint wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze.")
 _FULL = Conflict("This endpoint has 10,000 deliveries waiting, as many as it may: wait for them"
                  " to be attempted (GET its deliveries to follow them).")  # fmt: skip
-_BAD_URL = InvalidParameter("url", "Deliveries cannot go to this URL: 10.0.0.5 is private.")
+_BAD_URL = InvalidParameter(
+    "url", f"Deliveries cannot go to this URL: {refused('10.0.0.5 is private')}."
+)
 
 
 def _common(

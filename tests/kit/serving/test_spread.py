@@ -88,8 +88,8 @@ def test_serve_goes_on_without_a_writable_temporary_folder(
 
 
 def _workers(supervisor: int) -> list[int]:
-    run = bench_module("bench_run")
-    return [p for p in run._children(supervisor) if "spawn_main" in run._cmdline(p)]
+    harness = bench_module("harness")
+    return [p for p in harness.children(supervisor) if "spawn_main" in harness.cmdline(p)]
 
 
 @pytest.mark.slow
@@ -116,7 +116,7 @@ def test_keep_alive_connections_opened_at_once_end_up_spread_evenly(
             assert answer.status == 200
             return answer.getheader("connection") or ""
 
-        connections = bench_module("bench_run").connections
+        connections = bench_module("harness").connections
         rounds, shed = 0, 1
         with ThreadPoolExecutor(16) as pool:
             # 30 rounds, then more (60 at most) until a round closes nothing and the spread
