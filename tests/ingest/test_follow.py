@@ -176,6 +176,29 @@ async def test_appended_lines_are_committed_while_it_runs(
     assert mark is not None and mark.offset == feed.stat().st_size and mark.lines == 6
 
 
+async def test_a_follower_is_a_feed_expected_to_load_until_stopped_on_purpose(
+    target: Store, followers: Any, tmp_path: Path
+) -> None:
+    """The feeds /metrics counts (propdata_ingest_feeds, which PropdataIngestStalled needs):
+    a follower names itself at its start; a crash leaves it named, a signal forgets it."""
+    source = tmp_path / "feed.jsonl"
+    source.write_bytes(line("feed-1"))
+
+    async def feeds() -> int:
+        return int(await scalar(target, "SELECT count(*) FROM ingest_feeds"))
+
+    crashed = followers(target, str(source))
+    await counted(target, 1)
+    assert await feeds() == 1
+    crashed.kill()
+    assert await feeds() == 1
+    stopped = followers(target, str(source))
+    append(source, line("feed-2"))
+    await counted(target, 2)
+    assert stopped.stop() == 0, stopped.stderr
+    assert await feeds() == 0
+
+
 async def test_a_partial_last_line_waits_for_its_newline(
     target: Store, tmp_path: Path, followers: Any
 ) -> None:

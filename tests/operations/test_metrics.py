@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from litestar.testing import AsyncTestClient
-from prometheus_client import Counter
 from prometheus_client.parser import text_string_to_metric_families
 
 from propdata import __version__
 from propdata.app import HeadAsGet, create_app
 from propdata.ingest.loader import Item, Reject, load
 from propdata.kit.db import Database
-from propdata.kit.metrics import INGESTED
-from tests.conftest import KeyMaker, Store, settings_for
+from propdata.properties.loads import LoadsRepository
+from tests.conftest import KeyMaker, Store, drop_store, new_store, open_db, settings_for
 from tests.factories import record
 from tests.live import serving_process
 
@@ -29,7 +34,8 @@ FAMILIES = {
     "propdata_limiter_decisions", "propdata_cache_requests", "propdata_store_up",
     "propdata_data_version", "propdata_search_index_age_seconds", "propdata_events",
     "propdata_webhook_deliveries", "propdata_webhook_backlog",
-    "propdata_webhook_delivery_lag_seconds", "propdata_ingest_records", "propdata_build_info",
+    "propdata_webhook_delivery_lag_seconds", "propdata_ingest_records", "propdata_ingest_feeds",
+    "propdata_build_info",
 }  # fmt: skip
 
 
@@ -225,14 +231,35 @@ async def test_text_log_lines_are_logfmt(
 
 
 async def test_loads_count_accepted_and_rejected_records(empty_db: Database) -> None:
-    accepted, rejected = INGESTED.labels("accepted"), INGESTED.labels("rejected")
-    before = _count(accepted), _count(rejected)
     items: list[Item] = [(1, record("ops-1")), (2, Reject(2, "no id")), (3, record("ops-1"))]
     await load(empty_db, items, origin="test", as_of=dt.date(2026, 11, 21))
-    assert (_count(accepted) - before[0], _count(rejected) - before[1]) == (1, 2)
+    await load(empty_db, [(1, record("ops-1"))], origin="test", as_of=dt.date(2026, 11, 21))
+    # the second load changed nothing, and still read one record
+    assert await LoadsRepository(empty_db).counts() == {"accepted": 2, "rejected": 2}
 
 
-def _count(counter: Counter) -> float:
-    """This process's count (the tests' apps count in their own process)."""
-    (family,) = counter.collect()
-    return float(family.samples[0].value)
+async def test_a_commands_loads_show_on_a_servers_metrics(backend: str, tmp_path: Path) -> None:
+    """`propdata data import` is a process of its own: what it read is counted in the store,
+    so /metrics of any server of that store shows it."""
+    made = await new_store(backend, tmp_path)
+    try:
+        await (await open_db(made)).close()
+        app = HeadAsGet(create_app(settings_for(made, metrics_token=TOKEN)))
+        async with AsyncTestClient(app=app) as client:  # type: ignore[arg-type]
+            before = await scrape(client)
+            assert value(before, "propdata_ingest_feeds", "propdata_ingest_feeds") == 0
+            source = tmp_path / "two.jsonl"
+            source.write_bytes(msgspec.json.encode(record("ops-9")) + b"\n" + b'{"id": 1}\n')
+            env = {**os.environ, **made.env(), "PROPDATA_AS_OF": "2026-11-21"}
+            ran = await asyncio.to_thread(
+                subprocess.run, [sys.executable, "-m", "propdata", "data", "import", str(source)],
+                env=env, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert "1 new, 0 updated, 0 unchanged, 1 rejected" in ran.stderr, ran.stderr
+            after = await scrape(client)
+    finally:
+        await drop_store(made)
+    family = "propdata_ingest_records"
+    for result in ("accepted", "rejected"):
+        key = (f"{family}_total", f"result={result}")
+        assert value(after, family, *key) - value(before, family, *key) == 1, result

@@ -33,6 +33,7 @@ import msgspec
 from propdata.ingest import pipeline, readers
 from propdata.ingest.loader import Item, LoadReport, Reject
 from propdata.kit.db import Database
+from propdata.properties.loads import LoadsRepository
 from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import PropertyDetail
 
@@ -295,6 +296,9 @@ async def follow(
             flush()
             send(exc)
 
+    feeds = LoadsRepository(db)
+    feed = follow_key(followed.path) if followed.path else "follow:standard input"
+    await feeds.name_feed(feed, "follow")
     reader = threading.Thread(target=read, name="propdata-follow", daemon=True)
     reader.start()
     totals = Totals()
@@ -337,7 +341,8 @@ async def follow(
             reader.join(timeout=5)  # it stops at its next look at the file
             os.close(fd)
     if failure is not None:
-        raise failure
+        raise failure  # the feed stays expected to load: its stall is worth an alert
+    await feeds.forget_feed(feed)  # stopped on purpose, or its input ended
     return totals
 
 

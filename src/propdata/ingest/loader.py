@@ -12,7 +12,6 @@ import datetime as dt
 import hashlib
 import math
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -23,6 +22,7 @@ from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import Database
 from propdata.kit.geography import US_STATES
 from propdata.properties import lifecycle
+from propdata.properties.loads import LoadsRepository
 from propdata.properties.repository import (
     PropertyRepository,
     PropertyRow,
@@ -374,19 +374,20 @@ async def load(
             await repo.restore_indexes(deferred)
         if meta:
             await repo.set_meta(meta)
+        await LoadsRepository(db).add_counts(
+            {"accepted": report.loaded + report.unchanged, "rejected": len(report.rejects)}
+        )
         if report.changed:  # a load that only deletes changes answers too
             await repo.bump_data_version()
             await repo.mark_rebuild_pending()  # cleared by ingest.pipeline.rebuild
             # Only a load that changed records is kept: one that changed nothing leaves the
-            # store exactly as it was, its bookkeeping included.
+            # records and this bookkeeping as they were (it adds only to ingest_counts).
             await repo.record_load({
                 "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
                 "origin": origin, "inserted": report.inserted, "updated": report.updated,
                 "unchanged": report.unchanged, "removed": report.removed,
                 "rejected": len(report.rejects),
             })  # fmt: skip
-    # Counted once committed: a load that fails stores nothing and counts nothing.
-    _count(report)
     if report.changed and report.loaded + report.removed >= ANALYZE_SHARE * held:
         await repo.optimize()
         report.analyzed = True
@@ -481,13 +482,3 @@ async def _update_reason(
     except lifecycle.TransitionError as exc:
         return str(exc)
     return None
-
-
-def _count(report: LoadReport) -> None:
-    """Count a committed load's records in `/metrics`, in a process that exposes them: one
-    that imported kit.metrics (a server, the tests' apps). A command's counts would go to no
-    scrape, so it starts without prometheus_client."""
-    metrics = sys.modules.get("propdata.kit.metrics")
-    if metrics is not None:
-        metrics.INGESTED.labels("accepted").inc(report.loaded + report.unchanged)
-        metrics.INGESTED.labels("rejected").inc(len(report.rejects))

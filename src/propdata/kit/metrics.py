@@ -1,9 +1,10 @@
 """The service's Prometheus metric families and their exposition, for every worker of a host.
 
-Counters and histograms are counted where the work happens (`INGESTED.labels("accepted")
-.inc(n)`); values that belong to the store or to a running service (a store answering, the
-data version, the search index's age) are read when `/metrics` is scraped and handed to
-`exposition` as `Sample`s, so a scrape never shows a stale copy of them.
+Counters and histograms of this host's work are counted where the work happens
+(`EVENTS.labels(type).inc()`); values that belong to the store or to a running service (a
+store answering, the data version, the records every load read whichever process loaded,
+the search index's age) are read when `/metrics` is scraped and handed to `exposition` as
+`Sample`s, so a scrape never shows a stale copy of them.
 
 Under `propdata serve`, `PROMETHEUS_MULTIPROC_DIR` names a folder made for that server
 (`kit/multiproc.py`) before this module is first imported: each worker then writes its
@@ -17,12 +18,12 @@ from __future__ import annotations
 import asyncio
 import bisect
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, values
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
@@ -65,11 +66,6 @@ WEBHOOK_LAG = Histogram(
     "Seconds from an event's commit to its first delivery attempt.",
     buckets=(0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 1800.0, 3600.0, 21600.0, 86400.0),
 )
-INGESTED = Counter(
-    "propdata_ingest_records",
-    "Records a load read, by result: accepted (stored) or rejected (reported).",
-    ["result"],
-)
 
 # Every label value known in advance is exposed from the start (at 0): in multiprocess mode
 # a family with no sample is not exposed at all, and rate() needs the 0 to start from.
@@ -79,8 +75,6 @@ for _result in ("hit", "miss"):
     CACHE_REQUESTS.labels(_result)
 for _result in ("succeeded", "failed"):
     WEBHOOK_DELIVERIES.labels(_result)
-for _result in ("accepted", "rejected"):
-    INGESTED.labels(_result)
 # A "most recent" gauge is exposed once set: 0 until the deliveries' work sets it.
 WEBHOOK_BACKLOG.set(0)
 for _type in (
@@ -170,11 +164,13 @@ TALLY = RequestTally()
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """A gauge read at scrape time: its family name, help, and value for each label set."""
+    """A value read at scrape time: its family name, help, and value for each label set; a
+    gauge, or a counter kept in the store (its name without `_total`)."""
 
     name: str
     help: str
     values: Sequence[tuple[dict[str, str], float]]
+    counter: bool = False
 
 
 def store_up(stores: dict[str, bool]) -> Sample:
@@ -191,6 +187,25 @@ def data_version(version: int) -> Sample:
         "propdata_data_version",
         "The store's data version: it moves with every committed load, rebuild and ageing.",
         [({}, float(version))],
+    )
+
+
+def ingest_records(counts: Mapping[str, int]) -> Sample:
+    return Sample(
+        "propdata_ingest_records",
+        "Records the committed loads of the store read, by result: accepted (stored, or already"
+        " stored unchanged) or rejected (reported); whichever process loaded them.",
+        [({"result": result}, float(n)) for result, n in counts.items()],
+        counter=True,
+    )
+
+
+def ingest_feeds(feeds: int) -> Sample:
+    return Sample(
+        "propdata_ingest_feeds",
+        "Continuous feeds expected to load the store: followers started and not stopped on"
+        " purpose (one that crashed is still expected).",
+        [({}, float(feeds))],
     )
 
 
@@ -216,7 +231,8 @@ class _Samples(Collector):
     def collect(self) -> Iterator[Metric]:
         for sample in self._samples:
             labels = sorted({name for labelset, _ in sample.values for name in labelset})
-            family = GaugeMetricFamily(sample.name, sample.help, labels=labels)
+            kind = CounterMetricFamily if sample.counter else GaugeMetricFamily
+            family = kind(sample.name, sample.help, labels=labels)
             for labelset, value in sample.values:
                 family.add_metric([labelset[name] for name in labels], value)
             yield family

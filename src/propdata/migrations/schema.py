@@ -34,11 +34,15 @@ COPIED_ACCOUNTS = (
 keys, the portal's people, the event log with its numbers and each owner's last (so clients'
 cursors and endpoints' places hold), saved searches, the events' daily counts, webhook
 endpoints with their secrets, their deliveries, the attempts made and the replays asked."""
-LEFT_BEHIND = ("schema_steps", "property_changes", "property_images", "market_images")
+LEFT_BEHIND = (
+    "schema_steps", "property_changes", "property_images", "market_images", "ingest_counts",
+    "ingest_feeds",
+)  # fmt: skip
 """Tables a copy leaves: the target records its own steps, starts its own change feed as the
 properties arrive (its triggers write it), and the source's producer has turned every change
-image into events before the copy (`propdata data copy` runs it first). Every table of a
-store is in exactly one of the three lists (tests/migrations/test_transfer.py)."""
+image into events before the copy (`propdata data copy` runs it first); the target's loads
+count from zero, and no feed loads it yet. Every table of a store is in exactly one of the
+three lists (tests/migrations/test_transfer.py)."""
 
 
 PLAN_COLUMNS = ("name", "per_minute", "daily", "default_page_size", "max_page_size", "price_usd",

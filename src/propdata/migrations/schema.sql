@@ -4,6 +4,17 @@
 
 -- ==== SQLite, the data store ====
 
+CREATE TABLE ingest_counts (
+        result TEXT PRIMARY KEY,
+        records INTEGER NOT NULL
+    );
+
+CREATE TABLE ingest_feeds (
+        name TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        since TEXT NOT NULL
+    );
+
 CREATE TABLE market_history (
         zip_code TEXT NOT NULL,
         month TEXT NOT NULL,
@@ -509,6 +520,19 @@ CREATE TABLE events (
     sequence bigint,
     CONSTRAINT events_pkey PRIMARY KEY (seq),
     CONSTRAINT events_id_key UNIQUE (id)
+);
+
+CREATE TABLE ingest_counts (
+    result text NOT NULL,
+    records bigint NOT NULL,
+    CONSTRAINT ingest_counts_pkey PRIMARY KEY (result)
+);
+
+CREATE TABLE ingest_feeds (
+    name text NOT NULL,
+    kind text NOT NULL,
+    since text NOT NULL,
+    CONSTRAINT ingest_feeds_pkey PRIMARY KEY (name)
 );
 
 CREATE TABLE market_history (

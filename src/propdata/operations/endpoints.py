@@ -51,6 +51,10 @@ class Watched(Protocol):
 class _Properties(Protocol):
     async def data_version(self) -> int: ...
 
+    async def load_counts(self) -> dict[str, int]: ...
+
+    async def feeds(self) -> int: ...
+
 
 class _Search(Protocol):
     async def index_status(self) -> str: ...
@@ -84,6 +88,8 @@ async def scrape(
     samples = [metrics.build_info(__version__), metrics.store_up(await _stores(services))]
     try:
         samples.append(metrics.data_version(await services.properties.data_version()))
+        samples.append(metrics.ingest_records(await services.properties.load_counts()))
+        samples.append(metrics.ingest_feeds(await services.properties.feeds()))
         samples.append(metrics.search_index_age(await _index_age(services, state)))
     except Exception:  # the store is down: propdata_store_up says so
         pass

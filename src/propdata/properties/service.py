@@ -10,6 +10,7 @@ from propdata.errors import AmbiguousAddress, Candidate, CandidateAddress, NotFo
 from propdata.kit.addresses import street_key
 from propdata.kit.db import Database
 from propdata.properties import aging
+from propdata.properties.loads import LoadsRepository
 from propdata.properties.repository import (
     EventRow,
     LookupRow,
@@ -34,6 +35,7 @@ from propdata.properties.schemas import (
 class PropertyService:
     def __init__(self, db: Database) -> None:
         self.repo = PropertyRepository(db)
+        self.loads = LoadsRepository(db)
 
     async def age(self, today: dt.date) -> aging.Aged | None:
         """Bring the store to `today` (`aging.age`); None when it was already aged to it."""
@@ -45,6 +47,14 @@ class PropertyService:
 
     async def data_version(self) -> int:
         return await self.repo.data_version()
+
+    async def load_counts(self) -> dict[str, int]:
+        """Records every committed load read, per result, whichever process loaded them."""
+        return await self.loads.counts()
+
+    async def feeds(self) -> int:
+        """Continuous feeds expected to load (followers started and not stopped on purpose)."""
+        return await self.loads.feeds()
 
     async def rebuild_pending(self) -> bool:
         """Whether a load's estimates and market statistics are still to be rebuilt."""
