@@ -75,6 +75,30 @@ async def fresh_db(tmp_path: Path) -> AsyncIterator[SQLiteDatabase]:
     await db.close()
 
 
+def test_ames_carries_the_assessors_parcel_numbers_and_grades(
+    ames: dict[int, PropertyDetail],
+) -> None:
+    first = ames[1]
+    assert (first.parcel_id, first.garage_spaces, first.basement_finished_area) == (
+        "0526301100",
+        2.0,
+        639,
+    )
+    assert (first.fireplaces, first.overall_quality, first.overall_condition) == (2, 6, 5)
+    parcels = [r.parcel_id for r in ames.values()]
+    assert len(set(parcels)) == 2_930
+    assert all(p is not None and len(p) == 10 and p.isdigit() for p in parcels)
+    for r in ames.values():
+        assert r.overall_quality is not None and 1 <= r.overall_quality <= 10
+        assert r.overall_condition is not None and 1 <= r.overall_condition <= 10
+        assert r.fireplaces is not None and r.fireplaces >= 0
+    # The one sale each with the garage or the basement left blank in the source.
+    assert [r.parcel_id for r in ames.values() if r.garage_spaces is None] == ["0910201180"]
+    assert [r.parcel_id for r in ames.values() if r.basement_finished_area is None] == [
+        "0903230120"
+    ]
+
+
 def test_counts_ids_and_line_numbers(
     ames: dict[int, PropertyDetail], grinnell: dict[int, PropertyDetail]
 ) -> None:

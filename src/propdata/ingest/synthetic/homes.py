@@ -102,6 +102,8 @@ def make(rng: Rng, world: World, area: Area, record_id: str) -> PropertyDetail:
         gross_yield=None,
         price_per_square_foot=None,
         stories=home.stories,
+        parcel_id=None, garage_spaces=None, basement_finished_area=None, fireplaces=None,
+        overall_quality=None, overall_condition=None,
     )  # fmt: skip
 
 
