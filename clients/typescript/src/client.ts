@@ -153,7 +153,7 @@ function allKeys<T>() {
  * import { Client } from "@propdata/client";
  *
  * const client = new Client(); // PROPDATA_API_KEY, PROPDATA_BASE_URL
- * const home = await client.properties.get("syn-0000062");
+ * const home = await client.properties.get("syn-0000059");
  * console.log(home.listPrice, client.lastRateLimit?.remaining);
  * ```
  *

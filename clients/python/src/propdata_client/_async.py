@@ -58,7 +58,7 @@ class AsyncClient:
     from propdata_client import AsyncClient
 
     async with AsyncClient() as client:  # PROPDATA_API_KEY, PROPDATA_BASE_URL
-        home = await client.properties.get("syn-0000062")
+        home = await client.properties.get("syn-0000059")
         print(home.list_price)
         async for item in client.properties.search_all(zip_code="50010"):
             print(item.id)

@@ -58,7 +58,7 @@ class Client:
     from propdata_client import Client
 
     with Client() as client:  # PROPDATA_API_KEY, PROPDATA_BASE_URL
-        home = client.properties.get("syn-0000062")
+        home = client.properties.get("syn-0000059")
         print(home.list_price)
         for item in client.properties.search_all(zip_code="50010"):
             print(item.id)
