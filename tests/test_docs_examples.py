@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from propdata.cli import app as cli
-from tests.conftest import create_key, new_store
+from tests.conftest import create_key, drop_store, new_store
 from tests.live import run_apart, running_server
 from tests.test_docs_names import BASE, KEY, ROOT
 
@@ -177,20 +177,23 @@ def test_the_examples_are_found() -> None:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    """A server of the default demo (embedded store) built as of BUILT, and an Enterprise key."""
-    store = run_apart(new_store("embedded", tmp_path_factory.mktemp("examples")))
+def demo(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    """A server of the default demo built as of BUILT, and an Enterprise key."""
+    store = run_apart(new_store(backend, tmp_path_factory.mktemp(f"examples-{backend}")))
     env = {**store.env(), "PROPDATA_AS_OF": BUILT.isoformat()}
-    result = CliRunner().invoke(cli, ["data", "demo"], env=env)
-    assert result.exit_code == 0, result.output
-    key = run_apart(create_key(store, "enterprise"))
-    with (
-        running_server(env) as base,
-        httpx.Client(
-            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
-        ) as client,
-    ):
-        yield client
+    try:
+        result = CliRunner().invoke(cli, ["data", "demo"], env=env)
+        assert result.exit_code == 0, result.output
+        key = run_apart(create_key(store, "enterprise"))
+        with (
+            running_server(env) as base,
+            httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+            ) as client,
+        ):
+            yield client
+    finally:
+        run_apart(drop_store(store))
 
 
 def _has_data(body: Any) -> bool:
