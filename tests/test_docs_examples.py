@@ -17,7 +17,6 @@ import shlex
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -222,7 +221,3 @@ def test_every_example_answers_with_data(demo: httpx.Client) -> None:
             continue  # the documented ambiguous address: its candidates are the data
         failures.append(f"{example} -> {response.status_code} {response.text[:200]}")
     assert not failures, "\n".join(failures)
-
-
-def test_the_text_files_exist() -> None:
-    assert all(Path(p).is_file() for p in TEXTS)
