@@ -31,7 +31,7 @@ run: $(STAMP) ## Build the demo data if absent, print a demo key, its exports an
 	echo "  export PROPDATA_API_KEY=$$key"; \
 	echo "  export PROPDATA_BASE_URL=http://$(HOST):$(PORT)"; \
 	echo "Then try:"; \
-	echo '  curl -s -H "Authorization: Bearer $$PROPDATA_API_KEY" "$$PROPDATA_BASE_URL/v1/properties?city=Houston&state=TX&status=forSale&limit=3"'; \
+	echo '  curl -s -H "Authorization: Bearer $$PROPDATA_API_KEY" "$$PROPDATA_BASE_URL/v1/properties/lookup?streetAddress=1616%20Pinecrest%20Rd&city=Durham&state=NC"'; \
 	echo "Docs: http://$(HOST):$(PORT)/docs"; \
 	echo "Portal (sign up, keys, usage): http://$(HOST):$(PORT)/"; \
 	echo ""

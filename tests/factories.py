@@ -63,6 +63,12 @@ def record(pid: str, **overrides: Any) -> PropertyDetail:
         gross_yield=None,
         price_per_square_foot=None,
         stories=2,
+        parcel_id=None,
+        garage_spaces=None,
+        basement_finished_area=None,
+        fireplaces=None,
+        overall_quality=None,
+        overall_condition=None,
     )
     address = overrides.pop("address", None)
     if isinstance(address, dict):
@@ -70,6 +76,13 @@ def record(pid: str, **overrides: Any) -> PropertyDetail:
     elif address is not None:
         overrides["address"] = address
     return msgspec.structs.replace(base, **overrides)
+
+
+ASSESSED: dict[str, Any] = {
+    "parcel_id": "0907202030", "garage_spaces": 2.0, "basement_finished_area": 600,
+    "fireplaces": 1, "overall_quality": 6, "overall_condition": 5,
+}  # fmt: skip
+"""The assessor's fields of `t-000` (a parcel number t-040 and t-041 share: a 409)."""
 
 
 def catalogue() -> list[PropertyDetail]:
@@ -127,6 +140,8 @@ def catalogue() -> list[PropertyDetail]:
                 stories=None if land else 1 + n % 2,
                 last_updated=f"{day}T{n % 24:02d}:00:00Z",
                 listing_type="standard" if status in ("forSale", "forRent") else None,
+                # The first carries what an assessor's record adds (as Ames's records do).
+                **(ASSESSED if n == 0 else {}),
             )
         )
     for n, zip_code in ((40, "10001"), (41, "10002")):  # one address, two ZIP codes: 409 on lookup
@@ -136,7 +151,7 @@ def catalogue() -> list[PropertyDetail]:
                                         "state": "NY", "zip_code": zip_code, "county": "New York",
                                         "fips_code": "36061"},
                 price_history=[event("2026-06-01", "listedForSale", 900_000)], list_price=None,
-                last_updated="2026-06-01T00:00:00Z",
+                last_updated="2026-06-01T00:00:00Z", parcel_id="1-0042-0007",
             )
         )  # fmt: skip
     return records

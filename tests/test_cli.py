@@ -246,7 +246,8 @@ def test_every_progress_bar_of_the_demo_reaches_its_end(env: dict[str, str]) -> 
     assert code == 0, err
     bars = re.findall(r"^(.+?)\s+━+\s+(\d+)/(\S+)", err, re.MULTILINE)
     assert {name.strip() for name, _, _ in bars} >= {
-        "Ames, IA (real)", "Grinnell, IA (real)", "synthetic national set",
+        "Ames, IA (real)", "Grinnell, IA (real)", "Sacramento, CA (real)", "Durham, NC (real)",
+        "synthetic national set",
         "value and rent estimates", "market statistics",
     }  # fmt: skip
     for name, done, total in bars:

@@ -76,6 +76,10 @@ def cross_parameter_rule(query: dict[str, Any], parameter: str, body: Any = None
         return parameter not in query
     if parameter == "address":  # lookup: alone, and only a line that reads as an address
         return True
+    if parameter == "parcelId":  # lookup: alone, beside no address parameter
+        return any(
+            name in query for name in ("streetAddress", "city", "state", "zipCode", "address")
+        )
     if parameter in SERVICE_JUDGED:
         return True
     return parameter in OPAQUE  # a cursor is an opaque token: no schema tells a valid one

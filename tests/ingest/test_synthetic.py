@@ -56,6 +56,49 @@ def test_same_seed_same_output_other_seed_other_output() -> None:
     assert _digest(1_500, 7, AS_OF + dt.timedelta(days=1)) != first
 
 
+DATED = {"lastUpdated", "lastPriceChangeDate", "removedDate", "yearBuilt", "date", "year",
+         "asOfDate"}  # fmt: skip
+"""The calendar fields: every other field is the same whatever day the set is built."""
+
+
+def _undated(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _undated(v) for k, v in value.items() if k not in DATED}
+    if isinstance(value, list):
+        return [_undated(v) for v in value]
+    return value
+
+
+def _shifted(text: str | None, days: int) -> str | None:
+    if text is None:
+        return None
+    moved = dt.date.fromisoformat(text[:10]) + dt.timedelta(days=days)
+    return moved.isoformat() + text[10:]
+
+
+def test_the_build_day_moves_only_the_calendar() -> None:
+    # Across a year's end and a leap day: 2027-12-30 is 923 days after 2025-06-20.
+    early, late = dt.date(2025, 6, 20), dt.date(2027, 12, 30)
+    days = (late - early).days
+    first = [r for _, r in synthetic.generate(4_000, 5, early)]
+    second = [r for _, r in synthetic.generate(4_000, 5, late)]
+    assert len(first) == len(second) == 4_000
+    for a, b in zip(first, second, strict=True):
+        assert _undated(msgspec.to_builtins(a)) == _undated(msgspec.to_builtins(b)), a.id
+        # The dates keep their distance to the build day; years built and taxed, their years.
+        assert [_shifted(e.date, days) for e in a.price_history] == [
+            e.date for e in b.price_history
+        ]
+        assert _shifted(a.last_updated, days) == b.last_updated
+        assert _shifted(a.last_price_change_date, days) == b.last_price_change_date
+        assert _shifted(a.removed_date, days) == b.removed_date
+        years = late.year - early.year
+        assert [t.year + years for t in a.tax_history] == [t.year for t in b.tax_history]
+        assert (a.year_built is None) == (b.year_built is None)
+        if a.year_built is not None:
+            assert a.year_built + years == b.year_built
+
+
 def test_numbering_and_ids(records: list[PropertyDetail]) -> None:
     lines = [line for line, _ in synthetic.generate(300, 2, AS_OF)]
     assert lines == list(range(1, 301))
@@ -233,6 +276,7 @@ def test_estimates_taxes_and_scores(records: list[PropertyDetail]) -> None:
         years = [t.year for t in r.tax_history]
         assert years == sorted(years, reverse=True) and years[0] == AS_OF.year - 1
         assert 1 <= len(years) <= 10 and (len(years) >= 5 or r.year_built == years[-1])
+        assert r.year_built is None or r.year_built <= years[-1]
         assert all(t.tax_paid and t.assessed_value for t in r.tax_history)
         s = r.scores
         assert s is not None

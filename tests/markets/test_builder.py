@@ -84,7 +84,8 @@ def prop(
         last_updated="2026-03-15T00:00:00Z", listing_type=None, original_list_price=None,
         previous_list_price=None, last_price_change_date=None, removed_date=None,
         rent_estimate=None, value_estimate=None, gross_yield=None, price_per_square_foot=None,
-        stories=None,
+        stories=None, parcel_id=None, garage_spaces=None, basement_finished_area=None,
+        fireplaces=None, overall_quality=None, overall_condition=None,
     )  # fmt: skip
 
 

@@ -14,9 +14,16 @@ DETAIL_FIELDS = {
     "lotSize", "yearBuilt", "propertyType", "daysOnMarket", "priceHistory", "taxHistory",
     "scores", "coordinates", "lastUpdated", "listingType", "originalListPrice",
     "previousListPrice", "lastPriceChangeDate", "removedDate", "rentEstimate", "valueEstimate",
-    "grossYield", "pricePerSquareFoot", "stories",
+    "grossYield", "pricePerSquareFoot", "stories", "parcelId", "garageSpaces",
+    "basementFinishedArea", "fireplaces", "overallQuality", "overallCondition",
 }  # fmt: skip
 
+
+ASSESSOR_FIELDS = {
+    "parcelId", "garageSpaces", "basementFinishedArea", "fireplaces", "overallQuality",
+    "overallCondition",
+}  # fmt: skip
+"""Null on a record whose source has none of them."""
 
 LOOKUP_FIELDS = {
     "id", "status", "listPrice", "address", "bedroomsTotal", "bathroomsTotal", "livingArea",
@@ -58,6 +65,14 @@ async def test_detail_has_exactly_the_contract_fields(client: Any, auth: dict[st
         "source": "mls",
     }
     assert data["taxHistory"] == [{"year": 2025, "taxPaid": 3100, "assessedValue": 210000}]
+    assert (data["parcelId"], data["garageSpaces"], data["basementFinishedArea"]) == (
+        "0907202030",
+        2.0,
+        600,
+    )
+    assert (data["fireplaces"], data["overallQuality"], data["overallCondition"]) == (1, 6, 5)
+    other = (await client.get("/v1/properties/t-001", headers=auth)).json()["data"]
+    assert all(other[name] is None for name in ASSESSOR_FIELDS)
     assert data["originalListPrice"] == 100_000
     assert data["lastUpdated"].endswith("Z")
 
@@ -119,6 +134,23 @@ async def test_lookup_with_zip_code(client: Any, auth: dict[str, str]) -> None:
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
 
 
+async def test_lookup_by_parcel_number(client: Any, auth: dict[str, str]) -> None:
+    for parcel in ("0907202030", " 0907202030 "):
+        response = await client.get(
+            "/v1/properties/lookup", params={"parcelId": parcel}, headers=auth
+        )
+        assert response.status_code == 200, response.text
+        data = response.json()["data"]
+        assert data["id"] == "t-000" and set(data) == LOOKUP_FIELDS
+    response = await client.get("/v1/properties/lookup?parcelId=0907202031", headers=auth)
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+    response = await client.get("/v1/properties/lookup?parcelId=1-0042-0007", headers=auth)
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "ambiguous_address" and "10001, 10002" in error["message"]
+    assert [c["id"] for c in error["candidates"]] == ["t-040", "t-041"]
+
+
 async def test_lookup_without_match_is_404(client: Any, auth: dict[str, str]) -> None:
     params = {"streetAddress": "1 Nowhere Rd", "city": "Ames", "state": "IA"}
     response = await client.get("/v1/properties/lookup", params=params, headers=auth)
@@ -136,6 +168,12 @@ async def test_lookup_without_match_is_404(client: Any, auth: dict[str, str]) ->
             "zipCode",
         ),
         ({"streetAddress": " ", "city": "Ames", "state": "IA"}, "streetAddress"),
+        ({"parcelId": "0907202030", "city": "Ames"}, "parcelId"),
+        ({"parcelId": "0907202030", "address": "1 Main St, Ames, IA 50010"}, "parcelId"),
+        ({"parcelId": " "}, "parcelId"),
+        ({"parcelId": ""}, "parcelId"),
+        ({"parcelId": "x" * 65}, "parcelId"),
+        ({"parcelId": ["1", "2"]}, "parcelId"),
     ],
 )
 async def test_lookup_bad_parameters(

@@ -145,3 +145,21 @@ def test_pages_fit_a_phone(browser: Any, server: str) -> None:
     page.wait_for_url(server + "/dashboard")
     fits("dashboard")
     context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_home_page_leads_with_a_real_house(browser: Any, server: str, width: int) -> None:
+    """The landing page's lookup is a real Durham sale (docs/data.md), and at a phone's
+    width nothing runs off the screen."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto(server + "/")
+    features = page.locator("section.features")
+    assert "streetAddress=1616 Pinecrest Rd&city=Durham&state=NC" in features.inner_text()
+    steps = page.locator("ol.steps").inner_text()
+    assert "lookup?streetAddress=1616%20Pinecrest%20Rd&city=Durham&state=NC" in steps
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    shots = IMAGES.parent.parent / "var" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / f"portal-home-{width}.png"), full_page=True)
+    context.close()

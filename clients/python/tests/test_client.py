@@ -70,6 +70,19 @@ def test_properties_lookup_normalises_the_address(client: Client) -> None:
     assert client.properties.lookup("5 Broadway", "New York", "NY", zip_code="10002").id == "t-041"
 
 
+def test_properties_lookup_by_parcel_number_and_the_assessors_fields(client: Client) -> None:
+    assert client.properties.lookup(parcel_id="0907202030").id == "t-000"
+    home = client.properties.get("t-000")
+    assert (home.parcel_id, home.garage_spaces, home.basement_finished_area) == (
+        "0907202030",
+        2.0,
+        600,
+    )
+    assert (home.fireplaces, home.overall_quality, home.overall_condition) == (1, 6, 5)
+    other = client.properties.get("t-001")
+    assert other.parcel_id is None and other.overall_quality is None
+
+
 def test_properties_search_one_page(client: Client) -> None:
     page = client.properties.search(state="IA", limit=5, sort="listPrice", order="asc")
     assert page.meta.total == IA and page.meta.limit == 5 and page.meta.offset == 0

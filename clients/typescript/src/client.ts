@@ -109,7 +109,7 @@ export interface ClientOptions {
 // The wire names of the query parameters each operation takes (checked at compile time
 // against the params interfaces, and by test/openapi.test.ts against the service).
 const LOOKUP_PARAMS = allKeys<LookupParams>()([
-  "streetAddress", "city", "state", "zipCode", "address", "fields",
+  "streetAddress", "city", "state", "zipCode", "address", "parcelId", "fields",
 ]);
 const RECORD_PARAMS = allKeys<RecordParams>()(["fields"]);
 const CHANGES_PARAMS = allKeys<ChangesParams>()(["since", "limit"]);
@@ -153,7 +153,7 @@ function allKeys<T>() {
  * import { Client } from "@propdata/client";
  *
  * const client = new Client(); // PROPDATA_API_KEY, PROPDATA_BASE_URL
- * const home = await client.properties.get("syn-0000062");
+ * const home = await client.properties.get("syn-0000059");
  * console.log(home.listPrice, client.lastRateLimit?.remaining);
  * ```
  *

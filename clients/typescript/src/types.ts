@@ -80,6 +80,8 @@ export interface LookupParams {
   zipCode?: string;
   /** The whole address on one line (`123 Main St Apt 4, Ames, IA 50010`), alone. */
   address?: string;
+  /** The assessor's parcel number (`0526301100`), alone. */
+  parcelId?: string;
   /** Only these fields (and `id`): the answer is then a `Selected<PropertyMatch>`. */
   fields?: Fields;
 }
@@ -265,6 +267,16 @@ export interface Property {
   grossYield: number | null;
   pricePerSquareFoot: number | null;
   stories: number | null;
+  /** The assessor's parcel number. */
+  parcelId: string | null;
+  garageSpaces: number | null;
+  /** Finished area below grade, square feet. */
+  basementFinishedArea: number | null;
+  fireplaces: number | null;
+  /** The assessor's grade of material and finish, 1-10. */
+  overallQuality: number | null;
+  /** The assessor's grade of condition, 1-10. */
+  overallCondition: number | null;
 }
 
 /** `GET /v1/properties/lookup` (`properties.lookup`). */

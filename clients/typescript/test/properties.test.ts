@@ -82,6 +82,17 @@ describe("properties.lookup", () => {
     ]);
   });
 
+  it("finds a property by its parcel number, with the assessor's fields", ownServer, async () => {
+    const found = await client().properties.lookup({ parcelId: "0907202030" });
+    assert.equal(found.id, "t-000");
+    const home = await client().properties.get("t-000");
+    assert.deepEqual(
+      [home.parcelId, home.garageSpaces, home.basementFinishedArea, home.fireplaces,
+        home.overallQuality, home.overallCondition],
+      ["0907202030", 2, 600, 1, 6, 5],
+    );
+  });
+
   it("matches after USPS normalisation", ownServer, async () => {
     const found = await client().properties.lookup({
       streetAddress: "100 OAK ST", city: "ames", state: "ia",

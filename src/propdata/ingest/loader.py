@@ -106,9 +106,16 @@ def _plainly_valid(record: PropertyDetail, latest_year: int) -> bool:
         return False
     for number in (record.list_price, record.bedrooms_total, record.bathrooms_total,
                    record.living_area, record.lot_size, record.days_on_market,
-                   record.original_list_price, record.stories):  # fmt: skip
+                   record.original_list_price, record.stories, record.garage_spaces,
+                   record.basement_finished_area, record.fireplaces):  # fmt: skip
         if number is not None and not 0 <= number <= MAX_NUMBER:
             return False
+    for grade in (record.overall_quality, record.overall_condition):
+        if grade is not None and not 1 <= grade <= 10:
+            return False
+    parcel = record.parcel_id
+    if parcel is not None and not (parcel.strip() and len(parcel) <= MAX_PARCEL):
+        return False
     a = record.address
     if (
         (a.street_address is not None and not a.street_address.strip())
@@ -192,10 +199,20 @@ def _field_reason(record: PropertyDetail, as_of: dt.date) -> str | None:
     if not TIMESTAMP_PATTERN.fullmatch(record.last_updated):
         return "lastUpdated must be an ISO 8601 UTC timestamp ending in Z"
     for name in ("list_price", "bedrooms_total", "living_area", "lot_size", "days_on_market",
-                 "original_list_price", "stories"):  # fmt: skip
+                 "original_list_price", "stories", "garage_spaces", "basement_finished_area",
+                 "fireplaces"):  # fmt: skip
         value = getattr(record, name)
         if value is not None and value < 0:
             return f"{_camel(name)} must not be negative"
+    for name in ("overall_quality", "overall_condition"):
+        value = getattr(record, name)
+        if value is not None and not 1 <= value <= 10:
+            return f"{_camel(name)} {value} is not a grade from 1 to 10"
+    parcel = record.parcel_id
+    if parcel is not None and not parcel.strip():
+        return "parcelId is empty (use null when it is unknown)"
+    if parcel is not None and len(parcel) > MAX_PARCEL:
+        return f"parcelId is longer than {MAX_PARCEL} characters"
     if record.bathrooms_total is not None and record.bathrooms_total < 0:
         return "bathroomsTotal must not be negative"
     if record.year_built is not None and not 1600 <= record.year_built <= as_of.year + 3:
@@ -220,6 +237,8 @@ def _field_reason(record: PropertyDetail, as_of: dt.date) -> str | None:
 
 MAX_NUMBER = 2**53 - 1
 """Largest whole number stored: exact in JSON, in SQLite and in PostgreSQL bigint."""
+MAX_PARCEL = 64
+"""Longest parcel number stored (assessors' run to about 20 characters)."""
 
 
 def _out_of_range(record: PropertyDetail) -> str | None:
@@ -229,6 +248,10 @@ def _out_of_range(record: PropertyDetail) -> str | None:
         ("bathroomsTotal", record.bathrooms_total), ("livingArea", record.living_area),
         ("lotSize", record.lot_size), ("daysOnMarket", record.days_on_market),
         ("originalListPrice", record.original_list_price), ("stories", record.stories),
+        ("garageSpaces", record.garage_spaces),
+        ("basementFinishedArea", record.basement_finished_area),
+        ("fireplaces", record.fireplaces), ("overallQuality", record.overall_quality),
+        ("overallCondition", record.overall_condition),
     ]  # fmt: skip
     numbers += [("priceHistory.price", e.price) for e in record.price_history]
     for t in record.tax_history:
@@ -313,6 +336,9 @@ def to_row(record: PropertyDetail, origin: str, digest: str, as_of: dt.date) -> 
         value.value if value else None, value.low if value else None,
         value.high if value else None, value.as_of_date if value else None,
         record.last_updated, digest,
+        record.parcel_id.strip() if record.parcel_id else None, record.garage_spaces,
+        record.basement_finished_area, record.fireplaces, record.overall_quality,
+        record.overall_condition,
     ))  # fmt: skip
 
 

@@ -339,11 +339,16 @@ class _MarketsApart:
 
 
 def demo_sources(properties: int, seed: int, as_of: dt.date) -> list[Source]:
-    """The demo set: the real Ames and Grinnell sales, then `properties` synthetic ones."""
+    """The demo set: the real Ames, Grinnell, Sacramento and Durham sales, then `properties`
+    synthetic ones."""
     from propdata.ingest import demo  # its data sets' reader, pandas, takes 0.5 s to import
 
     return [
         Source("Ames, IA (real)", "ames", demo.ames_records(as_of), 2_930, replace=True),
+        Source(
+            "Sacramento, CA (real)", "sacramento", demo.sacramento_records(as_of), 932, replace=True
+        ),
+        Source("Durham, NC (real)", "durham", demo.durham_records(as_of), 98, replace=True),
         Source(
             "Grinnell, IA (real)",
             "grinnell",

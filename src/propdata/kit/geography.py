@@ -118,6 +118,13 @@ def delivery_zips() -> tuple[ZipCode, ...]:
 
 
 @functools.cache
+def zip_code(code: str) -> ZipCode | None:
+    """One ZIP code of the package, of any kind, or None when it does not know it."""
+    rows = _zipcodes().matching(code) if re.fullmatch(ZIP, code) else []
+    return _zip_code(rows[0]) if rows and rows[0]["lat"] and rows[0]["long"] else None
+
+
+@functools.cache
 def city_zips(city: str, state: str) -> tuple[ZipCode, ...]:
     """The delivery ZIP codes of one city, in the package's order."""
     return tuple(

@@ -133,7 +133,7 @@ async def lookup_property(
             max_length=200,
             pattern=TEXT,
             description="Street address with its unit, if any, with at least one letter or"
-            " digit; required unless address is given",
+            " digit; required unless address or parcelId is given",
             examples=[Example(value="123 Main St")],
         ),
     ] = None,
@@ -159,14 +159,34 @@ async def lookup_property(
             " '123 Main St Apt 4, Ames, IA 50010'",
         ),
     ] = None,
+    parcelId: Annotated[
+        str | None,
+        QueryParameter(
+            min_length=1,
+            max_length=64,
+            pattern=TEXT,
+            # No example: /docs pre-fills examples, and this one is not taken beside the rest.
+            description="The assessor's parcel number (parcelId of the record), alone instead"
+            " of the address fields, such as 0907202030 (Ames, IA); matched as written,"
+            " surrounding spaces ignored",
+        ),
+    ] = None,
     fields: LookupFields = None,
 ) -> Response[LookupResponse]:
     """Find the one property at an address, matched after USPS normalisation.
 
     Give streetAddress with city and state, or with zipCode (city and state then optional,
-    and when given they must agree with it); or the whole address on one line in address.
+    and when given they must agree with it); or the whole address on one line in address;
+    or the assessor's parcel number alone in parcelId.
     """
     selection = select(fields, PropertyLookupItem)
+    if parcelId is not None:
+        if any(v is not None for v in (streetAddress, city, state_, zipCode, address)):
+            raise InvalidParameter("parcelId", "Give 'parcelId' alone, or the address without it.")
+        if not parcelId.strip():
+            raise InvalidParameter("parcelId", "'parcelId' must not be blank.")
+        found = await properties.lookup_parcel(parcelId.strip())
+        return answer(LookupResponse(data=found), selection)
     if address is not None:
         if any(v is not None for v in (streetAddress, city, state_, zipCode)):
             raise InvalidParameter(

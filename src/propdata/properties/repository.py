@@ -65,6 +65,12 @@ class PropertyRow(NamedTuple):
     value_as_of: str | None
     last_updated: str
     content_hash: str
+    parcel_id: str | None
+    garage_spaces: float | None
+    basement_finished_area: int | None
+    fireplaces: int | None
+    overall_quality: int | None
+    overall_condition: int | None
 
 
 class EventRow(NamedTuple):
@@ -241,6 +247,15 @@ class PropertyRepository:
             f"SELECT {', '.join(LookupRow._fields)} FROM properties WHERE street_key = ?{where}"
             " ORDER BY zip_code, id LIMIT 50",
             [street_key, *params],
+        )
+        return [LookupRow._make(row) for row in rows]
+
+    async def find_by_parcel(self, parcel_id: str) -> list[LookupRow]:
+        """Properties with this parcel number, in order of ZIP code and id (the parcel index)."""
+        rows = await self.db.fetch_all(
+            f"SELECT {', '.join(LookupRow._fields)} FROM properties WHERE parcel_id = ?"
+            " ORDER BY zip_code, id LIMIT 50",
+            [parcel_id],
         )
         return [LookupRow._make(row) for row in rows]
 

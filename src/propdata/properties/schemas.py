@@ -115,6 +115,16 @@ class PropertyDetail(Base):
     gross_yield: float | None
     price_per_square_foot: int | None
     stories: int | None
+    parcel_id: str | None
+    """The assessor's parcel number (APN)."""
+    garage_spaces: float | None
+    basement_finished_area: int | None
+    """Finished area below grade, square feet."""
+    fireplaces: int | None
+    overall_quality: int | None
+    """1 (very poor) to 10 (very excellent), the assessor's grade of material and finish."""
+    overall_condition: int | None
+    """1 (very poor) to 10 (very excellent), as RESO's PropertyCondition."""
 
 
 class PropertyLookupItem(Base):

@@ -77,6 +77,21 @@ class PropertyService:
             id=property_id, price_history=_events(found[0]), tax_history=_taxes(found[1])
         )
 
+    async def lookup_parcel(self, parcel_id: str) -> PropertyLookupItem:
+        """The one property with this assessor's parcel number. 404 when none has it, 409
+        when several do (parcel numbers are unique within a county only), naming them."""
+        rows = await self.repo.find_by_parcel(parcel_id)
+        if len(rows) == 1:
+            return _lookup_item(rows[0])
+        if not rows:
+            raise NotFound("No property has that parcel number.")
+        zips = sorted({row.zip_code for row in rows})
+        raise AmbiguousAddress(
+            f"The parcel number belongs to {len(rows)} properties (ZIP codes"
+            f" {', '.join(zips)}); look one up by its address.",
+            candidates=[_candidate(row) for row in rows],
+        )
+
     async def lookup(
         self, street: str, city: str | None, state: str | None, zip_code: str | None
     ) -> PropertyLookupItem:
@@ -186,5 +201,8 @@ def _detail(r: PropertyRow, events: list[EventRow], taxes: list[TaxRow]) -> Prop
         original_list_price=r.original_list_price, previous_list_price=r.previous_list_price,
         last_price_change_date=r.last_price_change_date, removed_date=r.removed_date,
         rent_estimate=rent, value_estimate=value, gross_yield=gross_yield(rent, value),
-        price_per_square_foot=ppsf, stories=r.stories,
+        price_per_square_foot=ppsf, stories=r.stories, parcel_id=r.parcel_id,
+        garage_spaces=r.garage_spaces, basement_finished_area=r.basement_finished_area,
+        fireplaces=r.fireplaces, overall_quality=r.overall_quality,
+        overall_condition=r.overall_condition,
     )  # fmt: skip

@@ -4,7 +4,7 @@
 from propdata_client import Client
 
 client = Client()  # reads PROPDATA_API_KEY and PROPDATA_BASE_URL
-print(client.properties.get("syn-0000062"))
+print(client.properties.get("syn-0000059"))
 ```
 """
 

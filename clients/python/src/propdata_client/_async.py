@@ -58,7 +58,7 @@ class AsyncClient:
     from propdata_client import AsyncClient
 
     async with AsyncClient() as client:  # PROPDATA_API_KEY, PROPDATA_BASE_URL
-        home = await client.properties.get("syn-0000062")
+        home = await client.properties.get("syn-0000059")
         print(home.list_price)
         async for item in client.properties.search_all(zip_code="50010"):
             print(item.id)
@@ -329,23 +329,25 @@ class AsyncProperties:
     async def lookup(
         self, street_address: str | None = None, city: str | None = None,
         state: str | None = None, zip_code: str | None = None,
-        *, address: str | None = None, fields: None = None,
+        *, address: str | None = None, parcel_id: str | None = None, fields: None = None,
     ) -> PropertyMatch: ...  # fmt: skip
     @overload
     async def lookup(
         self, street_address: str | None = None, city: str | None = None,
         state: str | None = None, zip_code: str | None = None,
-        *, address: str | None = None, fields: Sequence[str],
+        *, address: str | None = None, parcel_id: str | None = None, fields: Sequence[str],
     ) -> Record: ...  # fmt: skip
     async def lookup(
         self, street_address: str | None = None, city: str | None = None,
         state: str | None = None, zip_code: str | None = None,
-        *, address: str | None = None, fields: Sequence[str] | None = None,
+        *, address: str | None = None, parcel_id: str | None = None,
+        fields: Sequence[str] | None = None,
     ) -> PropertyMatch | Record:  # fmt: skip
         """The one property at a street address: `GET /v1/properties/lookup`.
 
         Give `street_address` with `city` and `state`, or with `zip_code` (ZIP+4 is read as
-        its five digits); or the whole address on one line in `address` alone. Raises
+        its five digits); or the whole address on one line in `address` alone; or the
+        assessor's parcel number in `parcel_id` alone. Raises
         NotFoundError when nothing matches exactly and AmbiguousAddressError (with the
         candidate `zip_codes`) when several properties match; both carry `candidates`, the
         properties at that street address.

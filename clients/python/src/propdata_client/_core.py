@@ -93,6 +93,7 @@ LOOKUP_PARAMS = {
     "state": "state",
     "zip_code": "zipCode",
     "address": "address",
+    "parcel_id": "parcelId",
     "fields": "fields",
 }
 RECORD_PARAMS = {"fields": "fields"}  # by id: the record, its history, its valuation

@@ -58,7 +58,7 @@ class Client:
     from propdata_client import Client
 
     with Client() as client:  # PROPDATA_API_KEY, PROPDATA_BASE_URL
-        home = client.properties.get("syn-0000062")
+        home = client.properties.get("syn-0000059")
         print(home.list_price)
         for item in client.properties.search_all(zip_code="50010"):
             print(item.id)
@@ -318,23 +318,25 @@ class Properties:
     def lookup(
         self, street_address: str | None = None, city: str | None = None,
         state: str | None = None, zip_code: str | None = None,
-        *, address: str | None = None, fields: None = None,
+        *, address: str | None = None, parcel_id: str | None = None, fields: None = None,
     ) -> PropertyMatch: ...  # fmt: skip
     @overload
     def lookup(
         self, street_address: str | None = None, city: str | None = None,
         state: str | None = None, zip_code: str | None = None,
-        *, address: str | None = None, fields: Sequence[str],
+        *, address: str | None = None, parcel_id: str | None = None, fields: Sequence[str],
     ) -> Record: ...  # fmt: skip
     def lookup(
         self, street_address: str | None = None, city: str | None = None,
         state: str | None = None, zip_code: str | None = None,
-        *, address: str | None = None, fields: Sequence[str] | None = None,
+        *, address: str | None = None, parcel_id: str | None = None,
+        fields: Sequence[str] | None = None,
     ) -> PropertyMatch | Record:  # fmt: skip
         """The one property at a street address: `GET /v1/properties/lookup`.
 
         Give `street_address` with `city` and `state`, or with `zip_code` (ZIP+4 is read as
-        its five digits); or the whole address on one line in `address` alone. Raises
+        its five digits); or the whole address on one line in `address` alone; or the
+        assessor's parcel number in `parcel_id` alone. Raises
         NotFoundError when nothing matches exactly and AmbiguousAddressError (with the
         candidate `zip_codes`) when several properties match; both carry `candidates`, the
         properties at that street address.

@@ -207,6 +207,16 @@ class Property(Model):
     gross_yield: float | None
     price_per_square_foot: int | None
     stories: int | None
+    parcel_id: str | None
+    """The assessor's parcel number."""
+    garage_spaces: float | None
+    basement_finished_area: int | None
+    """Finished area below grade, square feet."""
+    fireplaces: int | None
+    overall_quality: int | None
+    """The assessor's grade of material and finish, 1-10."""
+    overall_condition: int | None
+    """The assessor's grade of condition, 1-10."""
 
 
 class PropertyMatch(Model):

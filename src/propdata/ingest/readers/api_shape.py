@@ -100,6 +100,12 @@ class PropertyIn(_In):
     listing_type: ListingType | None = None
     original_list_price: Int | None = None
     stories: Int | None = None
+    parcel_id: str | None = None
+    garage_spaces: float | None = None
+    basement_finished_area: Int | None = None
+    fireplaces: Int | None = None
+    overall_quality: Int | None = None
+    overall_condition: Int | None = None
     rent_estimate: _EstimateIn | None = None
     value_estimate: _EstimateIn | None = None
     # Derived from priceHistory or computed on output: accepted so that an export loads
@@ -172,6 +178,12 @@ def to_detail(p: PropertyIn) -> PropertyDetail:
         gross_yield=None,
         price_per_square_foot=None,
         stories=p.stories,
+        parcel_id=p.parcel_id,
+        garage_spaces=p.garage_spaces,
+        basement_finished_area=p.basement_finished_area,
+        fireplaces=p.fireplaces,
+        overall_quality=p.overall_quality,
+        overall_condition=p.overall_condition,
     )
 
 

@@ -301,4 +301,10 @@ def reso_record(row: Row, as_of: dt.date) -> PropertyDetail:
         gross_yield=None,
         price_per_square_foot=None,
         stories=whole("StoriesTotal", row.get("StoriesTotal")),
+        parcel_id=row.get("ParcelNumber"),
+        garage_spaces=nonnegative("GarageSpaces", row.get("GarageSpaces")),
+        basement_finished_area=rounded("BelowGradeFinishedArea", row.get("BelowGradeFinishedArea")),
+        fireplaces=whole("FireplacesTotal", row.get("FireplacesTotal")),
+        overall_quality=None,  # RESO has no 1-10 grade of quality
+        overall_condition=None,  # PropertyCondition is a list of words, not 1-10
     )  # fmt: skip

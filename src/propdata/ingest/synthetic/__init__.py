@@ -5,6 +5,10 @@
 
 Same (n, seed, as_of) and the same `zipcodes`/`addfips` data give the same records, byte for
 byte: all randomness comes from one `random.Random(seed)` and nothing reads the clock.
+The build day moves only the calendar: every draw is made in days (or whole years) before
+as_of and the same on any day, so ids, addresses, coordinates, sizes, prices, statuses and
+scores depend on (n, seed) alone; dates, timestamps, `yearBuilt` and tax years are that
+many days or years before as_of.
 
 The model (docs/data.md has the long form):
 
@@ -53,7 +57,7 @@ def generate(n: int, seed: int, as_of: dt.date) -> Iterator[tuple[int, PropertyD
     world = World(as_of)
     number = 0
     for place, count in plan(rng, zip_table(), n):
-        area = Area(rng, place, count, as_of)
+        area = Area(rng, place, count)
         for _ in range(count):
             number += 1
             yield number, make(rng, world, area, f"syn-{number:0{width}d}")

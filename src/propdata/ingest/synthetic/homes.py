@@ -6,7 +6,6 @@ records byte for byte; the steps below keep that order.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from dataclasses import dataclass
 
@@ -14,7 +13,9 @@ from propdata.ingest.synthetic.history import History
 from propdata.ingest.synthetic.places import Area, World
 from propdata.ingest.synthetic.rng import Rng, step
 from propdata.ingest.synthetic.tables import (
+    BAND_YEAR,
     HORIZON_DAYS,
+    NEW_YEARS,
     PROPERTY_TYPES,
     YEAR_BANDS,
     YEAR_CUMULATIVE,
@@ -41,7 +42,8 @@ class _Home:
     beds: int | None
     baths: float | None
     sqft: int | None
-    year: int | None
+    age: int | None
+    """Whole years: built in as_of's year minus this."""
     stories: int | None
     lot: int | None
     value: float
@@ -53,13 +55,13 @@ def make(rng: Rng, world: World, area: Area, record_id: str) -> PropertyDetail:
     ptype, status = _type_and_status(rng, area)
     street, latitude, longitude = area.address(rng, ptype == "condo")
     land = ptype == "land"
-    home = _land(rng, area) if land else _building(rng, area, ptype, status, as_of)
+    home = _land(rng, area) if land else _building(rng, area, ptype, status)
     value = max(home.value, 15_000.0)
     rent = value * area.rent_yield / 12 * rng.lognormal(0.0, 0.08)
-    horizon = HORIZON_DAYS
-    if home.year is not None:
-        horizon = min(horizon, world.year_offsets.get(home.year, horizon))
-    listing_type, history = _histories(rng, area, status, home.year, value, rent, horizon, as_of)
+    # 365 x age days back is never before 1 January of the year built, on any day.
+    horizon = HORIZON_DAYS if home.age is None else min(HORIZON_DAYS, 365 * home.age)
+    listing_type, history = _histories(rng, area, status, home.age, value, rent, horizon)
+    year_built = None if home.age is None else as_of.year - home.age
     dates = world.dates
     price_history = [
         PriceEvent(date=dates[o], event=e, price=p, source=s)
@@ -82,11 +84,11 @@ def make(rng: Rng, world: World, area: Area, record_id: str) -> PropertyDetail:
         bathrooms_total=home.baths,
         living_area=home.sqft,
         lot_size=home.lot,
-        year_built=home.year,
+        year_built=year_built,
         property_type=ptype,
         days_on_market=lifecycle.days_on_market(derived, price_history, status, as_of),
         price_history=price_history,
-        tax_history=_taxes(rng, world, area, value, home.year),
+        tax_history=_taxes(rng, world, area, value, home.age),
         scores=_scores(rng, area, land),
         coordinates=Coordinates(latitude=round(latitude, 6), longitude=round(longitude, 6)),
         last_updated=updated,
@@ -100,6 +102,8 @@ def make(rng: Rng, world: World, area: Area, record_id: str) -> PropertyDetail:
         gross_yield=None,
         price_per_square_foot=None,
         stories=home.stories,
+        parcel_id=None, garage_spaces=None, basement_finished_area=None, fireplaces=None,
+        overall_quality=None, overall_condition=None,
     )  # fmt: skip
 
 
@@ -123,9 +127,9 @@ def _land(rng: Rng, area: Area) -> _Home:
     return _Home(None, None, None, None, None, lot, value)
 
 
-def _building(rng: Rng, area: Area, ptype: str, status: str, as_of: dt.date) -> _Home:
+def _building(rng: Rng, area: Area, ptype: str, status: str) -> _Home:
     """A house, condo, townhouse or 2-4 unit building: rooms, size, lot, age and value."""
-    year = _year_built(rng, as_of.year - (2 if status == "offMarket" else 1))
+    age = _age(rng, 2 if status == "offMarket" else 1)
     d = area.density
     lot: int | None
     if ptype == "singleFamily":
@@ -157,21 +161,19 @@ def _building(rng: Rng, area: Area, ptype: str, status: str, as_of: dt.date) -> 
         lot = rng.int_between(4_000, 15_000)
         stories = rng.pick((2, 2, 3))
         factor = 0.85
-    age = as_of.year - year
     factor *= 1.12 if age < 5 else 1.0 if age < 60 else 0.93
     value = area.price * (sqft / 1_800) ** 0.92 * factor * rng.lognormal(0.0, 0.18)
-    return _Home(beds, baths, sqft, year, stories, lot, value)
+    return _Home(beds, baths, sqft, age, stories, lot, value)
 
 
 def _histories(
     rng: Rng,
     area: Area,
     status: Status,
-    year: int | None,
+    age: int | None,
     value: float,
     rent: float,
     horizon: int,
-    as_of: dt.date,
 ) -> tuple[ListingType | None, History]:
     """The listing type and the price history: the episode that sets today's status, then
     the earlier ones. A distressed sale (foreclosure, short sale, auction) prices only the
@@ -195,8 +197,8 @@ def _histories(
     history.earlier(final, off_market_sale, horizon)
     if off_market_sale and status == "recentlySold":
         listing_type = None  # sold without being listed
-    elif (listing_type == "standard" and status != "forRent" and year is not None
-          and year >= as_of.year - 2 and len(history.episodes) == 1):  # fmt: skip
+    elif (listing_type == "standard" and status != "forRent" and age is not None
+          and age <= NEW_YEARS and len(history.episodes) == 1):  # fmt: skip
         listing_type = "newConstruction"
     return listing_type, history
 
@@ -244,29 +246,29 @@ def _scores(rng: Rng, area: Area, land: bool) -> Scores:
     )
 
 
-def _year_built(rng: Rng, latest: int) -> int:
+def _age(rng: Rng, youngest: int) -> int:
+    """A home's age in whole years, at least `youngest`: the bands' years as seen from
+    BAND_YEAR, whatever the build day."""
     first, last = rng.weighted(YEAR_BANDS, YEAR_CUMULATIVE)
-    last = min(last, latest)
+    last = min(last, BAND_YEAR - youngest)
     first = min(first, last)
-    return rng.int_between(first, last)
+    return BAND_YEAR - rng.int_between(first, last)
 
 
 def _score(x: float) -> int:
     return 0 if x < 0 else 100 if x > 100 else int(x + 0.5)
 
 
-def _taxes(
-    rng: Rng, world: World, area: Area, value: float, year_built: int | None
-) -> list[TaxRecord]:
-    """Yearly assessments for the last 5-10 complete years (none before the house stood)."""
+def _taxes(rng: Rng, world: World, area: Area, value: float, age: int | None) -> list[TaxRecord]:
+    """Yearly assessments for the last 5-10 complete years (none before the year built)."""
+    count = rng.int_between(5, 10)
+    if age is not None:
+        count = min(count, age)
     first = world.as_of.year - 1
-    last = first - rng.int_between(5, 10) + 1
-    if year_built is not None:
-        last = max(last, year_built)
-    then = value * area.assessment * math.exp(-area.growth * world.year_offsets[first] / 365)
+    then = value * area.assessment * area.yearly
     rate, yearly, random_ = area.tax_rate, area.yearly, rng.random
     records = []
-    for year in range(first, last - 1, -1):
+    for year in range(first, first - count, -1):
         assessed = int(then * 0.01 + 0.5) * 100
         paid = int(assessed * rate * (0.98 + 0.04 * random_()) + 0.5)
         records.append(TaxRecord(year=year, tax_paid=paid, assessed_value=assessed))

@@ -3,7 +3,7 @@ streets and condo buildings of each, and the per-run calendar.
 
     table = zip_table()                      # the eligible ZIP codes, built once
     for place, count in plan(rng, table, n):  # which ZIP codes, how many homes each
-        area = Area(rng, place, count, as_of)
+        area = Area(rng, place, count)
 """
 
 from __future__ import annotations
@@ -101,17 +101,18 @@ def plan(rng: Rng, table: tuple[Zip, ...], n: int) -> list[tuple[Zip, int]]:
 
 
 class World:
-    """Per-call constants: as_of and the date text of every day of the horizon."""
+    """Per-call constants: as_of and the date text of every day of the horizon.
 
-    __slots__ = ("as_of", "as_of_text", "dates", "year_offsets")
+    The only thing the build day changes: the generator works in days before as_of, and
+    these turn them into dates.
+    """
+
+    __slots__ = ("as_of", "as_of_text", "dates")
 
     def __init__(self, as_of: dt.date) -> None:
         self.as_of = as_of
         self.as_of_text = as_of.isoformat()
         self.dates = [(as_of - dt.timedelta(days=d)).isoformat() for d in range(HORIZON_DAYS + 1)]
-        self.year_offsets = {
-            y: (as_of - dt.date(y, 1, 1)).days for y in range(as_of.year - 12, as_of.year + 1)
-        }
 
 
 class _Street:
@@ -170,7 +171,7 @@ class Area:
         "scores", "streets", "tax_rate", "type_cumulative", "yearly",
     )  # fmt: skip
 
-    def __init__(self, rng: Rng, place: Zip, count: int, as_of: dt.date) -> None:
+    def __init__(self, rng: Rng, place: Zip, count: int) -> None:
         d = place.density
         self.place = place
         self.density = d

@@ -88,7 +88,12 @@ PROPERTY_TYPES: tuple[PropertyType, ...] = ("singleFamily", "condo", "townhouse"
 TYPE_BASE = (0.72, 0.05, 0.07, 0.06, 0.10)
 TYPE_SLOPE = (-0.30, 0.24, 0.05, 0.06, -0.05)
 
-# Year built: (first year, last year, weight); the US stock leans to 1950-2010.
+# Year built: (first year, last year, weight) as seen from BAND_YEAR; the US stock leans to
+# 1950-2010. A home's age in years is drawn from them, the same on any build day; its year
+# built is the build day's year minus that age.
+BAND_YEAR = 2026
+NEW_YEARS = 2
+"""A home at most this many years old, sold on its first listing, is newConstruction."""
 YEAR_BANDS = (
     (1880, 1939),
     (1940, 1949),

@@ -26,6 +26,7 @@ from propdata.migrations.steps import (
     s15_owner_counts,
     s16_owner_sequences_and_attempts,
     s17_ingest_counts,
+    s18_parcel_and_features,
 )
 from propdata.migrations.steps.base import ACCOUNTS, DATA, Apply
 
@@ -47,6 +48,7 @@ MODULES = (
     s15_owner_counts,
     s16_owner_sequences_and_attempts,
     s17_ingest_counts,
+    s18_parcel_and_features,
 )
 
 STEPS: list[tuple[str, Step[Apply]]] = [(module.STORE, module.STEP) for module in MODULES]
