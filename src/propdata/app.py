@@ -36,6 +36,8 @@ from propdata.events import produce
 from propdata.events import stream as event_stream
 from propdata.events.repository import EventRepository
 from propdata.events.service import EventService, SavedSearchService
+from propdata.exports import endpoints as export_endpoints
+from propdata.exports.service import ExportService
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
 from propdata.kit import memory, metrics, multiproc
@@ -102,6 +104,8 @@ class Services:
     mailer: Mailer
     streams: event_stream.StreamHub
     """The worker's open event streams and the one reader of the log that feeds them."""
+    exports: ExportService
+    """The bulk export snapshots under PROPDATA_EXPORT_DIR."""
 
     @property
     def cache_ttl(self) -> float:
@@ -222,6 +226,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
             # half a worker's connections, so the API, /health and the portal keep theirs.
             limiter=limiter, most=max(1, settings.max_connections // 2),
         ),
+        exports=ExportService(Path(settings.export_dir)),
     )  # fmt: skip
 
 
@@ -351,6 +356,7 @@ DEPENDENCIES = {
             "settings",
             "webhooks",
             "streams",
+            "exports",
         )
     },
     "key": Provide(current_key, sync_to_thread=False),
@@ -411,6 +417,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         *event_endpoints.HANDLERS,
         *webhook_endpoints.HANDLERS,
         *event_stream.HANDLERS,
+        *export_endpoints.HANDLERS,
     ]
     openapi = OpenAPIConfig(
         title="propdata: US property and market data API",

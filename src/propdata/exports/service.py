@@ -229,16 +229,24 @@ def prune(root: Path, keep: int) -> list[str]:
     return gone
 
 
-def may_export(plan: str) -> None:
-    """Refuse a key whose plan has no exports: 403 naming the cheapest plan that has them."""
+def refusal(plan: str) -> PlanLimitReached | None:
+    """Why a key on `plan` may not list or download exports (403 naming the cheapest plan
+    that may), or None when it may."""
     if BY_NAME[plan].exports:
-        return
+        return None
     first = first_with("exports")
-    raise PlanLimitReached(
+    return PlanLimitReached(
         f"Bulk exports come with the {first.title} and Enterprise plans; this key is on the"
         f" {BY_NAME[plan].title} plan. Change the key's plan to {first.title} to download them.",
         raised_by=first.name,
     )
+
+
+def may_export(plan: str) -> None:
+    """Raise `refusal(plan)`, if any."""
+    refused = refusal(plan)
+    if refused is not None:
+        raise refused
 
 
 class ExportService:
