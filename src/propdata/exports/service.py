@@ -20,6 +20,7 @@ import re
 import secrets
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -333,14 +334,22 @@ class Exporter:
         async with self.db.transaction():
             if not await lease.take(_iso(now), _iso(now + LEASE)):
                 return False
-        child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "propdata", "data", "export", "--out", str(self.root),
-            env={**os.environ, **self._env}, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        _, err = await child.communicate()
-        if child.returncode != 0:
-            raise RuntimeError(f"propdata data export failed: {err.decode(errors='replace')}")
+        with tempfile.TemporaryFile() as said:
+            child = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "propdata", "data", "export", "--out", str(self.root),
+                env={**os.environ, **self._env}, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL, stderr=said,
+            )  # fmt: skip
+            try:
+                code = await child.wait()
+            except asyncio.CancelledError:  # the server stops: so does its export
+                child.kill()
+                await asyncio.shield(child.wait())
+                raise
+            if code != 0:
+                said.seek(0)
+                text = said.read()[-2000:].decode(errors="replace")
+                raise RuntimeError(f"propdata data export failed ({code}): {text}")
         async with self.db.transaction():
             await lease.hold_until(_iso(self._clock() + dt.timedelta(seconds=self.every)))
         gone = prune(self.root, self.keep)
