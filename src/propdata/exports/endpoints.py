@@ -119,7 +119,15 @@ async def get_export_file(
     <ETag>`); the ETag is the file's sha256 in quotes.
     """
     may_export(key.plan)
-    path, listed, fmt = await anyio.to_thread.run_sync(exports.file, exportId, name.lstrip("/"))
+    return await file_response(request, exports, exportId, name)
+
+
+async def file_response(
+    request: Request[Any, Any, Any], exports: ExportService, export_id: str, name: str
+) -> Response[Any]:
+    """The answer of one file of a snapshot: whole (200), a range (206), or 304, streamed
+    with its ETag; the API's download and the portal's link both answer with it."""
+    path, listed, fmt = await anyio.to_thread.run_sync(exports.file, export_id, name.lstrip("/"))
     tag = f'"{listed.sha256}"'
     size = listed.bytes
     headers = {"ETag": tag, "Accept-Ranges": "bytes", "Cache-Control": "private, max-age=86400"}
