@@ -21,7 +21,7 @@ import secrets
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,11 @@ import msgspec
 import pyarrow as pa
 
 from propdata.errors import NotFound, PlanLimitReached
-from propdata.exports.files import SUFFIX, Table, described
+from propdata.exports.files import SUFFIX, Table, Writer, described
 from propdata.exports.repository import LeaseRepository, SnapshotRepository
 from propdata.exports.schemas import ExportFile, Format, Manifest
 from propdata.feed.service import cursor_at
-from propdata.kit.db import Database, ReadSnapshot, StoreUnavailable
+from propdata.kit.db import Database, ReadSnapshot, Row, StoreUnavailable
 from propdata.markets.repository import HistoryRow, SnapshotRow
 from propdata.markets.schemas import HistoryEntry, Market
 from propdata.markets.service import market_of
@@ -124,36 +124,33 @@ async def _write(
     done = 0
     if progress is not None:
         progress(0, total)
-    files: list[ExportFile] = []
     suffix = SUFFIX[fmt]
-    for state, _ in states:
-        part, out = 0, None
-        folder = draft / "properties" / f"state={state}"
-        try:
-            async for rows in repo.properties(state):
+    parts = _Parts(draft, fmt)
+    writing: asyncio.Future[None] | None = None
+    try:
+        for state, _ in states:
+            async for rows in _ahead(repo.properties(state)):
                 records = [
                     full_record(PropertyRow._make(r[:_WIDTH]), r[_WIDTH], r[-1]) for r in rows
                 ]
-                start = 0
-                while start < len(records):
-                    if out is None:
-                        out = PROPERTIES.writer(folder / f"part-{part}{suffix}", fmt)
-                    room = PART_ROWS - out.rows
-                    piece = records[start : start + room]
-                    out.write(PROPERTIES.batch(piece, fmt))
-                    start += len(piece)
-                    if out.rows >= PART_ROWS:
-                        out.close()
-                        files.append(described(draft, out.path, out.rows))
-                        out, part = None, part + 1
+                if writing is not None:
+                    await writing
+                # Encoded and written on a thread (Arrow's parsing and Parquet's writing
+                # let go of the GIL) while the next batch's records are made here.
+                writing = asyncio.ensure_future(asyncio.to_thread(parts.add, state, records))
                 done += len(records)
                 if progress is not None:
                     progress(done, total)
-        finally:
-            if out is not None:
-                out.close()
-        if out is not None:
-            files.append(described(draft, out.path, out.rows))
+        if writing is not None:
+            await writing
+        parts.close()
+    except BaseException:
+        if writing is not None and not writing.done():
+            with contextlib.suppress(Exception):
+                await writing
+        parts.abandon()
+        raise
+    files = parts.files
     files.append(await _markets(repo, draft / f"markets{suffix}", fmt))
     files.append(await _market_history(repo, draft / f"market_history{suffix}", fmt))
     return Manifest(
@@ -165,6 +162,53 @@ async def _write(
         files=files,
         rows=done,
     )
+
+
+class _Parts:
+    """The property files of a snapshot as they are written: a state's records go to
+    `properties/state=XX/part-N`, a new part every PART_ROWS records."""
+
+    def __init__(self, draft: Path, fmt: Format) -> None:
+        self.draft, self.fmt = draft, fmt
+        self.files: list[ExportFile] = []
+        self._state: str | None = None
+        self._out: Writer | None = None
+        self._part = 0
+
+    def add(self, state: str, records: list[PropertyDetail]) -> None:
+        if state != self._state:
+            self._finish()
+            self._state, self._part = state, 0
+        start = 0
+        while start < len(records):
+            if self._out is None:
+                name = f"part-{self._part}{SUFFIX[self.fmt]}"
+                self._out = PROPERTIES.writer(
+                    self.draft / "properties" / f"state={state}" / name, self.fmt
+                )
+            piece = records[start : start + PART_ROWS - self._out.rows]
+            self._out.write(PROPERTIES.batch(piece, self.fmt))
+            start += len(piece)
+            if self._out.rows >= PART_ROWS:
+                self._finish()
+                self._part += 1
+
+    def _finish(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self.files.append(described(self.draft, self._out.path, self._out.rows))
+            self._out = None
+
+    def close(self) -> None:
+        """Finish the last part (its file described)."""
+        self._finish()
+
+    def abandon(self) -> None:
+        """Close the open file after a failure (the draft goes with it)."""
+        if self._out is not None:
+            with contextlib.suppress(Exception):
+                self._out.close()
+            self._out = None
 
 
 async def _markets(repo: SnapshotRepository, path: Path, fmt: Format) -> ExportFile:
@@ -195,6 +239,27 @@ async def _market_history(repo: SnapshotRepository, path: Path, fmt: Format) -> 
         if not out.rows:
             out.write(MARKET_HISTORY.batch([], fmt))
     return described(path.parent, path, out.rows)
+
+
+async def _ahead(batches: AsyncIterator[list[Row]]) -> AsyncIterator[list[Row]]:
+    """The batches of a stream, the next one read (on SQLite's thread, or PostgreSQL's
+    socket) while the caller turns this one into records: the read and the work overlap."""
+    source = aiter(batches)
+    following = asyncio.ensure_future(anext(source))
+    try:
+        while True:
+            try:
+                batch = await following
+            except StopAsyncIteration:
+                return
+            following = asyncio.ensure_future(anext(source))
+            await asyncio.sleep(0)  # let the read start before the caller's work holds the loop
+            yield batch
+    finally:
+        if not following.done():
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await following
 
 
 def _sync_folder(folder: Path) -> None:
