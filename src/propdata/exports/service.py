@@ -295,15 +295,15 @@ def prune(root: Path, keep: int) -> list[str]:
     return gone
 
 
-def refusal(plan: str) -> PlanLimitReached | None:
-    """Why a key on `plan` may not list or download exports (403 naming the cheapest plan
-    that may), or None when it may."""
+def refusal(plan: str, holder: str = "this key") -> PlanLimitReached | None:
+    """Why `holder` (a key, or a portal account: its highest plan) on `plan` may not list
+    or download exports (403 naming the cheapest plan that may), or None when it may."""
     if BY_NAME[plan].exports:
         return None
     first = first_with("exports")
     return PlanLimitReached(
-        f"Bulk exports come with the {first.title} and Enterprise plans; this key is on the"
-        f" {BY_NAME[plan].title} plan. Change the key's plan to {first.title} to download them.",
+        f"Bulk exports come with the {first.title} and Enterprise plans; {holder} is on the"
+        f" {BY_NAME[plan].title} plan. Change a key's plan to {first.title} to download them.",
         raised_by=first.name,
     )
 

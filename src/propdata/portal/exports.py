@@ -24,7 +24,7 @@ PAGE = "/dashboard/exports"
 async def _plan_refusal(accounts: AccountService, account: Any) -> tuple[str, Any]:
     """The account's plan (the highest of its active keys) and why it has no exports."""
     plan = highest(key.plan for key in await accounts.keys_of(account) if key.status == "active")
-    return plan.title, refusal(plan.name)
+    return plan.title, refusal(plan.name, "your account")
 
 
 @get(PAGE)
