@@ -85,6 +85,10 @@ def cross_parameter_rule(query: dict[str, Any], parameter: str, body: Any = None
     return parameter in OPAQUE  # a cursor is an opaque token: no schema tells a valid one
 
 
+UNMETERED = ("/v1/auth/status", "/v1/exports")
+"""The operations never counted (contract.md: the key's status, the exports' list)."""
+
+
 def _serve(store: Store) -> Iterator[tuple[str, str]]:
     secret = run_apart(_prepare(store))
     with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base:
@@ -160,10 +164,10 @@ def test_openapi_is_3_1_and_lists_every_operation(server: tuple[str, str]) -> No
             continue
         for operation in item.values():
             responses = operation["responses"]
-            metered = {"429"} if path != "/v1/auth/status" else set()
+            metered = {"429"} if path not in UNMETERED else set()
             assert {"401", "503", *metered} <= set(responses), path
             assert any(status.startswith("2") for status in responses), path
-            if path == "/v1/auth/status":
+            if path in UNMETERED:
                 assert "429" not in responses  # never counted, never refused
             assert responses["401"]["content"]["application/json"]["schema"]
     docs = httpx.get(base + "/docs")

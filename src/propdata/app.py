@@ -29,13 +29,15 @@ from propdata.api.body import MAX_BODY
 from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.api.openapi import ApiOperation, errors
-from propdata.config import Settings, load_settings
+from propdata.config import ENV, Settings, load_settings
 from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD, http_error_handler
 from propdata.events import endpoints as event_endpoints
 from propdata.events import produce
 from propdata.events import stream as event_stream
 from propdata.events.repository import EventRepository
 from propdata.events.service import EventService, SavedSearchService
+from propdata.exports import endpoints as export_endpoints
+from propdata.exports.service import Exporter, ExportService
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
 from propdata.kit import memory, metrics, multiproc
@@ -102,6 +104,8 @@ class Services:
     mailer: Mailer
     streams: event_stream.StreamHub
     """The worker's open event streams and the one reader of the log that feeds them."""
+    exports: ExportService
+    """The bulk export snapshots under PROPDATA_EXPORT_DIR."""
 
     @property
     def cache_ttl(self) -> float:
@@ -222,6 +226,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
             # half a worker's connections, so the API, /health and the portal keep theirs.
             limiter=limiter, most=max(1, settings.max_connections // 2),
         ),
+        exports=ExportService(Path(settings.export_dir)),
     )  # fmt: skip
 
 
@@ -320,6 +325,15 @@ async def _strict_transport(message: Message, scope: Scope) -> None:
                               (b"strict-transport-security", STRICT_TRANSPORT.encode())]  # fmt: skip
 
 
+def export_env(settings: Settings) -> dict[str, str]:
+    """The variables a periodic export's child process (`propdata data export`) needs to use
+    this app's store and folder (in its environment: a URL may hold a password)."""
+    env = {ENV["database_url"]: settings.database_url, ENV["export_dir"]: settings.export_dir}
+    if settings.as_of is not None:
+        env[ENV["as_of"]] = settings.as_of.isoformat()
+    return env
+
+
 def _services(state: State) -> Services:
     services: Services = state.services
     return services
@@ -351,6 +365,7 @@ DEPENDENCIES = {
             "settings",
             "webhooks",
             "streams",
+            "exports",
         )
     },
     "key": Provide(current_key, sync_to_thread=False),
@@ -389,9 +404,19 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             # Webhook deliveries: every process at scale-out, one worker a host embedded.
             asyncio.create_task(dispatch(services.dispatcher(), services.dispatch_turn())),
         ]
+        # Periodic exports: every process takes part, the store's lease picks one a turn.
+        exporter = None
+        if settings.export_every is not None:
+            exporter = Exporter(
+                services.db, Path(settings.export_dir), settings.export_every,
+                settings.export_keep, env=export_env(settings),
+            )  # fmt: skip
+            exporter.start()
         try:
             yield
         finally:
+            if exporter is not None:
+                await exporter.stop()
             for task in tasks:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -411,6 +436,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         *event_endpoints.HANDLERS,
         *webhook_endpoints.HANDLERS,
         *event_stream.HANDLERS,
+        *export_endpoints.HANDLERS,
     ]
     openapi = OpenAPIConfig(
         title="propdata: US property and market data API",

@@ -100,6 +100,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """PROPDATA_STREAM_QUEUE: events an open stream may fall behind its reader; one more
     and the stream ends (the reader resumes with Last-Event-ID)."""
 
+    export_dir: str = "var/exports"
+    """PROPDATA_EXPORT_DIR: the folder of bulk export snapshots (`propdata data export`, the
+    periodic exports, GET /v1/exports); with several hosts, one folder they all share."""
+    export_every: float | None = None
+    """PROPDATA_EXPORT_EVERY: make a snapshot this often (`24h`, `90m`, `3600s`, or seconds),
+    by one process of all the hosts; unset: only on command (`propdata data export`)."""
+    export_keep: int = 3
+    """PROPDATA_EXPORT_KEEP: the snapshots the periodic exports keep (older ones are removed)."""
+
     def today(self) -> dt.date:
         return self.as_of or dt.datetime.now(dt.UTC).date()
 
@@ -221,7 +230,21 @@ ENV = {
     "max_connections": "PROPDATA_MAX_CONNECTIONS",
     "stream_keepalive": "PROPDATA_STREAM_KEEPALIVE",
     "stream_queue": "PROPDATA_STREAM_QUEUE",
+    "export_dir": "PROPDATA_EXPORT_DIR",
+    "export_every": "PROPDATA_EXPORT_EVERY",
+    "export_keep": "PROPDATA_EXPORT_KEEP",
 }
+_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd]?)\s*$")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(text: str) -> float:
+    """Seconds of a duration written `24h`, `90m`, `30s`, `2d` or plain seconds; ValueError
+    for anything else."""
+    found = _DURATION.match(text)
+    if found is None:
+        raise ValueError(f"{text!r} is not a duration such as 24h, 90m or 3600s")
+    return float(found.group(1)) * _UNIT[found.group(2)]
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -233,6 +256,11 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         if value not in (None, ""):
             raw[field] = value
     raw.update({k: v for k, v in overrides.items() if v is not None})
+    if isinstance(raw.get("export_every"), str):
+        try:
+            raw["export_every"] = duration(str(raw["export_every"]))
+        except ValueError as exc:
+            raise ConfigError(f"PROPDATA_EXPORT_EVERY: {exc}") from exc
     try:
         settings = msgspec.convert(raw, Settings, strict=False)
     except msgspec.ValidationError as exc:
@@ -275,6 +303,10 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         settings.nameservers  # noqa: B018 (parsed to be checked)
     except ValueError as exc:
         raise ConfigError(f"PROPDATA_WEBHOOK_NAMESERVERS: {exc}") from exc
+    if settings.export_every is not None and not 60 <= settings.export_every <= 366 * 86400:
+        raise ConfigError("PROPDATA_EXPORT_EVERY must be at least 1 minute and at most 366 days")
+    if not 1 <= settings.export_keep <= 1000:
+        raise ConfigError("PROPDATA_EXPORT_KEEP must be a whole number from 1 to 1000")
     if settings.metrics_token is not None and len(settings.metrics_token) < 16:
         raise ConfigError("PROPDATA_METRICS_TOKEN must be at least 16 characters")
     return settings

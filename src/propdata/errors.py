@@ -221,6 +221,12 @@ class ServiceUnavailable(ServiceError):
     status, code = 503, "service_unavailable"
 
 
+class RangeNotSatisfiable(ServiceError):
+    """A Range that starts past a file's end (with `Content-Range: bytes */<size>`)."""
+
+    status, code = 416, "range_not_satisfiable"
+
+
 STATUS_CODES = {
     400: "invalid_parameter",
     401: "invalid_api_key",
@@ -229,6 +235,7 @@ STATUS_CODES = {
     405: "method_not_allowed",
     409: "ambiguous_address",
     413: "payload_too_large",
+    416: "range_not_satisfiable",
     429: "rate_limit_exceeded",
     500: "internal_error",
     503: "service_unavailable",

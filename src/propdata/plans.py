@@ -41,27 +41,33 @@ class Plan:
     """Whether a person may choose the plan on the dashboard (else an operator sets it)."""
     customisable: bool
     """Whether an operator may give a key on this plan limits of its own (stored on the key)."""
+    exports: bool
+    """Whether the plan's keys may list and download bulk exports (GET /v1/exports)."""
 
 
 FREE = Plan(
     name="free", title="Free", per_minute=10, daily=100, default_page_size=10,
     max_page_size=25, price_usd=0, saved_searches=3, webhook_endpoints=1,
     events_per_day=1_000, event_streams=1, self_serve=True, customisable=False,
+    exports=False,
 )  # fmt: skip
 DEVELOPER = Plan(
     name="developer", title="Developer", per_minute=100, daily=10_000, default_page_size=25,
     max_page_size=100, price_usd=49, saved_searches=25, webhook_endpoints=5,
     events_per_day=50_000, event_streams=5, self_serve=True, customisable=False,
+    exports=False,
 )  # fmt: skip
 PRO = Plan(
     name="pro", title="Pro", per_minute=500, daily=100_000, default_page_size=50,
     max_page_size=250, price_usd=199, saved_searches=500, webhook_endpoints=25,
     events_per_day=1_000_000, event_streams=20, self_serve=True, customisable=False,
+    exports=True,
 )  # fmt: skip
 ENTERPRISE = Plan(
     name="enterprise", title="Enterprise", per_minute=2_000, daily=None, default_page_size=100,
     max_page_size=1_000, price_usd=None, saved_searches=10_000, webhook_endpoints=100,
     events_per_day=None, event_streams=100, self_serve=False, customisable=True,
+    exports=True,
 )  # fmt: skip
 
 OWNER_LIMITS: tuple[str, ...] = ("saved_searches", "webhook_endpoints", "events_per_day")
@@ -90,6 +96,11 @@ def raising(limit: str, beyond: int, above: Plan) -> Plan | None:
         if value is None or value > beyond:
             return plan
     return None
+
+
+def first_with(feature: str) -> Plan:
+    """The cheapest plan that has `feature` (a boolean Plan field: `exports`)."""
+    return next(plan for plan in PLANS if getattr(plan, feature))
 
 
 def choice(names: tuple[str, ...], *, titles: bool = False) -> str:

@@ -206,6 +206,16 @@ describe("account and operations", () => {
     assert.equal((await spent.GET("/v1/auth/status")).response.status, 200);
   });
 
+  it("lists exports, never counted", async () => {
+    const ok = await api.GET("/v1/exports");
+    assert.ok(Array.isArray(ok.data?.data));
+    const strict = client(required("PROPDATA_API_KEY"));
+    strict.use(colour);
+    refused(await strict.GET("/v1/exports"), 400, "invalid_parameter");
+    refused(await anonymous.GET("/v1/exports"), 401, "missing_api_key");
+    assert.equal((await spent.GET("/v1/exports")).response.status, 200);
+  });
+
   it("reports health", async () => {
     const ok = await anonymous.GET("/health");
     assert.ok(ok.data);

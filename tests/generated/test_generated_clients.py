@@ -100,7 +100,12 @@ def _mask(message: str) -> str:
 def generated(served: Served, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     folder = tmp_path_factory.mktemp("python-client")
     (folder / "openapi.json").write_text(json.dumps(served.document), encoding="utf-8")
-    (folder / "config.yaml").write_text(f"package_name_override: {PACKAGE}\npost_hooks: []\n")
+    # Export files are Parquet, a media type the generator leaves out unless told it is bytes
+    # (docs/api.md, "OpenAPI document and interactive docs").
+    (folder / "config.yaml").write_text(
+        f"package_name_override: {PACKAGE}\npost_hooks: []\ncontent_type_overrides:\n"
+        "  application/vnd.apache.parquet: application/octet-stream\n"
+    )
     run = subprocess.run(
         [BIN / "openapi-python-client", "generate", "--path", "openapi.json", "--meta", "none",
          "--output-path", PACKAGE, "--config", "config.yaml"],
@@ -178,6 +183,7 @@ CALLS = {
     "searchMarkets": Calls("markets.search_markets", {"state": "IA"}, {"limit": 0}),
     "getAuthStatus": Calls("account.get_auth_status", {}, None, metered=False),
     "getHealth": Calls("operations.get_health", {}, None, metered=False),
+    "listExports": Calls("exports.list_exports", {}, None, metered=False),
     # Managing saved searches and webhooks is never counted: no 429 from a spent quota.
     "createSavedSearch": Calls("searches.create_saved_search",
                                {"body": Body("CreateSavedSearchBody", SEARCH)},
@@ -237,10 +243,11 @@ CALLS = {
 }  # fmt: skip
 
 
-STREAMED = {"streamEvents"}
-"""Operations whose answer never ends (Server-Sent Events): a generated client reads a body
-whole, so they are generated (and checked by the generators and the linter) but called by
-tests/events/test_stream.py."""
+STREAMED = {"streamEvents", "getExportFile"}
+"""Operations whose answer is a stream: Server-Sent Events that never end, and export files
+of any size. A generated client reads a body whole, so they are generated (and checked by the
+generators and the linter) but called by tests/events/test_stream.py and
+tests/exports/test_endpoints.py."""
 
 
 def test_calls_cover_every_operation(served: Served) -> None:

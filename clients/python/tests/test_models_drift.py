@@ -25,6 +25,7 @@ from propdata_client.models import (
     CreatedWebhook,
     Delivery,
     EventsPage,
+    Export,
     Market,
     MarketHistory,
     Page,
@@ -58,6 +59,7 @@ OPERATIONS: dict[str, tuple[Any, bool]] = {
     "searchMarkets": (Page[Market], False),
     "getAuthStatus": (AuthStatus, True),
     "listPropertyChanges": (ChangesPage, False),
+    "listExports": (list[Export], True),
 }
 NOT_IN_SDK = {
     "getHealth",  # the operators' health check, outside /v1
@@ -96,6 +98,7 @@ EVENT_OPERATIONS: dict[tuple[str, str], Op] = {
     ("get", "/v1/webhooks/X/deliveries"): Op(Page[Delivery], False, query=_core.LIST_PARAMS),
     ("post", "/v1/webhooks/X/deliveries/X/resend"): Op(ReplayQueued, status="202"),
     ("post", "/v1/webhooks/X/replay"): Op(ReplayQueued, status="202", body={"since": "since"}),
+    ("get", "/v1/exports/X/files/X"): Op(None),  # a file's bytes: `exports.download`
 }
 EVENT_PATHS = {  # the request each SDK method makes, with "X" in the path parameter
     ("post", "/v1/searches"): _core.create_search({"name": "x"}),
@@ -114,6 +117,7 @@ EVENT_PATHS = {  # the request each SDK method makes, with "X" in the path param
     ("get", "/v1/webhooks/X/deliveries"): _core.list_deliveries("X", {}),
     ("post", "/v1/webhooks/X/deliveries/X/resend"): _core.resend_delivery("X", "X"),
     ("post", "/v1/webhooks/X/replay"): _core.replay_webhook("X", "c"),
+    ("get", "/v1/exports/X/files/X"): _core.export_file("X", "X"),
 }
 
 QUERY_TABLES: dict[str, dict[str, str]] = {
@@ -138,6 +142,7 @@ PATHS = {  # the request each SDK method makes, with "X" in the path parameter
     "searchMarkets": _core.search_markets({}).path,
     "getAuthStatus": _core.auth_status().path,
     "listPropertyChanges": _core.list_changes({}).path,
+    "listExports": _core.list_exports().path,
 }
 
 

@@ -38,6 +38,7 @@ SUBS = [
     (r"\baclose\(", "close("),
     (r"\baread\(", "read("),
     (r"\baiter_lines\(", "iter_lines("),
+    (r"\baiter_bytes\(", "iter_bytes("),
     (r"\bimport asyncio\b", "import time"),
     (r"\basyncio\.sleep\b", "time.sleep"),
     (r"\bAwaitable\[None\]", "None"),

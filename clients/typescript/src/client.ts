@@ -18,6 +18,8 @@ import type {
   Event,
   EventsPage,
   EventsParams,
+  Export,
+  ExportFile,
   FollowEventsParams,
   ListAllParams,
   ListParams,
@@ -187,6 +189,8 @@ export class Client {
   readonly events: Events;
   /** Webhook endpoints, their deliveries, replays and secrets. */
   readonly webhooks: Webhooks;
+  /** Snapshots of the whole data set (Pro and Enterprise keys). */
+  readonly exports: Exports;
 
   readonly #headers: Record<string, string>;
   readonly #fetch: FetchLike;
@@ -233,6 +237,7 @@ export class Client {
     this.searches = new Searches(this);
     this.events = new Events(this);
     this.webhooks = new Webhooks(this);
+    this.exports = new Exports(this);
   }
 
   toString(): string {
@@ -308,6 +313,26 @@ export class Client {
       if (wait === null) throw error;
       await this.#sleep(wait);
     }
+  }
+
+  /**
+   * @internal A file's answer, its body unread (export downloads): an error answer is
+   * thrown. Not retried, not remembered: a download is started again by its caller.
+   */
+  async fetchFile(path: string): Promise<FetchResponse> {
+    const headers = { ...this.#headers, Accept: "*/*" };
+    let response: FetchResponse;
+    try {
+      response = await this.#fetch(this.baseUrl + path, { method: "GET", headers });
+    } catch (cause) {
+      throw connectionError(cause);
+    }
+    this.lastRateLimit = rateLimitOf(response.headers);
+    if (response.status >= 300) {
+      const text = await response.text();
+      throw errorFromResponse(response.status, text, response.headers.get("X-Request-Id"), this.lastRateLimit);
+    }
+    return response;
   }
 
   /** @internal A write's `data` (`{data}` answers). */
@@ -632,6 +657,99 @@ export class Markets {
 }
 
 /** `client.auth`. */
+/** Node's modules, loaded only by what needs the file system (browsers never reach it). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const nodeModule = (name: string): Promise<any> => import(name);
+
+/**
+ * `client.exports`: snapshots of the whole data set (Pro and Enterprise keys).
+ *
+ * ```ts
+ * const snapshot = await client.exports.download("snapshot"); // the newest, checksums checked
+ * for await (const page of client.properties.iterChanges({ since: snapshot.feedCursor })) { ... }
+ * ```
+ */
+export class Exports {
+  readonly #client: Client;
+
+  constructor(client: Client) {
+    this.#client = client;
+  }
+
+  /** Every snapshot, newest first: `GET /v1/exports` (never metered). */
+  async list(): Promise<Export[]> {
+    return this.#client.data("/v1/exports");
+  }
+
+  /**
+   * Download a snapshot (the newest without `exportId`) into `folder` (Node only): each file
+   * written to `<name>.part`, checked against the manifest's SHA-256 and size (a
+   * `checksum_mismatch` PropdataError otherwise), renamed into place; `manifest.json` last.
+   * Each file counts as one request.
+   */
+  async download(folder: string, exportId?: string): Promise<Export> {
+    const all = await this.list();
+    const chosen = exportId === undefined ? all[0] : all.find((e) => e.id === exportId);
+    if (chosen === undefined) {
+      throw new PropdataError(exportId === undefined ? "No export to download." : `No export with id ${JSON.stringify(exportId)}.`, {
+        code: "not_found",
+        status: 404,
+      });
+    }
+    const path = await nodeModule("node:path");
+    const fsp = await nodeModule("node:fs/promises");
+    const root: string = path.resolve(folder);
+    for (const file of chosen.files) await this.#fetch(root, chosen.id, file);
+    await fsp.writeFile(path.join(root, "manifest.json"), JSON.stringify(chosen, null, 2));
+    return chosen;
+  }
+
+  async #fetch(root: string, exportId: string, file: ExportFile): Promise<void> {
+    const path = await nodeModule("node:path");
+    const fs = await nodeModule("node:fs");
+    const fsp = await nodeModule("node:fs/promises");
+    const crypto = await nodeModule("node:crypto");
+    const { once } = await nodeModule("node:events");
+    const target: string = path.resolve(root, file.name);
+    if (!target.startsWith(root + path.sep)) {
+      throw new PropdataError(`The export names a file outside its folder: ${JSON.stringify(file.name)}`, {
+        code: "invalid_response",
+      });
+    }
+    await fsp.mkdir(path.dirname(target), { recursive: true });
+    const encoded = file.name.split("/").map(encodeURIComponent).join("/");
+    const response = await this.#client.fetchFile(`/v1/exports/${encodeURIComponent(exportId)}/files/${encoded}`);
+    const part = `${target}.part`;
+    const out = fs.createWriteStream(part);
+    const digest = crypto.createHash("sha256");
+    let size = 0;
+    try {
+      const reader = response.body?.getReader();
+      if (!reader) throw new PropdataError("The answer had no body.", { code: "invalid_response" });
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        digest.update(value);
+        size += value.length;
+        if (!out.write(value)) await once(out, "drain");
+      }
+      await new Promise<void>((resolve, reject) => out.end((error?: Error) => (error ? reject(error) : resolve())));
+    } catch (error) {
+      out.destroy();
+      await fsp.rm(part, { force: true });
+      throw error;
+    }
+    const found: string = digest.digest("hex");
+    if (found !== file.sha256 || size !== file.bytes) {
+      await fsp.rm(part, { force: true });
+      throw new PropdataError(`${file.name}: the downloaded bytes have SHA-256 ${found}, the manifest says ${file.sha256}; download it again.`, {
+        code: "checksum_mismatch",
+      });
+    }
+    await fsp.rename(part, target);
+  }
+}
+
 export class Auth {
   readonly #client: Client;
 

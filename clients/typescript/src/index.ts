@@ -12,6 +12,7 @@ export {
   DEFAULT_MAX_RETRY_WAIT,
   DEFAULT_TIMEOUT,
   Events,
+  Exports,
   Markets,
   Properties,
   Searches,

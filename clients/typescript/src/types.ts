@@ -458,6 +458,28 @@ export interface Usage {
   day: WindowUsage | null;
 }
 
+/** One file of an export snapshot: its path in the snapshot, rows, size and SHA-256 (hex). */
+export interface ExportFile {
+  name: string;
+  rows: number;
+  bytes: number;
+  sha256: string;
+}
+
+/**
+ * `GET /v1/exports` (`exports.list`, Pro and Enterprise): a snapshot of the whole data set
+ * at one data version. After loading it, follow `properties.iterChanges({ since: feedCursor })`.
+ */
+export interface Export {
+  id: string;
+  createdAt: string;
+  dataVersion: number;
+  format: "parquet" | "csv";
+  feedCursor: string;
+  files: ExportFile[];
+  rows: number;
+}
+
 /** `GET /v1/auth/status` (`auth.status`): the calling key, its limits and usage. */
 export interface AuthStatus {
   keyId: string;

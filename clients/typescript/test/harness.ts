@@ -7,7 +7,7 @@ import { Client, type ClientOptions, type FetchLike } from "@propdata/client";
 /** What test/server.py printed, when test/run.mjs started the server itself. */
 export interface TestServer {
   baseUrl: string;
-  keys: { main: string; free: string; quota: string; revoked: string; minute: string };
+  keys: { main: string; free: string; quota: string; revoked: string; minute: string; pro: string };
   cli: string[];
   env: Record<string, string>;
 }

@@ -23,6 +23,8 @@ const MODELS: Record<string, string> = {
   Coordinates: "Coordinates",
   ErrorBody: "ErrorBody",
   Estimate: "Estimate",
+  Export: "Manifest",
+  ExportFile: "ExportFile",
   Limits: "Limits",
   Market: "Market",
   MarketHistory: "MarketHistory",
@@ -78,6 +80,8 @@ const OPERATIONS: Record<string, (c: Client) => unknown> = {
   searchMarkets: (c) => c.markets.search,
   getAuthStatus: (c) => c.auth.status,
   listPropertyChanges: (c) => c.properties.changes,
+  listExports: (c) => c.exports.list,
+  getExportFile: (c) => c.exports.download,
 };
 const NOT_IN_SDK = new Set(["getHealth", "searchPropertiesAlias", "streamEvents"]);
 

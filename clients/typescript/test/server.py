@@ -2,12 +2,13 @@
 
 Run with the project's Python (/work/main/.venv/bin/python). It builds the test catalogue
 (tests/factories.py, 42 records, one address in two ZIP codes) into a fresh SQLite store,
+exports a snapshot of it (`propdata data export`),
 makes keys with the `propdata keys` command line (run in this process through Typer's
 runner, as tests/test_cli.py does, to spare an interpreter start per key), serves the store
 with `propdata serve` on a free port and prints one JSON line:
 
     {"baseUrl": ..., "keys": {"main": ..., "free": ..., "quota": ..., "revoked": ...,
-     "minute": ...},
+     "minute": ..., "pro": ...},
      "cli": [python, "-m", "propdata"], "env": {"PROPDATA_DATABASE_URL": ...}}
 
 then waits until its standard input closes (or SIGTERM), stops the server and deletes the
@@ -44,6 +45,7 @@ KEYS = {
     "quota": ["--plan", "enterprise", "--daily", "1"],
     "revoked": ["--plan", "developer"],
     "minute": ["--plan", "enterprise", "--per-minute", "1"],
+    "pro": ["--plan", "pro"],
 }
 
 
@@ -87,7 +89,9 @@ def main() -> None:
         store = asyncio.run(new_store("embedded", folder))
         asyncio.run(build_store(store))
         env = {**os.environ, **store.env(), "PROPDATA_CACHE_TTL": "0",
-               "PROPDATA_AS_OF": "2026-11-21", "PROPDATA_LOG_LEVEL": "ERROR"}  # fmt: skip
+               "PROPDATA_AS_OF": "2026-11-21", "PROPDATA_LOG_LEVEL": "ERROR",
+               "PROPDATA_EXPORT_DIR": str(folder / "exports")}  # fmt: skip
+        cli(env, ["data", "export"])  # a snapshot for the exports' tests
         keys = {name: cli(env, ["keys", "create", "--name", f"ts-{name}", *args])
                 for name, args in KEYS.items()}  # fmt: skip
         cli(env, ["keys", "revoke", "-"], stdin=keys["revoked"] + "\n")

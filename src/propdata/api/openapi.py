@@ -70,6 +70,8 @@ _DESCRIPTIONS = {
     409: "The address matches several properties (`ambiguous_address`), or what is asked"
     " clashes with what is under way (`conflict`).",
     413: "The request body is over 64 KB (`payload_too_large`).",
+    416: "The Range starts past the file's end (`range_not_satisfiable`); Content-Range names"
+    " the file's size.",
     429: "Per-minute limit (`rate_limit_exceeded`), daily quota (`quota_exceeded`) or the"
     " failed-request guard exceeded; wait Retry-After seconds.",
     431: "Request headers over 16 KB in total: refused by the server before the API reads"

@@ -325,6 +325,50 @@ def data_rebuild() -> None:
     pipeline_step(work)
 
 
+@data_app.command("export")
+def data_export(
+    fmt: Annotated[
+        str, typer.Option("--format", help="parquet (default) or csv.", show_default=False)
+    ] = "parquet",
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            file_okay=False,
+            help="The folder the snapshot's own folder is made in (default:"
+            " PROPDATA_EXPORT_DIR, which GET /v1/exports serves).",
+        ),
+    ] = None,
+) -> None:
+    """Write a snapshot of one data version: properties by state, markets, market history
+    and manifest.json; loads may go on meanwhile."""
+    from propdata.exports.schemas import FORMATS
+    from propdata.exports.service import export
+
+    if fmt not in FORMATS:
+        err.print(f"[red]error:[/red] --format must be parquet or csv, not {fmt!r}")
+        raise typer.Exit(2)
+
+    async def work(db: Database, settings: Settings) -> Any:
+        root = out or Path(settings.export_dir)
+        with progress_bars() as progress:
+            task = progress.add_task("exporting records", total=None)
+
+            def advance(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            return await export(db, root, fmt, progress=advance), root  # type: ignore[arg-type]
+
+    manifest, root = run(work)
+    size = sum(f.bytes for f in manifest.files)
+    err.print(
+        f"Export {manifest.id}: {manifest.rows:,} records of data version"
+        f" {manifest.data_version} in {len(manifest.files)} files ({size / 1e6:,.1f} MB),"
+        f" {root / manifest.id}. Follow the change feed from feedCursor {manifest.feed_cursor}."
+    )
+    print(root / manifest.id)
+
+
 @data_app.command("backup")
 def data_backup(
     file: Annotated[Path, typer.Argument(dir_okay=False, help="Where to write the backup.")],

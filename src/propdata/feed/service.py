@@ -73,6 +73,12 @@ class FeedService:
             await asyncio.sleep(every)
 
 
+def cursor_at(seq: int, store_id: str) -> str:
+    """The feed's cursor of the position after change `seq` of the store `store_id` (an
+    export's `feedCursor`): following it gives the changes numbered above `seq`."""
+    return _cursor(seq, store_id[:12])
+
+
 def _cursor(seq: int, store: str) -> str:
     raw = f"{_VERSION}:{seq}:{store}".encode("ascii")
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")

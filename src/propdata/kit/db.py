@@ -72,6 +72,12 @@ class Database(Protocol):
 
     def transaction(self) -> contextlib.AbstractAsyncContextManager[None]: ...
 
+    def read_snapshot(self) -> contextlib.AbstractAsyncContextManager[ReadSnapshot]:
+        """A read-only transaction of its own connection: every statement run through it sees
+        the store as it was at its first read, whatever commits meanwhile (SQLite's WAL
+        snapshot; PostgreSQL's REPEATABLE READ)."""
+        ...
+
     def limit_page_cache(self, kib: int) -> None:
         """Cap the process's own page cache of the store at `kib` KiB (a server's workers:
         the OS cache is shared by all of them, this one is not); commands keep the larger
@@ -85,6 +91,66 @@ class Database(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class ReadSnapshot(Protocol):
+    """The statements of one read snapshot (`Database.read_snapshot`)."""
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+
+    def stream(
+        self, sql: str, params: Sequence[Any] = (), size: int = 5_000
+    ) -> AsyncIterator[list[Row]]:
+        """The rows of one statement, `size` at a time, never all of them in memory."""
+        ...
+
+
+class _SQLiteSnapshot:
+    """A read transaction on a connection of its own, its statements run on a thread (the
+    event loop keeps serving while a long read goes on)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return await asyncio.to_thread(lambda: self._conn.execute(sql, params).fetchall())
+
+    async def stream(
+        self, sql: str, params: Sequence[Any] = (), size: int = 5_000
+    ) -> AsyncIterator[list[Row]]:
+        cursor = await asyncio.to_thread(self._conn.execute, sql, params)
+        try:
+            while rows := await asyncio.to_thread(cursor.fetchmany, size):
+                yield rows
+        finally:
+            cursor.close()
+
+
+class _PostgresSnapshot:
+    """A REPEATABLE READ, READ ONLY transaction on one pooled connection; streams by a
+    server-side cursor."""
+
+    def __init__(
+        self, conn: asyncpg.Connection, unreachable: tuple[type[BaseException], ...]
+    ) -> None:
+        self._conn = conn
+        self._unreachable = unreachable
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        try:
+            return [tuple(row) for row in await self._conn.fetch(_numbered(sql), *params)]
+        except self._unreachable as exc:
+            raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+
+    async def stream(
+        self, sql: str, params: Sequence[Any] = (), size: int = 5_000
+    ) -> AsyncIterator[list[Row]]:
+        try:
+            cursor = await self._conn.cursor(_numbered(sql), *params)
+            while rows := await cursor.fetch(size):
+                yield [tuple(row) for row in rows]
+        except self._unreachable as exc:
+            raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
 
 
 BULK_PARAMS = 6_000
@@ -327,6 +393,23 @@ class SQLiteDatabase:
                 self._owner, self._depth = None, 0
                 self._writes += 1
 
+    @contextlib.asynccontextmanager
+    async def read_snapshot(self) -> AsyncIterator[ReadSnapshot]:
+        """BEGIN on a read-only connection of its own; the snapshot is taken by the first
+        read (WAL keeps it while writers commit). An in-memory store has no second
+        connection: its reads go to this one, outside a transaction."""
+        if self.path == ":memory:":
+            yield _SQLiteSnapshot(self._conn)
+            return
+        conn = await asyncio.to_thread(_connect_sqlite, self.path, readonly=True)
+        try:
+            conn.execute("BEGIN")
+            yield _SQLiteSnapshot(conn)
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.close()
+
     async def close(self) -> None:
         if self._threads is not None:
             self._threads.shutdown(wait=True)
@@ -547,6 +630,34 @@ class PostgresDatabase:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
             finally:
                 self._tx.reset(token)
+
+    @contextlib.asynccontextmanager
+    async def read_snapshot(self) -> AsyncIterator[ReadSnapshot]:
+        """REPEATABLE READ, READ ONLY on a connection of its own (never the task's open
+        write transaction): the snapshot is taken by its first statement."""
+        if self._pool is None:
+            await self.open()
+        pool = self._pool
+        assert pool is not None
+        try:
+            conn = await pool.acquire(timeout=self._acquire_timeout)
+        except TimeoutError as exc:
+            raise StoreBusy(f"PostgreSQL busy: no pooled connection came free: {exc!r}") from exc
+        except self._unreachable as exc:
+            raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        try:
+            reading = conn.transaction(isolation="repeatable_read", readonly=True)
+            try:
+                await reading.start()
+            except self._unreachable as exc:
+                raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+            try:
+                yield _PostgresSnapshot(conn, self._unreachable)
+            finally:
+                with contextlib.suppress(*self._unreachable):
+                    await reading.rollback()  # it only read: nothing to commit
+        finally:
+            await pool.release(conn)
 
     async def close(self) -> None:
         if self._pool is not None:

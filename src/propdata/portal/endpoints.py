@@ -34,7 +34,7 @@ from propdata.errors import InvalidField, NotFound, ServiceError
 from propdata.kit.db import StoreUnavailable
 from propdata.kit.requests import request_id
 from propdata.plans import BY_NAME
-from propdata.portal import admin, dashboard, searches, webhooks
+from propdata.portal import admin, dashboard, exports, searches, webhooks
 from propdata.portal.pages import (
     NO_STORE,
     SESSION_COOKIE,
@@ -311,7 +311,7 @@ def router() -> Router:
         path="/",
         route_handlers=[
             home, signup_page, signup, login_page, login, logout, forgot_page, forgot,
-            reset_page, reset, verify, *dashboard.ROUTES, *searches.ROUTES, *webhooks.ROUTES,
+            reset_page, reset, verify, *dashboard.ROUTES, *searches.ROUTES, *webhooks.ROUTES, *exports.ROUTES,
             *admin.ROUTES,
         ],
         exception_handlers={

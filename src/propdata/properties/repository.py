@@ -227,12 +227,12 @@ class PropertyRepository:
         row = await self.db.fetch_one(_DETAIL, (property_id, property_id))
         if row is None:
             return None
-        return PropertyRow._make(row[:_WIDTH]), *_histories(property_id, row[_WIDTH], row[-1])
+        return PropertyRow._make(row[:_WIDTH]), *unpack_histories(property_id, row[_WIDTH], row[-1])
 
     async def histories(self, property_id: str) -> tuple[list[EventRow], list[TaxRow]] | None:
         """Both histories of a property in one statement; None when there is no such property."""
         row = await self.db.fetch_one(_HISTORIES, (property_id, property_id))
-        return None if row is None else _histories(property_id, row[0], row[1])
+        return None if row is None else unpack_histories(property_id, row[0], row[1])
 
     async def exists(self, property_id: str) -> bool:
         row = await self.db.fetch_one("SELECT 1 FROM properties WHERE id = ?", (property_id,))
@@ -559,7 +559,7 @@ _HISTORIES = (
 )
 
 
-def _histories(
+def unpack_histories(
     property_id: str, events: str | bytes | None, taxes: str | bytes | None
 ) -> tuple[list[EventRow], list[TaxRow]]:
     """A stored history row as rows: events newest first, taxes newest year first (the

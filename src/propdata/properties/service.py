@@ -17,6 +17,7 @@ from propdata.properties.repository import (
     PropertyRepository,
     PropertyRow,
     TaxRow,
+    unpack_histories,
 )
 from propdata.properties.schemas import (
     Address,
@@ -176,6 +177,14 @@ def gross_yield(rent: Estimate | None, value: Estimate | None) -> float | None:
 def record_of(r: PropertyRow) -> PropertyDetail:
     """The wire record of a stored row, without its histories (empty lists)."""
     return _detail(r, [], [])
+
+
+def full_record(
+    r: PropertyRow, events: str | bytes | None, taxes: str | bytes | None
+) -> PropertyDetail:
+    """The wire record of a stored row with its packed histories (`pack_histories`), as
+    GET /v1/properties/{id} answers it."""
+    return _detail(r, *unpack_histories(r.id, events, taxes))
 
 
 def _detail(r: PropertyRow, events: list[EventRow], taxes: list[TaxRow]) -> PropertyDetail:

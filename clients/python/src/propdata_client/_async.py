@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, cast, overload
 
@@ -23,6 +25,8 @@ from propdata_client.models import (
     Delivery,
     EventsPage,
     EventType,
+    Export,
+    ExportFile,
     Market,
     MarketHistory,
     Page,
@@ -105,6 +109,7 @@ class AsyncClient:
         self.searches = AsyncSearches(self)
         self.events = AsyncEvents(self)
         self.webhooks = AsyncWebhooks(self)
+        self.exports = AsyncExports(self)
 
     @property
     def base_url(self) -> str:
@@ -767,6 +772,57 @@ class AsyncEvents:
         is out of reach instead of waiting in silence.
         """
         return self._client._stream(since, types, search_id, max_reconnects, on_open, on_retry)
+
+
+class AsyncExports:
+    """`client.exports`: snapshots of the whole data set (Pro and Enterprise keys).
+
+    ```python
+    export = await client.exports.download("snapshot")  # the newest, checksums checked
+    async for page in client.properties.follow_changes(export.feed_cursor):
+        ...  # stay in step from the snapshot's data version on
+    ```
+    """
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def list(self) -> list[Export]:
+        """Every snapshot, newest first: `GET /v1/exports` (never metered)."""
+        return await self._client._call(_core.list_exports())
+
+    async def download(
+        self, folder: str | os.PathLike[str], export_id: str | None = None
+    ) -> Export:
+        """Download a snapshot (the newest when `export_id` is None) into `folder`: every file
+        checked against the manifest's SHA-256 (`checksum_mismatch` otherwise), then the
+        snapshot's `manifest.json` written beside them. Each file counts as one request."""
+        export = _core.latest(await self.list(), export_id)
+        root = _core.prepare_folder(folder)
+        for listed in export.files:
+            await self._fetch(root, export.id, listed)
+        _core.write_manifest(root, export)
+        return export
+
+    async def _fetch(self, root: Path, export_id: str, listed: ExportFile) -> None:
+        client = self._client
+        settings = client._settings
+        url = settings.base_url + _core.export_file(export_id, listed.name).path
+        download = _core.Download(root, listed)
+        try:
+            async with client._http.stream(
+                "GET", url, headers=settings.headers, timeout=settings.timeout
+            ) as response:
+                client.last_rate_limit = _core.rate_limit_of(response)
+                if response.status_code >= 300:
+                    await response.aread()
+                    raise _core.error_of(response, client.last_rate_limit)
+                async for chunk in response.aiter_bytes(_core.DOWNLOAD_CHUNK):
+                    download.write(chunk)
+        except BaseException:
+            download.abandon()
+            raise
+        download.finish()
 
 
 class AsyncWebhooks:

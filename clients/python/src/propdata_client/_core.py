@@ -3,12 +3,14 @@ each endpoint, reading answers and errors, and the retry rule. No I/O happens he
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -32,6 +34,8 @@ from propdata_client.models import (
     Delivery,
     Event,
     EventsPage,
+    Export,
+    ExportFile,
     Market,
     MarketHistory,
     Page,
@@ -346,6 +350,95 @@ def search_markets(values: Mapping[str, object]) -> PageCall[Market]:
 
 def auth_status() -> Call[AuthStatus]:
     return Call("/v1/auth/status", {}, _decoder(AuthStatus))
+
+
+# -- bulk exports ---------------------------------------------------------------------------
+
+MANIFEST = "manifest.json"
+DOWNLOAD_CHUNK = 1 << 20
+
+
+def list_exports() -> Call[list[Export]]:
+    return Call("/v1/exports", {}, _decoder(list[Export]))
+
+
+def export_file(export_id: str, name: str) -> Call[None]:
+    """The download of one file (streamed by the client; no JSON answer)."""
+    path = f"/v1/exports/{quote(export_id, safe='')}/files/{quote(name, safe='/=')}"
+    return Call(path, {}, None)
+
+
+def export_target(folder: Path, name: str) -> Path:
+    """Where a file of a snapshot goes in `folder`; a name that would leave it is refused."""
+    root = folder.resolve()
+    target = (root / name).resolve()
+    if not target.is_relative_to(root):
+        raise PropdataError(
+            f"The export names a file outside its folder: {name!r}", code="invalid_response"
+        )
+    return target
+
+
+def checksum_error(name: str, sha256: str, expected: str) -> PropdataError:
+    return PropdataError(
+        f"{name}: the downloaded bytes have SHA-256 {sha256}, the manifest says {expected};"
+        " download it again.",
+        code="checksum_mismatch",
+    )
+
+
+def latest(exports: list[Export], export_id: str | None) -> Export:
+    """The export `export_id` (the newest when None) of a listing."""
+    for export in exports:
+        if export_id is None or export.id == export_id:
+            return export
+    raise PropdataError(
+        "No export to download." if export_id is None else f"No export with id {export_id!r}.",
+        code="not_found",
+        status=404,
+    )
+
+
+class Download:
+    """One file of a snapshot being written into a folder: to `<name>.part`, checked against
+    the manifest's SHA-256 and size, then renamed into place."""
+
+    def __init__(self, folder: Path, listed: ExportFile) -> None:
+        self.listed = listed
+        self.target = export_target(folder, listed.name)
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.part = self.target.with_name(self.target.name + ".part")
+        self._out = self.part.open("wb")
+        self._digest = hashlib.sha256()
+        self.size = 0
+
+    def write(self, chunk: bytes) -> None:
+        self._out.write(chunk)
+        self._digest.update(chunk)
+        self.size += len(chunk)
+
+    def finish(self) -> None:
+        self._out.close()
+        found = self._digest.hexdigest()
+        if found != self.listed.sha256 or self.size != self.listed.bytes:
+            self.part.unlink()
+            raise checksum_error(self.listed.name, found, self.listed.sha256)
+        os.replace(self.part, self.target)
+
+    def abandon(self) -> None:
+        self._out.close()
+        self.part.unlink(missing_ok=True)
+
+
+def prepare_folder(folder: str | os.PathLike[str]) -> Path:
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def write_manifest(folder: Path, export: Export) -> None:
+    """The snapshot's manifest.json, written last: a folder with one is whole and checked."""
+    (folder / MANIFEST).write_bytes(msgspec.json.format(msgspec.json.encode(export)))
 
 
 # -- events: saved searches, the event log, webhooks --------------------------------------

@@ -5,8 +5,10 @@ Generated from `_async.py` by `clients/python/tools/unasync.py`: edit that file,
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar, cast, overload
 
@@ -23,6 +25,8 @@ from propdata_client.models import (
     Delivery,
     EventsPage,
     EventType,
+    Export,
+    ExportFile,
     Market,
     MarketHistory,
     Page,
@@ -105,6 +109,7 @@ class Client:
         self.searches = Searches(self)
         self.events = Events(self)
         self.webhooks = Webhooks(self)
+        self.exports = Exports(self)
 
     @property
     def base_url(self) -> str:
@@ -752,6 +757,55 @@ class Events:
         is out of reach instead of waiting in silence.
         """
         return self._client._stream(since, types, search_id, max_reconnects, on_open, on_retry)
+
+
+class Exports:
+    """`client.exports`: snapshots of the whole data set (Pro and Enterprise keys).
+
+    ```python
+    export = client.exports.download("snapshot")  # the newest, checksums checked
+    for page in client.properties.follow_changes(export.feed_cursor):
+        ...  # stay in step from the snapshot's data version on
+    ```
+    """
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list(self) -> list[Export]:
+        """Every snapshot, newest first: `GET /v1/exports` (never metered)."""
+        return self._client._call(_core.list_exports())
+
+    def download(self, folder: str | os.PathLike[str], export_id: str | None = None) -> Export:
+        """Download a snapshot (the newest when `export_id` is None) into `folder`: every file
+        checked against the manifest's SHA-256 (`checksum_mismatch` otherwise), then the
+        snapshot's `manifest.json` written beside them. Each file counts as one request."""
+        export = _core.latest(self.list(), export_id)
+        root = _core.prepare_folder(folder)
+        for listed in export.files:
+            self._fetch(root, export.id, listed)
+        _core.write_manifest(root, export)
+        return export
+
+    def _fetch(self, root: Path, export_id: str, listed: ExportFile) -> None:
+        client = self._client
+        settings = client._settings
+        url = settings.base_url + _core.export_file(export_id, listed.name).path
+        download = _core.Download(root, listed)
+        try:
+            with client._http.stream(
+                "GET", url, headers=settings.headers, timeout=settings.timeout
+            ) as response:
+                client.last_rate_limit = _core.rate_limit_of(response)
+                if response.status_code >= 300:
+                    response.read()
+                    raise _core.error_of(response, client.last_rate_limit)
+                for chunk in response.iter_bytes(_core.DOWNLOAD_CHUNK):
+                    download.write(chunk)
+        except BaseException:
+            download.abandon()
+            raise
+        download.finish()
 
 
 class Webhooks:

@@ -433,6 +433,31 @@ class AuthStatus(Model):
     usage: Usage
 
 
+# -- bulk exports ---------------------------------------------------------------------------
+
+
+class ExportFile(Model):
+    """One file of an export snapshot: its path in the snapshot, rows, size, SHA-256 (hex)."""
+
+    name: str
+    rows: int
+    bytes: int
+    sha256: str
+
+
+class Export(Model):
+    """A snapshot of the whole data set at one data version (`GET /v1/exports`, Pro and
+    Enterprise). After loading it, follow `client.properties.follow_changes(feed_cursor)`."""
+
+    id: str
+    created_at: str
+    data_version: int
+    format: Literal["parquet", "csv"]
+    feed_cursor: str
+    files: list[ExportFile]
+    rows: int
+
+
 # -- events: saved searches, the event log, webhooks --------------------------------------
 
 

@@ -1,0 +1,64 @@
+"""The dashboard's exports: the snapshots of the whole data set with their size, rows and
+date, and a download link per file, for an account that holds a Pro or Enterprise key;
+others see which plan gives them. Who may, `exports.service.refusal` decides."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from litestar import Request, Response, get
+from litestar.params import FromPath
+
+from propdata.accounts.service import AccountService
+from propdata.api.dependencies import Injected
+from propdata.config import Settings
+from propdata.exports.endpoints import file_response
+from propdata.exports.service import ExportService, refusal
+from propdata.plans import highest
+from propdata.portal.pages import page, see_other, visit, way_up
+
+PAGE = "/dashboard/exports"
+
+
+async def _plan_refusal(accounts: AccountService, account: Any) -> tuple[str, Any]:
+    """The account's plan (the highest of its active keys) and why it has no exports."""
+    plan = highest(key.plan for key in await accounts.keys_of(account) if key.status == "active")
+    return plan.title, refusal(plan.name, "your account")
+
+
+@get(PAGE)
+async def exports_page(request: Request[Any, Any, Any], settings: Injected[Settings],
+                       accounts: Injected[AccountService],
+                       exports: Injected[ExportService]) -> Response[Any]:  # fmt: skip
+    """The snapshots, newest first, each file a download link; or what plan gives them."""
+    v = await visit(request, settings, accounts)
+    if v.account is None or v.session is None:
+        return see_other(v, "/login")
+    plan_title, refused = await _plan_refusal(accounts, v.account)
+    snapshots = [] if refused else await anyio.to_thread.run_sync(exports.manifests)
+    return await page(
+        accounts, v, "exports.html", snapshots=snapshots, refused=refused,
+        way_up=way_up(refused), plan_title=plan_title, page_path=PAGE,
+    )  # fmt: skip
+
+
+@get(PAGE + "/{export_id:str}/files/{name:path}")
+async def download(request: Request[Any, Any, Any], settings: Injected[Settings],
+                   accounts: Injected[AccountService], exports: Injected[ExportService],
+                   export_id: FromPath[str], name: FromPath[str]) -> Response[Any]:  # fmt: skip
+    """One file of a snapshot, for a signed-in account whose plan has exports."""
+    v = await visit(request, settings, accounts)
+    if v.account is None or v.session is None:
+        return see_other(v, "/login")
+    _, refused = await _plan_refusal(accounts, v.account)
+    if refused is not None:
+        raise refused
+    answer = await file_response(request, exports, export_id, name)
+    answer.headers["Content-Disposition"] = (
+        f'attachment; filename="{export_id}-{name.strip("/").replace("/", "_")}"'
+    )
+    return answer
+
+
+ROUTES = [exports_page, download]

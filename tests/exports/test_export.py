@@ -1,0 +1,185 @@
+"""`propdata data export` read back by duckdb and polars (readers we did not write): per
+state the API's totals, every field of every record as GET /v1/properties/{id} answers it,
+the CSV the same as the Parquet, markets and their history whole. Both stores."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+
+from propdata.exports.schemas import Manifest
+from propdata.exports.service import ExportService, export
+from tests.conftest import Store, open_db
+
+
+def flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A wire record with nested objects flattened by `_`, as the export's columns are."""
+    out: dict[str, Any] = {}
+    for name, value in record.items():
+        if isinstance(value, dict):
+            out.update(flat(value, f"{prefix}{name}_"))
+        else:
+            out[f"{prefix}{name}"] = value
+    return out
+
+
+@pytest.fixture(scope="module")
+async def snapshots(store: Store, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("exports")
+    db = await open_db(store)
+    try:
+        parquet = await export(db, root, "parquet")
+        csv = await export(db, root, "csv")
+    finally:
+        await db.close()
+    return {"root": root, "parquet": parquet, "csv": csv}
+
+
+def folder(snapshots: dict[str, Any], fmt: str) -> Path:
+    manifest: Manifest = snapshots[fmt]
+    return Path(snapshots["root"]) / manifest.id
+
+
+async def api_ids(client: Any, auth: dict[str, str], state: str) -> tuple[int, list[str]]:
+    ids: list[str] = []
+    total, offset = None, 0
+    while total is None or offset < total:
+        answer = await client.get(f"/v1/properties?state={state}&limit=100&offset={offset}",
+                                  headers=auth)  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        total = body["meta"]["total"]
+        ids += [item["id"] for item in body["data"]]
+        offset += 100
+    return total, ids
+
+
+async def test_counts_per_state_equal_the_apis_totals(
+    snapshots: dict[str, Any], client: Any, auth: dict[str, str]
+) -> None:
+    where = folder(snapshots, "parquet")
+    counts = duckdb.sql(
+        f"SELECT state, count(*) FROM read_parquet('{where}/properties/*/*.parquet',"
+        " hive_partitioning = true) GROUP BY state ORDER BY state"
+    ).fetchall()
+    assert counts, "no state exported"
+    for state, n in counts:
+        total, _ = await api_ids(client, auth, state)
+        assert n == total, state
+    manifest: Manifest = snapshots["parquet"]
+    assert manifest.rows == sum(n for _, n in counts)
+    version = (await client.get("/health")).json()
+    assert manifest.data_version >= 1, version
+
+
+async def test_every_record_of_a_state_equals_the_api_field_for_field(
+    snapshots: dict[str, Any], client: Any, auth: dict[str, str]
+) -> None:
+    where = folder(snapshots, "parquet")
+    frame = pl.read_parquet(f"{where}/properties/state=NY/*.parquet")
+    _, ids = await api_ids(client, auth, "NY")
+    assert sorted(frame["id"].to_list()) == sorted(ids)
+    prices = 0
+    for row in frame.to_dicts():
+        answer = await client.get(f"/v1/properties/{row['id']}", headers=auth)
+        assert flat(answer.json()["data"]) == row
+        prices += answer.json()["data"]["listPrice"] or 0
+    assert frame["listPrice"].sum() == prices
+
+
+def test_the_csv_export_reads_back_the_same(snapshots: dict[str, Any]) -> None:
+    parquet = pl.read_parquet(f"{folder(snapshots, 'parquet')}/properties/*/*.parquet",
+                              hive_partitioning=False).sort("id")  # fmt: skip
+    # Every column read as text (a CSV reader would take ZIP codes for numbers).
+    text = pl.read_csv(f"{folder(snapshots, 'csv')}/properties/*/*.csv",
+                       infer_schema=False).sort("id")  # fmt: skip
+    assert text.columns == parquet.columns
+    for name in parquet.columns:
+        want = parquet[name].to_list()
+        got = text[name].to_list()
+        if parquet[name].dtype == pl.List:
+            assert [json.loads(g) for g in got] == want, name
+        elif parquet[name].dtype == pl.String:
+            assert [g or None for g in got] == [w or None for w in want], name
+        else:
+            kind = float if parquet[name].dtype.is_float() else int
+            assert [None if g is None else kind(g) for g in got] == want, name
+
+
+async def test_markets_and_their_history_are_whole(
+    snapshots: dict[str, Any], client: Any, auth: dict[str, str]
+) -> None:
+    where = folder(snapshots, "parquet")
+    markets = duckdb.sql(f"SELECT * FROM '{where}/markets.parquet' ORDER BY zipCode").pl()
+    answer = await client.get("/v1/markets/search?limit=100", headers=auth)
+    listed = answer.json()["data"]
+    assert [flat(m) for m in listed] == markets.to_dicts()
+    history = pl.read_parquet(f"{where}/market_history.parquet")
+    for market in listed:
+        zip_code = market["zipCode"]
+        months = (await client.get(f"/v1/markets/{zip_code}/history?months=60",
+                                   headers=auth)).json()["data"]["history"]  # fmt: skip
+        mine = history.filter(pl.col("zipCode") == zip_code).drop("zipCode").to_dicts()
+        mine.sort(key=lambda m: m["month"], reverse=True)
+        assert months and mine[: len(months)] == months  # the API's newest first
+        assert len(mine) == len(months) if len(months) < 60 else len(mine) >= 60
+
+
+def test_the_manifest_lists_every_file_with_its_checksum(snapshots: dict[str, Any]) -> None:
+    import hashlib
+
+    for fmt in ("parquet", "csv"):
+        manifest: Manifest = snapshots[fmt]
+        where = folder(snapshots, fmt)
+        on_disk = sorted(p.relative_to(where).as_posix() for p in where.rglob("*") if p.is_file())
+        assert on_disk == sorted([f.name for f in manifest.files] + ["manifest.json"])
+        for f in manifest.files:
+            data = (where / f.name).read_bytes()
+            assert (len(data), hashlib.sha256(data).hexdigest()) == (f.bytes, f.sha256)
+        assert {"properties", "markets", "market_history"} <= {
+            f.name.split("/")[0].split(".")[0] for f in manifest.files
+        }
+    listed = ExportService(Path(snapshots["root"])).manifests()
+    assert [m.id for m in listed] == [snapshots["csv"].id, snapshots["parquet"].id]
+
+
+def test_the_command_writes_a_snapshot_into_the_export_folder(store: Store, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from propdata.cli import app
+
+    env = {**store.env(), "PROPDATA_EXPORT_DIR": str(tmp_path / "exports")}
+    result = CliRunner().invoke(app, ["data", "export", "--format", "csv"], env=env)
+    assert result.exit_code == 0, result.stderr
+    made = Path(result.stdout.strip().splitlines()[-1])
+    assert made.parent == tmp_path / "exports"
+    manifest = json.loads((made / "manifest.json").read_text())
+    assert manifest["format"] == "csv" and manifest["rows"] == 42
+    assert "42 records" in result.stderr.replace("\n", " ")
+    result = CliRunner().invoke(app, ["data", "export", "--format", "xlsx"], env=env)
+    assert result.exit_code == 2 and "parquet or csv" in result.stderr
+
+
+async def test_an_interrupted_export_leaves_no_snapshot_listed(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from propdata.exports import service
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("disk full")
+
+    db = await open_db(store)
+    monkeypatch.setattr(service, "_market_history", broken)
+    try:
+        with pytest.raises(OSError, match="disk full"):
+            await export(db, tmp_path, "parquet")
+    finally:
+        await db.close()
+    assert ExportService(tmp_path).manifests() == []
+    assert not any(await asyncio.to_thread(lambda: list(tmp_path.iterdir())))
