@@ -35,7 +35,7 @@ from propdata.events import endpoints as event_endpoints
 from propdata.events import produce
 from propdata.events import stream as event_stream
 from propdata.events.repository import EventRepository
-from propdata.events.service import EventService, SavedSearchService
+from propdata.events.service import EventService
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
 from propdata.kit import memory, metrics, multiproc
@@ -57,6 +57,8 @@ from propdata.operations.middleware import RequestObserver, note_sent
 from propdata.portal import endpoints as portal
 from propdata.properties import endpoints as property_endpoints
 from propdata.properties.service import PropertyService
+from propdata.saved_searches import endpoints as saved_search_endpoints
+from propdata.saved_searches.service import SavedSearchService
 from propdata.search import endpoints as search_endpoints
 from propdata.search.service import SearchService
 from propdata.valuation import endpoints as valuation_endpoints
@@ -408,6 +410,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         *valuation_endpoints.HANDLERS,
         *market_endpoints.HANDLERS,
         *account_endpoints.HANDLERS,
+        *saved_search_endpoints.HANDLERS,
         *event_endpoints.HANDLERS,
         *webhook_endpoints.HANDLERS,
         *event_stream.HANDLERS,

@@ -34,18 +34,15 @@ import numpy as np
 import numpy.typing as npt
 
 from propdata.accounts.keys import KeyService
-from propdata.events import filters
 from propdata.events.repository import (
     EventRepository,
     ImageRepository,
     ImageRow,
     NewEvent,
     ProducerRepository,
-    SavedSearchRepository,
-    SearchRow,
-    iso_ms,
 )
 from propdata.kit import metrics
+from propdata.kit.clock import iso_ms
 from propdata.kit.db import Database, StoreUnavailable
 from propdata.markets.repository import SnapshotRow
 from propdata.markets.service import market_of
@@ -53,10 +50,12 @@ from propdata.plans import Plan
 from propdata.properties.repository import PropertyRow
 from propdata.properties.schemas import TaxRecord
 from propdata.properties.service import record_of
+from propdata.saved_searches import filters
+from propdata.saved_searches.repository import SavedSearchRepository, SavedSearchRow, WatchedRecords
 from propdata.search.filters import SearchFilters
 from propdata.search.items import search_item
 from propdata.search.match import Batch, matches
-from propdata.search.repository import SearchRow as ItemRow
+from propdata.search.repository import SearchRow
 
 log = logging.getLogger("propdata")
 
@@ -82,7 +81,7 @@ _STORE = "events_images_store"
 _PRUNED = "events_pruned_on"
 _encode = msgspec.json.encode
 _PROPERTY_FIELDS = PropertyRow._fields
-_ITEM_FIELDS = ItemRow._fields
+_ITEM_FIELDS = SearchRow._fields
 
 
 @dataclass(slots=True)
@@ -97,7 +96,7 @@ class Watch:
     zip_code: str | None
 
 
-def watches(rows: Sequence[SearchRow]) -> list[Watch]:
+def watches(rows: Sequence[SavedSearchRow]) -> list[Watch]:
     found = []
     for row in rows:
         try:
@@ -188,7 +187,7 @@ def _row(row: dict[str, Any]) -> PropertyRow:
 
 def _item(row: dict[str, Any]) -> dict[str, Any]:
     values: list[Any] = [row.get(name) for name in _ITEM_FIELDS]
-    fields = ItemRow(*values)
+    fields = SearchRow(*values)
     item: dict[str, Any] = msgspec.to_builtins(search_item(fields, msgspec.UNSET))
     return item
 
@@ -388,8 +387,9 @@ async def _pass(data: Database, accounts: Database, clock: Callable[[], float], 
         done.images = sum(len(rows) for rows in claimed.values())
         if done.images:
             rows = await SavedSearchRepository(accounts).all()
-            if rows and not await images.watching():
-                await images.set_watching(True)
+            watched = WatchedRecords(data)
+            if rows and not await watched.watching():
+                await watched.set_watching(True)
             searches = watches(rows)
             drafts = evaluate(searches, collapse(claimed["properties"]))
             drafts += market_drafts(searches, collapse(claimed["markets"]))
@@ -468,7 +468,7 @@ async def _capped(
 
 
 def _split(owners: Iterable[str]) -> tuple[list[str], list[str]]:
-    """Owners (`events.service.owner_of`) as account ids and ids of keys without one."""
+    """Owners (`accounts.owners.owner_of`) as account ids and ids of keys without one."""
     held = sorted(owners)
     return [o[5:] for o in held if o.startswith("acct:")], [
         o[4:] for o in held if o.startswith("key:")

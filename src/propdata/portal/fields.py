@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from propdata.errors import ServiceError, expected
-from propdata.events.filters import PREFIX, declared
+from propdata.saved_searches.filters import PREFIX, declared
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,7 +67,7 @@ class PropertyRow(NamedTuple):
     content_hash: str
 
 
-class EventRow(NamedTuple):
+class PriceHistoryRow(NamedTuple):
     """One price event of a property (seq 0 is the newest), as `price_history` gives it."""
 
     property_id: str
@@ -192,7 +192,7 @@ class PropertyRepository:
         )
         return None if row is None else PropertyRow._make(row)
 
-    async def price_history(self, property_id: str) -> list[EventRow]:
+    async def price_history(self, property_id: str) -> list[PriceHistoryRow]:
         """Newest first."""
         row = await self.db.fetch_one(
             "SELECT price_history FROM property_histories WHERE property_id = ?", (property_id,)
@@ -200,7 +200,7 @@ class PropertyRepository:
         if row is None:
             return []
         return [
-            EventRow(property_id, seq, date, event, price, source)
+            PriceHistoryRow(property_id, seq, date, event, price, source)
             for seq, (date, event, price, source) in enumerate(unpack_events(row[0]))
         ]
 
@@ -215,7 +215,7 @@ class PropertyRepository:
 
     async def detail(
         self, property_id: str
-    ) -> tuple[PropertyRow, list[EventRow], list[TaxRow]] | None:
+    ) -> tuple[PropertyRow, list[PriceHistoryRow], list[TaxRow]] | None:
         """The record and both its histories in one statement (one round trip at scale-out);
         None when there is no such property."""
         row = await self.db.fetch_one(_DETAIL, (property_id, property_id))
@@ -223,7 +223,9 @@ class PropertyRepository:
             return None
         return PropertyRow._make(row[:_WIDTH]), *_histories(property_id, row[_WIDTH], row[-1])
 
-    async def histories(self, property_id: str) -> tuple[list[EventRow], list[TaxRow]] | None:
+    async def histories(
+        self, property_id: str
+    ) -> tuple[list[PriceHistoryRow], list[TaxRow]] | None:
         """Both histories of a property in one statement; None when there is no such property."""
         row = await self.db.fetch_one(_HISTORIES, (property_id, property_id))
         return None if row is None else _histories(property_id, row[0], row[1])
@@ -546,12 +548,12 @@ _HISTORIES = (
 
 def _histories(
     property_id: str, events: str | bytes | None, taxes: str | bytes | None
-) -> tuple[list[EventRow], list[TaxRow]]:
+) -> tuple[list[PriceHistoryRow], list[TaxRow]]:
     """A stored history row as rows: events newest first, taxes newest year first (the
     order `pack_histories` stored them in); none when the property has no history row."""
     price = unpack_events(events) if events else []
     tax = _decode(taxes) if taxes else []
     return (
-        [EventRow(property_id, seq, *e) for seq, e in enumerate(price)],
+        [PriceHistoryRow(property_id, seq, *e) for seq, e in enumerate(price)],
         [TaxRow(property_id, *t) for t in tax],
     )
