@@ -30,7 +30,7 @@ from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.api.openapi import ApiOperation, errors
 from propdata.config import Settings, load_settings
-from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD, http_error_handler
+from propdata.errors import ORIGINAL_METHOD, exception_handlers, http_error_handler
 from propdata.events import endpoints as event_endpoints
 from propdata.events import produce
 from propdata.events import stream as event_stream
@@ -460,7 +460,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         template_config=portal.templates(),
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
-        exception_handlers={**EXCEPTION_HANDLERS, HTTPException: _http_error},
+        exception_handlers={**exception_handlers(), HTTPException: _http_error},
         after_exception=[portal.find_visitor],
         before_send=[_add_headers]
         + ([_strict_transport] if (settings.public_url or "").startswith("https://") else []),

@@ -12,7 +12,8 @@ from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
-from propdata.api.params import TEXT, PageLimit
+from propdata.api.params import PageLimit
+from propdata.api.values import TEXT
 from propdata.errors import InvalidParameter
 from propdata.events.schemas import EVENT_TYPES, EventsResponse
 from propdata.events.service import EventService

@@ -20,7 +20,7 @@ from litestar.response import Template
 from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
-from propdata.api.params import DECIMAL
+from propdata.api.values import DECIMAL
 from propdata.config import Settings
 from propdata.errors import Forbidden, ServiceError
 from propdata.portal.fields import LABELS, Label

@@ -4,28 +4,30 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Request, Response, delete, get, patch, post
-from litestar.openapi.spec import Example, Schema
-from litestar.openapi.spec.enums import OpenAPIType
-from litestar.params import PathParameter
+from litestar.openapi.spec import Example
+from litestar.params import JSONBody, PathParameter
 
 from propdata.accounts.middleware import MANAGED
 from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
-from propdata.api.body import json_object
 from propdata.api.dependencies import Injected
 from propdata.api.managed import managed_errors
-from propdata.api.openapi import RATE_HEADERS, ApiOperation, with_body
+from propdata.api.openapi import RATE_HEADERS, ApiOperation, struct_schema, with_body
 from propdata.api.params import PageLimit, PageOffset
 from propdata.errors import (
     InvalidParameter,
     NotFound,
     PlanLimitReached,
 )
-from propdata.properties.schemas import PROPERTY_ID
-from propdata.saved_searches import filters
-from propdata.saved_searches.schemas import SavedSearchList, SavedSearchResponse
-from propdata.saved_searches.service import MAX_IDS, MAX_NAME, SavedSearchService
+from propdata.saved_searches.schemas import (
+    SavedSearchChange,
+    SavedSearchInput,
+    SavedSearchList,
+    SavedSearchResponse,
+)
+from propdata.saved_searches.service import SavedSearchService
 
 SearchId = Annotated[
     str,
@@ -40,33 +42,22 @@ _BODY_ERRORS = [
                      " whole number from 0 to 9,007,199,254,740,991."),
     InvalidParameter("filters.limit", "'limit' is not a filter: a saved search has no page,"
                      " sort or fields."),
-    InvalidParameter("name", "'name' must hold 1 to 100 characters."),
+    InvalidParameter("name", "Invalid value for 'name': expected str of length >= 1."),
 ]  # fmt: skip
 
 
-def _body(partial: bool) -> Schema:
-    """The JSON Schema of a saved search's body (PATCH: any of its fields)."""
-    return Schema(
-        type=OpenAPIType.OBJECT,
-        properties={
-            "name": Schema(type=OpenAPIType.STRING, min_length=1, max_length=MAX_NAME,
-                           pattern=r"\S", description="What the search is called"),
-            "filters": filters.schema(),
-            "propertyIds": Schema(
-                type=OpenAPIType.ARRAY, max_items=MAX_IDS,
-                items=Schema(type=OpenAPIType.STRING, pattern=PROPERTY_ID),
-                description="The records watched",
-            ),
-        },
-        required=None if partial else ["name"],
-        additional_properties=False,
-        examples=[{"name": "Houston under 400k", "filters": {
-            "city": "Houston", "state": "TX", "status": "forSale", "maxPrice": 400000}}],
-    )  # fmt: skip
+_EXAMPLE = {"name": "Houston under 400k", "filters": {
+    "city": "Houston", "state": "TX", "status": "forSale", "maxPrice": 400000}}  # fmt: skip
 
 
-_CREATE = with_body(lambda: _body(False), "The search: name, and filters, propertyIds or both")
-_CHANGE = with_body(lambda: _body(True), "Any of name, filters and propertyIds")
+_CREATE = with_body(
+    lambda: struct_schema(SavedSearchInput, examples=[_EXAMPLE]),
+    "The search: name, and filters, propertyIds or both",
+)
+_CHANGE = with_body(
+    lambda: struct_schema(SavedSearchChange, examples=[_EXAMPLE]),
+    "Any of name, filters and propertyIds",
+)
 
 
 _NOT_FOUND = NotFound("No saved search with id 'srch_0123456789abcdef01234567'.")
@@ -83,14 +74,14 @@ _TAGS = ["searches"]
 async def create_search(
     saved_searches: Injected[SavedSearchService],
     key: Injected[ApiKey],
-    request: Request[Any, Any, Any],
+    data: JSONBody[SavedSearchInput],
 ) -> SavedSearchResponse:
     """Save a search: filters as GET /v1/properties takes them, property ids, or both.
 
     Body: `{"name", "filters": {...}, "propertyIds": [...]}`. Its events are produced from
     the next change of a record that matches it.
     """
-    return SavedSearchResponse(data=await saved_searches.create(key, await json_object(request)))
+    return SavedSearchResponse(data=await saved_searches.create(key, _fields(data)))
 
 
 @get(
@@ -134,12 +125,11 @@ async def get_search(
 async def update_search(
     saved_searches: Injected[SavedSearchService],
     key: Injected[ApiKey],
-    request: Request[Any, Any, Any],
     id: SearchId,
+    data: JSONBody[SavedSearchChange],
 ) -> SavedSearchResponse:
     """Change any of a saved search's name, filters and propertyIds (each replaced whole)."""
-    body = await json_object(request)
-    return SavedSearchResponse(data=await saved_searches.update(key, id, body))
+    return SavedSearchResponse(data=await saved_searches.update(key, id, _fields(data)))
 
 
 @delete(
@@ -154,6 +144,13 @@ async def delete_search(
 ) -> None:
     """Delete a saved search; it produces no more events (those produced are kept)."""
     await saved_searches.delete(key, id)
+
+
+def _fields(body: SavedSearchInput | SavedSearchChange) -> dict[str, Any]:
+    """The fields a body gave, by their wire names (what the service checks, as it checks
+    the portal's form)."""
+    given: dict[str, Any] = msgspec.to_builtins(body)
+    return given
 
 
 HANDLERS = [create_search, list_searches, get_search, update_search, delete_search]

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 import msgspec
 
 from propdata.api.schemas import Base, PageMeta
+from propdata.properties.schemas import PROPERTY_ID
+from propdata.search.parameters import DECLARED, Declared
 
 
 class SavedSearch(Base):
@@ -44,14 +46,67 @@ class SavedSearch(Base):
     ]
 
 
-class SavedSearchInput(Base, forbid_unknown_fields=True):
-    """The body of POST /v1/searches (PATCH: any of the three)."""
+MAX_IDS = 1_000
+"""Property ids a saved search may watch."""
+MAX_NAME = 100
 
-    name: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
-    filters: dict[str, Any] = msgspec.field(default_factory=dict)
-    property_ids: Annotated[list[str], msgspec.Meta(max_length=1000)] = msgspec.field(
-        default_factory=list
-    )
+
+def _filter(declared: Declared) -> Any:
+    """A filter parameter's type with its range, pattern, length and description."""
+    bounds = {
+        "ge": declared.ge,
+        "le": declared.le,
+        "gt": declared.gt,
+        "pattern": declared.pattern,
+        "min_length": declared.min_length,
+        "max_length": declared.max_length,
+    }
+    meta: Any = msgspec.Meta
+    held = {name: value for name, value in bounds.items() if value is not None}
+    return Annotated[declared.kind, meta(description=declared.description, **held)]  # fmt: skip
+
+
+SavedSearchFilters: type[msgspec.Struct] = msgspec.defstruct(
+    "SavedSearchFilters",
+    [(name, _filter(found) | msgspec.UnsetType, msgspec.UNSET) for name, found in DECLARED.items()],
+    kw_only=True,
+    forbid_unknown_fields=True,
+)
+"""A saved search's `filters`: the search's filter parameters (`search.parameters`), each
+optional, no other name."""
+Filters = Annotated[
+    dict[str, Any],
+    msgspec.Meta(
+        description="GET /v1/properties' filter parameters under the same names: numbers as"
+        " JSON numbers, bbox as its string",
+        extra_json_schema=msgspec.json.schema(SavedSearchFilters)["$defs"]["SavedSearchFilters"],
+    ),
+]
+Name = Annotated[
+    str,
+    msgspec.Meta(min_length=1, max_length=MAX_NAME, pattern=r"\S",
+                 description="What the search is called"),
+]  # fmt: skip
+PropertyIds = Annotated[
+    list[Annotated[str, msgspec.Meta(pattern=PROPERTY_ID)]],
+    msgspec.Meta(max_length=MAX_IDS, description="The records watched"),
+]
+
+
+class SavedSearchInput(Base, forbid_unknown_fields=True):
+    """The body of POST /v1/searches: a name, and filters, property ids or both."""
+
+    name: Name
+    filters: Filters | msgspec.UnsetType = msgspec.UNSET
+    property_ids: PropertyIds | msgspec.UnsetType = msgspec.UNSET
+
+
+class SavedSearchChange(Base, forbid_unknown_fields=True):
+    """The body of PATCH /v1/searches/{id}: any of a saved search's fields, each replaced."""
+
+    name: Name | msgspec.UnsetType = msgspec.UNSET
+    filters: Filters | msgspec.UnsetType = msgspec.UNSET
+    property_ids: PropertyIds | msgspec.UnsetType = msgspec.UNSET
 
 
 class SavedSearchResponse(Base):

@@ -29,6 +29,8 @@ from propdata.saved_searches.repository import (
     WatchedRecords,
 )
 from propdata.saved_searches.schemas import (
+    MAX_IDS,
+    MAX_NAME,
     RawSavedSearch,
     RawSavedSearchList,
     SavedSearch,
@@ -38,9 +40,6 @@ from propdata.search.service import SearchService
 
 FIELDS = ("name", "filters", "propertyIds")
 """What a saved search's body takes."""
-MAX_IDS = 1_000
-"""Property ids a saved search may watch."""
-MAX_NAME = 100
 _ID = re.compile(PROPERTY_ID)
 
 
