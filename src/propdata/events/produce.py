@@ -41,7 +41,7 @@ from propdata.events.repository import (
     NewEvent,
     ProducerRepository,
 )
-from propdata.kit import metrics
+from propdata.kit import meta, metrics
 from propdata.kit.clock import iso_ms
 from propdata.kit.db import Database, StoreUnavailable
 from propdata.markets.repository import SnapshotRow
@@ -76,9 +76,7 @@ DERIVED = frozenset({
 (so alone they are no `property.updated`)."""
 OWN_TYPES = {"status": "property.statusChanged", "listPrice": "property.priceChanged"}
 ESTIMATES = ("valueEstimate", "rentEstimate")
-_CURSORS = {"properties": "events_images_seq", "markets": "events_markets_seq"}
-_STORE = "events_images_store"
-_PRUNED = "events_pruned_on"
+_CURSORS = {"properties": meta.EVENTS_IMAGES_SEQ, "markets": meta.EVENTS_MARKETS_SEQ}
 _encode = msgspec.json.encode
 _PROPERTY_FIELDS = PropertyRow._fields
 _ITEM_FIELDS = SearchRow._fields
@@ -374,13 +372,13 @@ async def _pass(data: Database, accounts: Database, clock: Callable[[], float], 
     async with accounts.transaction():
         await producer.lock()
         store = await images.store_id()
-        if await producer.meta(_STORE) != store:  # a new data store: its images start at 1
-            await producer.set_meta(_STORE, store)
+        if await meta.get(accounts, meta.EVENTS_STORE) != store:  # a new one: images from 1
+            await meta.put(accounts, meta.EVENTS_STORE, store)
             for name in _CURSORS.values():
-                await producer.set_meta(name, "0")
+                await meta.put(accounts, name, 0)
         claimed: dict[str, list[ImageRow]] = {}
         for kind, name in _CURSORS.items():
-            after = int(await producer.meta(name) or 0)
+            after = await meta.get(accounts, name)
             claimed[kind] = await images.images(kind, after, batch)
             reached[kind] = claimed[kind][-1].seq if claimed[kind] else after
             done.more |= len(claimed[kind]) == batch
@@ -401,7 +399,7 @@ async def _pass(data: Database, accounts: Database, clock: Callable[[], float], 
             for d in kept:
                 done.types[d.type] = done.types.get(d.type, 0) + 1
             for kind, name in _CURSORS.items():
-                await producer.set_meta(name, str(reached[kind]))
+                await meta.put(accounts, name, reached[kind])
     try:
         for kind, upto in reached.items():
             await images.forget(kind, upto)
@@ -497,15 +495,15 @@ async def prune(accounts: Database, clock: Callable[[], float] = time.time) -> N
     counts older than a day."""
     producer = ProducerRepository(accounts)
     today = iso_ms(clock())[:10]
-    if await producer.meta(_PRUNED) == today:
+    if await meta.get(accounts, meta.EVENTS_PRUNED) == today:
         return
     async with accounts.transaction():
         await producer.lock()
-        if await producer.meta(_PRUNED) == today:
+        if await meta.get(accounts, meta.EVENTS_PRUNED) == today:
             return
         await EventRepository(accounts).prune(iso_ms(clock() - KEEP_DAYS * 86_400))
         await producer.prune_counts(int(clock() // 60) - 24 * 60)
-        await producer.set_meta(_PRUNED, today)
+        await meta.put(accounts, meta.EVENTS_PRUNED, today)
 
 
 Wait = Callable[[float], Awaitable[None]]

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from propdata.kit import meta
 from propdata.kit.db import Database
 
 
@@ -218,8 +219,7 @@ class ImageRepository:
         self.db = db
 
     async def store_id(self) -> str:
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'store_id'")
-        return str(row[0]) if row else ""
+        return await meta.get(self.db, meta.STORE_ID)
 
     async def pending(self) -> bool:
         """Whether any change image is held (the producer's work, or what it left)."""
@@ -245,8 +245,8 @@ class ImageRepository:
 
 
 class ProducerRepository:
-    """The accounts store's side of producing: how far the images were read, the daily
-    counts of each owner's events, and what was dropped past a cap."""
+    """The accounts store's side of producing: the daily counts of each owner's events, and
+    what was dropped past a cap (how far the images were read: `kit.meta`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -256,17 +256,6 @@ class ProducerRepository:
         held to the commit; SQLite's write transaction already is one."""
         if self.db.dialect == "postgresql":
             await self.db.execute("SELECT pg_advisory_xact_lock(7231009)")
-
-    async def meta(self, key: str) -> str | None:
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = ?", (key,))
-        return str(row[0]) if row else None
-
-    async def set_meta(self, key: str, value: str) -> None:
-        await self.db.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
 
     async def produced_since(self, minute: int) -> dict[str, int]:
         """Events produced per owner from unix minute `minute` on."""

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from propdata.kit import meta
 from propdata.kit.db import Database
 from propdata.properties.schemas import (
     Event,
@@ -396,35 +397,19 @@ class PropertyRepository:
         return int(row[0]) if row else 0
 
     async def bump_data_version(self) -> None:
-        await self.db.execute(
-            "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
-            " WHERE key = 'data_version'"
-        )
+        await meta.bump(self.db, meta.DATA_VERSION)
 
     async def data_version(self) -> int:
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
-        return int(row[0]) if row else 0
+        return await meta.get(self.db, meta.DATA_VERSION)
 
     async def aged_as_of(self) -> str:
         """The day the store was last aged to ('' before the first time)."""
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'aged_as_of'")
-        return str(row[0]) if row else ""
+        return await meta.get(self.db, meta.AGED_AS_OF)
 
     async def take_aging_turn(self, today: str) -> bool:
         """Claim the re-ageing of the store as of `today` (inside a write transaction): True
         for the one caller that moves `aged_as_of` forward, False when it is already there."""
-        moved = await self.db.execute(
-            "UPDATE meta SET value = ? WHERE key = 'aged_as_of' AND value < ?", (today, today)
-        )
-        if moved:
-            return True
-        return bool(  # the first time: one process inserts, a concurrent one finds it there
-            await self.db.execute(
-                "INSERT INTO meta (key, value) VALUES ('aged_as_of', ?)"
-                " ON CONFLICT (key) DO NOTHING",
-                (today,),
-            )
-        )
+        return await meta.advance(self.db, meta.AGED_AS_OF, today)
 
     async def listed(self) -> list[AgingRow]:
         """What ageing needs of every property whose status or days on market move with time."""
@@ -460,33 +445,28 @@ class PropertyRepository:
 
     async def record_load(self, summary: dict[str, object]) -> None:
         """Keep what the last load did, in its own transaction (`propdata data status`)."""
-        await self.db.execute(
-            "INSERT INTO meta (key, value) VALUES ('last_load', ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (msgspec.json.encode(summary).decode(),),
-        )
+        await meta.put(self.db, meta.LAST_LOAD, msgspec.json.encode(summary).decode())
 
     async def last_load(self) -> dict[str, object] | None:
         """What `record_load` kept of the last load, or None before the first."""
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'last_load'")
-        if row is None:
+        text = await meta.get(self.db, meta.LAST_LOAD)
+        if not text:
             return None
-        found: dict[str, object] = msgspec.json.decode(str(row[0]))
+        found: dict[str, object] = msgspec.json.decode(text)
         return found
 
     async def rebuild_pending(self) -> str | None:
         """The data version a load left without its estimates and market statistics
         rebuilt, or None when they are up to date (see `mark_rebuild_pending`)."""
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'rebuild_pending'")
-        return str(row[0]) if row and row[0] else None
+        return await meta.get(self.db, meta.REBUILD_PENDING) or None
 
     async def mark_rebuild_pending(self) -> None:
         """Record, in a load's transaction, that its rebuild has not run yet: a load that
         dies after its commit leaves this behind for the next start or command to finish."""
         await self.db.execute(
-            "INSERT INTO meta (key, value) VALUES ('rebuild_pending',"
-            " (SELECT value FROM meta WHERE key = 'data_version'))"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            f"INSERT INTO meta (key, value) VALUES (?, {meta.selected(meta.DATA_VERSION)})"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (meta.REBUILD_PENDING.name,),
         )
 
     async def clear_rebuild_pending(self, seen: str) -> bool:
@@ -494,7 +474,8 @@ class PropertyRepository:
         newer one, which stays. True when cleared."""
         return bool(
             await self.db.execute(
-                "UPDATE meta SET value = '' WHERE key = 'rebuild_pending' AND value = ?", (seen,)
+                "UPDATE meta SET value = '' WHERE key = ? AND value = ?",
+                (meta.REBUILD_PENDING.name, seen),
             )
         )
 
@@ -521,8 +502,7 @@ class PropertyRepository:
         if marker is not None and marker == self._namespace_as_of:
             return self._namespace
         row = await self.db.fetch_one(
-            "SELECT (SELECT value FROM meta WHERE key = 'store_id') || '.'"
-            " || (SELECT value FROM meta WHERE key = 'data_version')"
+            f"SELECT {meta.selected(meta.STORE_ID)} || '.' || {meta.selected(meta.DATA_VERSION)}"
         )
         namespace = str(row[0]) if row else ""
         if marker is not None:  # taken before the read: a commit meanwhile moves it again

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from propdata.kit import meta
 from propdata.kit.db import Database
 from propdata.properties.repository import PropertyRow
 
@@ -127,15 +128,10 @@ class WatchedRecords:
         """Have the triggers write change images (a saved search exists) or not. Its own
         transaction: the write lock is waited for on the event loop, a load's included."""
         async with self.db.transaction():
-            await self.db.execute(
-                "INSERT INTO meta (key, value) VALUES ('events_watching', ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                ("1" if watching else "0",),
-            )
+            await meta.put(self.db, meta.EVENTS_WATCHING, watching)
 
     async def watching(self) -> bool:
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'events_watching'")
-        return bool(row and row[0] == "1")
+        return await meta.get(self.db, meta.EVENTS_WATCHING)
 
     async def rows(self, ids: Sequence[str]) -> list[tuple[Any, ...]]:
         """The stored rows of these properties (those that exist), in `PropertyRow`'s order,
@@ -153,8 +149,7 @@ class WatchedRecords:
 
     async def data_version(self) -> int:
         """The data store's version: it moves with every commit that changes the records."""
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
-        return int(row[0]) if row else 0
+        return await meta.get(self.db, meta.DATA_VERSION)
 
 
 _PROPERTY_COLUMNS = ", ".join(PropertyRow._fields)
