@@ -62,7 +62,7 @@ log = logging.getLogger("propdata")
 BATCH = 20_000
 """Images a pass claims at most (of each kind); a larger backlog takes several passes."""
 POLL = 0.5
-"""Seconds between a server worker's passes when nothing wakes it."""
+"""Seconds between a server worker's passes (no data commit is announced: it polls)."""
 KEEP_DAYS = 30
 """Days events are kept."""
 ESTIMATE_MOVE = 0.05
@@ -518,9 +518,10 @@ async def keep_producing(
     every: float = POLL,
     clock: Callable[[], float] = time.time,
 ) -> None:
-    """Produce, then wait for the next change (at most `every` seconds), for ever (a server
-    worker's task). `wait(timeout)` returns early when a data commit is announced (the
-    "changes" wake-up); `notify()` announces new events ("events"). Without them it polls."""
+    """Produce, then wait `every` seconds, for ever (a server worker's task): the events of
+    a commit come within `every` of it. `wait(timeout)` is that wait on the "changes" topic,
+    which no writer announces, so the producer polls; `notify()` announces new events
+    ("events", what the stream and the dispatcher wait on)."""
     pause = wait or asyncio.sleep
     failing = False  # an outage is logged when it starts and when it ends, not every pass
     while True:
