@@ -184,7 +184,7 @@ def store_rows(db_path: Path, count: int, seed: int) -> list[dict[str, Any]]:
 def saved_filters(reqs: Any, count: int) -> list[Any]:
     """`count` saved searches' filters: the search mix's (two thirds) and the radius mix's
     radius searches (a third), as a saved search holds them (no page, sort or fields)."""
-    from propdata.events.filters import NOT_FILTERS, query_of
+    from propdata.saved_searches.filters import NOT_FILTERS, query_of
 
     radii = [s for s in reqs.radii if "radius" in s.params]
     plain = reqs.searches
@@ -297,7 +297,8 @@ def commit_to_delivery(store: Path, stamps: Path, folder: Path, count: int, args
 async def _commit_events(url: str, owner: str, search_id: str, count: int) -> None:
     """`count` events of `owner` in the event log, as the producer commits them."""
     from propdata.events.produce import new_id
-    from propdata.events.repository import EventRepository, NewEvent, iso_ms
+    from propdata.events.repository import EventRepository, NewEvent
+    from propdata.kit.clock import iso_ms
     from propdata.kit.db import connect
 
     db = await connect(url, private=True)
@@ -364,7 +365,7 @@ def served(base_store: Path, reqs: Any, args: Any, logs: Path, size: Sizes,
 
     import webhooks
     from propdata.accounts.keys import keys_of
-    from propdata.events.service import owner_of
+    from propdata.accounts.owners import owner_of
 
     folder = args.folder / "events"
     store = follow.scratch_store(base_store, folder)

@@ -32,9 +32,9 @@ from pathlib import Path
 import httpx
 
 from propdata.accounts.keys import CustomLimits, keys_of
+from propdata.accounts.owners import owner_of
 from propdata.config import accounts_url
 from propdata.events.repository import EventRepository, NewEvent
-from propdata.events.service import owner_of
 from propdata.kit.db import connect
 from propdata.migrations.schema import migrate, migrate_accounts
 

@@ -37,9 +37,10 @@ import httpx
 
 from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.config import accounts_url
-from propdata.events.repository import SavedSearchRepository, SearchRow, iso_ms
+from propdata.kit.clock import iso_ms
 from propdata.kit.db import connect
 from propdata.migrations.schema import migrate_accounts
+from propdata.saved_searches.repository import SavedSearchRepository, SavedSearchRow
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -88,7 +89,7 @@ async def _prepare(url: str, seed: int) -> str:
         for n in range(SEARCHES):
             watched = chosen.sample(ids, min(IDS, len(ids)))
             filters = {"status": "forSale"} if n % 2 else {}
-            await searches.insert(SearchRow(
+            await searches.insert(SavedSearchRow(
                 f"srch_bench{n:019d}", key.owner, f"watch {n}", json.dumps(filters),
                 json.dumps(watched), iso_ms(time.time() + n / 1000),
             ))  # fmt: skip

@@ -40,9 +40,9 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from propdata.accounts.owners import owner_of  # noqa: E402
 from propdata.accounts.schemas import ApiKey  # noqa: E402
 from propdata.events.repository import EventRepository, NewEvent  # noqa: E402
-from propdata.events.service import owner_of  # noqa: E402
 from propdata.kit.db import Database, connect  # noqa: E402
 from propdata.kit.wakeup import open_wakeups  # noqa: E402
 from propdata.migrations.schema import migrate_accounts  # noqa: E402

@@ -261,22 +261,22 @@ def test_a_load_produces_the_events_of_saved_searches(env: dict[str, str], tmp_p
     import msgspec
 
     from propdata.config import load_settings
-    from propdata.events.repository import (
-        EventRepository,
-        ImageRepository,
-        SavedSearchRepository,
-        SearchRow,
-    )
+    from propdata.events.repository import EventRepository
     from propdata.kit.db import connect
+    from propdata.saved_searches.repository import (
+        SavedSearchRepository,
+        SavedSearchRow,
+        WatchedRecords,
+    )
     from tests.factories import record
 
     settings = load_settings(env)
 
     async def watch() -> None:
         data, accounts = await connect(settings.database_url), await connect(settings.accounts_url)
-        await SavedSearchRepository(accounts).insert(SearchRow(
+        await SavedSearchRepository(accounts).insert(SavedSearchRow(
             "srch_cli", "key:k", "Ames", '{"city": "Ames"}', "[]", "2026-11-21T00:00:00.000Z"))  # fmt: skip
-        await ImageRepository(data).set_watching(True)
+        await WatchedRecords(data).set_watching(True)
         await data.close()
         await accounts.close()
 

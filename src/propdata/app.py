@@ -30,12 +30,12 @@ from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.api.openapi import ApiOperation, errors
 from propdata.config import ENV, Settings, load_settings
-from propdata.errors import EXCEPTION_HANDLERS, ORIGINAL_METHOD, http_error_handler
+from propdata.errors import ORIGINAL_METHOD, exception_handlers, http_error_handler
 from propdata.events import endpoints as event_endpoints
 from propdata.events import produce
 from propdata.events import stream as event_stream
 from propdata.events.repository import EventRepository
-from propdata.events.service import EventService, SavedSearchService
+from propdata.events.service import EventService
 from propdata.exports import endpoints as export_endpoints
 from propdata.exports.service import Exporter, ExportService
 from propdata.feed import endpoints as feed_endpoints
@@ -59,6 +59,8 @@ from propdata.operations.middleware import RequestObserver, note_sent
 from propdata.portal import endpoints as portal
 from propdata.properties import endpoints as property_endpoints
 from propdata.properties.service import PropertyService
+from propdata.saved_searches import endpoints as saved_search_endpoints
+from propdata.saved_searches.service import SavedSearchService
 from propdata.search import endpoints as search_endpoints
 from propdata.search.service import SearchService
 from propdata.valuation import endpoints as valuation_endpoints
@@ -433,6 +435,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         *valuation_endpoints.HANDLERS,
         *market_endpoints.HANDLERS,
         *account_endpoints.HANDLERS,
+        *saved_search_endpoints.HANDLERS,
         *event_endpoints.HANDLERS,
         *webhook_endpoints.HANDLERS,
         *event_stream.HANDLERS,
@@ -483,7 +486,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         template_config=portal.templates(),
         lifespan=[lifespan],
         dependencies=DEPENDENCIES,
-        exception_handlers={**EXCEPTION_HANDLERS, HTTPException: _http_error},
+        exception_handlers={**exception_handlers(), HTTPException: _http_error},
         after_exception=[portal.find_visitor],
         before_send=[_add_headers]
         + ([_strict_transport] if (settings.public_url or "").startswith("https://") else []),

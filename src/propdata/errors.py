@@ -9,19 +9,16 @@ import re
 import time
 import typing
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from litestar import Request, Response
-from litestar.exceptions import (
-    HTTPException,
-    MethodNotAllowedException,
-    NotFoundException,
-    ValidationException,
-)
 
 from propdata.kit.db import StoreBusy, StoreRejected, StoreUnavailable
 from propdata.kit.requests import request_id
+
+if TYPE_CHECKING:  # the handlers' types; the module itself loads without Litestar
+    from litestar import Request, Response
+    from litestar.exceptions import HTTPException, ValidationException
 
 log = logging.getLogger("propdata")
 ORIGINAL_METHOD = "propdata.method"
@@ -251,6 +248,8 @@ def render(
     headers: dict[str, str] | None = None,
     candidates: list[Candidate] | None = None,
 ) -> Response[ErrorResponse]:
+    from litestar import Response
+
     body = ErrorBody(
         code=code,
         message=message,
@@ -378,6 +377,8 @@ def expected(annotation: Any, definition: Any) -> str | None:
 
 
 def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    from litestar.exceptions import MethodNotAllowedException, NotFoundException
+
     if isinstance(exc, NotFoundException):
         return render(request, 404, "not_found", f"No resource at {request.url.path}.")
     if isinstance(exc, MethodNotAllowedException):
@@ -446,11 +447,15 @@ def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> R
     return service_error_handler(request, internal_error(rid))
 
 
-EXCEPTION_HANDLERS: dict[Any, Any] = {
-    ServiceError: service_error_handler,
-    ValidationException: validation_handler,
-    HTTPException: http_error_handler,
-    StoreUnavailable: unavailable_handler,
-    StoreRejected: rejected_handler,
-    Exception: internal_error_handler,
-}
+def exception_handlers() -> dict[Any, Any]:
+    """The app's exception handlers: every error answered in the contract's shape."""
+    from litestar.exceptions import HTTPException, ValidationException
+
+    return {
+        ServiceError: service_error_handler,
+        ValidationException: validation_handler,
+        HTTPException: http_error_handler,
+        StoreUnavailable: unavailable_handler,
+        StoreRejected: rejected_handler,
+        Exception: internal_error_handler,
+    }

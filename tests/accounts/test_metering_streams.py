@@ -14,7 +14,7 @@ from litestar.testing import AsyncTestClient
 from propdata.accounts import endpoints as account_endpoints
 from propdata.accounts.middleware import STREAMED, MeteringMiddleware
 from propdata.app import DEPENDENCIES, build_services
-from propdata.errors import EXCEPTION_HANDLERS, NotFound
+from propdata.errors import NotFound, exception_handlers
 from tests.conftest import Fresh, create_key, settings_for
 
 
@@ -41,7 +41,7 @@ async def test_a_stream_counts_once_and_passes_through(fresh: Fresh) -> None:
 
     handlers = [streamed, refused, *account_endpoints.HANDLERS]
     router = Router("/v1", route_handlers=handlers, middleware=[MeteringMiddleware()])
-    app = Litestar([router], dependencies=DEPENDENCIES, exception_handlers=EXCEPTION_HANDLERS,
+    app = Litestar([router], dependencies=DEPENDENCIES, exception_handlers=exception_handlers(),
                    lifespan=[lifespan])  # fmt: skip
     headers = {"Authorization": f"Bearer {await create_key(fresh.store, 'free')}"}
     async with AsyncTestClient(app=app) as client:

@@ -21,14 +21,13 @@ from propdata.events.repository import (
     ImageRepository,
     NewEvent,
     ProducerRepository,
-    SavedSearchRepository,
-    SearchRow,
-    iso_ms,
 )
 from propdata.ingest import pipeline
+from propdata.kit.clock import iso_ms
 from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate, migrate_accounts
 from propdata.properties.schemas import PropertyDetail, TaxRecord
+from propdata.saved_searches.repository import SavedSearchRepository, SavedSearchRow, WatchedRecords
 from tests.conftest import FakeClock, Store, drop_store, new_store
 from tests.factories import AS_OF, event, record
 
@@ -50,10 +49,10 @@ class Stores:
     async def watch(self, name: str, filters: dict[str, Any], ids: list[str] | None = None,
                     owner: str = OWNER) -> str:  # fmt: skip
         search_id = f"srch_{name}"
-        await SavedSearchRepository(self.accounts).insert(SearchRow(
+        await SavedSearchRepository(self.accounts).insert(SavedSearchRow(
             search_id, owner, name, json.dumps(filters), json.dumps(ids or []),
             "2026-11-21T00:00:00.000Z"))  # fmt: skip
-        await ImageRepository(self.data).set_watching(True)
+        await WatchedRecords(self.data).set_watching(True)
         return search_id
 
     async def produce(self, **kw: Any) -> int:

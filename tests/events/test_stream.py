@@ -18,13 +18,13 @@ import httpx
 import pytest
 
 from propdata.accounts.keys import CustomLimits, KeyService, keys_of
+from propdata.accounts.owners import owner_of
 from propdata.accounts.repository import AccountRepository
 from propdata.accounts.schemas import Account, ApiKey
 from propdata.config import accounts_url
 from propdata.errors import RateLimitExceeded, ServiceUnavailable
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, NewEvent
-from propdata.events.service import owner_of
 from propdata.events.stream import StreamHub, Subscriber
 from propdata.kit.db import Database, connect
 from propdata.kit.ratelimit.redis import RedisLimiter

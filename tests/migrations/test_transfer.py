@@ -16,14 +16,13 @@ from propdata.events.repository import (
     ImageRepository,
     NewEvent,
     ProducerRepository,
-    SavedSearchRepository,
-    SearchRow,
 )
 from propdata.ingest import pipeline
 from propdata.kit.db import Database
 from propdata.migrations import layout
 from propdata.migrations.schema import COPIED_ACCOUNTS, COPIED_DATA, LEFT_BEHIND
 from propdata.migrations.transfer import TransferError, copy_stores
+from propdata.saved_searches.repository import SavedSearchRepository, SavedSearchRow, WatchedRecords
 from propdata.valuation.repository import ModelRow, ValuationRepository
 from propdata.webhooks.repository import WebhookRepository
 from propdata.webhooks.schemas import EndpointRow
@@ -43,7 +42,7 @@ async def watched(accounts: Database, events: int) -> list[int]:
     hooks = WebhookRepository(accounts)
     async with accounts.transaction():
         await SavedSearchRepository(accounts).insert(
-            SearchRow("srch_ames", OWNER, "ames", '{"city": "Ames"}', "[]", WHEN)
+            SavedSearchRow("srch_ames", OWNER, "ames", '{"city": "Ames"}', "[]", WHEN)
         )
         numbers = [
             made.seq
@@ -131,9 +130,9 @@ def test_the_command_turns_pending_changes_into_events_before_it_copies(tmp_path
         data, accounts = await open_stores(settings_for(source_store))
         try:
             await SavedSearchRepository(accounts).insert(
-                SearchRow("srch_ames", OWNER, "ames", '{"city": "Ames"}', "[]", WHEN)
+                SavedSearchRow("srch_ames", OWNER, "ames", '{"city": "Ames"}', "[]", WHEN)
             )
-            await ImageRepository(data).set_watching(True)
+            await WatchedRecords(data).set_watching(True)
             source = pipeline.Source("test", "import", enumerate([record("p-1")], 1), 1, False)
             await pipeline.run(data, [source], AS_OF)
             assert await ImageRepository(data).pending()

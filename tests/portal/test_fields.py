@@ -8,10 +8,10 @@ from collections.abc import Callable
 import pytest
 
 from propdata.errors import InvalidParameter, PlanLimitReached, ServiceError
-from propdata.events import filters
-from propdata.events.service import _checked
 from propdata.portal.fields import LABELS, said
 from propdata.portal.searches import fields
+from propdata.saved_searches import filters
+from propdata.saved_searches.service import _checked
 
 
 def refusal(check: Callable[..., object], *args: object) -> ServiceError:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from propdata.events.filters import declared
 from propdata.portal import searches
+from propdata.saved_searches.filters import declared
 from tests.portal.conftest import Person, other
 
 PAGE = "/dashboard/searches"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from propdata.events.service import owner_of
+from propdata.accounts.owners import owner_of
 from propdata.kit.db import Database, address, connect
 from propdata.migrations.schema import migrate_accounts
 from propdata.webhooks.schemas import NewEndpoint

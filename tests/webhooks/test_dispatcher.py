@@ -13,8 +13,8 @@ import pytest
 from prometheus_client import REGISTRY
 from standardwebhooks import Webhook, WebhookVerificationError
 
+from propdata.accounts.owners import owner_of
 from propdata.errors import Conflict, RateLimitExceeded
-from propdata.events.service import owner_of
 from propdata.kit.db import Database
 from propdata.migrations.schema import migrate_accounts
 from propdata.webhooks.addresses import Gate, Target

@@ -13,10 +13,10 @@ import pytest
 from standardwebhooks import Webhook
 
 from propdata.accounts.keys import keys_of
+from propdata.accounts.owners import owner_of
 from propdata.config import accounts_url
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, NewEvent
-from propdata.events.service import owner_of
 from propdata.kit.db import connect
 from tests.conftest import Fresh, KeyMaker, Store
 from tests.webhooks.dns_server import dns_server

@@ -14,7 +14,7 @@ from propdata.accounts.schemas import ApiKey, Held
 from propdata.api.clients import bearer_token
 from propdata.config import accounts_url
 from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
-from propdata.kit import crypto
+from propdata.kit import crypto, meta
 from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate_accounts
 from propdata.plans import BY_NAME, NAMES, OWNER_LIMITS, Plan, choice, highest
@@ -56,10 +56,15 @@ class KeyService:
         self.clock = clock
         self.repo = KeyRepository(db)
         self._verified: dict[str, ApiKey] = {}
-        """Active keys as last read, by their token, while the store's `changes()` marker
-        stays `_as_of`: any committed write to the accounts store (a plan, limits, a
-        revocation, an account disabled, by any process) moves it and drops them all."""
+        """Active keys as last read, by their token, while the accounts store's keys version
+        (`kit.meta.KEYS_VERSION`) stays `_version`: every committed write to keys and
+        accounts (a plan, limits, a revocation, an account disabled, by any process) moves
+        it and drops them all. The version is read again only when the store's `changes()`
+        marker moved from `_as_of` (any commit: an event or a delivery too)."""
         self._as_of: object | None = None
+        self._version: int | None = None
+        self.reads = 0
+        """Keys read from the store to verify a request (the tests count them)."""
 
     async def authenticate(self, authorization: str | None) -> ApiKey:
         """Verify an Authorization header; raise the contract's 401 for each failure."""
@@ -69,14 +74,17 @@ class KeyService:
         marker = self.db.changes()
         if marker is not None:
             if marker != self._as_of:
-                self._verified.clear()
-                self._as_of = marker
-            else:
-                kept = self._verified.get(token)
-                if kept is not None:
-                    return kept
+                version = await meta.get(self.db, meta.KEYS_VERSION)
+                if version != self._version:
+                    self._verified.clear()
+                    self._version = version
+                self._as_of = marker  # taken before the read: a commit meanwhile moves it
+            kept = self._verified.get(token)
+            if kept is not None:
+                return kept
         if not crypto.well_formed(token):
             raise InvalidApiKey()
+        self.reads += 1
         key = await self.repo.by_hash(crypto.key_hash(token))
         if key is None:
             raise InvalidApiKey()

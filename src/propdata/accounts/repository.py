@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from propdata.accounts.schemas import Account, ApiKey, AuditEntry, Held
+from propdata.kit import meta
 from propdata.kit.db import Database
 from propdata.plans import OWNER_LIMITS
 
@@ -109,6 +110,7 @@ class KeyRepository:
             (key_id, name, prefix, key_hash, plan, per_minute, daily, default_page_size,
              max_page_size, *owner_limits, created_at, account_id),
         )  # fmt: skip
+        await meta.bump(self.db, meta.KEYS_VERSION)
 
     async def set_plan(self, key_id: str, plan: str) -> None:
         """Change the plan; custom limits belong to the old plan's contract and are cleared."""
@@ -119,6 +121,7 @@ class KeyRepository:
             + " WHERE id = ?",
             (plan, key_id),
         )
+        await meta.bump(self.db, meta.KEYS_VERSION)
 
     async def set_limits(
         self,
@@ -138,12 +141,14 @@ class KeyRepository:
             + " WHERE id = ?",
             (per_minute, daily, default_page_size, max_page_size, *owner_limits, key_id),
         )
+        await meta.bump(self.db, meta.KEYS_VERSION)
 
     async def revoke(self, key_id: str, at: str) -> None:
         await self.db.execute(
             "UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE id = ? AND status <> 'revoked'",
             (at, key_id),
         )
+        await meta.bump(self.db, meta.KEYS_VERSION)
 
     async def stopped(
         self, account_ids: Sequence[str], key_ids: Sequence[str]
@@ -194,9 +199,9 @@ class AccountRepository:
         self.db = db
 
     async def secret(self) -> str:
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'portal_secret'")
-        assert row is not None, "migrate_accounts seeds the portal secret"
-        return str(row[0])
+        secret = await meta.get(self.db, meta.PORTAL_SECRET)
+        assert secret, "migrate_accounts seeds the portal secret"
+        return secret
 
     # -- accounts
     async def by_email(self, email: str) -> Account | None:
@@ -221,25 +226,30 @@ class AccountRepository:
             (account.id, account.email, account.password_hash, account.status,
              int(account.is_admin), account.email_verified_at, account.created_at),
         )  # fmt: skip
+        await meta.bump(self.db, meta.KEYS_VERSION)
 
     async def set_password(self, account_id: str, password_hash: str) -> None:
         await self.db.execute(
             "UPDATE accounts SET password_hash = ? WHERE id = ?", (password_hash, account_id)
         )
+        await meta.bump(self.db, meta.KEYS_VERSION)
 
     async def set_verified(self, account_id: str, at: str) -> None:
         await self.db.execute(
             "UPDATE accounts SET email_verified_at = COALESCE(email_verified_at, ?) WHERE id = ?",
             (at, account_id),
         )
+        await meta.bump(self.db, meta.KEYS_VERSION)
 
     async def set_status(self, account_id: str, status: str) -> None:
         await self.db.execute("UPDATE accounts SET status = ? WHERE id = ?", (status, account_id))
+        await meta.bump(self.db, meta.KEYS_VERSION)
 
     async def set_admin(self, account_id: str, is_admin: bool) -> None:
         await self.db.execute(
             "UPDATE accounts SET is_admin = ? WHERE id = ?", (int(is_admin), account_id)
         )
+        await meta.bump(self.db, meta.KEYS_VERSION)
 
     # -- sessions
     async def session(

@@ -21,7 +21,7 @@ import msgspec
 from litestar import Request
 
 from propdata.api.body import document, read_json
-from propdata.api.params import DECIMAL, INTEGER
+from propdata.api.values import DECIMAL, INTEGER
 from propdata.errors import InvalidParameter, NotFound, body_error
 
 _RESERVED = {"request", "scope", "state", "headers", "cookies", "query", "body", "data", "socket"}

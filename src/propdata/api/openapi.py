@@ -329,6 +329,41 @@ def with_body(schema: Callable[[], Schema], description: str) -> type[ApiOperati
     return BodyOperation
 
 
+_JSON_SCHEMA_NAMES = {
+    "minLength": "min_length", "maxLength": "max_length", "minItems": "min_items",
+    "maxItems": "max_items", "exclusiveMinimum": "exclusive_minimum",
+    "exclusiveMaximum": "exclusive_maximum", "additionalProperties": "additional_properties",
+}  # fmt: skip
+
+
+def struct_schema(struct: type[msgspec.Struct], **extra: Any) -> Schema:
+    """The OpenAPI schema of a request body declared as a msgspec struct: the JSON Schema
+    msgspec makes of it (the rules its decoding keeps), references inlined, `extra` added.
+
+        struct_schema(SavedSearchInput, examples=[{"name": "Ames"}])
+    """
+    made = msgspec.json.schema(struct)
+    defs: dict[str, Any] = made.get("$defs", {})
+
+    def convert(part: dict[str, Any]) -> Schema:
+        if "$ref" in part:
+            return convert(defs[part["$ref"].rsplit("/", 1)[-1]])
+        fields: dict[str, Any] = {}
+        for key, value in part.items():
+            if key == "title":
+                continue
+            if key == "type":
+                value = OpenAPIType(value)
+            elif key == "properties":
+                value = {name: convert(inner) for name, inner in value.items()}
+            elif key == "items":
+                value = convert(value)
+            fields[_JSON_SCHEMA_NAMES.get(key, key)] = value
+        return Schema(**fields)
+
+    return dataclasses.replace(convert(made), **extra)
+
+
 def _headers(status: int, success: set[str], rated: bool, error: bool) -> list[str]:
     """The headers of one answer (an error body or not) of an operation whose 200 carries
     `success`."""

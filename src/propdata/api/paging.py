@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from propdata.api.params import INTEGER, MAX_INT
+from propdata.api.values import INTEGER, MAX_INT
 from propdata.errors import InvalidParameter
 
 LIMIT = "limit"

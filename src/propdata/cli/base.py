@@ -152,8 +152,8 @@ async def produce_events(db: Database, settings: Settings) -> int:
 
     if not await ImageRepository(db).pending():
         return 0
-    # Only when a saved search watches the data: the producer reads the searches' filters
-    # through the API's search code (litestar with it), half a second to import.
+    # Only when a saved search watches the data: the producer brings the search's parser
+    # and matching code with it (no web framework: tests/saved_searches/test_filters.py).
     from propdata.events.produce import produce
 
     accounts = db if settings.accounts_url == settings.database_url else None

@@ -1,1 +1,1 @@
-"""Events: saved searches, the event log and its stream (contract.md "Events")."""
+"""Events: the event log, its producer and its stream (contract.md "Events")."""

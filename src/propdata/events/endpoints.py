@@ -1,179 +1,26 @@
-"""HTTP endpoints of saved searches (/v1/searches) and the event log (GET /v1/events)."""
+"""HTTP endpoint of the event log (GET /v1/events)."""
 
 from __future__ import annotations
 
 import re
 from typing import Annotated, Any
 
-from litestar import Request, Response, delete, get, patch, post
-from litestar.openapi.spec import Example, Schema
-from litestar.openapi.spec.enums import OpenAPIType
-from litestar.params import PathParameter, QueryParameter
+from litestar import Request, Response, get
+from litestar.params import QueryParameter
 
-from propdata.accounts.middleware import MANAGED
 from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
-from propdata.api.body import json_object, too_large
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ANSWER_HEADERS, RATE_HEADERS, ApiOperation, errors, with_body
-from propdata.api.params import TEXT, PageLimit, PageOffset
-from propdata.errors import (
-    InvalidParameter,
-    NotFound,
-    PlanLimitReached,
-    RateLimitExceeded,
-    ServiceError,
-)
-from propdata.events import filters
-from propdata.events.schemas import (
-    EVENT_TYPES,
-    EventsResponse,
-    SavedSearchList,
-    SavedSearchResponse,
-)
-from propdata.events.service import MAX_IDS, MAX_NAME, EventService, SavedSearchService
-from propdata.properties.schemas import PROPERTY_ID
+from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
+from propdata.api.params import PageLimit
+from propdata.api.values import TEXT
+from propdata.errors import InvalidParameter
+from propdata.events.schemas import EVENT_TYPES, EventsResponse
+from propdata.events.service import EventService
 
-SearchId = Annotated[
-    str,
-    PathParameter(
-        min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$",
-        description="The saved search's id (srch_...)",
-        examples=[Example(value="srch_de1b5b28624607aaffc8a493")],
-    ),
-]  # fmt: skip
-_BODY_ERRORS = [
-    InvalidParameter("filters.maxPrice", "Invalid value for 'filters.maxPrice'; expected: a"
-                     " whole number from 0 to 9,007,199,254,740,991."),
-    InvalidParameter("filters.limit", "'limit' is not a filter: a saved search has no page,"
-                     " sort or fields."),
-    InvalidParameter("name", "'name' must hold 1 to 100 characters."),
-]  # fmt: skip
-
-
-def _body(partial: bool) -> Schema:
-    """The JSON Schema of a saved search's body (PATCH: any of its fields)."""
-    return Schema(
-        type=OpenAPIType.OBJECT,
-        properties={
-            "name": Schema(type=OpenAPIType.STRING, min_length=1, max_length=MAX_NAME,
-                           pattern=r"\S", description="What the search is called"),
-            "filters": filters.schema(),
-            "propertyIds": Schema(
-                type=OpenAPIType.ARRAY, max_items=MAX_IDS,
-                items=Schema(type=OpenAPIType.STRING, pattern=PROPERTY_ID),
-                description="The records watched",
-            ),
-        },
-        required=None if partial else ["name"],
-        additional_properties=False,
-        examples=[{"name": "Houston under 400k", "filters": {
-            "city": "Houston", "state": "TX", "status": "forSale", "maxPrice": 400000}}],
-    )  # fmt: skip
-
-
-_CREATE = with_body(lambda: _body(False), "The search: name, and filters, propertyIds or both")
-_CHANGE = with_body(lambda: _body(True), "Any of name, filters and propertyIds")
-
-
-def _managed_errors(*statuses: int, examples: list[ServiceError] | None = None) -> Any:
-    """The error answers of a management request: its own, a body over 64 KB where it takes
-    one, and the 429 of its 60 a minute (no 304: its answers carry no ETag)."""
-    shown = [*(examples or []), MANAGED_429, *([too_large()] if 413 in statuses else [])]
-    return errors(*statuses, examples=shown, conditional=False)
-
-
-MANAGED_429 = RateLimitExceeded(
-    "At most 60 requests a minute may manage saved searches and webhooks; retry after 12 seconds."
-)
-_NOT_FOUND = NotFound("No saved search with id 'srch_0123456789abcdef01234567'.")
-_MANAGED = {**MANAGED}
-_TAGS = ["searches"]
 _ONE_TYPE = "|".join(re.escape(kind) for kind in EVENT_TYPES)
 _TYPES = rf"^({_ONE_TYPE})(,({_ONE_TYPE}))*$"
 """A comma-separated list of event types."""
-
-
-@post(
-    "/searches", opt=_MANAGED, status_code=201, tags=_TAGS, operation_class=_CREATE,
-    summary="Save a search", operation_id="createSavedSearch", response_headers=RATE_HEADERS,
-    responses=_managed_errors(403, 413, examples=[*_BODY_ERRORS, PlanLimitReached(
-        "The Free plan holds at most 3 saved searches; the Developer plan holds 25.")]),
-)  # fmt: skip
-async def create_search(
-    saved_searches: Injected[SavedSearchService],
-    key: Injected[ApiKey],
-    request: Request[Any, Any, Any],
-) -> SavedSearchResponse:
-    """Save a search: filters as GET /v1/properties takes them, property ids, or both.
-
-    Body: `{"name", "filters": {...}, "propertyIds": [...]}`. Its events are produced from
-    the next change of a record that matches it.
-    """
-    return SavedSearchResponse(data=await saved_searches.create(key, await json_object(request)))
-
-
-@get(
-    "/searches", opt={**_MANAGED, "paged": True}, tags=_TAGS, operation_class=ApiOperation,
-    summary="List saved searches", operation_id="listSavedSearches",
-    response_headers=RATE_HEADERS, responses=_managed_errors(),
-)  # fmt: skip
-async def list_searches(
-    saved_searches: Injected[SavedSearchService],
-    key: Injected[ApiKey],
-    request: Request[Any, Any, Any],
-    limit: PageLimit = None,  # declared for the reference; the size applied is paging's
-    offset: PageOffset = 0,
-) -> Response[SavedSearchList]:
-    """List the saved searches of the key's owner, oldest first, each with its match count
-    and the data version that count is exact for."""
-    size = paging.applied_page_size(request.scope)
-    return Response(await saved_searches.raw_page(key, size, offset))  # type: ignore[arg-type]
-
-
-@get(
-    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
-    summary="Get a saved search", operation_id="getSavedSearch",
-    response_headers=RATE_HEADERS, responses=_managed_errors(404, examples=[_NOT_FOUND]),
-)  # fmt: skip
-async def get_search(
-    saved_searches: Injected[SavedSearchService],
-    key: Injected[ApiKey],
-    id: SearchId,
-) -> SavedSearchResponse:
-    """Get one saved search, with how many records match it now."""
-    return SavedSearchResponse(data=await saved_searches.get(key, id))
-
-
-@patch(
-    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=_CHANGE,
-    summary="Change a saved search", operation_id="updateSavedSearch",
-    response_headers=RATE_HEADERS,
-    responses=_managed_errors(404, 413, examples=[*_BODY_ERRORS, _NOT_FOUND]),
-)  # fmt: skip
-async def update_search(
-    saved_searches: Injected[SavedSearchService],
-    key: Injected[ApiKey],
-    request: Request[Any, Any, Any],
-    id: SearchId,
-) -> SavedSearchResponse:
-    """Change any of a saved search's name, filters and propertyIds (each replaced whole)."""
-    body = await json_object(request)
-    return SavedSearchResponse(data=await saved_searches.update(key, id, body))
-
-
-@delete(
-    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
-    summary="Delete a saved search", operation_id="deleteSavedSearch",
-    response_headers=RATE_HEADERS, responses=_managed_errors(404, examples=[_NOT_FOUND]),
-)  # fmt: skip
-async def delete_search(
-    saved_searches: Injected[SavedSearchService],
-    key: Injected[ApiKey],
-    id: SearchId,
-) -> None:
-    """Delete a saved search; it produces no more events (those produced are kept)."""
-    await saved_searches.delete(key, id)
 
 
 @get(
@@ -229,4 +76,4 @@ async def list_events(
     return Response(await events.page(key, since, types, searchId, size))  # type: ignore[arg-type]
 
 
-HANDLERS = [create_search, list_searches, get_search, update_search, delete_search, list_events]
+HANDLERS = [list_events]

@@ -34,18 +34,15 @@ import numpy as np
 import numpy.typing as npt
 
 from propdata.accounts.keys import KeyService
-from propdata.events import filters
 from propdata.events.repository import (
     EventRepository,
     ImageRepository,
     ImageRow,
     NewEvent,
     ProducerRepository,
-    SavedSearchRepository,
-    SearchRow,
-    iso_ms,
 )
-from propdata.kit import metrics
+from propdata.kit import meta, metrics
+from propdata.kit.clock import iso_ms
 from propdata.kit.db import Database, StoreUnavailable
 from propdata.markets.repository import SnapshotRow
 from propdata.markets.service import market_of
@@ -53,17 +50,19 @@ from propdata.plans import Plan
 from propdata.properties.repository import PropertyRow
 from propdata.properties.schemas import TaxRecord
 from propdata.properties.service import record_of
+from propdata.saved_searches import filters
+from propdata.saved_searches.repository import SavedSearchRepository, SavedSearchRow, WatchedRecords
 from propdata.search.filters import SearchFilters
 from propdata.search.items import search_item
 from propdata.search.match import Batch, matches
-from propdata.search.repository import SearchRow as ItemRow
+from propdata.search.repository import SearchRow
 
 log = logging.getLogger("propdata")
 
 BATCH = 20_000
 """Images a pass claims at most (of each kind); a larger backlog takes several passes."""
 POLL = 0.5
-"""Seconds between a server worker's passes when nothing wakes it."""
+"""Seconds between a server worker's passes (no data commit is announced: it polls)."""
 KEEP_DAYS = 30
 """Days events are kept."""
 ESTIMATE_MOVE = 0.05
@@ -77,12 +76,10 @@ DERIVED = frozenset({
 (so alone they are no `property.updated`)."""
 OWN_TYPES = {"status": "property.statusChanged", "listPrice": "property.priceChanged"}
 ESTIMATES = ("valueEstimate", "rentEstimate")
-_CURSORS = {"properties": "events_images_seq", "markets": "events_markets_seq"}
-_STORE = "events_images_store"
-_PRUNED = "events_pruned_on"
+_CURSORS = {"properties": meta.EVENTS_IMAGES_SEQ, "markets": meta.EVENTS_MARKETS_SEQ}
 _encode = msgspec.json.encode
 _PROPERTY_FIELDS = PropertyRow._fields
-_ITEM_FIELDS = ItemRow._fields
+_ITEM_FIELDS = SearchRow._fields
 
 
 @dataclass(slots=True)
@@ -97,7 +94,7 @@ class Watch:
     zip_code: str | None
 
 
-def watches(rows: Sequence[SearchRow]) -> list[Watch]:
+def watches(rows: Sequence[SavedSearchRow]) -> list[Watch]:
     found = []
     for row in rows:
         try:
@@ -188,7 +185,7 @@ def _row(row: dict[str, Any]) -> PropertyRow:
 
 def _item(row: dict[str, Any]) -> dict[str, Any]:
     values: list[Any] = [row.get(name) for name in _ITEM_FIELDS]
-    fields = ItemRow(*values)
+    fields = SearchRow(*values)
     item: dict[str, Any] = msgspec.to_builtins(search_item(fields, msgspec.UNSET))
     return item
 
@@ -375,21 +372,22 @@ async def _pass(data: Database, accounts: Database, clock: Callable[[], float], 
     async with accounts.transaction():
         await producer.lock()
         store = await images.store_id()
-        if await producer.meta(_STORE) != store:  # a new data store: its images start at 1
-            await producer.set_meta(_STORE, store)
+        if await meta.get(accounts, meta.EVENTS_STORE) != store:  # a new one: images from 1
+            await meta.put(accounts, meta.EVENTS_STORE, store)
             for name in _CURSORS.values():
-                await producer.set_meta(name, "0")
+                await meta.put(accounts, name, 0)
         claimed: dict[str, list[ImageRow]] = {}
         for kind, name in _CURSORS.items():
-            after = int(await producer.meta(name) or 0)
+            after = await meta.get(accounts, name)
             claimed[kind] = await images.images(kind, after, batch)
             reached[kind] = claimed[kind][-1].seq if claimed[kind] else after
             done.more |= len(claimed[kind]) == batch
         done.images = sum(len(rows) for rows in claimed.values())
         if done.images:
             rows = await SavedSearchRepository(accounts).all()
-            if rows and not await images.watching():
-                await images.set_watching(True)
+            watched = WatchedRecords(data)
+            if rows and not await watched.watching():
+                await watched.set_watching(True)
             searches = watches(rows)
             drafts = evaluate(searches, collapse(claimed["properties"]))
             drafts += market_drafts(searches, collapse(claimed["markets"]))
@@ -401,7 +399,7 @@ async def _pass(data: Database, accounts: Database, clock: Callable[[], float], 
             for d in kept:
                 done.types[d.type] = done.types.get(d.type, 0) + 1
             for kind, name in _CURSORS.items():
-                await producer.set_meta(name, str(reached[kind]))
+                await meta.put(accounts, name, reached[kind])
     try:
         for kind, upto in reached.items():
             await images.forget(kind, upto)
@@ -468,7 +466,7 @@ async def _capped(
 
 
 def _split(owners: Iterable[str]) -> tuple[list[str], list[str]]:
-    """Owners (`events.service.owner_of`) as account ids and ids of keys without one."""
+    """Owners (`accounts.owners.owner_of`) as account ids and ids of keys without one."""
     held = sorted(owners)
     return [o[5:] for o in held if o.startswith("acct:")], [
         o[4:] for o in held if o.startswith("key:")
@@ -497,15 +495,15 @@ async def prune(accounts: Database, clock: Callable[[], float] = time.time) -> N
     counts older than a day."""
     producer = ProducerRepository(accounts)
     today = iso_ms(clock())[:10]
-    if await producer.meta(_PRUNED) == today:
+    if await meta.get(accounts, meta.EVENTS_PRUNED) == today:
         return
     async with accounts.transaction():
         await producer.lock()
-        if await producer.meta(_PRUNED) == today:
+        if await meta.get(accounts, meta.EVENTS_PRUNED) == today:
             return
         await EventRepository(accounts).prune(iso_ms(clock() - KEEP_DAYS * 86_400))
         await producer.prune_counts(int(clock() // 60) - 24 * 60)
-        await producer.set_meta(_PRUNED, today)
+        await meta.put(accounts, meta.EVENTS_PRUNED, today)
 
 
 Wait = Callable[[float], Awaitable[None]]
@@ -520,9 +518,10 @@ async def keep_producing(
     every: float = POLL,
     clock: Callable[[], float] = time.time,
 ) -> None:
-    """Produce, then wait for the next change (at most `every` seconds), for ever (a server
-    worker's task). `wait(timeout)` returns early when a data commit is announced (the
-    "changes" wake-up); `notify()` announces new events ("events"). Without them it polls."""
+    """Produce, then wait `every` seconds, for ever (a server worker's task): the events of
+    a commit come within `every` of it. `wait(timeout)` is that wait on the "changes" topic,
+    which no writer announces, so the producer polls; `notify()` announces new events
+    ("events", what the stream and the dispatcher wait on)."""
     pause = wait or asyncio.sleep
     failing = False  # an outage is logged when it starts and when it ends, not every pass
     while True:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
+from propdata.kit import meta
 from propdata.kit.db import Database
-from propdata.properties.repository import PropertyRow
 
 
-class EventRow(NamedTuple):
+class LoggedEvent(NamedTuple):
+    """One row of the event log (`events`)."""
+
     seq: int
     """The row's number in the whole log (the order events were produced, every owner's)."""
     sequence: int | None
@@ -43,14 +44,9 @@ class Numbered(NamedTuple):
     sequence: int | None
 
 
-_COLUMNS = ", ".join(EventRow._fields)
+_COLUMNS = ", ".join(LoggedEvent._fields)
 _CHUNK = 500
 """Values bound in one IN (...) list."""
-
-
-def iso_ms(at: float) -> str:
-    """ISO-8601 UTC with milliseconds and Z: how events and saved searches tell time."""
-    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def numbered(body: str, sequence: int) -> str:
@@ -130,7 +126,7 @@ class EventRepository:
         limit: int,
         types: Sequence[str] = (),
         search_id: str | None = None,
-    ) -> list[EventRow]:
+    ) -> list[LoggedEvent]:
         """The owner's listed events past sequence `after`, oldest first (no test events)."""
         where = ["owner = ?", "sequence > ?"]
         params: list[object] = [owner, after]
@@ -144,9 +140,9 @@ class EventRepository:
             f"SELECT {_COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY sequence LIMIT ?",
             (*params, limit),
         )
-        return [EventRow._make(row) for row in rows]
+        return [LoggedEvent._make(row) for row in rows]
 
-    async def logged_after(self, owner: str, seq: int, limit: int) -> list[EventRow]:
+    async def logged_after(self, owner: str, seq: int, limit: int) -> list[LoggedEvent]:
         """The owner's listed events past row `seq` of the log, in order (the dispatcher's
         fan-out follows the log by its rows)."""
         rows = await self.db.fetch_all(
@@ -154,7 +150,7 @@ class EventRepository:
             " AND endpoint_id IS NULL ORDER BY seq LIMIT ?",
             (owner, seq, limit),
         )
-        return [EventRow._make(row) for row in rows]
+        return [LoggedEvent._make(row) for row in rows]
 
     async def last(self) -> int:
         """The newest row's number (0 before the first), whoever owns it."""
@@ -192,7 +188,7 @@ class EventRepository:
             (before,),
         )
 
-    async def listed_after(self, after: int, limit: int) -> list[EventRow]:
+    async def listed_after(self, after: int, limit: int) -> list[LoggedEvent]:
         """Every owner's listed events past row `after`, in order (no test events): what the
         stream's one reader per worker hands out to the open streams."""
         rows = await self.db.fetch_all(
@@ -200,112 +196,7 @@ class EventRepository:
             " ORDER BY seq LIMIT ?",
             (after, limit),
         )
-        return [EventRow._make(row) for row in rows]
-
-
-class SearchRow(NamedTuple):
-    """One row of `saved_searches` (`filters` and `property_ids` as JSON)."""
-
-    id: str
-    owner: str
-    name: str
-    filters: str
-    property_ids: str
-    created_at: str
-
-
-class RawSearchRow(NamedTuple):
-    """A `SearchRow` whose JSON columns are their bytes, as stored (nothing decoded)."""
-
-    id: str
-    owner: str
-    name: str
-    filters: bytes
-    property_ids: bytes
-    created_at: str
-
-
-_SEARCH_COLUMNS = ", ".join(SearchRow._fields)
-
-
-class SavedSearchRepository:
-    """The statements of saved searches (accounts store)."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
-    async def insert(self, row: SearchRow) -> None:
-        await self.db.execute(
-            f"INSERT INTO saved_searches ({_SEARCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-            tuple(row),
-        )
-
-    async def update(self, row: SearchRow) -> None:
-        await self.db.execute(
-            "UPDATE saved_searches SET name = ?, filters = ?, property_ids = ?"
-            " WHERE id = ? AND owner = ?",
-            (row.name, row.filters, row.property_ids, row.id, row.owner),
-        )
-
-    async def delete(self, owner: str, search_id: str) -> bool:
-        done = await self.db.execute(
-            "DELETE FROM saved_searches WHERE id = ? AND owner = ?", (search_id, owner)
-        )
-        return done > 0
-
-    async def get(self, owner: str, search_id: str) -> SearchRow | None:
-        row = await self.db.fetch_one(
-            f"SELECT {_SEARCH_COLUMNS} FROM saved_searches WHERE id = ? AND owner = ?",
-            (search_id, owner),
-        )
-        return SearchRow._make(row) if row else None
-
-    async def page(self, owner: str, limit: int, offset: int) -> list[SearchRow]:
-        """The owner's searches, oldest first; read off the event loop (a page of 1,000
-        searches of 1,000 ids each is megabytes)."""
-        rows = await self.db.fetch_all(
-            f"SELECT {_SEARCH_COLUMNS} FROM saved_searches WHERE owner = ?"
-            " ORDER BY created_at, id LIMIT ? OFFSET ?",
-            (owner, limit, offset),
-            slow=True,
-        )
-        return [SearchRow._make(row) for row in rows]
-
-    async def raw_page(self, owner: str, limit: int, offset: int) -> list[RawSearchRow]:
-        """`page` with the JSON columns as their stored bytes (a page answered as it is
-        stored, never decoded and encoded again)."""
-        as_bytes = (
-            "convert_to({0}, 'UTF8')" if self.db.dialect == "postgresql" else "CAST({0} AS BLOB)"
-        )
-        columns = [as_bytes.format(c) if c in ("filters", "property_ids") else c
-                   for c in SearchRow._fields]  # fmt: skip
-        rows = await self.db.fetch_all(
-            f"SELECT {', '.join(columns)} FROM saved_searches WHERE owner = ?"
-            " ORDER BY created_at, id LIMIT ? OFFSET ?",
-            (owner, limit, offset),
-            slow=True,
-        )
-        return [
-            RawSearchRow(row[0], row[1], row[2], bytes(row[3]), bytes(row[4]), row[5])
-            for row in rows
-        ]
-
-    async def count(self, owner: str | None = None) -> int:
-        """The owner's searches (every owner's, when None)."""
-        if owner is None:
-            row = await self.db.fetch_one("SELECT count(*) FROM saved_searches")
-        else:
-            row = await self.db.fetch_one(
-                "SELECT count(*) FROM saved_searches WHERE owner = ?", (owner,)
-            )
-        return int(row[0]) if row else 0
-
-    async def all(self) -> list[SearchRow]:
-        """Every owner's searches (the producer evaluates them all at once)."""
-        rows = await self.db.fetch_all(
-            f"SELECT {_SEARCH_COLUMNS} FROM saved_searches ORDER BY owner, created_at, id"
-        )
-        return [SearchRow._make(row) for row in rows]
+        return [LoggedEvent._make(row) for row in rows]
 
 
 class ImageRow(NamedTuple):
@@ -322,28 +213,13 @@ IMAGE_TABLES = {"properties": ("property_images", "property_id"),
 
 
 class ImageRepository:
-    """The data store's side of events: the change images and whether they are written."""
+    """The data store's side of events: the change images the triggers write."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def set_watching(self, watching: bool) -> None:
-        """Have the triggers write change images (a saved search exists) or not. Its own
-        transaction: the write lock is waited for on the event loop, a load's included."""
-        async with self.db.transaction():
-            await self.db.execute(
-                "INSERT INTO meta (key, value) VALUES ('events_watching', ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                ("1" if watching else "0",),
-            )
-
-    async def watching(self) -> bool:
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'events_watching'")
-        return bool(row and row[0] == "1")
-
     async def store_id(self) -> str:
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'store_id'")
-        return str(row[0]) if row else ""
+        return await meta.get(self.db, meta.STORE_ID)
 
     async def pending(self) -> bool:
         """Whether any change image is held (the producer's work, or what it left)."""
@@ -367,32 +243,10 @@ class ImageRepository:
         async with self.db.transaction():
             await self.db.execute(f"DELETE FROM {table} WHERE seq <= ?", (upto,))
 
-    async def rows(self, ids: Sequence[str]) -> list[tuple[Any, ...]]:
-        """The stored rows of these properties (those that exist), in `PropertyRow`'s order,
-        read off the event loop (a thread of its own on SQLite)."""
-        found: list[tuple[Any, ...]] = []
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            found += await self.db.fetch_all(
-                f"SELECT {_PROPERTY_COLUMNS} FROM properties"
-                f" WHERE id IN ({', '.join('?' for _ in part)})",
-                part,
-                slow=True,
-            )
-        return found
-
-    async def data_version(self) -> int:
-        """The data store's version: it moves with every commit that changes the records."""
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
-        return int(row[0]) if row else 0
-
-
-_PROPERTY_COLUMNS = ", ".join(PropertyRow._fields)
-
 
 class ProducerRepository:
-    """The accounts store's side of producing: how far the images were read, the daily
-    counts of each owner's events, and what was dropped past a cap."""
+    """The accounts store's side of producing: the daily counts of each owner's events, and
+    what was dropped past a cap (how far the images were read: `kit.meta`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -402,17 +256,6 @@ class ProducerRepository:
         held to the commit; SQLite's write transaction already is one."""
         if self.db.dialect == "postgresql":
             await self.db.execute("SELECT pg_advisory_xact_lock(7231009)")
-
-    async def meta(self, key: str) -> str | None:
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = ?", (key,))
-        return str(row[0]) if row else None
-
-    async def set_meta(self, key: str, value: str) -> None:
-        await self.db.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
 
     async def produced_since(self, minute: int) -> dict[str, int]:
         """Events produced per owner from unix minute `minute` on."""

@@ -48,14 +48,14 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from propdata.accounts.keys import KeyService
 from propdata.accounts.middleware import STREAMED
+from propdata.accounts.owners import owner_of
 from propdata.accounts.schemas import ApiKey
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import ApiOperation, errors
 from propdata.errors import InvalidParameter, RateLimitExceeded, ServiceUnavailable
 from propdata.events import cursor
-from propdata.events.repository import EventRepository, EventRow
+from propdata.events.repository import EventRepository, LoggedEvent
 from propdata.events.schemas import LISTED_TYPES
-from propdata.events.service import owner_of
 from propdata.kit.db import StoreUnavailable
 from propdata.kit.ratelimit.base import Limiter
 from propdata.kit.serving import shutdown
@@ -95,7 +95,7 @@ class Subscriber:
     """The owner's `sequence` of the last event sent (or skipped as not wanted)."""
     types: frozenset[str] = frozenset()
     search_id: str | None = None
-    waiting: collections.deque[EventRow] = field(default_factory=collections.deque)
+    waiting: collections.deque[LoggedEvent] = field(default_factory=collections.deque)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     ended: str | None = None
     """Why the stream ends: 'slow', 'revoked', 'shutdown' (None while it runs)."""
@@ -111,7 +111,7 @@ class Subscriber:
     is False."""
     started: bool = False
 
-    def wants(self, row: EventRow) -> bool:
+    def wants(self, row: LoggedEvent) -> bool:
         return (
             (row.sequence or 0) > self.after
             and (not self.types or row.type in self.types)
@@ -342,7 +342,7 @@ class StreamHub:
             if len(rows) < READ_BATCH:
                 return
 
-    def _hand(self, sub: Subscriber, row: EventRow) -> None:
+    def _hand(self, sub: Subscriber, row: LoggedEvent) -> None:
         if len(sub.waiting) >= self.queue:
             # A reader this far behind is cut off, not buffered without limit; it resumes
             # from the last event it read with Last-Event-ID.
@@ -415,7 +415,7 @@ def _slots(owner: str) -> str:
     return f"streams:{owner}"
 
 
-def _message(row: EventRow) -> ServerSentEventMessage:
+def _message(row: LoggedEvent) -> ServerSentEventMessage:
     return ServerSentEventMessage(
         data=row.body, event=row.type, id=cursor.encode(row.sequence or 0)
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from propdata.kit import meta
 from propdata.kit.db import Database
 
 
@@ -33,24 +34,12 @@ class FeedRepository:
         return int(row[0]) if row and row[0] is not None else 0
 
     async def store_id(self) -> str:
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'store_id'")
-        return str(row[0]) if row else ""
+        return await meta.get(self.db, meta.STORE_ID)
 
     async def take_pruning_turn(self, today: str) -> bool:
         """Claim today's pruning (inside a write transaction): True for the one caller that
         moves `feed_pruned_as_of` forward, False when another already has."""
-        if await self.db.execute(
-            "UPDATE meta SET value = ? WHERE key = 'feed_pruned_as_of' AND value < ?",
-            (today, today),
-        ):
-            return True
-        return bool(
-            await self.db.execute(
-                "INSERT INTO meta (key, value) VALUES ('feed_pruned_as_of', ?)"
-                " ON CONFLICT (key) DO NOTHING",
-                (today,),
-            )
-        )
+        return await meta.advance(self.db, meta.FEED_PRUNED_AS_OF, today)
 
     async def prune(self, before: str) -> int:
         """Remove the changes made before `before` (an ISO date) that a later change of the

@@ -16,10 +16,8 @@ from propdata.api.params import (
     PageOffset,
     StateQuery,
     ZipPath,
-    city_filter,
-    state_code,
-    zip_code,
 )
+from propdata.api.values import city_filter, state_code, zip_code
 from propdata.errors import InvalidParameter, NotFound
 from propdata.markets.schemas import MarketHistoryResponse, MarketResponse, MarketSearchResponse
 from propdata.markets.service import MarketService

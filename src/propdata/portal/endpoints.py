@@ -5,7 +5,7 @@ no API key, never metered. `router()` lists every page: the ones here, the dashb
 (`portal.dashboard`, its saved searches `portal.searches` and webhooks `portal.webhooks`) and
 the operators' (`portal.admin`); what every page shares (the visit, form tokens, cookies) is
 in `portal.pages`. What may be done is decided by the services (`accounts.service`,
-`events.service`, `webhooks.service`); these modules parse, answer and render.
+`saved_searches.service`, `webhooks.service`); these modules parse, answer and render.
 """
 
 from __future__ import annotations

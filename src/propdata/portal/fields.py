@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from propdata.errors import ServiceError, expected
-from propdata.events.filters import PREFIX, declared
+from propdata.saved_searches.filters import PREFIX, declared
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +101,7 @@ def _takes(parameter: str, found: Label, message: str) -> str:
     if found.takes:
         return found.takes
     filter_ = declared().get(parameter.removeprefix(PREFIX))
-    words = expected(filter_.kind, filter_.definition) if filter_ is not None else None
+    words = expected(filter_.kind, filter_) if filter_ is not None else None
     if words:
         return words
     _, _, after = message.partition("expected: ")

@@ -2,7 +2,7 @@
 that saves one from the search filters (each field named as the API's parameter), deletion.
 
 The form is read here (empty fields left out, numbers as numbers); what a search may hold,
-and how many an account may keep, `events.service` decides; its refusals are shown on the
+and how many an account may keep, `saved_searches.service` decides; its refusals are shown on the
 page in words, with the form as it was sent.
 """
 
@@ -20,12 +20,9 @@ from litestar.response import Template
 from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
-from propdata.api.params import DECIMAL
+from propdata.api.values import DECIMAL
 from propdata.config import Settings
 from propdata.errors import Forbidden, ServiceError
-from propdata.events.filters import declared
-from propdata.events.schemas import SavedSearch
-from propdata.events.service import SavedSearchService
 from propdata.portal.fields import LABELS, Label
 from propdata.portal.pages import (
     PER_PAGE,
@@ -38,6 +35,9 @@ from propdata.portal.pages import (
     visit,
     way_up,
 )
+from propdata.saved_searches.filters import declared
+from propdata.saved_searches.schemas import SavedSearch
+from propdata.saved_searches.service import SavedSearchService
 
 PAGE = "/dashboard/searches"
 

@@ -12,7 +12,8 @@ from litestar.params import PathParameter, QueryParameter
 from propdata.api.dependencies import Injected
 from propdata.api.fields import answer, parameter, select
 from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
-from propdata.api.params import CITY, STATE_CODE, TEXT, state_code
+from propdata.api.params import CITY, STATE_CODE
+from propdata.api.values import TEXT, state_code
 from propdata.errors import (
     AmbiguousAddress,
     Candidate,

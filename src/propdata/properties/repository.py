@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from propdata.kit import meta
 from propdata.kit.db import Database
 from propdata.properties.schemas import (
     Event,
@@ -73,7 +74,7 @@ class PropertyRow(NamedTuple):
     overall_condition: int | None
 
 
-class EventRow(NamedTuple):
+class PriceHistoryRow(NamedTuple):
     """One price event of a property (seq 0 is the newest), as `price_history` gives it."""
 
     property_id: str
@@ -198,7 +199,7 @@ class PropertyRepository:
         )
         return None if row is None else PropertyRow._make(row)
 
-    async def price_history(self, property_id: str) -> list[EventRow]:
+    async def price_history(self, property_id: str) -> list[PriceHistoryRow]:
         """Newest first."""
         row = await self.db.fetch_one(
             "SELECT price_history FROM property_histories WHERE property_id = ?", (property_id,)
@@ -206,7 +207,7 @@ class PropertyRepository:
         if row is None:
             return []
         return [
-            EventRow(property_id, seq, date, event, price, source)
+            PriceHistoryRow(property_id, seq, date, event, price, source)
             for seq, (date, event, price, source) in enumerate(unpack_events(row[0]))
         ]
 
@@ -221,7 +222,7 @@ class PropertyRepository:
 
     async def detail(
         self, property_id: str
-    ) -> tuple[PropertyRow, list[EventRow], list[TaxRow]] | None:
+    ) -> tuple[PropertyRow, list[PriceHistoryRow], list[TaxRow]] | None:
         """The record and both its histories in one statement (one round trip at scale-out);
         None when there is no such property."""
         row = await self.db.fetch_one(_DETAIL, (property_id, property_id))
@@ -229,7 +230,9 @@ class PropertyRepository:
             return None
         return PropertyRow._make(row[:_WIDTH]), *unpack_histories(property_id, row[_WIDTH], row[-1])
 
-    async def histories(self, property_id: str) -> tuple[list[EventRow], list[TaxRow]] | None:
+    async def histories(
+        self, property_id: str
+    ) -> tuple[list[PriceHistoryRow], list[TaxRow]] | None:
         """Both histories of a property in one statement; None when there is no such property."""
         row = await self.db.fetch_one(_HISTORIES, (property_id, property_id))
         return None if row is None else unpack_histories(property_id, row[0], row[1])
@@ -409,35 +412,19 @@ class PropertyRepository:
         return int(row[0]) if row else 0
 
     async def bump_data_version(self) -> None:
-        await self.db.execute(
-            "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
-            " WHERE key = 'data_version'"
-        )
+        await meta.bump(self.db, meta.DATA_VERSION)
 
     async def data_version(self) -> int:
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
-        return int(row[0]) if row else 0
+        return await meta.get(self.db, meta.DATA_VERSION)
 
     async def aged_as_of(self) -> str:
         """The day the store was last aged to ('' before the first time)."""
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'aged_as_of'")
-        return str(row[0]) if row else ""
+        return await meta.get(self.db, meta.AGED_AS_OF)
 
     async def take_aging_turn(self, today: str) -> bool:
         """Claim the re-ageing of the store as of `today` (inside a write transaction): True
         for the one caller that moves `aged_as_of` forward, False when it is already there."""
-        moved = await self.db.execute(
-            "UPDATE meta SET value = ? WHERE key = 'aged_as_of' AND value < ?", (today, today)
-        )
-        if moved:
-            return True
-        return bool(  # the first time: one process inserts, a concurrent one finds it there
-            await self.db.execute(
-                "INSERT INTO meta (key, value) VALUES ('aged_as_of', ?)"
-                " ON CONFLICT (key) DO NOTHING",
-                (today,),
-            )
-        )
+        return await meta.advance(self.db, meta.AGED_AS_OF, today)
 
     async def listed(self) -> list[AgingRow]:
         """What ageing needs of every property whose status or days on market move with time."""
@@ -473,33 +460,28 @@ class PropertyRepository:
 
     async def record_load(self, summary: dict[str, object]) -> None:
         """Keep what the last load did, in its own transaction (`propdata data status`)."""
-        await self.db.execute(
-            "INSERT INTO meta (key, value) VALUES ('last_load', ?)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (msgspec.json.encode(summary).decode(),),
-        )
+        await meta.put(self.db, meta.LAST_LOAD, msgspec.json.encode(summary).decode())
 
     async def last_load(self) -> dict[str, object] | None:
         """What `record_load` kept of the last load, or None before the first."""
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'last_load'")
-        if row is None:
+        text = await meta.get(self.db, meta.LAST_LOAD)
+        if not text:
             return None
-        found: dict[str, object] = msgspec.json.decode(str(row[0]))
+        found: dict[str, object] = msgspec.json.decode(text)
         return found
 
     async def rebuild_pending(self) -> str | None:
         """The data version a load left without its estimates and market statistics
         rebuilt, or None when they are up to date (see `mark_rebuild_pending`)."""
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'rebuild_pending'")
-        return str(row[0]) if row and row[0] else None
+        return await meta.get(self.db, meta.REBUILD_PENDING) or None
 
     async def mark_rebuild_pending(self) -> None:
         """Record, in a load's transaction, that its rebuild has not run yet: a load that
         dies after its commit leaves this behind for the next start or command to finish."""
         await self.db.execute(
-            "INSERT INTO meta (key, value) VALUES ('rebuild_pending',"
-            " (SELECT value FROM meta WHERE key = 'data_version'))"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            f"INSERT INTO meta (key, value) VALUES (?, {meta.selected(meta.DATA_VERSION)})"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (meta.REBUILD_PENDING.name,),
         )
 
     async def clear_rebuild_pending(self, seen: str) -> bool:
@@ -507,7 +489,8 @@ class PropertyRepository:
         newer one, which stays. True when cleared."""
         return bool(
             await self.db.execute(
-                "UPDATE meta SET value = '' WHERE key = 'rebuild_pending' AND value = ?", (seen,)
+                "UPDATE meta SET value = '' WHERE key = ? AND value = ?",
+                (meta.REBUILD_PENDING.name, seen),
             )
         )
 
@@ -534,8 +517,7 @@ class PropertyRepository:
         if marker is not None and marker == self._namespace_as_of:
             return self._namespace
         row = await self.db.fetch_one(
-            "SELECT (SELECT value FROM meta WHERE key = 'store_id') || '.'"
-            " || (SELECT value FROM meta WHERE key = 'data_version')"
+            f"SELECT {meta.selected(meta.STORE_ID)} || '.' || {meta.selected(meta.DATA_VERSION)}"
         )
         namespace = str(row[0]) if row else ""
         if marker is not None:  # taken before the read: a commit meanwhile moves it again
@@ -561,12 +543,12 @@ _HISTORIES = (
 
 def unpack_histories(
     property_id: str, events: str | bytes | None, taxes: str | bytes | None
-) -> tuple[list[EventRow], list[TaxRow]]:
+) -> tuple[list[PriceHistoryRow], list[TaxRow]]:
     """A stored history row as rows: events newest first, taxes newest year first (the
     order `pack_histories` stored them in); none when the property has no history row."""
     price = unpack_events(events) if events else []
     tax = _decode(taxes) if taxes else []
     return (
-        [EventRow(property_id, seq, *e) for seq, e in enumerate(price)],
+        [PriceHistoryRow(property_id, seq, *e) for seq, e in enumerate(price)],
         [TaxRow(property_id, *t) for t in tax],
     )

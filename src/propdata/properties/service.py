@@ -12,8 +12,8 @@ from propdata.kit.db import Database
 from propdata.properties import aging
 from propdata.properties.loads import LoadsRepository
 from propdata.properties.repository import (
-    EventRow,
     LookupRow,
+    PriceHistoryRow,
     PropertyRepository,
     PropertyRow,
     TaxRow,
@@ -150,7 +150,7 @@ def _candidate(r: LookupRow) -> Candidate:
     )
 
 
-def _events(rows: list[EventRow]) -> list[PriceEvent]:
+def _events(rows: list[PriceHistoryRow]) -> list[PriceEvent]:
     return [PriceEvent(date=r.date, event=r.event, price=r.price, source=r.source) for r in rows]
 
 
@@ -187,7 +187,7 @@ def full_record(
     return _detail(r, *unpack_histories(r.id, events, taxes))
 
 
-def _detail(r: PropertyRow, events: list[EventRow], taxes: list[TaxRow]) -> PropertyDetail:
+def _detail(r: PropertyRow, events: list[PriceHistoryRow], taxes: list[TaxRow]) -> PropertyDetail:
     rent = estimate(r.rent_value, r.rent_low, r.rent_high, r.rent_as_of)
     value = estimate(r.value_value, r.value_low, r.value_high, r.value_as_of)
     basis = r.list_price if r.status == "forSale" else r.last_sale_price

@@ -11,7 +11,8 @@ from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.fields import answer, parameter, select
 from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
-from propdata.api.params import MAX_INT, NON_NEGATIVE, CityQuery, PageLimit, StateQuery, ZipQuery
+from propdata.api.params import NON_NEGATIVE, CityQuery, PageLimit, StateQuery, ZipQuery
+from propdata.api.values import MAX_INT
 from propdata.errors import InvalidParameter, ServiceUnavailable
 from propdata.kit.requests import keep_out_of_cache
 from propdata.properties.schemas import PropertyType, Status

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from propdata.api.params import DECIMAL, check_range, city_filter, state_code
+from propdata.api.values import DECIMAL, check_range, city_filter, state_code
 from propdata.errors import InvalidParameter
 from propdata.search.filters import FILTERS, SearchFilters
 from propdata.search.order import Order

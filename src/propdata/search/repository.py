@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from propdata.kit import meta
 from propdata.kit.db import Database, Row
 from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import Status
@@ -43,10 +44,7 @@ class NearRow(NamedTuple):
 
 
 _PAGE = f"SELECT {', '.join(SearchRow._fields)}"
-_NAMESPACE = (
-    "(SELECT value FROM meta WHERE key = 'store_id') || '.'"
-    " || (SELECT value FROM meta WHERE key = 'data_version')"
-)
+_NAMESPACE = f"{meta.selected(meta.STORE_ID)} || '.' || {meta.selected(meta.DATA_VERSION)}"
 """The store's namespace, as `PropertyRepository.cache_namespace` reads it."""
 _LAST_CHANGE = "(SELECT COALESCE(MAX(seq), 0) FROM property_changes)"
 _MARK = "(SELECT property_id || ' ' || changed_at FROM property_changes WHERE seq = {})"
@@ -78,9 +76,9 @@ class SearchRepository:
 
     async def cursor_secret(self) -> str:
         """The key that signs this store's search cursors (seeded by `migrate`)."""
-        row = await self.db.fetch_one("SELECT value FROM meta WHERE key = 'cursor_secret'")
-        assert row is not None, "migrate seeds the cursor secret"
-        return str(row[0])
+        secret = await meta.get(self.db, meta.CURSOR_SECRET)
+        assert secret, "migrate seeds the cursor secret"
+        return secret
 
     async def search_page(self, query: SearchQuery, after: Place | None = None) -> list[SearchRow]:
         """One page of the query's matches, in its order (`search.order`).

@@ -301,8 +301,8 @@ class Dispatcher:
     async def fan_out(self) -> int:
         """Turn events past the cursors of enabled endpoints into deliveries; how many."""
         made = 0
-        # Looked for without a transaction first: an idle dispatcher writes nothing (a write
-        # to the accounts store would drop every worker's verified keys, `KeyService`).
+        # Looked for without a transaction first: an idle dispatcher writes nothing (each
+        # commit to the accounts store has every worker read its keys version once more).
         while await self.repo.fan_out_waiting(MAX_PENDING):
             async with self.db.transaction():
                 endpoints = await self.repo.claim_fan_out(50, MAX_PENDING)

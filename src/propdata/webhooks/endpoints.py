@@ -13,6 +13,7 @@ from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
 from propdata.api.body import too_large
 from propdata.api.dependencies import Injected
+from propdata.api.managed import MANAGED_429
 from propdata.api.openapi import RATE_HEADERS, ApiOperation, errors
 from propdata.api.params import PageLimit, PageOffset
 from propdata.api.schemas import PageMeta
@@ -23,7 +24,6 @@ from propdata.errors import (
     PlanLimitReached,
     RateLimitExceeded,
 )
-from propdata.events.endpoints import MANAGED_429
 from propdata.webhooks.addresses import refused
 from propdata.webhooks.schemas import (
     DeliveriesResponse,

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from propdata.accounts.keys import owner_plan
+from propdata.accounts.owners import owner_of, plan_limit
 from propdata.accounts.repository import AccountRepository, KeyRepository
 from propdata.accounts.schemas import ApiKey
 from propdata.api.body import check_text
@@ -25,7 +26,6 @@ from propdata.errors import (
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, NewEvent
 from propdata.events.schemas import EVENT_TYPES
-from propdata.events.service import owner_of, plan_limit
 from propdata.kit.db import Database
 from propdata.kit.wakeup import Wakeups
 from propdata.plans import Plan

@@ -8,7 +8,7 @@ made or changed, or new to this worker) is counted before its answer. Counting w
 reads their rows and matches them on a thread; counting by filters asks the search (its
 index: a few milliseconds, on the event loop between two requests, never during one).
 
-    counts = MatchCounts(ImageRepository(data), search)
+    counts = MatchCounts(WatchedRecords(data), search)
     found = await counts.of(rows)      # {search id: Counted(version, count)}
 """
 
@@ -23,10 +23,10 @@ import zlib
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from propdata.events import filters
-from propdata.events.repository import ImageRepository, RawSearchRow, SearchRow
 from propdata.kit.db import StoreUnavailable
 from propdata.properties.repository import PropertyRow
+from propdata.saved_searches import filters
+from propdata.saved_searches.repository import RawSavedSearchRow, SavedSearchRow, WatchedRecords
 from propdata.search.match import matches
 from propdata.search.query import SearchQuery
 from propdata.search.schemas import SearchResponse
@@ -54,7 +54,7 @@ class _Held(NamedTuple):
     counted: Counted
 
 
-Stored = SearchRow | RawSearchRow
+Stored = SavedSearchRow | RawSavedSearchRow
 
 
 def _made_of(row: Stored) -> int:
@@ -67,7 +67,7 @@ def _made_of(row: Stored) -> int:
 class MatchCounts:
     """This worker's match counts of the saved searches it has been asked about."""
 
-    def __init__(self, images: ImageRepository, search: SearchService) -> None:
+    def __init__(self, images: WatchedRecords, search: SearchService) -> None:
         self.images = images
         self.search = search
         self._held: dict[str, _Held] = {}

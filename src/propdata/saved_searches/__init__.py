@@ -1,0 +1,1 @@
+"""Saved searches: what an owner watches (filters, property ids), their match counts."""

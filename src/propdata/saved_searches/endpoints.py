@@ -1,0 +1,156 @@
+"""HTTP endpoints of saved searches (/v1/searches)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, Response, delete, get, patch, post
+from litestar.openapi.spec import Example
+from litestar.params import JSONBody, PathParameter
+
+from propdata.accounts.middleware import MANAGED
+from propdata.accounts.schemas import ApiKey
+from propdata.api import paging
+from propdata.api.dependencies import Injected
+from propdata.api.managed import managed_errors
+from propdata.api.openapi import RATE_HEADERS, ApiOperation, struct_schema, with_body
+from propdata.api.params import PageLimit, PageOffset
+from propdata.errors import (
+    InvalidParameter,
+    NotFound,
+    PlanLimitReached,
+)
+from propdata.saved_searches.schemas import (
+    SavedSearchChange,
+    SavedSearchInput,
+    SavedSearchList,
+    SavedSearchResponse,
+)
+from propdata.saved_searches.service import SavedSearchService
+
+SearchId = Annotated[
+    str,
+    PathParameter(
+        min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$",
+        description="The saved search's id (srch_...)",
+        examples=[Example(value="srch_de1b5b28624607aaffc8a493")],
+    ),
+]  # fmt: skip
+_BODY_ERRORS = [
+    InvalidParameter("filters.maxPrice", "Invalid value for 'filters.maxPrice'; expected: a"
+                     " whole number from 0 to 9,007,199,254,740,991."),
+    InvalidParameter("filters.limit", "'limit' is not a filter: a saved search has no page,"
+                     " sort or fields."),
+    InvalidParameter("name", "Invalid value for 'name': expected str of length >= 1."),
+]  # fmt: skip
+
+
+_EXAMPLE = {"name": "Houston under 400k", "filters": {
+    "city": "Houston", "state": "TX", "status": "forSale", "maxPrice": 400000}}  # fmt: skip
+
+
+_CREATE = with_body(
+    lambda: struct_schema(SavedSearchInput, examples=[_EXAMPLE]),
+    "The search: name, and filters, propertyIds or both",
+)
+_CHANGE = with_body(
+    lambda: struct_schema(SavedSearchChange, examples=[_EXAMPLE]),
+    "Any of name, filters and propertyIds",
+)
+
+
+_NOT_FOUND = NotFound("No saved search with id 'srch_0123456789abcdef01234567'.")
+_MANAGED = {**MANAGED}
+_TAGS = ["searches"]
+
+
+@post(
+    "/searches", opt=_MANAGED, status_code=201, tags=_TAGS, operation_class=_CREATE,
+    summary="Save a search", operation_id="createSavedSearch", response_headers=RATE_HEADERS,
+    responses=managed_errors(403, 413, examples=[*_BODY_ERRORS, PlanLimitReached(
+        "The Free plan holds at most 3 saved searches; the Developer plan holds 25.")]),
+)  # fmt: skip
+async def create_search(
+    saved_searches: Injected[SavedSearchService],
+    key: Injected[ApiKey],
+    data: JSONBody[SavedSearchInput],
+) -> SavedSearchResponse:
+    """Save a search: filters as GET /v1/properties takes them, property ids, or both.
+
+    Body: `{"name", "filters": {...}, "propertyIds": [...]}`. Its events are produced from
+    the next change of a record that matches it.
+    """
+    return SavedSearchResponse(data=await saved_searches.create(key, _fields(data)))
+
+
+@get(
+    "/searches", opt={**_MANAGED, "paged": True}, tags=_TAGS, operation_class=ApiOperation,
+    summary="List saved searches", operation_id="listSavedSearches",
+    response_headers=RATE_HEADERS, responses=managed_errors(),
+)  # fmt: skip
+async def list_searches(
+    saved_searches: Injected[SavedSearchService],
+    key: Injected[ApiKey],
+    request: Request[Any, Any, Any],
+    limit: PageLimit = None,  # declared for the reference; the size applied is paging's
+    offset: PageOffset = 0,
+) -> Response[SavedSearchList]:
+    """List the saved searches of the key's owner, oldest first, each with its match count
+    and the data version that count is exact for."""
+    size = paging.applied_page_size(request.scope)
+    return Response(await saved_searches.raw_page(key, size, offset))  # type: ignore[arg-type]
+
+
+@get(
+    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
+    summary="Get a saved search", operation_id="getSavedSearch",
+    response_headers=RATE_HEADERS, responses=managed_errors(404, examples=[_NOT_FOUND]),
+)  # fmt: skip
+async def get_search(
+    saved_searches: Injected[SavedSearchService],
+    key: Injected[ApiKey],
+    id: SearchId,
+) -> SavedSearchResponse:
+    """Get one saved search, with how many records match it now."""
+    return SavedSearchResponse(data=await saved_searches.get(key, id))
+
+
+@patch(
+    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=_CHANGE,
+    summary="Change a saved search", operation_id="updateSavedSearch",
+    response_headers=RATE_HEADERS,
+    responses=managed_errors(404, 413, examples=[*_BODY_ERRORS, _NOT_FOUND]),
+)  # fmt: skip
+async def update_search(
+    saved_searches: Injected[SavedSearchService],
+    key: Injected[ApiKey],
+    id: SearchId,
+    data: JSONBody[SavedSearchChange],
+) -> SavedSearchResponse:
+    """Change any of a saved search's name, filters and propertyIds (each replaced whole)."""
+    return SavedSearchResponse(data=await saved_searches.update(key, id, _fields(data)))
+
+
+@delete(
+    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
+    summary="Delete a saved search", operation_id="deleteSavedSearch",
+    response_headers=RATE_HEADERS, responses=managed_errors(404, examples=[_NOT_FOUND]),
+)  # fmt: skip
+async def delete_search(
+    saved_searches: Injected[SavedSearchService],
+    key: Injected[ApiKey],
+    id: SearchId,
+) -> None:
+    """Delete a saved search; it produces no more events (those produced are kept)."""
+    await saved_searches.delete(key, id)
+
+
+def _fields(body: SavedSearchInput | SavedSearchChange) -> dict[str, Any]:
+    """The fields a body gave, by their wire names (what the service checks, as it checks
+    the portal's form)."""
+    given: dict[str, Any] = msgspec.to_builtins(body)
+    return given
+
+
+HANDLERS = [create_search, list_searches, get_search, update_search, delete_search]
