@@ -57,6 +57,11 @@ class _Held(NamedTuple):
 Stored = SavedSearchRow | RawSavedSearchRow
 
 
+CHECKED_AT_ONCE = 50
+"""Searches whose stored filters and ids are checksummed between two turns of the loop
+(about 0.5 ms for searches of 1,000 ids)."""
+
+
 def _made_of(row: Stored) -> int:
     filters, ids = row.filters, row.property_ids
     text = filters.encode() if isinstance(filters, str) else filters
@@ -82,7 +87,9 @@ class MatchCounts:
         version = await self.images.data_version()
         found: dict[str, Counted] = {}
         missing: list[Stored] = []
-        for row in rows:
+        for n, row in enumerate(rows):
+            if n and not n % CHECKED_AT_ONCE:  # a long page's checksums leave the loop free
+                await asyncio.sleep(0)
             held = self._held.get(row.id)
             if held is None or held.made_of != _made_of(row):
                 missing.append(row)

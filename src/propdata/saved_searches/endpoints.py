@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, patch, post
 from litestar.openapi.spec import Example
 from litestar.params import JSONBody, PathParameter
+from litestar.response import Stream
 
 from propdata.accounts.middleware import MANAGED
 from propdata.accounts.schemas import ApiKey
@@ -22,6 +25,7 @@ from propdata.errors import (
     PlanLimitReached,
 )
 from propdata.saved_searches.schemas import (
+    RawSavedSearchList,
     SavedSearchChange,
     SavedSearchInput,
     SavedSearchList,
@@ -99,7 +103,26 @@ async def list_searches(
     """List the saved searches of the key's owner, oldest first, each with its match count
     and the data version that count is exact for."""
     size = paging.applied_page_size(request.scope)
-    return Response(await saved_searches.raw_page(key, size, offset))  # type: ignore[arg-type]
+    page = await saved_searches.raw_page(key, size, offset)
+    return Stream(_in_parts(page), media_type="application/json")  # type: ignore[return-value]
+
+
+LISTED_AT_ONCE = 25
+"""Searches of a page encoded and sent at a time. A page of 500 searches that watch 1,000
+ids each is 7.6 MB: written whole, it would hold the event loop (and /health) some 20 ms."""
+
+
+async def _in_parts(page: RawSavedSearchList) -> AsyncIterator[bytes]:
+    """The page's JSON, the bytes one encoding of it gives, LISTED_AT_ONCE searches at a time
+    with the event loop free between them."""
+    empty = msgspec.json.encode(RawSavedSearchList(meta=page.meta, data=[]))
+    assert empty.endswith(b"[]}")
+    yield empty[:-2]
+    for start in range(0, len(page.data), LISTED_AT_ONCE):
+        part = msgspec.json.encode(page.data[start : start + LISTED_AT_ONCE])[1:-1]
+        yield b"," + part if start else part
+        await asyncio.sleep(0)
+    yield b"]}"
 
 
 @get(
