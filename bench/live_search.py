@@ -13,7 +13,7 @@ snapshot past `search.live`'s rule; the server's log is counted for the folds.
 
 Prints one table: answers a second, p50 and p99 of each run, and the server's CPU time per
 answer (its workers', the delta's upkeep and any snapshot build included: the figure to
-compare on a machine other work shares), with the records committed and the folds. Target (docs/performance.md, "Live data"): at 1,000,000 properties, p99 ≤ 30 ms while
+compare on a machine other work shares), with the records committed and the folds. Target (docs/measurements.md, "Live data"): at 1,000,000 properties, p99 ≤ 30 ms while
 the follower takes 200 records a second.
 """
 

@@ -77,7 +77,7 @@ SERVING_PAGE_CACHE_KIB = 4096
 """SQLite's page cache of a server's store connections: 4 MB, not the commands' 16. Each
 worker keeps its own, where the OS cache serves every worker; by-id and search cost the
 same server CPU with either at 1,000,000 properties, and a worker is 12 MB smaller
-(docs/performance.md, "Memory with the response cache full")."""
+(docs/measurements.md, "Memory with the response cache full")."""
 
 
 @dataclass(slots=True)

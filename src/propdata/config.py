@@ -31,7 +31,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """PROPDATA_CACHE_MB: the embedded response cache's memory budget for the whole host, in
     MB, shared out evenly among the workers of `propdata serve --workers N` (a full budget
     costs about 1.25 times as much heap, Python's overheads included). 32, not 64: with it
-    full, a worker stays under 150 MB (docs/performance.md, "Memory")."""
+    full, a worker stays under 150 MB (docs/measurements.md, "Memory")."""
     workers: int = 1
     """PROPDATA_WORKERS: the worker processes this one shares the host's budgets with; set by
     `propdata serve --workers N` for its workers (set it yourself when a process manager

@@ -9,8 +9,7 @@ heap for as long as it lived, because glibc's `malloc_trim` does not give it bac
 1,000,000 properties 122 MB anonymous against 83 MB for a worker that mapped the snapshot
 (Pss 173 against 133 MB). And for the 10-15 s of the build its event loop turned a Python
 loop over a million rows between requests. Built here, all of it goes when this process
-exits; the worker maps the snapshot as every other worker does (docs/performance.md, "Issue
-13: the snapshot built in a child process").
+exits; the worker maps the snapshot as every other worker does.
 
 How (`IndexKeeper._build_apart` starts it):
 

@@ -20,7 +20,7 @@ at most k more rows; a cursor page starts both sides past the last row's key.
 The delta grows with every commit until the keeper folds it into a new snapshot
 (`FOLD_ROWS`, `FOLD_SHARE`): a worker holds about half a kilobyte per delta row (its encoded
 item most of it) and copies its arrays at each commit, while a fold costs one snapshot build
-per host (docs/performance.md, "Live data").
+per host (docs/measurements.md, "Live data").
 """
 
 from __future__ import annotations

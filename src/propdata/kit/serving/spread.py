@@ -4,7 +4,7 @@ The workers share one listening socket and race to accept each connection; a kee
 connection then stays with the worker that won it. When a client opens its connections at
 once, one worker often wins most of them: wrk's 16 connections went 16/0 to one of two
 workers in 4 runs of 12, which then answered half as many searches with p50 doubled
-(docs/performance.md, "connections spread over the workers"). A proxy's pool of upstream
+(docs/measurements.md, "Connections spread over the workers"). A proxy's pool of upstream
 connections is such a client. So each worker counts its open connections in a small file
 shared by the host's workers (`WorkerSlots`, one slot per worker); a worker holding more than
 one connection more than the least busy live worker answers the next request on one of its
