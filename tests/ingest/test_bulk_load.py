@@ -19,8 +19,8 @@ import pytest
 
 from propdata.ingest import loader, synthetic
 from propdata.ingest.loader import Item, load
-from propdata.kit import db as kit_db
 from propdata.kit.db import Database
+from propdata.kit.db import sqlite as kit_sqlite
 from propdata.migrations import layout
 from propdata.migrations.transfer import _digest
 from propdata.properties import lifecycle
@@ -68,7 +68,7 @@ async def load_into(
         with mp.context() as m:
             if plain:
                 m.setattr(loader, "BULK_ROWS", 10**9)
-                m.setattr(kit_db, "BULK_PARAMS", 1)
+                m.setattr(kit_sqlite, "BULK_PARAMS", 1)
 
                 async def one(self: PropertyRepository, origin: str | None = None) -> int:
                     return 1  # as if the store held a record: look every batch up
