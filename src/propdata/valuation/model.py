@@ -96,8 +96,8 @@ class Calibration:
     errors in those units within bins of the dispersion score (edges between bins)."""
 
     scale: FloatArray
-    """Per market code: mean absolute out-of-fold error, shrunk toward all markets', relative
-    to all markets'."""
+    """Per market code: mean absolute out-of-fold error, shrunk toward its state's (itself
+    shrunk toward all markets'), relative to all markets'."""
     edges: FloatArray
     low: FloatArray
     high: FloatArray
@@ -195,11 +195,20 @@ def _calibrate(sales: Homes, log_price: FloatArray, params: Params) -> Calibrati
         # Too few sales to measure: a wide fixed interval (+-35 %), honest about knowing little.
         return Calibration(np.zeros(0), np.zeros(0), np.array([-0.35]), np.array([0.35]),
                            len(errors), np.zeros(0))  # fmt: skip
-    market = sales.market[positions]
+    market, state = sales.market[positions], sales.state[positions]
     size = np.abs(errors)
     overall = float(size.mean())
+    # A market leans on its state's typical error, a state on all markets' (as the
+    # regression's levels do): a state of small ZIP codes the model predicts badly keeps
+    # its wider intervals.
+    in_state = np.bincount(state)
+    state_size = (np.bincount(state, size) + params.market_prior * overall) / (
+        in_state + params.market_prior
+    )
     count = np.bincount(market)
-    scale = (np.bincount(market, size) + params.market_prior * overall) / (
+    state_of = np.zeros(len(count), dtype=np.int64)
+    state_of[market] = state
+    scale = (np.bincount(market, size) + params.market_prior * state_size[state_of]) / (
         (count + params.market_prior) * overall
     )
     units = errors / scale[market]
