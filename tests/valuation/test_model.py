@@ -82,6 +82,28 @@ def test_the_fixed_interval_of_too_few_sales_bounds_every_estimate() -> None:
     """Under 20 out-of-fold errors the calibration is a fixed +-35 % with no market scales:
     bounding estimates with it must not index the empty scales (an IndexError in a rebuild,
     seen on a small store after a second import)."""
-    fixed = avm.Calibration(np.zeros(0), np.zeros(0), np.array([-0.35]), np.array([0.35]), 7)
+    fixed = avm.Calibration(np.zeros(0), np.zeros(0), np.array([-0.35]), np.array([0.35]), 7,
+                           np.zeros(0))  # fmt: skip
     low, high = fixed.bounds(np.array([0.1, np.nan, 3.0]), np.array([0, 5, 2]))
     assert low.tolist() == [-0.35] * 3 and high.tolist() == [0.35] * 3
+
+
+def test_a_market_whose_newest_sales_are_missed_more_gets_wider_intervals() -> None:
+    """The per-market factor comes from the newest sales valued as forecasts: where those
+    errors are larger than the random folds' (here: noise tripled in one market's last
+    year), that market's interval widens, and the other market's does not."""
+    sales, log_price = homes(1_500)
+    recent = (sales.month >= sales.month.max() - 12) & (sales.market == 1)
+    noise = np.random.default_rng(9).normal(0, 0.25, len(sales))
+    noisy = np.where(recent, log_price + noise, log_price)
+    factor = avm.fit(sales, noisy).calibration.factor
+    assert factor[1] > 1.1 and factor[0] < factor[1]
+    plain = avm.fit(sales, log_price).calibration.factor
+    assert np.all(np.abs(plain - 1) < 0.3)
+
+
+def test_too_few_newest_sales_leave_the_pooled_interval() -> None:
+    sales, log_price = homes(300)
+    early = sales.take(np.flatnonzero(sales.month < sales.month.min() + 13))
+    model = avm.fit(early, log_price[sales.month < sales.month.min() + 13])
+    assert not len(model.calibration.factor)

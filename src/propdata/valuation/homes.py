@@ -66,6 +66,12 @@ class Params:
     market_prior: float = 50.0
     """Out-of-fold errors a market needs before its own error size counts as much as all
     markets' together."""
+    conformal_months: float = 12.0
+    """The newest sales, this many months back, calibrate each market's interval as
+    forecasts (valued by a model fitted on the sales before them)."""
+    conformal_prior: float = 200.0
+    """Such sales a market needs before its own coverage correction counts as much as
+    none (the pooled interval's)."""
 
 
 @dataclass(frozen=True, slots=True)

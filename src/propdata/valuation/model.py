@@ -18,7 +18,9 @@ How an estimate is made, in log price:
    folds by property, each fold is valued by a model fitted on the others, and the 7.5th
    and 92.5th percentiles of those errors (in units of the market's typical error, within
    bins of the estimate's comparable spread: a valuation whose comparables disagree is
-   less certain) give each estimate its low and high.
+   less certain) give each estimate its low and high. Each market's interval is then
+   stretched or shrunk so that it holds 85 % of the errors of the market's newest sales
+   valued as forecasts, by a model fitted on the sales before them (split conformal).
 
 Land, and any home without a living area, gets no estimate (`homes.supported`).
 
@@ -29,7 +31,7 @@ Land, and any home without a living area, gets no estimate (`homes.supported`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -94,13 +96,16 @@ class Calibration:
     errors in those units within bins of the dispersion score (edges between bins)."""
 
     scale: FloatArray
-    """Per market code: mean absolute out-of-fold error, shrunk toward all markets', relative
-    to all markets'."""
+    """Per market code: mean absolute out-of-fold error, shrunk toward its state's (itself
+    shrunk toward all markets'), relative to all markets'."""
     edges: FloatArray
     low: FloatArray
     high: FloatArray
     errors: int
     """Out-of-fold errors the quantiles come from."""
+    factor: FloatArray
+    """Per market code: the conformal correction of its interval (1 where the pooled
+    interval holds `coverage` of its out-of-fold errors; empty: 1 everywhere)."""
 
     def bounds(self, spread: FloatArray, market: IntArray) -> tuple[FloatArray, FloatArray]:
         """Log offsets of the interval's ends from the estimate."""
@@ -109,6 +114,8 @@ class Calibration:
             return np.full(len(spread), self.low[0]), np.full(len(spread), self.high[0])
         known = market < len(self.scale)
         scale = np.where(known, self.scale[np.where(known, market, 0)], 1.0)
+        if len(self.factor):
+            scale = scale * np.where(known, self.factor[np.where(known, market, 0)], 1.0)
         return self.low[bins] * scale, self.high[bins] * scale
 
 
@@ -187,12 +194,21 @@ def _calibrate(sales: Homes, log_price: FloatArray, params: Params) -> Calibrati
     if len(errors) < 20:
         # Too few sales to measure: a wide fixed interval (+-35 %), honest about knowing little.
         return Calibration(np.zeros(0), np.zeros(0), np.array([-0.35]), np.array([0.35]),
-                           len(errors))  # fmt: skip
-    market = sales.market[positions]
+                           len(errors), np.zeros(0))  # fmt: skip
+    market, state = sales.market[positions], sales.state[positions]
     size = np.abs(errors)
     overall = float(size.mean())
+    # A market leans on its state's typical error, a state on all markets' (as the
+    # regression's levels do): a state of small ZIP codes the model predicts badly keeps
+    # its wider intervals.
+    in_state = np.bincount(state)
+    state_size = (np.bincount(state, size) + params.market_prior * overall) / (
+        in_state + params.market_prior
+    )
     count = np.bincount(market)
-    scale = (np.bincount(market, size) + params.market_prior * overall) / (
+    state_of = np.zeros(len(count), dtype=np.int64)
+    state_of[market] = state
+    scale = (np.bincount(market, size) + params.market_prior * state_size[state_of]) / (
         (count + params.market_prior) * overall
     )
     units = errors / scale[market]
@@ -203,7 +219,53 @@ def _calibrate(sales: Homes, log_price: FloatArray, params: Params) -> Calibrati
     high = np.array([np.quantile(units[which == b], 1 - tail) for b in range(bins)])
     # Wider with more spread, never narrower: a bin's noise must not reverse the order.
     low, high = np.minimum.accumulate(low), np.maximum.accumulate(high)
-    return Calibration(scale, edges, low, high, len(units))
+    calibration = Calibration(scale, edges, low, high, len(units), np.zeros(0))
+    return replace(calibration, factor=_forward_factor(sales, log_price, params, calibration))
+
+
+def _forward_factor(
+    sales: Homes, log_price: FloatArray, params: Params, calibration: Calibration
+) -> FloatArray:
+    """Per market: by how much its intervals must be stretched (or shrunk) to hold
+    `coverage` of the errors of its newest sales valued by a model fitted on the older ones.
+
+    Random folds value a sale among its contemporaries; an estimate is a forecast (the
+    next sale comes after everything the model learnt from). So the sales of the last
+    `conformal_months` are valued by a model fitted on the sales before them, and each
+    error's score is the stretch its interval needs to hold it; a market's factor is the
+    `coverage` quantile of its scores (split-conformal, with the finite-sample rank), shrunk
+    toward 1 with a prior of `conformal_prior` sales. Empty (1 everywhere) when the
+    split leaves too few on either side.
+    """
+    if not len(sales) or not len(calibration.scale):
+        return np.zeros(0)
+    held = sales.month >= sales.month.max() - params.conformal_months
+    if held.sum() < 20 or (~held).sum() < 20:
+        return np.zeros(0)
+    positions = np.flatnonzero(held)
+    if len(positions) > params.calibration_cap:
+        rng = np.random.default_rng(20240602)
+        positions = np.sort(rng.choice(positions, params.calibration_cap, replace=False))
+    core = _core(sales.take(~held), log_price[~held], params)
+    subjects = sales.take(positions)
+    point = _point(core, subjects)
+    market = subjects.market
+    lo, hi = calibration.bounds(point.spread, market)
+    errors = log_price[positions] - point.log_value
+    score = np.maximum(errors / np.maximum(hi, 1e-9), errors / np.minimum(lo, -1e-9))
+    markets = len(calibration.scale)
+    factor = np.ones(markets)
+    known = np.flatnonzero(market < markets)  # a market without out-of-fold errors keeps 1
+    market, score = market[known], score[known]
+    count = np.bincount(market, minlength=markets)
+    order = np.argsort(market, kind="stable")
+    for group in np.split(order, np.cumsum(count)[:-1]):
+        if not len(group):
+            continue
+        n = len(group)
+        own = float(np.quantile(score[group], min(1.0, math.ceil((n + 1) * params.coverage) / n)))
+        factor[market[group[0]]] = (n * own + params.conformal_prior) / (n + params.conformal_prior)
+    return factor
 
 
 def predict(model: Model, subjects: Homes) -> Estimates:

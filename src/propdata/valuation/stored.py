@@ -93,7 +93,7 @@ def encode(fitted: Fitted) -> tuple[bytes, list[Block]]:
             "zip_center": regression.zips.center,
             "scale": calibration.scale, "edges": calibration.edges,
             "low": calibration.low, "high": calibration.high,
-            "errors": np.array(calibration.errors),
+            "errors": np.array(calibration.errors), "factor": calibration.factor,
         }  # fmt: skip
         blocks = _blocks(fitted)
     buffer = io.BytesIO()
@@ -149,7 +149,10 @@ def decode(header: bytes, blocks: Sequence[Block]) -> Fitted:
         **{name: np.ascontiguousarray(records[name]) for name in _HOME_FIELDS},
     )
     core = avm.Core(params, regression, sales, np.ascontiguousarray(records["residual"]))
-    calibration = avm.Calibration(a["scale"], a["edges"], a["low"], a["high"], int(a["errors"]))
+    factor = a["factor"] if "factor" in a else np.zeros(0)  # stored before the factor: none
+    calibration = avm.Calibration(
+        a["scale"], a["edges"], a["low"], a["high"], int(a["errors"]), factor
+    )
     model = avm.Model(core, calibration)
     return Fitted(model, as_of, zips, states, counts, newest, ids, day, price)
 
