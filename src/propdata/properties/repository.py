@@ -373,6 +373,16 @@ class PropertyRepository:
         )
         return await self.db.execute("DELETE FROM properties WHERE origin = ?", (origin,))
 
+    async def delete_ids(self, ids: Sequence[str]) -> int:
+        """Remove these records and their histories; how many were removed."""
+        if not ids:
+            return 0
+        marks = ", ".join("?" * len(ids))
+        await self.db.execute(
+            f"DELETE FROM property_histories WHERE property_id IN ({marks})", list(ids)
+        )
+        return await self.db.execute(f"DELETE FROM properties WHERE id IN ({marks})", list(ids))
+
     async def optimize(self) -> None:
         """Refresh the planner's statistics after a load (which index suits which filter)."""
         if self.db.dialect == "sqlite":
