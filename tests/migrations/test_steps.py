@@ -84,6 +84,7 @@ LANDED = {
     13: "6001b36ed49b",
     14: "9e2c4673d8d2",
     15: "d29e1841bbf0",
+    18: "430a3d388840",
 }
 """The sha256 of each landed step's module (its first 12 hex digits). A landed step never
 changes: a store that ran it will not run it again, so a changed step makes stores that

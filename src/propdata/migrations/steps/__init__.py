@@ -25,6 +25,7 @@ from propdata.migrations.steps import (
     s14_events_caps,
     s15_owner_counts,
     s16_owner_sequences_and_attempts,
+    s18_replication_sources,
 )
 from propdata.migrations.steps.base import ACCOUNTS, DATA, Apply
 
@@ -45,6 +46,7 @@ MODULES = (
     s14_events_caps,
     s15_owner_counts,
     s16_owner_sequences_and_attempts,
+    s18_replication_sources,
 )
 
 STEPS: list[tuple[str, Step[Apply]]] = [(module.STORE, module.STEP) for module in MODULES]
