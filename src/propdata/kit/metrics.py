@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, values
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
@@ -175,6 +175,8 @@ class Sample:
     name: str
     help: str
     values: Sequence[tuple[dict[str, str], float]]
+    kind: str = "gauge"
+    """"gauge", or "counter" for a total the store keeps (exposed as `name_total`)."""
 
 
 def store_up(stores: dict[str, bool]) -> Sample:
@@ -203,6 +205,32 @@ def search_index_age(seconds: float) -> Sample:
     )
 
 
+def replication(
+    totals: Sequence[tuple[str, int, int, int, dict[str, int], float | None]],
+) -> list[Sample]:
+    """The replication sources' totals as the store keeps them, whichever process replicated:
+    (source, records written, rejects, removed, requests by status, seconds since its
+    watermark last moved)."""
+    records: list[tuple[dict[str, str], float]] = []
+    requests: list[tuple[dict[str, str], float]] = []
+    lag: list[tuple[dict[str, str], float]] = []
+    for source, written, rejected, removed, statuses, behind in totals:
+        for result, n in (("written", written), ("rejected", rejected), ("removed", removed)):
+            records.append(({"source": source, "result": result}, float(n)))
+        for status, n in sorted(statuses.items()):
+            requests.append(({"source": source, "status": status}, float(n)))
+        if behind is not None:
+            lag.append(({"source": source}, behind))
+    return [
+        Sample("propdata_replication_records", "Records a replication source committed, by"
+               " result: written (new or changed), rejected, removed.", records, "counter"),
+        Sample("propdata_replication_requests", "Requests made to a replication source, by HTTP"
+               " status (error: no answer; token NNN: its token URL).", requests, "counter"),
+        Sample("propdata_replication_lag_seconds", "Seconds since a replication source's"
+               " watermark last moved (its last commit).", lag),
+    ]  # fmt: skip
+
+
 def build_info(version: str) -> Sample:
     return Sample(
         "propdata_build_info", "The running version (always 1).", [({"version": version}, 1.0)]
@@ -216,7 +244,11 @@ class _Samples(Collector):
     def collect(self) -> Iterator[Metric]:
         for sample in self._samples:
             labels = sorted({name for labelset, _ in sample.values for name in labelset})
-            family = GaugeMetricFamily(sample.name, sample.help, labels=labels)
+            family: GaugeMetricFamily | CounterMetricFamily
+            if sample.kind == "counter":
+                family = CounterMetricFamily(sample.name, sample.help, labels=labels)
+            else:
+                family = GaugeMetricFamily(sample.name, sample.help, labels=labels)
             for labelset, value in sample.values:
                 family.add_metric([labelset[name] for name in labels], value)
             yield family

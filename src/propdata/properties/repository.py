@@ -466,6 +466,18 @@ class PropertyRepository:
         )
         return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
 
+    async def replication_totals(self) -> list[tuple[str, int, int, int, str, str | None]]:
+        """Each replication source's (name, records written, rejects, removed, requests by
+        status as JSON, when its watermark last moved): what `/metrics` shows of them, read
+        from the store so every server shows the passes of whichever process ran them (the
+        sources themselves are `replication`'s, a layer above every server's)."""
+        rows = await self.db.fetch_all(
+            "SELECT name, records, rejects, removed, requests, committed_at"
+            " FROM replication_sources ORDER BY name"
+        )
+        return [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), str(r[4]),
+                 None if r[5] is None else str(r[5])) for r in rows]  # fmt: skip
+
     async def record_load(self, summary: dict[str, object]) -> None:
         """Keep what the last load did, in its own transaction (`propdata data status`)."""
         await self.db.execute(

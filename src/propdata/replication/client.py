@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -131,6 +131,9 @@ class FeedClient:
         url: str | None = self._url(since, None, top, skip=None)
         mode = "first"
         skip = 0
+        chain = 0
+        """Records since the last URL built here: a server that pages by nextLink within
+        the `$top` asked (as SAP CAP does) ends its links once `$top` records were sent."""
         while url is not None:
             body = await self._get(url, allow_refusal=mode == "keyset")
             if body is None:  # the server refused the keyset query: page by $skip
@@ -143,10 +146,12 @@ class FeedClient:
             page = [r for r in records if isinstance(r, dict)]
             yield Page(page, mode)
             skip += len(page)
+            chain += len(page)
             next_link = body.get("@odata.nextLink")
             if isinstance(next_link, str) and next_link:
-                url, mode = httpx.URL(url).join(next_link).__str__(), "nextLink"
-            elif len(page) < top or not page:
+                url, mode = self._same_origin(str(httpx.URL(url).join(next_link))), "nextLink"
+                continue
+            if chain < top or not page:
                 url = None
             elif mode == "skip":
                 url = self._url(since, None, top, skip=skip)
@@ -159,6 +164,18 @@ class FeedClient:
                         " so the pages cannot follow the timestamp order"
                     )
                 url, mode = self._url(since, (stamp, str(key)), top, skip=None), "keyset"
+            chain = 0
+
+    def _same_origin(self, link: str) -> str:
+        """A nextLink on the source's own scheme, host and port: the credentials go nowhere
+        else."""
+        given, ours = httpx.URL(link), httpx.URL(self.config.url)
+        if (given.scheme, given.host, given.port) != (ours.scheme, ours.host, ours.port):
+            raise FeedError(
+                f"source {self.config.name}: the server's nextLink leads to another host"
+                f" ({given.host}); not followed"
+            )
+        return link
 
     def _url(self, since: str | None, after: tuple[str, str] | None, top: int,
              skip: int | None) -> str:  # fmt: skip
@@ -177,7 +194,7 @@ class FeedClient:
         if skip:
             query["$skip"] = str(skip)
         joiner = "&" if "?" in self.config.url else "?"
-        return self.config.url + joiner + urlencode(query, safe="$,'()")
+        return self.config.url + joiner + urlencode(query, safe="$,'()", quote_via=quote)
 
     # -- one request ----------------------------------------------------------------------
 

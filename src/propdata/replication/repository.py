@@ -106,13 +106,22 @@ class SourceRepository:
         )
 
     async def set_state(
-        self, name: str, state: str, error: str | None, last_pass_at: str | None = None
+        self,
+        name: str,
+        state: str,
+        error: str | None,
+        last_pass_at: str | None = None,
+        caught_up: bool = False,
     ) -> None:
+        """The source's state; `last_pass_at` when a pass ended. A pass that reached the
+        end of the feed also moves `committed_at`: the store then holds all the feed had
+        then, so the lag counts from there, not from the last record's commit."""
         await self.db.execute(
             "UPDATE replication_sources SET state = ?, error = ?,"
-            " last_pass_at = COALESCE(?, last_pass_at) WHERE name = ?",
-            (state, error, last_pass_at, name),
-        )
+            " last_pass_at = COALESCE(?, last_pass_at),"
+            " committed_at = CASE WHEN ? THEN ? ELSE committed_at END WHERE name = ?",
+            (state, error, last_pass_at, caught_up, last_pass_at, name),
+        )  # fmt: skip
 
     async def add_requests(self, name: str, counts: dict[str, int]) -> None:
         """Add requests made, by status, to the source's counts (read by `/metrics`)."""

@@ -148,7 +148,7 @@ class Replicator:
                 raise
             await repo.add_requests(self.name, counts)
             await repo.set_state(self.name, "caught up" if finished else "stopped", None,
-                                 utc_now())  # fmt: skip
+                                 utc_now(), caught_up=finished)  # fmt: skip
             return finished
 
     async def _pages(self, repo: SourceRepository, source: Source, totals: PassTotals,
