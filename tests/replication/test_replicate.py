@@ -20,12 +20,14 @@ from typing import Any
 import httpx
 import pytest
 
-from propdata.kit.db import Database
+from propdata.kit.db import Database, connect
+from propdata.migrations.schema import migrate_accounts
 from propdata.replication.client import FeedError
 from propdata.replication.repository import LeaseHeld, SourceRepository
 from propdata.replication.schemas import Auth, SourceConfig
 from propdata.replication.service import PassTotals, Replicator, SourceService, describe
 from tests.conftest import Store, drop_store, new_store, open_db
+from tests.events.test_produce import Stores, kinds
 from tests.replication.odata_server import ODataServer, serving
 
 AS_OF = dt.date(2024, 6, 1)
@@ -325,3 +327,34 @@ async def test_metrics_show_the_passes_of_another_process(
     ]
     assert requests >= 3
     assert 0 <= found[("propdata_replication_lag_seconds", (("source", "mls"),))] < 120
+
+
+@pytest.fixture
+async def stores(backend: str, tmp_path: Path) -> AsyncIterator[Stores]:
+    """The data and accounts stores as a server has them (tests/events/test_produce.py)."""
+    made = await new_store(backend, tmp_path)
+    data = await open_db(made)
+    accounts = data
+    if made.schema is None:
+        accounts = await connect(str(tmp_path / "propdata-accounts.db"))
+    await migrate_accounts(accounts)
+    yield Stores(made, data, accounts)
+    if accounts is not data:
+        await accounts.close()
+    await data.close()
+    await drop_store(made)
+
+
+async def test_replicated_changes_become_events(stores: Stores, server: ODataServer) -> None:
+    await stores.watch("ames", {"city": "Ames"})
+    await add(stores.data, server.url)
+    await replicate(stores.data)
+    await stores.produce()
+    events = await stores.events()
+    assert kinds(events, "mls-L001") == ["search.entered", "property.listed"]
+    server.patch("L004", StandardStatus="Delete", ModificationTimestamp=stamp(COUNT))
+    await replicate(stores.data)
+    await stores.produce()
+    new = (await stores.events())[len(events) :]
+    assert kinds(new) == ["search.exited"]
+    assert new[0]["data"]["property"]["id"] == "mls-L004"
