@@ -358,3 +358,12 @@ async def test_replicated_changes_become_events(stores: Stores, server: ODataSer
     new = (await stores.events())[len(events) :]
     assert kinds(new) == ["search.exited"]
     assert new[0]["data"]["property"]["id"] == "mls-L004"
+
+
+async def test_removing_a_source_with_its_records(db: Database, server: ODataServer) -> None:
+    await add(db, server.url)
+    await replicate(db)
+    removed = await SourceService(db).remove("mls", AS_OF, delete_records=True)
+    assert removed == COUNT - 1 and await ids(db) == []
+    assert len([c for c in await feed(db) if c[1] == "removed"]) == COUNT - 1
+    assert await SourceRepository(db).get("mls") is None
