@@ -367,3 +367,31 @@ async def test_removing_a_source_with_its_records(db: Database, server: ODataSer
     assert removed == COUNT - 1 and await ids(db) == []
     assert len([c for c in await feed(db) if c[1] == "removed"]) == COUNT - 1
     assert await SourceRepository(db).get("mls") is None
+
+
+async def test_every_runs_passes_until_sigterm(store: Store, server: ODataServer) -> None:
+    db = await open_db(store)
+    try:
+        await SourceService(db).add(SourceConfig(name="mls", url=server.url, page_size=10,
+                                                 requests_per_hour=360_000))  # fmt: skip
+        running = command(store, "data", "replicate", "mls", "--every", "1")
+        deadline = time.monotonic() + 60
+        passes = set()
+        while len(passes) < 2:  # two passes ended: the pause, then again
+            source = await SourceService(db).get("mls")
+            if source.state == "caught up" and source.last_pass_at is not None:
+                passes.add(source.last_pass_at)
+            assert running.poll() is None and time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+        server.patch("L005", ListPrice=1_000, ModificationTimestamp=stamp(COUNT))
+        while (await db.fetch_one("SELECT list_price FROM properties WHERE id = 'mls-L005'")
+               or [None])[0] != 1_000:  # fmt: skip
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+        running.send_signal(signal.SIGTERM)
+        _, said = running.communicate(timeout=60)
+        assert running.returncode == 0, said.decode()
+        assert b"records read" in said
+        assert (await SourceService(db).get("mls")).records == COUNT  # 23 new, 1 changed
+    finally:
+        await db.close()
