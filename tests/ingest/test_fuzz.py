@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from propdata.ingest.loader import Reject, load
+from propdata.ingest.loader import Reject, Removal, load
 from propdata.ingest.readers import API_COLUMNS, read_file
 from propdata.kit.addresses import city_key, street_key
 from propdata.kit.db import SQLiteDatabase
@@ -69,7 +69,7 @@ def _load(path: Path) -> tuple[int, int]:
             return 0, 0  # refused as a whole, at once: allowed
         for line, item in items:
             assert isinstance(line, int) and line >= 1
-            assert isinstance(item, PropertyDetail | Reject)
+            assert isinstance(item, PropertyDetail | Reject | Removal)
         db = SQLiteDatabase(str(path.with_suffix(".db")))
         try:
             await migrate(db)

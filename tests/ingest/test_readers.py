@@ -535,8 +535,8 @@ def test_reso_file_ignores_unknown_columns_and_counts_lines(tmp_path: Path) -> N
     )
     items = read(path)
     assert [line for line, _ in items] == [2, 3, 4]
-    assert rejects(items) == {3: "StandardStatus Active needs DaysOnMarket: without it the"
-                                 " listing cannot be dated"}  # fmt: skip
+    assert rejects(items) == {3: "StandardStatus Active needs DaysOnMarket (or OnMarketDate):"
+                                 " without it the listing cannot be dated"}  # fmt: skip
     reject = items[1][1]
     assert isinstance(reject, Reject) and reject.id == "R2"
 

@@ -86,6 +86,7 @@ LANDED = {
     16: "8f141619d0a6",
     17: "ffbe4276b9d3",
     18: "aab2ecd660f7",
+    19: "87bc8be52bdb",
 }
 """The sha256 of each landed step's module (its first 12 hex digits). A landed step never
 changes: a store that ran it will not run it again, so a changed step makes stores that

@@ -1,13 +1,13 @@
-"""The `propdata` command: serve, keys, accounts, data."""
+"""The `propdata` command: serve, keys, accounts, data, sources."""
 
 from __future__ import annotations
 
 import sys
 
-from propdata.cli import data, keys, serve
+from propdata.cli import data, keys, serve, sources
 from propdata.cli.base import app
 
-__all__ = ["app", "data", "keys", "main", "serve"]
+__all__ = ["app", "data", "keys", "main", "serve", "sources"]
 
 
 def main() -> None:

@@ -25,9 +25,14 @@ accounts_app = typer.Typer(
     help="The portal's accounts: create operators, list, disable.", no_args_is_help=True
 )
 data_app = typer.Typer(help="Build, load and generate the data set.", no_args_is_help=True)
+sources_app = typer.Typer(
+    help="RESO Web API feeds that `propdata data replicate` follows: add, list, remove.",
+    no_args_is_help=True,
+)
 app.add_typer(keys_app, name="keys")
 app.add_typer(data_app, name="data")
 app.add_typer(accounts_app, name="accounts")
+app.add_typer(sources_app, name="sources")
 err = Console(stderr=True)
 log = logging.getLogger("propdata")
 T = TypeVar("T")

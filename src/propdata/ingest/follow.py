@@ -31,7 +31,7 @@ from pathlib import Path
 import msgspec
 
 from propdata.ingest import pipeline, readers
-from propdata.ingest.loader import Item, LoadReport, Reject
+from propdata.ingest.loader import Item, LoadReport, Reject, Removal
 from propdata.kit.db import Database
 from propdata.properties.loads import LoadsRepository
 from propdata.properties.repository import PropertyRepository
@@ -197,7 +197,7 @@ class Read:
     """A record (or reject) read, and where the file stands after it."""
 
     line: int
-    item: PropertyDetail | Reject
+    item: PropertyDetail | Reject | Removal
     offset: int
     lines: int
 
@@ -384,7 +384,7 @@ def _batches(reads: Sequence[Read]) -> Iterator[list[Read]]:
     batch: list[Read] = []
     ids: set[str] = set()
     for read in reads:
-        record_id = read.item.id if isinstance(read.item, PropertyDetail) else None
+        record_id = read.item.id if isinstance(read.item, PropertyDetail | Removal) else None
         if len(batch) >= TRANSACTION_RECORDS or (record_id is not None and record_id in ids):
             yield batch
             batch, ids = [], set()

@@ -12,7 +12,7 @@ import datetime as dt
 import hashlib
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import msgspec
@@ -49,13 +49,23 @@ class Reject:
     id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """A source says the record `id` no longer exists (RESO `StandardStatus` Delete): the
+    load removes it, which the change feed and the events see as `removed`."""
+
+    line: int
+    id: str
+
+
 @dataclass(slots=True)
 class LoadReport:
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
     removed: int = 0
-    """Stored records of the origin removed first (a load that replaces its origin)."""
+    """Stored records removed: those of the origin removed first (a load that replaces its
+    origin), and those a `Removal` named."""
     rejects: list[Reject] = field(default_factory=list)
     lines: dict[str, int] = field(default_factory=dict, repr=False)
     """The line each id was first seen on in this load."""
@@ -78,7 +88,11 @@ class LoadReport:
         return bool(self.loaded or self.removed)
 
 
-Item = tuple[int, PropertyDetail | Reject]
+Item = tuple[int, PropertyDetail | Reject | Removal]
+
+Committed = Callable[["LoadReport"], Awaitable[None]]
+"""Run inside a load's transaction after its records are written, with its report: what
+must be stored with the records or not at all (a replication source's watermark)."""
 _encoder = msgspec.json.Encoder(order="deterministic")
 
 
@@ -364,6 +378,7 @@ async def load(
     progress: Callable[[int], None] | None = None,
     replace_origin: bool = False,
     meta: Mapping[str, str] | None = None,
+    committed: Committed | None = None,
 ) -> LoadReport:
     """Load records in one transaction; rejected rows are reported and the rest load.
 
@@ -373,6 +388,8 @@ async def load(
     `meta` is written to the store's `meta` table in the same transaction, whether or not
     the load changed a record: `data import --follow` keeps there where in its file the
     committed records end, so that place and the records are stored together or not at all.
+    `committed` is awaited in the same transaction with the load's report, for what depends
+    on the counts (`data replicate` moves its source's watermark and totals there).
 
     A bulk load (at least BULK_ROWS records written, and at least as many as the store held)
     drops the property tables' secondary indexes once it gets there and builds them again
@@ -403,6 +420,8 @@ async def load(
         await LoadsRepository(db).add_counts(
             {"accepted": report.loaded + report.unchanged, "rejected": len(report.rejects)}
         )
+        if committed is not None:
+            await committed(report)
         if report.changed:  # a load that only deletes changes answers too
             await repo.bump_data_version()
             await repo.mark_rebuild_pending()  # cleared by ingest.pipeline.rebuild
@@ -452,10 +471,20 @@ async def _load_batch(
     lookup: bool = True,
 ) -> None:
     valid: dict[str, tuple[int, PropertyDetail]] = {}
+    removals: list[str] = []
     lines = report.lines
     for line, item in batch:
         if isinstance(item, Reject):
             report.rejects.append(item)
+            continue
+        if isinstance(item, Removal):
+            if item.id in lines:
+                report.rejects.append(
+                    Reject(line, f"id {item.id} already appears on line {lines[item.id]}", item.id)
+                )
+            else:
+                lines[item.id] = line
+                removals.append(item.id)
             continue
         reason = validate(item, as_of)
         if reason is not None:
@@ -495,6 +524,12 @@ async def _load_batch(
     # The one place a load writes a batch: `rows` are inserted, or updated where their id
     # is in `replaced` (already stored), with their histories.
     await repo.write(rows, histories, replaced)
+    if removals:
+        gone = await repo.stored(removals) if lookup else {}
+        report.unchanged += len(removals) - len(gone)  # already absent: nothing to remove
+        if gone:
+            report.zips |= {old.zip_code for old in gone.values()}
+            report.removed += await repo.delete_ids(list(gone))
 
 
 async def _update_reason(

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from propdata.ingest import readers, synthetic
-from propdata.ingest.loader import Item, LoadReport, load
+from propdata.ingest.loader import Committed, Item, LoadReport, load
 from propdata.kit.db import Database, address, optimistic
 from propdata.markets import builder as market_builder
 from propdata.markets.builder import MarketRows
@@ -60,6 +60,8 @@ class Source:
     """Remove every stored record of `origin` first (a rebuilt demo or synthetic set)."""
     meta: Mapping[str, str] | None = None
     """Written to the store's `meta` table in the load's transaction (`loader.load`)."""
+    committed: Committed | None = None
+    """Awaited in the load's transaction with its report (`loader.load`)."""
 
 
 @dataclass(slots=True)
@@ -104,7 +106,7 @@ async def run(
         advance = tracker.task(source.description, source.total) if tracker else None
         report = await load(
             db, source.items, origin=source.origin, as_of=as_of, progress=advance,
-            replace_origin=source.replace, meta=source.meta,
+            replace_origin=source.replace, meta=source.meta, committed=source.committed,
         )  # fmt: skip
         outcome.reports.append(report)
         outcome.names.append(source.description)

@@ -204,7 +204,7 @@ def ingest_feeds(feeds: int) -> Sample:
     return Sample(
         "propdata_ingest_feeds",
         "Continuous feeds expected to load the store: followers started and not stopped on"
-        " purpose (one that crashed is still expected).",
+        " purpose (one that crashed is still expected), and replication sources.",
         [({}, float(feeds))],
     )
 
@@ -216,6 +216,32 @@ def search_index_age(seconds: float) -> Sample:
         "(0: current, or the index is off); searches are answered by SQL meanwhile.",
         [({}, seconds)],
     )
+
+
+def replication(
+    totals: Sequence[tuple[str, int, int, int, dict[str, int], float | None]],
+) -> list[Sample]:
+    """The replication sources' totals as the store keeps them, whichever process replicated:
+    (source, records written, rejects, removed, requests by status, seconds since its
+    watermark last moved)."""
+    records: list[tuple[dict[str, str], float]] = []
+    requests: list[tuple[dict[str, str], float]] = []
+    lag: list[tuple[dict[str, str], float]] = []
+    for source, written, rejected, removed, statuses, behind in totals:
+        for result, n in (("written", written), ("rejected", rejected), ("removed", removed)):
+            records.append(({"source": source, "result": result}, float(n)))
+        for status, n in sorted(statuses.items()):
+            requests.append(({"source": source, "status": status}, float(n)))
+        if behind is not None:
+            lag.append(({"source": source}, behind))
+    return [
+        Sample("propdata_replication_records", "Records a replication source committed, by"
+               " result: written (new or changed), rejected, removed.", records, counter=True),
+        Sample("propdata_replication_requests", "Requests made to a replication source, by HTTP"
+               " status (error: no answer; token NNN: its token URL).", requests, counter=True),
+        Sample("propdata_replication_lag_seconds", "Seconds since a replication source's"
+               " watermark last moved (its last commit).", lag),
+    ]  # fmt: skip
 
 
 def build_info(version: str) -> Sample:

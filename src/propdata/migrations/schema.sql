@@ -123,6 +123,27 @@ CREATE TABLE property_images (
         after TEXT
     );
 
+CREATE TABLE replication_sources (
+        name TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        auth TEXT NOT NULL,
+        filter TEXT,
+        page_size INTEGER NOT NULL,
+        requests_per_hour INTEGER NOT NULL,
+        overlap_seconds INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        watermark TEXT,
+        watermark_key TEXT,
+        committed_at TEXT,
+        records INTEGER NOT NULL DEFAULT 0,
+        rejects INTEGER NOT NULL DEFAULT 0,
+        removed INTEGER NOT NULL DEFAULT 0,
+        last_pass_at TEXT,
+        state TEXT NOT NULL DEFAULT 'new',
+        error TEXT,
+        requests TEXT NOT NULL DEFAULT '{}'
+    );
+
 CREATE TABLE schema_steps (
     version INTEGER PRIMARY KEY,
     name TEXT NOT NULL
@@ -669,6 +690,28 @@ CREATE TABLE property_images (
     before text,
     after text,
     CONSTRAINT property_images_pkey PRIMARY KEY (seq)
+);
+
+CREATE TABLE replication_sources (
+    name text NOT NULL,
+    url text NOT NULL,
+    auth text NOT NULL,
+    filter text,
+    page_size integer NOT NULL,
+    requests_per_hour integer NOT NULL,
+    overlap_seconds integer NOT NULL,
+    created_at text NOT NULL,
+    watermark text,
+    watermark_key text,
+    committed_at text,
+    records bigint NOT NULL DEFAULT 0,
+    rejects bigint NOT NULL DEFAULT 0,
+    removed bigint NOT NULL DEFAULT 0,
+    last_pass_at text,
+    state text NOT NULL DEFAULT 'new'::text,
+    error text,
+    requests text NOT NULL DEFAULT '{}'::text,
+    CONSTRAINT replication_sources_pkey PRIMARY KEY (name)
 );
 
 CREATE TABLE saved_searches (

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import hmac
 import time
 from typing import Any, Protocol
 
+import msgspec
 from litestar import Request, Response, get
 from litestar.datastructures import State
 from litestar.exceptions import NotFoundException
@@ -55,6 +57,8 @@ class _Properties(Protocol):
 
     async def feeds(self) -> int: ...
 
+    async def replication_totals(self) -> list[tuple[str, int, int, int, str, str | None]]: ...
+
 
 class _Search(Protocol):
     async def index_status(self) -> str: ...
@@ -91,12 +95,31 @@ async def scrape(
         samples.append(metrics.ingest_records(await services.properties.load_counts()))
         samples.append(metrics.ingest_feeds(await services.properties.feeds()))
         samples.append(metrics.search_index_age(await _index_age(services, state)))
+        samples.extend(
+            metrics.replication(_replication(await services.properties.replication_totals()))
+        )
     except Exception:  # the store is down: propdata_store_up says so
         pass
     metrics.TALLY.flush()  # here, on the loop that counts, not in the thread below
     accept = request.headers.get("accept")
     body, content_type = await asyncio.to_thread(metrics.exposition, samples, accept)
     return Response(body, media_type=content_type)
+
+
+def _replication(
+    rows: list[tuple[str, int, int, int, str, str | None]],
+) -> list[tuple[str, int, int, int, dict[str, int], float | None]]:
+    """The sources' totals with their requests decoded and the lag counted to now."""
+    now = time.time()
+    found = []
+    for name, written, rejected, removed, requests, committed in rows:
+        statuses = {str(k): int(v) for k, v in msgspec.json.decode(requests).items()}
+        behind = None
+        if committed is not None:
+            moment = dt.datetime.fromisoformat(committed.replace("Z", "+00:00"))
+            behind = max(0.0, now - moment.timestamp())
+        found.append((name, written, rejected, removed, statuses, behind))
+    return found
 
 
 async def _stores(services: Watched) -> dict[str, bool]:

@@ -47,6 +47,9 @@ class LoadsRepository:
         await self.db.execute("DELETE FROM ingest_feeds WHERE name = ?", (name,))
 
     async def feeds(self) -> int:
-        """How many continuous feeds are expected to load."""
-        row = await self.db.fetch_one("SELECT COUNT(*) FROM ingest_feeds")
+        """How many continuous feeds are expected to load: the followers named here, and
+        every replication source (`propdata sources add`)."""
+        row = await self.db.fetch_one(
+            "SELECT (SELECT COUNT(*) FROM ingest_feeds) + (SELECT COUNT(*) FROM replication_sources)"
+        )
         return int(row[0]) if row else 0

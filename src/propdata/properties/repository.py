@@ -391,6 +391,16 @@ class PropertyRepository:
         )
         return await self.db.execute("DELETE FROM properties WHERE origin = ?", (origin,))
 
+    async def delete_ids(self, ids: Sequence[str]) -> int:
+        """Remove these records and their histories; how many were removed."""
+        if not ids:
+            return 0
+        marks = ", ".join("?" * len(ids))
+        await self.db.execute(
+            f"DELETE FROM property_histories WHERE property_id IN ({marks})", list(ids)
+        )
+        return await self.db.execute(f"DELETE FROM properties WHERE id IN ({marks})", list(ids))
+
     async def optimize(self) -> None:
         """Refresh the planner's statistics after a load (which index suits which filter)."""
         if self.db.dialect == "sqlite":
@@ -457,6 +467,18 @@ class PropertyRepository:
             " ORDER BY origin, status"
         )
         return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    async def replication_totals(self) -> list[tuple[str, int, int, int, str, str | None]]:
+        """Each replication source's (name, records written, rejects, removed, requests by
+        status as JSON, when its watermark last moved): what `/metrics` shows of them, read
+        from the store so every server shows the passes of whichever process ran them (the
+        sources themselves are `replication`'s, a layer above every server's)."""
+        rows = await self.db.fetch_all(
+            "SELECT name, records, rejects, removed, requests, committed_at"
+            " FROM replication_sources ORDER BY name"
+        )
+        return [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), str(r[4]),
+                 None if r[5] is None else str(r[5])) for r in rows]  # fmt: skip
 
     async def record_load(self, summary: dict[str, object]) -> None:
         """Keep what the last load did, in its own transaction (`propdata data status`)."""

@@ -57,6 +57,10 @@ class PropertyService:
         """Continuous feeds expected to load (followers started and not stopped on purpose)."""
         return await self.loads.feeds()
 
+    async def replication_totals(self) -> list[tuple[str, int, int, int, str, str | None]]:
+        """The replication sources' totals (`PropertyRepository.replication_totals`)."""
+        return await self.repo.replication_totals()
+
     async def rebuild_pending(self) -> bool:
         """Whether a load's estimates and market statistics are still to be rebuilt."""
         return await self.repo.rebuild_pending() is not None

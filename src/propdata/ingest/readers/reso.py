@@ -1,8 +1,12 @@
-"""CSV with RESO Data Dictionary columns (a `.csv` whose header has `ListingKey`).
+"""The RESO Data Dictionary mapping: the one home of what a RESO listing means as a record,
+for CSV files with RESO columns (a `.csv` whose header has `ListingKey`) and for the records
+`propdata data replicate` reads from a RESO Web API (`json_row` makes a row of those).
 
 A RESO row describes a listing as it stands; `reso_record` turns it into a record whose
 priceHistory holds only the events whose dates follow from the row (docs/import.md,
 "Status and history"). Nothing is invented: what the row does not give is null.
+`reso_item` adds what a row may say besides a record: `StandardStatus` Delete is a
+`Removal`, a row that cannot be mapped a `Reject` naming its key.
 """
 
 from __future__ import annotations
@@ -11,10 +15,11 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
-from propdata.ingest.loader import Item, Reject
+from propdata.ingest.loader import Item, Reject, Removal
 from propdata.ingest.readers.cells import (
     Row,
     RowError,
@@ -39,9 +44,15 @@ from propdata.properties.schemas import (
     Status,
 )
 
-RESO_REQUIRED = ("ListingKey", "StandardStatus", "UnparsedAddress", "City", "StateOrProvince",
-                 "PostalCode")  # fmt: skip
-"""Columns a RESO file must have; any other column it has is ignored (feeds carry hundreds)."""
+RESO_REQUIRED = ("ListingKey", "StandardStatus", "City", "StateOrProvince", "PostalCode")
+"""Columns a RESO file must have, with `UnparsedAddress` or `StreetName`; any other column it
+has is ignored (feeds carry hundreds)."""
+STREET_PARTS = ("StreetNumber", "StreetDirPrefix", "StreetName", "StreetSuffix",
+                "StreetDirSuffix")  # fmt: skip
+"""The parts of a street line, in the order they are written, when `UnparsedAddress` is not
+given (`UnitNumber` follows as "Unit N")."""
+LOT_UNITS = {"squarefeet": Decimal(1), "acres": Decimal(43_560), "squaremeters": Decimal("10.7639")}
+"""Square feet in one `LotSizeUnits` of `LotSizeArea` (normalised as `_key` does)."""
 
 LISTED_STATUSES = frozenset({"active", "activeundercontract", "pending", "comingsoon"})
 OFF_MARKET_STATUSES = frozenset({"canceled", "cancelled", "expired", "withdrawn", "hold"})
@@ -108,6 +119,8 @@ def reso_property_type(property_type: str | None, sub_type: str | None = None) -
 def check_header(header: list[str]) -> None:
     """ValueError when a required column is missing."""
     missing = [c for c in RESO_REQUIRED if c not in header]
+    if "UnparsedAddress" not in header and "StreetName" not in header:
+        missing.append("UnparsedAddress (or StreetName)")
     if missing:
         raise ValueError(f"the RESO CSV header lacks the required column(s) {', '.join(missing)}")
 
@@ -123,10 +136,45 @@ def reso_items(rows: Iterable[tuple[int, Row | str]], as_of: dt.date) -> Iterato
         if isinstance(row, str):
             yield line, Reject(line, row)
             continue
-        try:
-            yield line, reso_record(row, as_of)
-        except RowError as exc:
-            yield line, Reject(line, str(exc), row.get("ListingKey"))
+        yield line, reso_item(line, row, as_of)
+
+
+def reso_item(
+    line: int, row: Row, as_of: dt.date, prefix: str | None = None
+) -> PropertyDetail | Removal | Reject:
+    """What one RESO row says: a record, the removal of one (`StandardStatus` Delete), or a
+    reject naming the row's key and the reason. `prefix` makes ids `prefix-ListingKey` (a
+    replication source's name), keeping one source's listings apart from another's."""
+    key = (row.get("ListingKey") or "").strip() or None
+    try:
+        if _key(row.get("StandardStatus")) == "delete" and key is not None:
+            return Removal(line, listing_id(key, prefix))
+        return reso_record(row, as_of, prefix)
+    except RowError as exc:
+        return Reject(line, str(exc), listing_id(key, prefix) if key else None)
+
+
+def listing_id(key: str, prefix: str | None = None) -> str:
+    """The record id of a listing key: `prefix-ListingKey`, or the key alone."""
+    return f"{prefix}-{key}" if prefix else key
+
+
+def json_row(record: dict[str, Any]) -> Row:
+    """A RESO Web API record (JSON values) as a row of text, as a CSV would give it: numbers
+    written out plainly, true/false, null and nested values as empty cells."""
+    row: Row = {}
+    for name, value in record.items():
+        if value is None or isinstance(value, (dict, list)):
+            row[name] = None
+        elif isinstance(value, bool):
+            row[name] = "true" if value else "false"
+        elif isinstance(value, int):
+            row[name] = str(value)
+        elif isinstance(value, float):
+            row[name] = format(Decimal(repr(value)), "f")
+        else:
+            row[name] = str(value)
+    return row
 
 
 # -- one row ------------------------------------------------------------------------------------
@@ -166,11 +214,25 @@ class _Terms:
     coordinates: Coordinates | None
     close_date: dt.date | None
     last_updated: str
+    listed_on: dt.date | None
+    """`OnMarketDate` (or `ListingContractDate`): dates a listing without DaysOnMarket."""
+
+
+def _street_line(row: Row) -> str:
+    """`UnparsedAddress`, or the street line its parts make."""
+    unparsed = row.get("UnparsedAddress")
+    if unparsed is not None:
+        return unparsed
+    if row.get("StreetName") is None:
+        raise RowError("UnparsedAddress is empty and no StreetName is given")
+    line = " ".join(part for c in STREET_PARTS if (part := row.get(c)) is not None)
+    unit = row.get("UnitNumber")
+    return f"{line} Unit {unit.lstrip('#')}" if unit else line
 
 
 def _place(row: Row) -> _Place:
     """Where the property is: the address columns, checked; county and FIPS when given."""
-    unparsed = required(row, "UnparsedAddress")
+    unparsed = _street_line(row)
     city = required(row, "City")
     state = required(row, "StateOrProvince").upper()
     postal = required(row, "PostalCode")
@@ -197,13 +259,18 @@ def _terms(row: Row, as_of: dt.date) -> _Terms:
         missing = "Longitude" if latitude is not None else "Latitude"
         raise RowError(f"{missing} is empty while the other coordinate is given")
     close_date = date(row, "CloseDate")
+    listed_on = date(row, "OnMarketDate") or date(row, "ListingContractDate")
+    if listed_on is not None and listed_on > as_of:
+        listed_on = None  # a listing dated ahead (ComingSoon): dated as listed today
+        days = 0 if days is None else days
     last_updated = timestamp(row, "ModificationTimestamp") or f"{as_of.isoformat()}T00:00:00Z"
     if days is not None and days > MAX_DAYS_ON_MARKET:
         raise RowError(f"DaysOnMarket {days} is more than {MAX_DAYS_ON_MARKET} days (100 years)")
     coordinates = None
     if latitude is not None and longitude is not None:
         coordinates = Coordinates(latitude=latitude, longitude=longitude)
-    return _Terms(list_price, original, close_price, days, coordinates, close_date, last_updated)
+    return _Terms(list_price, original, close_price, days, coordinates, close_date, last_updated,
+                  listed_on)  # fmt: skip
 
 
 def _history(status_text: str, lease: bool, terms: _Terms, as_of: dt.date) -> list[PriceEvent]:
@@ -213,12 +280,15 @@ def _history(status_text: str, lease: bool, terms: _Terms, as_of: dt.date) -> li
     asking = terms.original if terms.original is not None else terms.list_price
     opening: Event = "listedForRent" if lease else "listedForSale"
     if status in LISTED_STATUSES:
-        if terms.days is None:
+        if terms.days is not None:
+            listed = as_of - dt.timedelta(days=terms.days)
+        elif terms.listed_on is not None:
+            listed = terms.listed_on
+        else:
             raise RowError(
-                f"StandardStatus {status_text} needs DaysOnMarket: without it the listing"
-                " cannot be dated"
+                f"StandardStatus {status_text} needs DaysOnMarket (or OnMarketDate): without"
+                " it the listing cannot be dated"
             )
-        listed = as_of - dt.timedelta(days=terms.days)
         return [PriceEvent(date=listed.isoformat(), event=opening, price=asking, source="mls")]
     if status == "closed":
         return _closed(lease, terms, asking, opening, as_of)
@@ -245,19 +315,55 @@ def _closed(
     if lease:
         # A lease that closed took the rental off the market; without the listing date
         # there is no listedForRent, and a rentalRemoved alone is not a transition.
-        if terms.days is not None:
+        if terms.days is not None or terms.listed_on is not None:
             history.append(PriceEvent(date=closed, event="rentalRemoved",
                                       price=terms.close_price, source="mls"))  # fmt: skip
     else:
         history.append(PriceEvent(date=closed, event="sold", price=terms.close_price,
                                   source="mls"))  # fmt: skip
+    opened: dt.date | None = None
     if terms.days is not None:
-        opened = (terms.close_date - dt.timedelta(days=terms.days)).isoformat()
-        history.append(PriceEvent(date=opened, event=opening, price=asking, source="mls"))
+        opened = terms.close_date - dt.timedelta(days=terms.days)
+    elif terms.listed_on is not None and terms.listed_on <= terms.close_date:
+        opened = terms.listed_on
+    if opened is not None:
+        history.append(PriceEvent(date=opened.isoformat(), event=opening, price=asking,
+                                  source="mls"))  # fmt: skip
     return history
 
 
-def reso_record(row: Row, as_of: dt.date) -> PropertyDetail:
+def _lot_size(row: Row) -> int | None:
+    """Square feet of the lot: `LotSizeSquareFeet`, else `LotSizeAcres`, else `LotSizeArea`
+    in its `LotSizeUnits`."""
+    if row.get("LotSizeSquareFeet") is not None:
+        return rounded("LotSizeSquareFeet", row.get("LotSizeSquareFeet"))
+    acres = row.get("LotSizeAcres")
+    if acres is not None:
+        return _area("LotSizeAcres", acres, LOT_UNITS["acres"])
+    area = row.get("LotSizeArea")
+    if area is None:
+        return None
+    units = row.get("LotSizeUnits")
+    factor = LOT_UNITS.get(_key(units))
+    if factor is None:
+        raise RowError(
+            f"LotSizeUnits {units!r} is not Square Feet, Acres or Square Meters"
+            if units
+            else "LotSizeArea is given without LotSizeUnits"
+        )
+    return _area("LotSizeArea", area, factor)
+
+
+def _area(column: str, text: str, factor: Decimal) -> int | None:
+    value = nonnegative(column, text)
+    return (
+        None
+        if value is None
+        else rounded(column, format(Decimal(text.replace(",", "")) * factor, "f"))
+    )
+
+
+def reso_record(row: Row, as_of: dt.date, prefix: str | None = None) -> PropertyDetail:
     """Map one RESO row to a record; raise RowError naming the column that stops it."""
     row = {k: (v.strip() or None) if v else None for k, v in row.items()}
     listing_key = required(row, "ListingKey")
@@ -274,15 +380,15 @@ def reso_record(row: Row, as_of: dt.date) -> PropertyDetail:
         reso_property_type(row.get("PropertyType"), row.get("PropertySubType")),
     )
     return PropertyDetail(
-        id=listing_key,
+        id=listing_id(listing_key, prefix),
         status=status,
         list_price=terms.list_price if listed_now else None,
         address=Address(street_address=place.street(), city=place.city, state=place.state,
                         zip_code=place.zip_code, county=place.county, fips_code=place.fips),
         bedrooms_total=whole("BedroomsTotal", row.get("BedroomsTotal")),
-        bathrooms_total=nonnegative("BathroomsTotalDecimal", row.get("BathroomsTotalDecimal")),
+        bathrooms_total=_bathrooms(row),
         living_area=rounded("LivingArea", row.get("LivingArea")),
-        lot_size=rounded("LotSizeSquareFeet", row.get("LotSizeSquareFeet")),
+        lot_size=_lot_size(row),
         year_built=whole("YearBuilt", row.get("YearBuilt")),
         property_type=property_type,
         days_on_market=terms.days if listed_now else None,
@@ -308,3 +414,11 @@ def reso_record(row: Row, as_of: dt.date) -> PropertyDetail:
         overall_quality=None,  # RESO has no 1-10 grade of quality
         overall_condition=None,  # PropertyCondition is a list of words, not 1-10
     )  # fmt: skip
+
+
+def _bathrooms(row: Row) -> float | None:
+    """`BathroomsTotalDecimal`, else `BathroomsTotalInteger`."""
+    if row.get("BathroomsTotalDecimal") is not None:
+        return nonnegative("BathroomsTotalDecimal", row.get("BathroomsTotalDecimal"))
+    whole_baths = whole("BathroomsTotalInteger", row.get("BathroomsTotalInteger"))
+    return None if whole_baths is None else float(whole_baths)

@@ -27,6 +27,7 @@ from propdata.migrations.steps import (
     s16_owner_sequences_and_attempts,
     s17_ingest_counts,
     s18_parcel_and_features,
+    s19_replication_sources,
 )
 from propdata.migrations.steps.base import ACCOUNTS, DATA, Apply
 
@@ -49,6 +50,7 @@ MODULES = (
     s16_owner_sequences_and_attempts,
     s17_ingest_counts,
     s18_parcel_and_features,
+    s19_replication_sources,
 )
 
 STEPS: list[tuple[str, Step[Apply]]] = [(module.STORE, module.STEP) for module in MODULES]

@@ -1,0 +1,285 @@
+"""`propdata sources` and `propdata data replicate`: RESO Web API feeds (docs/replication.md)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from propdata.cli.base import data_app, err, run, sources_app
+from propdata.config import Settings
+from propdata.kit.db import Database
+
+if TYPE_CHECKING:
+    from propdata.replication.schemas import Auth, SourceConfig
+    from propdata.replication.service import PassTotals
+
+_out = Console()
+
+
+def _fail(exc: Exception, code: int = 2) -> typer.Exit:
+    message = getattr(exc, "message", None) or str(exc)
+    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True, markup=True)
+    return typer.Exit(code)
+
+
+def _config(
+    name: str, url: str, token_env: str | None, oauth_token_url: str | None,
+    client_id: str | None, client_secret_env: str | None, scope: str | None,
+    filter_: str | None, page_size: int, requests_per_hour: int, overlap: int,
+) -> SourceConfig:  # fmt: skip
+    """The source `sources add` describes, every option checked (InvalidParameter names it)."""
+    from propdata.errors import InvalidParameter
+    from propdata.replication import schemas as s
+
+    oauth = [oauth_token_url, client_id, client_secret_env]
+    if token_env is not None and any(v is not None for v in [*oauth, scope]):
+        raise InvalidParameter(
+            "--token-env", "--token-env (a static token) and the --oauth-* options exclude each other"
+        )  # fmt: skip
+    auth: Auth
+    if token_env is not None:
+        auth = s.Auth(kind="token", token_env=s.check_env(token_env, "--token-env"))
+    elif any(v is not None for v in oauth):
+        names = ("--oauth-token-url", "--client-id", "--client-secret-env")
+        missing = [n for n, v in zip(names, oauth, strict=True) if v is None]
+        if missing:
+            raise InvalidParameter(
+                missing[0], f"OAuth2 client credentials need {', '.join(missing)}"
+            )
+        assert oauth_token_url is not None and client_id is not None
+        assert client_secret_env is not None
+        if not client_id.strip() or len(client_id) > 256 or any(ord(c) < 33 for c in client_id):
+            raise InvalidParameter("--client-id", "--client-id must be 1-256 visible characters")
+        if scope is not None and (len(scope) > 512 or any(ord(c) < 32 for c in scope)):
+            raise InvalidParameter("--scope", "--scope must be one line of at most 512 characters")
+        auth = s.Auth(
+            kind="oauth", token_url=s.check_url(oauth_token_url, "--oauth-token-url"),
+            client_id=client_id, secret_env=s.check_env(client_secret_env, "--client-secret-env"),
+            scope=scope,
+        )  # fmt: skip
+    else:
+        if scope is not None:
+            raise InvalidParameter("--scope", "--scope goes with the --oauth-* options")
+        auth = s.Auth()
+    return s.SourceConfig(
+        name=s.check_name(name), url=s.check_url(url), auth=auth,
+        filter=None if filter_ is None else s.check_filter(filter_),
+        page_size=s.check_range(page_size, s.PAGE_SIZE, "--page-size"),
+        requests_per_hour=s.check_range(requests_per_hour, s.REQUESTS_PER_HOUR,
+                                        "--requests-per-hour"),
+        overlap=s.check_range(overlap, s.OVERLAP, "--overlap"),
+    )  # fmt: skip
+
+
+@sources_app.command("add")
+def sources_add(
+    name: Annotated[str, typer.Argument(help="The source's name: its records' ids are NAME-ListingKey.")],
+    url: Annotated[str, typer.Argument(help="The Property collection: https://host/odata/Property.")],
+    token_env: Annotated[str | None, typer.Option("--token-env", help="Variable holding a static bearer token.")] = None,
+    oauth_token_url: Annotated[str | None, typer.Option("--oauth-token-url", help="OAuth2 token URL (client credentials).")] = None,
+    client_id: Annotated[str | None, typer.Option("--client-id", help="OAuth2 client id.")] = None,
+    client_secret_env: Annotated[str | None, typer.Option("--client-secret-env", help="Variable holding the OAuth2 client secret.")] = None,
+    scope: Annotated[str | None, typer.Option("--scope", help="OAuth2 scope, when the feed asks for one.")] = None,
+    filter_: Annotated[str | None, typer.Option("--filter", help="OData $filter ANDed to every request.")] = None,
+    page_size: Annotated[int, typer.Option("--page-size", help="Records asked per page ($top).")] = 1_000,
+    requests_per_hour: Annotated[int, typer.Option("--requests-per-hour", help="At most this many requests an hour (and 2 a second).")] = 7_200,
+    overlap: Annotated[int, typer.Option("--overlap", help="Seconds before the watermark each pass asks again from.")] = 300,
+) -> None:  # fmt: skip
+    """Add a RESO Web API source (secrets only by the names of environment variables)."""
+    from propdata.errors import ServiceError
+    from propdata.replication.service import SourceService
+
+    try:
+        config = _config(name, url, token_env, oauth_token_url, client_id, client_secret_env,
+                         scope, filter_, page_size, requests_per_hour, overlap)  # fmt: skip
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+
+    async def work(db: Database, settings: Settings) -> None:
+        await SourceService(db).add(config)
+
+    try:
+        run(work, create=True)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    for variable in (config.auth.token_env, config.auth.secret_env):
+        if variable is not None and not os.environ.get(variable):
+            err.print(f"note: {variable} is not set here; set it where `propdata data replicate"
+                      f" {config.name}` runs.", highlight=False, soft_wrap=True)  # fmt: skip
+    err.print(f"Source {config.name} added; replicate it with `propdata data replicate"
+              f" {config.name}`.", highlight=False, soft_wrap=True)  # fmt: skip
+
+
+@sources_app.command("list")
+def sources_list() -> None:
+    """List the sources: URL, watermark, last pass, records, rejects, state."""
+    from propdata.replication.service import SourceService, describe
+
+    async def work(db: Database, settings: Settings) -> list[dict[str, Any]]:
+        return [describe(s) for s in await SourceService(db).all()]
+
+    rows = run(work, announce=False)
+    if not rows:
+        err.print("No sources; add one with `propdata sources add NAME URL`.")
+        return
+    for r in rows:  # a block a source: URLs fit no table on a narrow terminal
+        _out.print(f"{r['name']}  {r['url']}", highlight=False, soft_wrap=True, markup=False)
+        _out.print(
+            f"  watermark {r['watermark'] or '-'}, last pass {r['lastPass'] or '-'},"
+            f" records {r['records']:,}, removed {r['removed']:,}, rejects {r['rejects']:,},"
+            f" state {r['state']}", highlight=False, soft_wrap=True, markup=False,
+        )  # fmt: skip
+        filtered = f"; filter {r['filter']}" if r["filter"] else ""
+        _out.print(f"  credentials: {r['credentials']}{filtered}", highlight=False,
+                   soft_wrap=True, markup=False)  # fmt: skip
+
+
+@sources_app.command("remove")
+def sources_remove(
+    name: Annotated[str, typer.Argument(help="The source to remove.")],
+    delete_records: Annotated[bool, typer.Option("--delete-records", help="Also remove its records from the store.")] = False,
+) -> None:  # fmt: skip
+    """Remove a source (and, with --delete-records, its records, as removals)."""
+    from propdata.errors import ServiceError
+    from propdata.replication.service import LeaseHeld, SourceService
+
+    async def work(db: Database, settings: Settings) -> int:
+        return await SourceService(db).remove(name, settings.today(), delete_records=delete_records)
+
+    try:
+        removed = run(work)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    except LeaseHeld as exc:
+        raise _fail(ValueError(f"source {name} is being replicated; stop that first")) from exc
+    tail = f" and {removed:,} of its records" if delete_records else ""
+    err.print(f"Source {name}{tail} removed.", highlight=False, soft_wrap=True)
+
+
+@data_app.command("replicate")
+def data_replicate(
+    name: Annotated[str, typer.Argument(help="The source (see `propdata sources list`).")],
+    every: Annotated[int | None, typer.Option("--every", min=1, help="Seconds between passes; without it, one pass.")] = None,
+    rejects: Annotated[Path | None, typer.Option("--rejects", help="Where rejected records are added (default NAME.rejects.csv).")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait while another replicator of the source runs, instead of exiting.")] = False,
+) -> None:  # fmt: skip
+    """Replicate a RESO Web API source into the store: one pass, or one every --every seconds
+    until SIGINT/SIGTERM (which finish the page in hand)."""
+    from propdata.errors import ServiceError
+    from propdata.replication.client import FeedError
+    from propdata.replication.service import LeaseHeld, PassTotals, Replicator
+
+    stop = threading.Event()
+    target = rejects if rejects is not None else Path(f"{name}.rejects.csv")
+
+    async def work(db: Database, settings: Settings) -> PassTotals:
+        import asyncio
+
+        replicator = Replicator(db, name, os.environ, settings.today, should_stop=stop.is_set)
+        totals = PassTotals()
+        with _ReplicateView(name, target) as view:
+            while not stop.is_set():
+                try:
+                    await replicator.run_pass(totals, view.page)
+                except LeaseHeld:
+                    if not wait:
+                        raise
+                    view.say(f"{name}: another replicator holds the source; waiting")
+                    await _pause(stop, 5.0, asyncio.sleep)
+                    continue
+                except FeedError as exc:
+                    if every is None:
+                        raise
+                    view.say(f"{exc}; trying again in {every} s from the watermark")
+                if every is None:
+                    break
+                await _pause(stop, float(every), asyncio.sleep)
+        return totals
+
+    def on_signal(signum: int, _: object) -> None:
+        if stop.is_set():  # the second: at once (an open transaction rolls back)
+            os.write(2, b"stopped at once; the commit under way is rolled back\n")
+            os._exit(128 + signum)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        totals = run(work, create=True)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    except LeaseHeld as exc:
+        raise _fail(ValueError(f"source {name} is being replicated by another process (it"
+                               " holds the lease); exiting. --wait waits for it."), 3) from exc  # fmt: skip
+    except FeedError as exc:
+        raise _fail(exc, 1) from exc
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    err.print(_summary(name, totals), highlight=False, soft_wrap=True)
+    if totals.rejected:
+        err.print(f"Rejected records are in {target}.", highlight=False, soft_wrap=True)
+
+
+async def _pause(stop: threading.Event, seconds: float, sleep: Any) -> None:
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and time.monotonic() < deadline:
+        await sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+
+
+def _summary(name: str, totals: PassTotals) -> str:
+    return (f"{name}: {totals.read:,} records read in {totals.pages:,} pages ({totals.inserted:,}"
+            f" new, {totals.updated:,} updated, {totals.unchanged:,} unchanged, {totals.removed:,}"
+            f" removed, {totals.rejected:,} rejected), {totals.rate():,.0f} records/s, watermark"
+            f" {totals.watermark.timestamp or '-'}")  # fmt: skip
+
+
+class _ReplicateView:
+    """`data replicate`'s progress on standard error: a live line on a terminal (a plain one
+    every PLAIN_EVERY seconds otherwise), each page's rejects into the rejects file."""
+
+    PLAIN_EVERY = 5.0
+
+    def __init__(self, name: str, target: Path) -> None:
+        self.name, self.target = name, target
+        self.live: Live | None = None
+        self.printed = time.monotonic()
+
+    def __enter__(self) -> _ReplicateView:
+        if err.is_terminal:
+            self.live = Live(Text(f"{self.name}: asking the feed"), console=err,
+                             refresh_per_second=4, transient=False)  # fmt: skip
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+
+    def say(self, line: str) -> None:
+        err.print(line, highlight=False, soft_wrap=True, markup=False)
+
+    def page(self, totals: PassTotals) -> None:
+        if totals.rejects:
+            fresh = not self.target.exists() or self.target.stat().st_size == 0
+            with self.target.open("a", encoding="utf-8", newline="") as handle:
+                writer = csv.writer(handle)
+                if fresh:
+                    writer.writerow(["id", "reason"])
+                for r in totals.rejects:
+                    writer.writerow([r.id or "", r.reason])
+        line = _summary(self.name, totals)
+        if self.live is not None:
+            self.live.update(Text(line))
+        elif time.monotonic() - self.printed >= self.PLAIN_EVERY:
+            err.print(line, highlight=False, soft_wrap=True)
+            self.printed = time.monotonic()

@@ -1,0 +1,265 @@
+"""Replication sources and their passes: what `propdata sources` and `data replicate` do.
+
+A pass holds the source's lease, reads its pages (`client.FeedClient`), maps each record
+with the one RESO mapping (`ingest.readers.reso`) and commits the page through the live-data
+path (`ingest.pipeline.run`, as `data import --follow` does: served within a second, the
+change feed, events, the touched ZIP codes' statistics), the source's watermark and totals
+moving in the transaction of the records they cover (`loader.load(committed=...)`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from propdata.errors import Conflict, NotFound
+from propdata.ingest import pipeline
+from propdata.ingest.loader import Item, LoadReport, Reject, Removal
+from propdata.ingest.readers.reso import json_row, reso_item
+from propdata.kit.db import Database
+from propdata.properties.schemas import PropertyDetail
+from propdata.replication.client import KEY, STAMP, FeedClient
+from propdata.replication.repository import LeaseHeld, SourceRepository
+from propdata.replication.schemas import Source, SourceConfig, Watermark, utc_now
+
+TRANSACTION_RECORDS = 250
+"""Records a transaction holds at most (as `data import --follow`): the write lock is never
+held for long while the API serves."""
+
+__all__ = ["LeaseHeld", "PassTotals", "Replicator", "SourceService"]
+
+
+class SourceService:
+    """Add, list and remove sources."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.repo = SourceRepository(db)
+
+    async def add(self, config: SourceConfig) -> Source:
+        if not await self.repo.add(config, utc_now()):
+            raise Conflict(f"a source named {config.name} exists; remove it first")
+        found = await self.repo.get(config.name)
+        assert found is not None
+        return found
+
+    async def all(self) -> list[Source]:
+        return await self.repo.all()
+
+    async def get(self, name: str) -> Source:
+        found = await self.repo.get(name)
+        if found is None:
+            raise NotFound(f"no source named {name} (see `propdata sources list`)")
+        return found
+
+    async def remove(self, name: str, as_of: dt.date, *, delete_records: bool) -> int:
+        """Remove the source (under its lease); with `delete_records`, its records too,
+        through the live-data path (the feed's `removed`, the ZIP codes' statistics)."""
+        await self.get(name)
+        removed = 0
+        async with self.repo.lease(name):
+            if delete_records:
+                prefix = f"{name}-"
+                after: str | None = None
+                while ids := await self.repo.record_ids(prefix, after, 1_000):
+                    after = ids[-1]
+                    items: list[Item] = [(n, Removal(n, i)) for n, i in enumerate(ids, 1)]
+                    outcome = await pipeline.run(
+                        self.db, [pipeline.Source(name, "replicate", items, len(items), False)],
+                        as_of, refit_share=math.inf,
+                    )  # fmt: skip
+                    removed += sum(r.removed for r in outcome.reports)
+            await self.repo.remove(name)
+        return removed
+
+
+@dataclass(slots=True)
+class PassTotals:
+    """What a pass (or several) committed."""
+
+    pages: int = 0
+    read: int = 0
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    rejected: int = 0
+    watermark: Watermark = field(default_factory=Watermark)
+    started: float = field(default_factory=time.monotonic)
+    rejects: list[Reject] = field(default_factory=list)
+    """The rejects of the last page committed (the rejects file takes them)."""
+
+    def rate(self) -> float:
+        span = time.monotonic() - self.started
+        return self.read / span if span > 0 else 0.0
+
+
+OnPage = Callable[[PassTotals], None]
+
+
+Place = tuple[str | None, str | None]
+"""A record's ModificationTimestamp and key, as the feed gave them."""
+Position = tuple[dt.datetime, str]
+
+
+def _position(stamp: str | None, key: str | None) -> Position | None:
+    if stamp is None:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment, key or ""
+
+
+@dataclass(slots=True)
+class Replicator:
+    """Runs passes of one source."""
+
+    db: Database
+    name: str
+    env: Mapping[str, str]
+    as_of: Callable[[], dt.date]
+    transport: httpx.AsyncBaseTransport | None = None
+    should_stop: Callable[[], bool] = lambda: False
+
+    async def run_pass(self, totals: PassTotals, on_page: OnPage | None = None) -> bool:
+        """One pass to the end of the feed (or until `should_stop`); False when stopped.
+        FeedError when it cannot go on, LeaseHeld when another replicator runs."""
+        repo = SourceRepository(self.db)
+        source = await SourceService(self.db).get(self.name)
+        async with repo.lease(self.name):
+            source = await SourceService(self.db).get(self.name)  # as the last holder left it
+            await repo.set_state(self.name, "running", None)
+            counts: dict[str, int] = {}
+            try:
+                finished = await self._pages(repo, source, totals, counts, on_page)
+            except BaseException as exc:
+                await repo.add_requests(self.name, counts)
+                await repo.set_state(self.name, "failed", str(exc) or type(exc).__name__)
+                raise
+            await repo.add_requests(self.name, counts)
+            await repo.set_state(self.name, "caught up" if finished else "stopped", None,
+                                 utc_now(), caught_up=finished)  # fmt: skip
+            return finished
+
+    async def _pages(self, repo: SourceRepository, source: Source, totals: PassTotals,
+                     counts: dict[str, int], on_page: OnPage | None) -> bool:  # fmt: skip
+        def count(status: str) -> None:
+            counts[status] = counts.get(status, 0) + 1
+
+        held = _position(source.watermark.timestamp, source.watermark.key)
+        mark = source.watermark
+        line = 0
+        async with FeedClient(source.config, self.env, self.transport, count=count) as client:
+            async for page in client.pages(source.watermark):
+                as_of = self.as_of()
+                entries: list[tuple[Item, Place]] = []
+                for record in page.records:
+                    line += 1
+                    item = reso_item(line, json_row(record), as_of, self.name)
+                    stamp, key = record.get(STAMP), record.get(KEY)
+                    place = (stamp if isinstance(stamp, str) else None,
+                             None if key is None else str(key))  # fmt: skip
+                    entries.append(((line, item), place))
+                for batch in _transactions(entries):
+                    mark = _later(mark, [place for _, place in batch])
+                    places = {entry[0]: place for entry, place in batch}
+                    report = await self._commit(repo, [entry for entry, _ in batch], mark,
+                                                places, held, as_of)  # fmt: skip
+                    totals.inserted += report.inserted
+                    totals.updated += report.updated
+                    totals.unchanged += report.unchanged
+                    totals.removed += report.removed
+                    totals.rejects = _new_rejects(report, places, held)
+                    totals.rejected += len(totals.rejects)
+                totals.pages += 1
+                totals.read += len(page.records)
+                totals.watermark = mark
+                await repo.add_requests(self.name, counts)
+                counts.clear()
+                if on_page is not None:
+                    on_page(totals)
+                if self.should_stop():
+                    return False
+        return True
+
+    async def _commit(
+        self, repo: SourceRepository, items: list[Item], mark: Watermark,
+        places: dict[int, Place], held: Position | None, as_of: dt.date,
+    ) -> LoadReport:  # fmt: skip
+        name = self.name
+
+        async def committed(report: LoadReport) -> None:
+            rejects = len(_new_rejects(report, places, held))
+            await repo.advance(name, mark, report.inserted + report.updated, rejects,
+                               report.removed, utc_now())  # fmt: skip
+
+        source = pipeline.Source(name, "replicate", items, len(items), False, committed=committed)
+        outcome = await pipeline.run(self.db, [source], as_of, refit_share=math.inf)
+        return outcome.reports[0]
+
+
+def _new_rejects(
+    report: LoadReport, places: dict[int, Place], held: Position | None
+) -> list[Reject]:
+    """The rejects of records after the watermark the pass started from: one re-read in the
+    overlap was counted when first read."""
+    return [r for r in report.rejects if _after(places.get(r.line, (None, None)), held)]
+
+
+def _after(place: Place, held: Position | None) -> bool:
+    position = _position(*place)
+    return held is None or position is None or position > held
+
+
+def _later(mark: Watermark, places: Sequence[Place]) -> Watermark:
+    """The watermark after these records: the latest position of those it has and them."""
+    best = _position(mark.timestamp, mark.key)
+    for stamp, key in places:
+        position = _position(stamp, key)
+        if position is not None and (best is None or position > best):
+            best, mark = position, Watermark(stamp, key)
+    return mark
+
+
+def _transactions(
+    entries: list[tuple[Item, Place]],
+) -> Iterator[list[tuple[Item, Place]]]:
+    """At most TRANSACTION_RECORDS a transaction, each id once (a later version of a record
+    goes in the next one, so the versions apply in order)."""
+    batch: list[tuple[Item, Place]] = []
+    ids: set[str] = set()
+    for entry in entries:
+        item = entry[0][1]
+        record_id = item.id if isinstance(item, PropertyDetail | Removal) else None
+        if len(batch) >= TRANSACTION_RECORDS or (record_id is not None and record_id in ids):
+            yield batch
+            batch, ids = [], set()
+        batch.append(entry)
+        if record_id is not None:
+            ids.add(record_id)
+    if batch:
+        yield batch
+
+
+def describe(source: Source) -> dict[str, Any]:
+    """A source as `sources list` shows it: never a secret (only variables' names)."""
+    auth = source.config.auth
+    credentials = {"none": "none", "token": f"bearer token from ${auth.token_env}",
+                   "oauth": f"OAuth client {auth.client_id}, secret from ${auth.secret_env}"}  # fmt: skip
+    return {
+        "name": source.config.name, "url": source.config.url,
+        "credentials": credentials[auth.kind], "filter": source.config.filter,
+        "watermark": source.watermark.timestamp, "lastPass": source.last_pass_at,
+        "records": source.records, "removed": source.removed, "rejects": source.rejects,
+        "state": source.state if source.error is None else f"{source.state}: {source.error}",
+    }  # fmt: skip

@@ -1,0 +1,6 @@
+using { reso } from '../db/schema';
+
+@path: '/odata'
+service Feed {
+  entity Property as projection on reso.Property;
+}
