@@ -241,7 +241,8 @@ async def store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
 
 def command(store: Store, *args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, **store.env(), "PROPDATA_AS_OF": AS_OF.isoformat()}
-    return subprocess.Popen([sys.executable, "-m", "propdata", *args], env=env,
+    # run in the store's folder: a rejects file without --rejects lands there, not in the tree
+    return subprocess.Popen([sys.executable, "-m", "propdata", *args], env=env, cwd=store.folder,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
 
 
