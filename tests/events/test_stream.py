@@ -340,7 +340,7 @@ async def _hub(db: Database, **options: Any) -> StreamHub:
     await migrate_accounts(db)
     hub = StreamHub(EventRepository(db), KeyService(db), keepalive=30.0,
                     **{"queue": 1000, "poll_interval": 0.05, **options})  # fmt: skip
-    hub.start()
+    await hub.start()
     return hub
 
 

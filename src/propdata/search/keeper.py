@@ -27,6 +27,7 @@ from pathlib import Path
 
 from propdata.kit import memory
 from propdata.kit.db import address
+from propdata.kit.loops import task_health
 from propdata.search.build_snapshot import STORE, read_rows
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.live import FOLD_ROWS, FOLD_SHARE, Delta, LiveIndex, fold_due
@@ -124,6 +125,9 @@ async def host_index(repo: SearchRepository, snapshots: Snapshots) -> HostIndex:
 
 
 class IndexKeeper:
+    name = "searchIndex"
+    """Its name among the worker's loops (`kit.loops`)."""
+
     def __init__(
         self, repo: SearchRepository, *, enabled: bool = True, snapshots: Path | None = None
     ) -> None:
@@ -149,6 +153,8 @@ class IndexKeeper:
         self._failed_at = -math.inf
         """When making a version last failed (monotonic)."""
         self._fold_failed_at = -math.inf
+        self._failure: str | None = None
+        """Why making the last version failed; None once one is made."""
         self._snapshots = Snapshots(snapshots) if snapshots is not None else None
         self.source = ""
         """Where the current base came from: "snapshot", "table" or "" (none yet)."""
@@ -183,6 +189,19 @@ class IndexKeeper:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        self._poller = None
+
+    async def start(self) -> None:
+        """`warm`, as a loop of the worker (`kit.loops.Loop`)."""
+        self.warm()
+
+    async def stop(self) -> None:
+        await self.close()
+
+    def health(self) -> str:
+        """The look at the data version: "ok" while it runs and the last version was made,
+        "failing: ..." while making one fails (SQL answers), "stopped" (or disabled)."""
+        return task_health(self._poller, self._failure)
 
     def current(self, namespace: str) -> LiveIndex | None:
         """The index of this data version (or of a newer one already made: a commit this
@@ -287,12 +306,14 @@ class IndexKeeper:
                     self._older.clear()
                     continue
                 if self._next is None:
+                    self._failure = None
                     return
         except asyncio.CancelledError:
             raise
-        except Exception:  # searches go on through SQL; a search tries again later
+        except Exception as exc:  # searches go on through SQL; a search tries again later
             wait = INDEX_RETRY if self._delta is None else REFRESH_RETRY
             self._failed_at = time.monotonic()
+            self._failure = type(exc).__name__
             log.exception("making the search index failed; trying again in %s s", wait)
 
     def _switch(self, base: SearchIndex, source: str) -> None:
