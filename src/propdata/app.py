@@ -28,7 +28,7 @@ from propdata.api.body import MAX_BODY
 from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.api.openapi import ApiOperation, errors
-from propdata.config import ENV, Settings, load_settings
+from propdata.config import ENV, INDEX_TUNING, Settings, load_settings
 from propdata.errors import ORIGINAL_METHOD, exception_handlers, http_error_handler
 from propdata.events import endpoints as event_endpoints
 from propdata.events import produce
@@ -62,6 +62,7 @@ from propdata.properties.service import PropertyService
 from propdata.saved_searches import endpoints as saved_search_endpoints
 from propdata.saved_searches.service import SavedSearchService
 from propdata.search import endpoints as search_endpoints
+from propdata.search.keeper import KeeperSettings
 from propdata.search.service import SearchService
 from propdata.valuation import endpoints as valuation_endpoints
 from propdata.valuation.service import ValuationService
@@ -175,6 +176,12 @@ async def open_stores(settings: Settings) -> tuple[Database, Database]:
     return db, await open_database(settings.accounts_url, migrate_accounts, private=True)
 
 
+def keeper_settings(settings: Settings) -> KeeperSettings:
+    """The search index keeper's numbers, from PROPDATA_INDEX_* (`config.INDEX_TUNING`)."""
+    return KeeperSettings(**{name.removeprefix("index_"): getattr(settings, name)
+                             for name in INDEX_TUNING})  # fmt: skip
+
+
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
     memory.map_large_allocations()
     db, accounts = await open_stores(settings)
@@ -191,7 +198,8 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         limiter = SQLiteLimiter(settings.usage_path, **({"clock": clock} if clock else {}))
         cache = MemoryCache(settings.cache_bytes)
     keys = KeyService(accounts, **({"clock": clock} if clock else {}))
-    search = SearchService(db, search_index=settings.search_index, snapshots=settings.index_path)
+    search = SearchService(db, search_index=settings.search_index, snapshots=settings.index_path,
+                           tuning=keeper_settings(settings))  # fmt: skip
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     wakeups = open_wakeups(accounts, settings.redis_url)
     gate = Gate(allowed=settings.webhook_networks, resolver=DnsResolver(settings.nameservers))
