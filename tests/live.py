@@ -6,21 +6,49 @@ import asyncio
 import concurrent.futures
 import contextlib
 import importlib.util
+import inspect
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import httpx
 
 from tests.redis_support import free_port
 
 T = TypeVar("T")
+
+WAIT = 20.0
+"""Seconds a test waits for a condition before it fails (a busy machine, not a slow service)."""
+
+
+@overload
+async def until(check: Callable[[], Awaitable[T]], what: str, seconds: float = WAIT) -> T: ...
+
+
+@overload
+async def until(check: Callable[[], T], what: str, seconds: float = WAIT) -> T: ...
+
+
+async def until(check: Callable[[], Any], what: str, seconds: float = WAIT) -> Any:
+    """Ask `check` (a function or coroutine function) until it answers truthy, and return
+    that answer; fail naming `what` after `seconds`. For tests that wait for something to
+    happen: never a fixed sleep."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = check()
+        if inspect.isawaitable(found):
+            found = await found
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {seconds:g} s (last: {found!r})")
+        await asyncio.sleep(0.02)
 
 
 @contextlib.contextmanager

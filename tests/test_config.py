@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from propdata.app import keeper_settings
 from propdata.config import ENV, ConfigError, Settings, load_settings
+from propdata.search.keeper import KeeperSettings
 
 DOCS = Path(__file__).parent.parent / "docs" / "configuration.md"
 
@@ -37,7 +39,8 @@ def test_values_are_read_and_converted() -> None:
      ("PROPDATA_WORKERS", "1.5"), ("PROPDATA_HEAD_TIMEOUT", "0"), ("PROPDATA_BODY_TIMEOUT", "soon"),
      ("PROPDATA_BODY_TIMEOUT", "-2"), ("PROPDATA_MAX_CONNECTIONS", "0"),
      ("PROPDATA_MAX_CONNECTIONS", "many"), ("PROPDATA_LOG_FORMAT", "xml"),
-     ("PROPDATA_METRICS_ALLOWED_NETWORKS", "10.0.0.0/33"), ("PROPDATA_METRICS_TOKEN", "short")],
+     ("PROPDATA_METRICS_ALLOWED_NETWORKS", "10.0.0.0/33"), ("PROPDATA_METRICS_TOKEN", "short"),
+     ("PROPDATA_INDEX_POLL", "0"), ("PROPDATA_INDEX_FOLD_SHARE", "2")],
 )  # fmt: skip
 def test_bad_values_name_the_variable(variable: str, value: str) -> None:
     with pytest.raises(ConfigError, match=variable):
@@ -62,3 +65,10 @@ def test_the_cache_budget_is_the_host_s_shared_by_its_workers() -> None:
     assert Settings().cache_bytes == 32 * 1024 * 1024  # a full cache keeps a worker under 150 MB
     settings = load_settings({"PROPDATA_CACHE_MB": "48", "PROPDATA_WORKERS": "3"})
     assert settings.cache_bytes == 16 * 1024 * 1024
+
+
+def test_the_index_keepers_numbers_are_its_settings_defaults() -> None:
+    """The keeper's own defaults (its tests' and commands') are the server's."""
+    assert keeper_settings(Settings()) == KeeperSettings()
+    tuned = keeper_settings(load_settings({"PROPDATA_INDEX_POLL": "0.5"}))
+    assert tuned.poll == 0.5 and tuned.refresh_cap == KeeperSettings().refresh_cap

@@ -103,3 +103,7 @@ async def test_health(client: Any) -> None:
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ok" and body["checks"]["database"] == "ok"
+    assert set(body["loops"]) == {
+        "searchIndex", "eventStream", "ageing", "feedPruning", "producer", "dispatcher"
+    }  # fmt: skip
+    assert set(body["loops"].values()) == {"ok"}

@@ -60,10 +60,12 @@ def bearer(secret: str) -> dict[str, str]:
 
 
 async def health(client: AsyncTestClient[Any]) -> tuple[int, dict[str, Any]]:
-    """Status and body; the search index's check is informational and left out here."""
+    """Status and body; the search index's check and the loops are informational and left
+    out here."""
     response = await client.get("/health")
     body = response.json()
     assert body["checks"].pop("searchIndex") in ("ok", "building")
+    assert set(body.pop("loops")) >= {"producer", "dispatcher"}
     return response.status_code, body
 
 

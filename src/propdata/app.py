@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -29,7 +28,7 @@ from propdata.api.body import MAX_BODY
 from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
 from propdata.api.openapi import ApiOperation, errors
-from propdata.config import ENV, Settings, load_settings
+from propdata.config import ENV, INDEX_TUNING, Settings, load_settings
 from propdata.errors import ORIGINAL_METHOD, exception_handlers, http_error_handler
 from propdata.events import endpoints as event_endpoints
 from propdata.events import produce
@@ -44,6 +43,7 @@ from propdata.kit import memory, metrics, multiproc
 from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
 from propdata.kit.logs import RequestLog, configure
+from propdata.kit.loops import Loop, Loops, TaskLoop
 from propdata.kit.mail import Mailer, mailer_for
 from propdata.kit.ratelimit.base import Clock, Limiter
 from propdata.kit.ratelimit.redis import RedisLimiter
@@ -62,6 +62,7 @@ from propdata.properties.service import PropertyService
 from propdata.saved_searches import endpoints as saved_search_endpoints
 from propdata.saved_searches.service import SavedSearchService
 from propdata.search import endpoints as search_endpoints
+from propdata.search.keeper import KeeperSettings
 from propdata.search.service import SearchService
 from propdata.valuation import endpoints as valuation_endpoints
 from propdata.valuation.service import ValuationService
@@ -108,6 +109,8 @@ class Services:
     """The worker's open event streams and the one reader of the log that feeds them."""
     exports: ExportService
     """The bulk export snapshots under PROPDATA_EXPORT_DIR."""
+    loops: Loops = field(default_factory=lambda: Loops([]))
+    """The worker's always-running work (`build_loops`), started and stopped by the app."""
 
     @property
     def cache_ttl(self) -> float:
@@ -173,6 +176,12 @@ async def open_stores(settings: Settings) -> tuple[Database, Database]:
     return db, await open_database(settings.accounts_url, migrate_accounts, private=True)
 
 
+def keeper_settings(settings: Settings) -> KeeperSettings:
+    """The search index keeper's numbers, from PROPDATA_INDEX_* (`config.INDEX_TUNING`)."""
+    return KeeperSettings(**{name.removeprefix("index_"): getattr(settings, name)
+                             for name in INDEX_TUNING})  # fmt: skip
+
+
 async def build_services(settings: Settings, clock: Clock | None = None) -> Services:
     memory.map_large_allocations()
     db, accounts = await open_stores(settings)
@@ -189,7 +198,8 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
         limiter = SQLiteLimiter(settings.usage_path, **({"clock": clock} if clock else {}))
         cache = MemoryCache(settings.cache_bytes)
     keys = KeyService(accounts, **({"clock": clock} if clock else {}))
-    search = SearchService(db, search_index=settings.search_index, snapshots=settings.index_path)
+    search = SearchService(db, search_index=settings.search_index, snapshots=settings.index_path,
+                           tuning=keeper_settings(settings))  # fmt: skip
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     wakeups = open_wakeups(accounts, settings.redis_url)
     gate = Gate(allowed=settings.webhook_networks, resolver=DnsResolver(settings.nameservers))
@@ -238,6 +248,9 @@ HealthStatus = Literal["ok", "degraded", "down"]
 class Health(msgspec.Struct):
     status: HealthStatus
     checks: dict[str, str]
+    loops: dict[str, str] = {}
+    """Each always-running part of the worker that answered: "ok", "stopped" or "failing:
+    <reason>" (informational: `status` does not follow it)."""
 
 
 HEALTH_DOWN = Health(status="down", checks={"database": "down: StoreUnavailable", "limiter": "ok",
@@ -287,7 +300,8 @@ async def health(services: Injected[Services]) -> Response[Health]:
             checks["rebuild"] = "degraded: pending"
             status = "degraded"
     return Response(
-        Health(status=status, checks=checks), status_code=503 if status == "down" else 200
+        Health(status=status, checks=checks, loops=services.loops.health()),
+        status_code=503 if status == "down" else 200,
     )
 
 
@@ -325,6 +339,37 @@ async def _strict_transport(message: Message, scope: Scope) -> None:
     if message["type"] == "http.response.start":
         message["headers"] = [*message.get("headers", []),
                               (b"strict-transport-security", STRICT_TRANSPORT.encode())]  # fmt: skip
+
+
+def build_loops(services: Services, settings: Settings) -> Loops:
+    """The worker's always-running work, in the order it starts (it stops in reverse)."""
+    loops: list[Loop] = [
+        services.search.indexes,  # the search index, made at start and kept live
+        services.streams,
+        # Days on market grow and sales age out without a load (docs/api.md, decision 7).
+        TaskLoop("ageing", lambda: services.properties.keep_aged(settings.today)),
+        TaskLoop("feedPruning", lambda: services.feed.keep_pruned(settings.today)),
+        # Saved searches' events, from every commit of the data store, announced to the
+        # dispatchers and streams of every process ("events").
+        TaskLoop(
+            "producer",
+            lambda: produce.keep_producing(
+                services.db,
+                services.accounts_db,
+                wait=lambda timeout: services.wakeups.wait("changes", timeout),
+                notify=lambda: services.wakeups.notify("events"),
+            ),
+        ),
+        # Webhook deliveries: every process at scale-out, one worker a host embedded.
+        TaskLoop("dispatcher", lambda: dispatch(services.dispatcher(), services.dispatch_turn())),
+    ]
+    if settings.export_every is not None:
+        # Periodic exports: every process takes part, the store's lease picks one a turn.
+        loops.append(Exporter(
+            services.db, Path(settings.export_dir), settings.export_every,
+            settings.export_keep, env=export_env(settings),
+        ))  # fmt: skip
+    return Loops(loops)
 
 
 def export_env(settings: Settings) -> dict[str, str]:
@@ -387,42 +432,12 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         multiproc.forget_dead_workers()
         services = await build_services(settings, clock)
         app.state.services = services
-        services.search.warm()
-        services.streams.start()
-        # Days on market grow and sales age out without a load (docs/api.md, decision 7).
-        tasks = [
-            asyncio.create_task(services.properties.keep_aged(settings.today)),
-            asyncio.create_task(services.feed.keep_pruned(settings.today)),
-            # Saved searches' events, from every commit of the data store, announced to the
-            # dispatchers and streams of every process ("events").
-            asyncio.create_task(
-                produce.keep_producing(
-                    services.db,
-                    services.accounts_db,
-                    wait=lambda timeout: services.wakeups.wait("changes", timeout),
-                    notify=lambda: services.wakeups.notify("events"),
-                )
-            ),
-            # Webhook deliveries: every process at scale-out, one worker a host embedded.
-            asyncio.create_task(dispatch(services.dispatcher(), services.dispatch_turn())),
-        ]
-        # Periodic exports: every process takes part, the store's lease picks one a turn.
-        exporter = None
-        if settings.export_every is not None:
-            exporter = Exporter(
-                services.db, Path(settings.export_dir), settings.export_every,
-                settings.export_keep, env=export_env(settings),
-            )  # fmt: skip
-            exporter.start()
+        services.loops = build_loops(services, settings)
+        await services.loops.start()
         try:
             yield
         finally:
-            if exporter is not None:
-                await exporter.stop()
-            for task in tasks:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await services.loops.stop()
             await services.close()
             metrics.TALLY.flush()  # this worker's last counts, into the host's total
             request_log.flush()

@@ -67,6 +67,39 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     version, which every worker of the host maps (default: `<name>-index` beside the SQLite
     file; var/propdata-index at scale-out)."""
 
+    index_poll: float = 0.25
+    """PROPDATA_INDEX_POLL: seconds between a worker's looks at the data version, so that a
+    commit's search index is usually made before a request asks for it."""
+    index_refresh_wait: float = 1.0
+    """PROPDATA_INDEX_REFRESH_WAIT: seconds a search waits for the index of a data version
+    being made before SQL answers it."""
+    index_retry: float = 60.0
+    """PROPDATA_INDEX_RETRY: seconds before a failed index build (or fold) is tried again."""
+    index_refresh_retry: float = 1.0
+    """PROPDATA_INDEX_REFRESH_RETRY: seconds before a failed read of the changes is tried
+    again."""
+    index_snapshot_wait: float = 0.2
+    """PROPDATA_INDEX_SNAPSHOT_WAIT: seconds between a worker's looks for the snapshot another
+    worker of the host is building."""
+    index_older_kept: int = 3
+    """PROPDATA_INDEX_OLDER_KEPT: superseded data versions' indexes a worker keeps for cursor
+    walks begun on them."""
+    index_older_seconds: float = 3600.0
+    """PROPDATA_INDEX_OLDER_SECONDS: how long a worker keeps a superseded index mapped from a
+    snapshot."""
+    index_refresh_cap: int = 50_000
+    """PROPDATA_INDEX_REFRESH_CAP: changes read into the live index at most; more (a large
+    load) and a new snapshot is built, SQL answering meanwhile."""
+    index_page: int = 10_000
+    """PROPDATA_INDEX_PAGE: rows a page of a worker's own index build reads between
+    requests."""
+    index_fold_rows: int = 20_000
+    """PROPDATA_INDEX_FOLD_ROWS: changed records past which the live index is folded into a
+    new snapshot (with PROPDATA_INDEX_FOLD_SHARE)."""
+    index_fold_share: float = 0.05
+    """PROPDATA_INDEX_FOLD_SHARE: the share of the base's records past which the live index is
+    folded (with PROPDATA_INDEX_FOLD_ROWS)."""
+
     smtp_url: str | None = None
     """PROPDATA_SMTP_URL: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...
     for the portal's mail; unset, each message is written to var/outbox/*.eml beside the data
@@ -220,6 +253,17 @@ ENV = {
     "webhook_nameservers": "PROPDATA_WEBHOOK_NAMESERVERS",
     "search_index": "PROPDATA_SEARCH_INDEX",
     "index_dir": "PROPDATA_INDEX_DIR",
+    "index_poll": "PROPDATA_INDEX_POLL",
+    "index_refresh_wait": "PROPDATA_INDEX_REFRESH_WAIT",
+    "index_retry": "PROPDATA_INDEX_RETRY",
+    "index_refresh_retry": "PROPDATA_INDEX_REFRESH_RETRY",
+    "index_snapshot_wait": "PROPDATA_INDEX_SNAPSHOT_WAIT",
+    "index_older_kept": "PROPDATA_INDEX_OLDER_KEPT",
+    "index_older_seconds": "PROPDATA_INDEX_OLDER_SECONDS",
+    "index_refresh_cap": "PROPDATA_INDEX_REFRESH_CAP",
+    "index_page": "PROPDATA_INDEX_PAGE",
+    "index_fold_rows": "PROPDATA_INDEX_FOLD_ROWS",
+    "index_fold_share": "PROPDATA_INDEX_FOLD_SHARE",
     "smtp_url": "PROPDATA_SMTP_URL",
     "mail_from": "PROPDATA_MAIL_FROM",
     "public_url": "PROPDATA_PUBLIC_URL",
@@ -234,6 +278,8 @@ ENV = {
     "export_every": "PROPDATA_EXPORT_EVERY",
     "export_keep": "PROPDATA_EXPORT_KEEP",
 }
+INDEX_TUNING = tuple(name for name in ENV if name.startswith("index_") and name != "index_dir")
+"""The search index keeper's numbers (`search.keeper.KeeperSettings`, without the prefix)."""
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd]?)\s*$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -280,6 +326,11 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         raise ConfigError("PROPDATA_STREAM_KEEPALIVE must be more than 0 and at most 3600 seconds")
     if not 1 <= settings.stream_queue <= 1_000_000:
         raise ConfigError("PROPDATA_STREAM_QUEUE must be a whole number from 1 to 1000000")
+    for name in INDEX_TUNING:
+        if not 0 < getattr(settings, name) <= 1_000_000:
+            raise ConfigError(f"{ENV[name]} must be more than 0 and at most 1000000")
+    if settings.index_fold_share > 1:
+        raise ConfigError("PROPDATA_INDEX_FOLD_SHARE must be more than 0 and at most 1")
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("PROPDATA_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR")
     if settings.redis_url is not None and not settings.redis_url.startswith(

@@ -32,7 +32,7 @@ from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from propdata.kit.redis_link import connect as connect_redis
 from propdata.migrations.schema import migrate_accounts
 from tests.conftest import Store, drop_store, new_store
-from tests.live import serving_process
+from tests.live import serving_process, until
 from tests.test_error_messages import check
 
 KEEPALIVE = 0.3
@@ -340,7 +340,7 @@ async def _hub(db: Database, **options: Any) -> StreamHub:
     await migrate_accounts(db)
     hub = StreamHub(EventRepository(db), KeyService(db), keepalive=30.0,
                     **{"queue": 1000, "poll_interval": 0.05, **options})  # fmt: skip
-    hub.start()
+    await hub.start()
     return hub
 
 
@@ -369,7 +369,7 @@ async def test_many_streams_share_one_reader_of_the_log(empty_db: Database) -> N
         start = await hub.repo.last()
         subs = [Subscriber(f"key:{key.id}", key.id, start) for _ in range(50)]
         tasks = [asyncio.create_task(_collect(hub, sub, start, 3)) for sub in subs]
-        await asyncio.sleep(0.2)
+        await until(lambda: all(sub.started for sub in subs), "every stream subscribed")
         reads_before = hub.reads
         numbers = await _add(empty_db, *[_event(f"key:{key.id}") for _ in range(3)])
         results = await asyncio.gather(*tasks)
@@ -434,7 +434,7 @@ async def test_closing_the_hub_ends_every_stream(empty_db: Database) -> None:
     start = await hub.repo.last()
     sub = Subscriber("key:a", "k_a", start)
     task = asyncio.create_task(_collect(hub, sub, start, 1))
-    await asyncio.sleep(0.1)
+    await until(lambda: sub.started, "the stream subscribed")
     await hub.close()
     assert await asyncio.wait_for(task, WAIT) == []
     assert hub.open_streams == 0
@@ -533,7 +533,7 @@ async def test_a_disabled_account_s_streams_end_within_5_seconds(empty_db: Datab
         key, _ = await keys.create("developer", None, CustomLimits(), account_id="acct_off")
         sub = await hub.admit(Subscriber(owner_of(key), key.id, 0), 5)
         task = asyncio.create_task(_collect(hub, sub, 0, 1))
-        await asyncio.sleep(0.1)
+        await until(lambda: sub.started, "the stream subscribed")
         await accounts.set_status("acct_off", "disabled")
         started = time.monotonic()
         assert await task == []

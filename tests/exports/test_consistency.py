@@ -17,7 +17,8 @@ from propdata.ingest.loader import load
 from propdata.properties.repository import PropertyRepository
 from tests.conftest import Fresh, open_db
 from tests.factories import AS_OF, record
-from tests.ingest.test_follow import WAIT, count, followers, line, until
+from tests.ingest.test_follow import WAIT, count, followers, line
+from tests.live import until
 
 __all__ = ["followers"]
 

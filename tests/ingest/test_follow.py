@@ -11,8 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,6 +22,7 @@ from propdata.ingest.follow import Mark, follow_key
 from propdata.properties.repository import PropertyRepository
 from tests.conftest import Store, drop_store, new_store, open_db
 from tests.factories import record
+from tests.live import until
 
 WAIT = 20.0
 """Seconds a test waits for what should take one or two (a busy machine is slow)."""
@@ -96,18 +96,6 @@ def followers() -> Any:
     yield start
     for f in started:
         f.kill()
-
-
-async def until(check: Callable[[], Any], what: str) -> Any:
-    """Ask `check` (a coroutine function) until it answers truthy; fail after WAIT seconds."""
-    deadline = time.monotonic() + WAIT
-    while True:
-        found = await check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {WAIT:g} s (last: {found!r})")
-        await asyncio.sleep(0.1)
 
 
 async def scalar(store: Store, sql: str, params: tuple[Any, ...] = ()) -> Any:

@@ -35,7 +35,7 @@ FAMILIES = {
     "propdata_data_version", "propdata_search_index_age_seconds", "propdata_events",
     "propdata_webhook_deliveries", "propdata_webhook_backlog",
     "propdata_webhook_delivery_lag_seconds", "propdata_ingest_records", "propdata_ingest_feeds",
-    "propdata_build_info",
+    "propdata_build_info", "propdata_loop_up",
 }  # fmt: skip
 
 
@@ -71,6 +71,7 @@ async def test_every_family_is_exposed(watched: AsyncTestClient[Any], key: str) 
     version = f"version={__version__}"
     assert value(found, "propdata_build_info", "propdata_build_info", version) == 1
     assert value(found, "propdata_data_version", "propdata_data_version") >= 1
+    assert value(found, "propdata_loop_up", "propdata_loop_up", "loop=producer") == 1
 
 
 async def test_requests_are_counted_by_route_template(

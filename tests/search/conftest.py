@@ -1,6 +1,6 @@
 """Every search index keeper a test makes stops with the test.
 
-A keeper that was warmed looks at the data version every `keeper.POLL` seconds until it is
+A keeper that was warmed looks at the data version every `KeeperSettings.poll` seconds until it is
 closed (an app closes its own in its lifespan). The tests share one event loop for the
 session, so the look of a keeper a test left open would go on against a store the test
 closed, and on PostgreSQL open its pool again.

@@ -27,6 +27,7 @@ from propdata.search import build_snapshot
 from propdata.search import keeper as service_module
 from propdata.search.filters import SearchFilters
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS
+from propdata.search.keeper import KeeperSettings
 from propdata.search.live import Delta
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
@@ -94,9 +95,9 @@ async def fresh_store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
     await drop_store(made)
 
 
-def program(monkeypatch: pytest.MonkeyPatch, code: str) -> None:
+def program(code: str) -> KeeperSettings:
     """Build snapshots with `code` (a `python -c` program given the builder's arguments)."""
-    monkeypatch.setattr(service_module, "BUILDER", ("-c", textwrap.dedent(code)))
+    return KeeperSettings(builder=("-c", textwrap.dedent(code)))
 
 
 def started(file: Path) -> int | None:
@@ -161,12 +162,13 @@ async def test_a_child_that_fails_leaves_the_worker_its_own_copy_and_nothing_ser
     caplog: pytest.LogCaptureFixture,
     failure: str,
 ) -> None:
+    tuning = KeeperSettings()
     if failure == "exits":
-        program(monkeypatch, EXITS)
+        tuning = program(EXITS)
     elif failure == "killed-midway":
-        program(monkeypatch, KILLED_MIDWAY)
+        tuning = program(KILLED_MIDWAY)
     elif failure == "disk-full":
-        program(monkeypatch, DISK_FULL)
+        tuning = program(DISK_FULL)
     else:  # a file that is no SQLite database: the child cannot read the store
         garbage = tmp_path / "garbage.db"
         garbage.write_bytes(b"not a database" * 1000)
@@ -174,7 +176,7 @@ async def test_a_child_that_fails_leaves_the_worker_its_own_copy_and_nothing_ser
     folder = tmp_path / "index"
     db = await open_db(store)
     try:
-        service = SearchService(db, snapshots=folder)
+        service = SearchService(db, snapshots=folder, tuning=tuning)
         expected = await service.search(SearchQuery(*QUERY))  # SQL
         with caplog.at_level(logging.WARNING, logger="propdata"):
             service.warm()
@@ -192,12 +194,11 @@ async def test_a_child_that_fails_leaves_the_worker_its_own_copy_and_nothing_ser
 async def test_a_service_that_closes_kills_its_child(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    program(monkeypatch, STUCK)
     monkeypatch.setenv("TEST_CHILD_PID", str(tmp_path / "pid"))
     folder = tmp_path / "index"
     db = await open_db(store)
     try:
-        service = SearchService(db, snapshots=folder)
+        service = SearchService(db, snapshots=folder, tuning=program(STUCK))
         namespace = await service.repo.cache_namespace()
         service.warm()
         pid = await child_pid(tmp_path / "pid")
@@ -263,13 +264,13 @@ WORKER = textwrap.dedent(
     import asyncio, sys, time
     from pathlib import Path
     from propdata.kit.db import connect
-    from propdata.search import keeper as service_module
+    from propdata.search.keeper import KeeperSettings
     from propdata.search.service import SearchService
 
     async def main(url: str, folder: str, code: str) -> None:
-        service_module.BUILDER = ("-c", code)
         db = await connect(url)
-        service = SearchService(db, snapshots=Path(folder))
+        tuning = KeeperSettings(builder=("-c", code))
+        service = SearchService(db, snapshots=Path(folder), tuning=tuning)
         service.warm()
         await asyncio.sleep(60)  # killed before
 

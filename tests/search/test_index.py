@@ -313,7 +313,7 @@ async def test_a_failing_build_is_retried_later_and_searches_go_on(
 ) -> None:
     """A build that fails is not started again by every search (each try reads the whole
     table), and searches keep answering from SQL meanwhile."""
-    from propdata.search import keeper as service_module
+    from propdata.search.keeper import KeeperSettings
     from propdata.search.service import SearchService
 
     tries: list[int] = []
@@ -333,7 +333,7 @@ async def test_a_failing_build_is_retried_later_and_searches_go_on(
         for _ in range(3):
             assert await properties.search(SearchQuery(*query)) == expected
         assert len(tries) == 1 and await properties.index_status() == "building"
-        monkeypatch.setattr(service_module, "INDEX_RETRY", 0)
+        properties.indexes.tuning = KeeperSettings(retry=0)  # as PROPDATA_INDEX_RETRY=0 would
         await properties.search(SearchQuery(*query))
         await properties.indexes._building
         assert len(tries) == 2

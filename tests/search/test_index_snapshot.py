@@ -30,9 +30,9 @@ from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.search import arrays
 from propdata.search import index as index_module
-from propdata.search import keeper as service_module
 from propdata.search.filters import SearchFilters
 from propdata.search.index import IndexPage, SearchIndex
+from propdata.search.keeper import KeeperSettings
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 from propdata.search.service import SearchService
@@ -331,11 +331,10 @@ async def test_workers_wait_for_the_builder_and_take_over_if_it_dies(
 ) -> None:
     """While another holds the version's lock, a worker answers from SQL and reads no table;
     when the holder goes without writing the snapshot (it died), the worker builds it."""
-    monkeypatch.setattr(service_module, "SNAPSHOT_WAIT", 0.01)
     folder = tmp_path / "index"
     db = await open_db(store)
     try:
-        service = SearchService(db, snapshots=folder)
+        service = SearchService(db, snapshots=folder, tuning=KeeperSettings(snapshot_wait=0.01))
         namespace = await service.repo.cache_namespace()
         holder = Snapshots(folder).lock(namespace)
         assert holder.acquire()

@@ -21,7 +21,7 @@ import pytest
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.properties.repository import PropertyRepository
-from propdata.search import keeper, live
+from propdata.search import live
 from propdata.search.filters import SearchFilters
 from propdata.search.query import SearchQuery
 from propdata.search.service import SearchService
@@ -180,7 +180,7 @@ async def test_a_removed_record_leaves_and_a_changed_one_moves_with_new_etags(fr
 async def test_a_late_version_s_searches_get_the_last_one_made_and_none_is_cached(
     fresh: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """When a commit's index takes longer than a search waits (REFRESH_WAIT), the search is
+    """When a commit's index takes longer than a search waits (PROPDATA_INDEX_REFRESH_WAIT), the search is
     answered from the newest version made (SQL over a large store would take seconds), and
     that answer is kept out of the response cache: once the version is made, the same
     search has the commit."""
@@ -193,8 +193,7 @@ async def test_a_late_version_s_searches_get_the_last_one_made_and_none_is_cache
         return applied(self, *args)
 
     monkeypatch.setattr(live.Delta, "apply", late_apply)
-    monkeypatch.setattr(keeper, "REFRESH_WAIT", 0.1)
-    client, _, make_key = await fresh(cache_ttl=60)
+    client, _, make_key = await fresh(cache_ttl=60, index_refresh_wait=0.1)
     headers = {"Authorization": f"Bearer {await make_key('enterprise')}"}
     path = "/v1/properties?status=forSale&sort=listPrice&order=asc&limit=5"
     for _ in range(500):

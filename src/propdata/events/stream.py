@@ -23,7 +23,7 @@ Bounds:
 When the server shuts down (kit/serving/shutdown.py), or the app stops, every stream ends.
 
     hub = StreamHub(EventRepository(db), keys, keepalive=15.0, queue=1000, limiter=limiter)
-    hub.start()
+    await hub.start()
     sub = await hub.admit(Subscriber(owner, key.id, after), plan.event_streams)  # 429, 503
     ...
     await hub.close()
@@ -57,6 +57,7 @@ from propdata.events import cursor
 from propdata.events.repository import EventRepository, LoggedEvent
 from propdata.events.schemas import LISTED_TYPES
 from propdata.kit.db import StoreUnavailable
+from propdata.kit.loops import task_health
 from propdata.kit.ratelimit.base import Limiter
 from propdata.kit.serving import shutdown
 
@@ -250,14 +251,24 @@ class StreamHub:
                 sub.end("limit")
             await asyncio.sleep(0)  # requests between two renewals, not after them all
 
-    def start(self) -> None:
+    name = "eventStream"
+    """Its name among the worker's loops (`kit.loops`)."""
+
+    async def start(self) -> None:
         self._task = asyncio.create_task(self._run())
         self._unhook = shutdown.on_shutdown(self.end_all)
+
+    def health(self) -> str:
+        return task_health(self._task)
+
+    async def stop(self) -> None:
+        await self.close()
 
     async def close(self) -> None:
         self.end_all()
         if self._unhook is not None:
             self._unhook()
+            self._unhook = None
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

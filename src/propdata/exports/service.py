@@ -34,6 +34,7 @@ from propdata.exports.repository import LeaseRepository, SnapshotRepository
 from propdata.exports.schemas import ExportFile, Format, Manifest
 from propdata.feed.service import cursor_at
 from propdata.kit.db import Database, ReadSnapshot, Row, StoreUnavailable
+from propdata.kit.loops import task_health
 from propdata.markets.repository import HistoryRow, SnapshotRow
 from propdata.markets.schemas import HistoryEntry, Market
 from propdata.markets.service import market_of
@@ -379,7 +380,10 @@ class Exporter:
         self.last_error: str | None = None
         self.made = 0
 
-    def start(self) -> None:
+    name = "exporter"
+    """Its name among the worker's loops (`kit.loops`)."""
+
+    async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="propdata-exporter")
 
     async def stop(self) -> None:
@@ -389,8 +393,10 @@ class Exporter:
                 await self._task
             self._task = None
 
-    def healthy(self) -> bool:
-        return self._task is not None and not self._task.done() and self.last_error is None
+    def health(self) -> str:
+        """Its state: "ok", "stopped", or "failing: ..." when the last turn failed
+        (`last_error` says why; it may name paths, so `/health` does not)."""
+        return task_health(self._task, None if self.last_error is None else "export failed")
 
     async def turn(self) -> bool:
         """Make a snapshot if this process takes the lease now; True when it made one."""

@@ -285,3 +285,12 @@ def exposition(samples: Iterable[Sample], accept: str | None) -> tuple[bytes, st
     registry.register(_Samples(samples))
     encode, content_type = choose_encoder(accept or "")
     return encode(registry), content_type
+
+
+def loop_up(states: Mapping[str, str]) -> Sample:
+    return Sample(
+        "propdata_loop_up",
+        "1 when the worker's always-running part runs and its last turn worked, 0 when it "
+        "is stopped or failing (the worker that answered the scrape; /health says why).",
+        [({"loop": name}, 1.0 if state == "ok" else 0.0) for name, state in states.items()],
+    )

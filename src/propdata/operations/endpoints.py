@@ -49,6 +49,13 @@ class Watched(Protocol):
     @property
     def search(self) -> _Search: ...
 
+    @property
+    def loops(self) -> _Loops: ...
+
+
+class _Loops(Protocol):
+    def health(self) -> dict[str, str]: ...
+
 
 class _Properties(Protocol):
     async def data_version(self) -> int: ...
@@ -89,7 +96,8 @@ async def scrape(
     counted); 404, as for an unknown path, to a client neither allowed nor bearing the token."""
     if not allowed(request, services.settings):
         raise NotFoundException()
-    samples = [metrics.build_info(__version__), metrics.store_up(await _stores(services))]
+    samples = [metrics.build_info(__version__), metrics.store_up(await _stores(services)),
+               metrics.loop_up(services.loops.health())]  # fmt: skip
     try:
         samples.append(metrics.data_version(await services.properties.data_version()))
         samples.append(metrics.ingest_records(await services.properties.load_counts()))

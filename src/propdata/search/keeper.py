@@ -3,11 +3,11 @@
 One `IndexKeeper` per worker. It holds a base index (the host's snapshot, mapped; else built
 in a child process that writes the snapshot for every worker, or from the table in this
 worker when there is no snapshot folder) and on it the records changed since
-(`search.live`). When the data version moves (a request meets it, or a look every `POLL`
+(`search.live`). When the data version moves (a request meets it, or a look every `poll`
 seconds finds it), it reads the changes from the store (the change feed's entries past its
 position and those records, in one statement) and makes the new version's index off the
 request path; a request that meets a version not made yet waits for it up to
-`REFRESH_WAIT`, then SQL answers. A delta past the fold rule (`live.fold_due`) is folded: a
+`refresh_wait` (`KeeperSettings`), then SQL answers. A delta past the fold rule (`live.fold_due`) is folded: a
 new snapshot (one build per host), then the delta on it. Superseded versions are kept a
 while for cursor walks begun on them. Until a base is there, SQL answers.
 """
@@ -27,37 +27,51 @@ from pathlib import Path
 
 from propdata.kit import memory
 from propdata.kit.db import address
+from propdata.kit.loops import task_health
 from propdata.search.build_snapshot import STORE, read_rows
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.live import FOLD_ROWS, FOLD_SHARE, Delta, LiveIndex, fold_due
 from propdata.search.repository import SearchRepository
 from propdata.search.snapshot import BuildLock, Snapshots
 
-INDEX_PAGE = 10_000
-"""Rows a page of the index build reads: about 50 ms of SQLite work between requests."""
 
-BUILDER = ("-m", "propdata.search.build_snapshot")
-"""What `sys.executable` runs to build a snapshot in a child process (its arguments follow)."""
-INDEX_RETRY = 60
-"""Seconds before a failed build is tried again (each try reads the whole table)."""
-REFRESH_RETRY = 1.0
-"""Seconds before a failed read of the changes is tried again."""
-SNAPSHOT_WAIT = 0.2
-"""Seconds between looks for the snapshot another worker is building (SQL answers meanwhile)."""
-OLDER_KEPT = 3
-"""Superseded versions a worker keeps (their live indexes; or mapped from snapshots made
-exactly of them, when a cursor walk begun on one asks for it)."""
-OLDER_SECONDS = 3600.0
-"""How long a worker keeps a superseded index mapped from a snapshot (snapshot.KEEP_SECONDS
-keeps the files)."""
-POLL = 0.25
-"""Seconds between looks at the data version, so that a commit's index is usually made
-before a request asks for it (SQLite: a marker read; PostgreSQL: one query)."""
-REFRESH_WAIT = 1.0
-"""Seconds a search waits for the index of a data version being made before SQL answers."""
-REFRESH_CAP = 50_000
-"""Changes read into a delta at most: past that (a large load), a new snapshot is built and
-SQL answers the versions after it until it is ready."""
+@dataclass(frozen=True)
+class KeeperSettings:
+    """The keeper's numbers. The server takes them from its settings (PROPDATA_INDEX_*,
+    docs/configuration.md); the defaults are those settings' defaults."""
+
+    poll: float = 0.25
+    """Seconds between looks at the data version, so that a commit's index is usually made
+    before a request asks for it (SQLite: a marker read; PostgreSQL: one query)."""
+    refresh_wait: float = 1.0
+    """Seconds a search waits for the index of a data version being made before SQL answers."""
+    retry: float = 60.0
+    """Seconds before a failed build is tried again (each try reads the whole table)."""
+    refresh_retry: float = 1.0
+    """Seconds before a failed read of the changes is tried again."""
+    snapshot_wait: float = 0.2
+    """Seconds between looks for the snapshot another worker is building (SQL answers meanwhile)."""
+    older_kept: int = 3
+    """Superseded versions a worker keeps (their live indexes; or mapped from snapshots made
+    exactly of them, when a cursor walk begun on one asks for it)."""
+    older_seconds: float = 3600.0
+    """How long a worker keeps a superseded index mapped from a snapshot (snapshot.KEEP_SECONDS
+    keeps the files)."""
+    refresh_cap: int = 50_000
+    """Changes read into a delta at most: past that (a large load), a new snapshot is built and
+    SQL answers the versions after it until it is ready."""
+    page: int = 10_000
+    """Rows a page of a worker's own index build reads: about 50 ms of SQLite work between
+    requests."""
+    fold_rows: int = FOLD_ROWS
+    fold_share: float = FOLD_SHARE
+    """The fold rule's numbers (`live.fold_due`)."""
+    builder: tuple[str, ...] = ("-m", "propdata.search.build_snapshot")
+    """What `sys.executable` runs to build a snapshot in a child process (its arguments
+    follow); not a setting: tests give it another program."""
+
+
+DEFAULTS = KeeperSettings()
 _COLUMNS = INDEX_COLUMNS + ITEM_COLUMNS
 
 log = logging.getLogger("propdata")
@@ -76,11 +90,11 @@ def _version(namespace: str) -> int:
     return int(namespace.rpartition(".")[2] or 0)
 
 
-def within_reach(feed: int, last: int) -> bool:
+def within_reach(feed: int, last: int, cap: int = DEFAULTS.refresh_cap) -> bool:
     """Whether an index made at change-feed position `feed` is brought to position `last` by
-    reading the changes between (at most REFRESH_CAP); past that a new snapshot is built
-    first, and SQL answers meanwhile."""
-    return last - feed <= REFRESH_CAP
+    reading the changes between (at most `cap`); past that a new snapshot is built first,
+    and SQL answers meanwhile."""
+    return last - feed <= cap
 
 
 async def continues(
@@ -124,17 +138,26 @@ async def host_index(repo: SearchRepository, snapshots: Snapshots) -> HostIndex:
 
 
 class IndexKeeper:
+    name = "searchIndex"
+    """Its name among the worker's loops (`kit.loops`)."""
+
     def __init__(
-        self, repo: SearchRepository, *, enabled: bool = True, snapshots: Path | None = None
+        self,
+        repo: SearchRepository,
+        *,
+        enabled: bool = True,
+        snapshots: Path | None = None,
+        tuning: KeeperSettings = DEFAULTS,
     ) -> None:
         """`snapshots`: the host's folder of search index snapshots, shared by its workers
         (see `search.snapshot`); None keeps a private index built from the table.
         `enabled` False: no index at all (SQL answers every search)."""
         self.repo = repo
         self.enabled = enabled
-        self.fold_rows = FOLD_ROWS
-        self.fold_share = FOLD_SHARE
-        """The fold rule's numbers (`live.fold_due`)."""
+        self.tuning = tuning
+        self.fold_rows = tuning.fold_rows
+        self.fold_share = tuning.fold_share
+        """The fold rule's numbers (`live.fold_due`), from `tuning`."""
         self._views: OrderedDict[str, LiveIndex] = OrderedDict()
         """The indexes of the newest data versions, by namespace, the newest last."""
         self._delta: Delta | None = None
@@ -149,6 +172,8 @@ class IndexKeeper:
         self._failed_at = -math.inf
         """When making a version last failed (monotonic)."""
         self._fold_failed_at = -math.inf
+        self._failure: str | None = None
+        """Why making the last version failed; None once one is made."""
         self._snapshots = Snapshots(snapshots) if snapshots is not None else None
         self.source = ""
         """Where the current base came from: "snapshot", "table" or "" (none yet)."""
@@ -168,7 +193,7 @@ class IndexKeeper:
 
     def warm(self) -> None:
         """Start building the search index (at start-up, so the first searches find it), and
-        looking at the data version every `POLL` seconds."""
+        looking at the data version every `tuning.poll` seconds."""
         if not self.enabled:
             return
         if not self._views:
@@ -183,6 +208,19 @@ class IndexKeeper:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        self._poller = None
+
+    async def start(self) -> None:
+        """`warm`, as a loop of the worker (`kit.loops.Loop`)."""
+        self.warm()
+
+    async def stop(self) -> None:
+        await self.close()
+
+    def health(self) -> str:
+        """The look at the data version: "ok" while it runs and the last version was made,
+        "failing: ..." while making one fails (SQL answers), "stopped" (or disabled)."""
+        return task_health(self._poller, self._failure)
 
     def current(self, namespace: str) -> LiveIndex | None:
         """The index of this data version (or of a newer one already made: a commit this
@@ -205,7 +243,7 @@ class IndexKeeper:
         return None
 
     async def find(self, namespace: str) -> LiveIndex | None:
-        """`current`, waiting up to REFRESH_WAIT for a version being made on a base this
+        """`current`, waiting up to `tuning.refresh_wait` for a version being made on a base this
         worker holds (the first build is not waited for: SQL answers meanwhile). When that
         version is later than that, the newest version made: an answer a commit or two
         behind now, where SQL over a large store would answer seconds later (its caller
@@ -213,7 +251,9 @@ class IndexKeeper:
         view = self.current(namespace)
         task = self._building
         if view is None and self._delta is not None and task is not None and not task.done():
-            await asyncio.wait({task}, timeout=REFRESH_WAIT)  # its failure is its own (logged)
+            await asyncio.wait(
+                {task}, timeout=self.tuning.refresh_wait
+            )  # its failure is its own (logged)
             view = self.current(namespace)
             newest = self._newest()
             if view is None and not task.done() and newest is not None:
@@ -225,13 +265,13 @@ class IndexKeeper:
 
     def _start(self) -> None:
         idle = self._building is None or self._building.done()
-        wait = INDEX_RETRY if self._delta is None else REFRESH_RETRY
+        wait = self.tuning.retry if self._delta is None else self.tuning.refresh_retry
         if idle and time.monotonic() - self._failed_at > wait:
             self._building = asyncio.create_task(self._refresh())
 
     async def _poll(self) -> None:
         while True:
-            await asyncio.sleep(POLL)
+            await asyncio.sleep(self.tuning.poll)
             try:
                 namespace = await self.repo.cache_namespace()
             except Exception:  # the store is away: requests say so; look again later
@@ -241,7 +281,7 @@ class IndexKeeper:
     def _expire(self) -> None:
         now = time.monotonic()
         for name, (_, since) in list(self._older.items()):
-            if now - since > OLDER_SECONDS:
+            if now - since > self.tuning.older_seconds:
                 del self._older[name]
 
     async def walk_index(self, namespace: str) -> LiveIndex | None:
@@ -262,7 +302,7 @@ class IndexKeeper:
             return None
         found = LiveIndex.plain(index)
         self._older[namespace] = (found, now)
-        while len(self._older) > OLDER_KEPT:
+        while len(self._older) > self.tuning.older_kept:
             self._older.popitem(last=False)
         return found
 
@@ -287,12 +327,14 @@ class IndexKeeper:
                     self._older.clear()
                     continue
                 if self._next is None:
+                    self._failure = None
                     return
         except asyncio.CancelledError:
             raise
-        except Exception:  # searches go on through SQL; a search tries again later
-            wait = INDEX_RETRY if self._delta is None else REFRESH_RETRY
+        except Exception as exc:  # searches go on through SQL; a search tries again later
+            wait = self.tuning.retry if self._delta is None else self.tuning.refresh_retry
             self._failed_at = time.monotonic()
+            self._failure = type(exc).__name__
             log.exception("making the search index failed; trying again in %s s", wait)
 
     def _switch(self, base: SearchIndex, source: str) -> None:
@@ -307,7 +349,7 @@ class IndexKeeper:
         store is not the one the delta follows (restored, replaced): nothing was made."""
         delta = self._delta
         assert delta is not None
-        upto = delta.feed + REFRESH_CAP
+        upto = delta.feed + self.tuning.refresh_cap
         read = await self.repo.changed_rows(_COLUMNS, delta.feed, upto)  # one read: all of it
         namespace = read.namespace
         if not _same_store(namespace, delta.base.namespace):
@@ -317,14 +359,16 @@ class IndexKeeper:
         made = self._views.get(namespace)
         if read.last == delta.feed and made is not None and made.base is delta.base:
             return True
-        if not within_reach(delta.feed, read.last):  # a large load: a new snapshot, SQL meanwhile
+        if not within_reach(
+            delta.feed, read.last, self.tuning.refresh_cap
+        ):  # a large load: a new snapshot, SQL meanwhile
             self._fold()
             return True
         view = await asyncio.to_thread(delta.apply, read.namespace, read.last, read.rows)
         delta.mark = read.mark
         self._views[namespace] = view
         self._views.move_to_end(namespace)
-        while len(self._views) > OLDER_KEPT + 1:
+        while len(self._views) > self.tuning.older_kept + 1:
             self._views.popitem(last=False)
         if fold_due(len(delta.changed), delta.base.size, self.fold_rows, self.fold_share):
             self._fold()
@@ -332,7 +376,7 @@ class IndexKeeper:
 
     def _fold(self) -> None:
         idle = self._folding is None or self._folding.done()
-        if idle and time.monotonic() - self._fold_failed_at > INDEX_RETRY:
+        if idle and time.monotonic() - self._fold_failed_at > self.tuning.retry:
             self._folding = asyncio.create_task(self._build_next())
 
     async def _build_next(self) -> None:
@@ -346,7 +390,9 @@ class IndexKeeper:
             raise
         except Exception:
             self._fold_failed_at = time.monotonic()
-            log.exception("folding the search index failed; trying again in %d s", INDEX_RETRY)
+            log.exception(
+                "folding the search index failed; trying again in %d s", self.tuning.retry
+            )
             return
         self._next = found
         self._start()
@@ -385,7 +431,7 @@ class IndexKeeper:
                 finally:
                     lock.release()
                     host.release()
-            await asyncio.sleep(SNAPSHOT_WAIT)  # another worker of this host builds it
+            await asyncio.sleep(self.tuning.snapshot_wait)  # another worker of this host builds it
             namespace = await self.repo.cache_namespace()
 
     async def _load_snapshot(
@@ -449,7 +495,7 @@ class IndexKeeper:
         (logged). Cancelled, the child is killed first."""
         try:
             child = await asyncio.create_subprocess_exec(
-                sys.executable, *BUILDER, namespace, str(draft), str(os.getpid()),
+                sys.executable, *self.tuning.builder, namespace, str(draft), str(os.getpid()),
                 stdin=asyncio.subprocess.DEVNULL, env={**os.environ, STORE: store},
                 pass_fds=tuple(lock.fileno() for lock in locks),
             )  # fmt: skip
@@ -473,7 +519,7 @@ class IndexKeeper:
     async def _read_table(self) -> SearchIndex:
         """This worker's own index, built from every row of the table, its requests served
         between pages."""
-        index = await read_rows(self.repo, None, INDEX_PAGE, _next_turn)
+        index = await read_rows(self.repo, None, self.tuning.page, _next_turn)
         await self.repo.release_cache()  # the build read every row through it
         memory.trim()
         return index

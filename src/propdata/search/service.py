@@ -17,7 +17,7 @@ from propdata.search.engines import SQL_OFFSET_CAP, IndexEngine, SqlEngine
 from propdata.search.filters import SORT_COLUMNS
 from propdata.search.index import IndexPage
 from propdata.search.items import ItemFile, decode, join, search_item
-from propdata.search.keeper import IndexKeeper
+from propdata.search.keeper import DEFAULTS, IndexKeeper, KeeperSettings
 from propdata.search.live import LiveItems
 from propdata.search.planner import plan
 from propdata.search.query import SearchQuery
@@ -31,13 +31,20 @@ _NONE = np.zeros(0, np.int64)
 
 class SearchService:
     def __init__(
-        self, db: Database, *, search_index: bool = True, snapshots: Path | None = None
+        self,
+        db: Database,
+        *,
+        search_index: bool = True,
+        snapshots: Path | None = None,
+        tuning: KeeperSettings = DEFAULTS,
     ) -> None:
         """`search_index` False: SQL answers every search. `snapshots`: the host's folder of
         search index snapshots, shared by its workers (see `search.snapshot`); None keeps
-        a private index built from the table."""
+        a private index built from the table. `tuning`: the index keeper's numbers."""
         self.repo = SearchRepository(db)
-        self.indexes = IndexKeeper(self.repo, enabled=search_index, snapshots=snapshots)
+        self.indexes = IndexKeeper(
+            self.repo, enabled=search_index, snapshots=snapshots, tuning=tuning
+        )
         self.sql = SqlEngine(self.repo, offset_cap=SQL_OFFSET_CAP if search_index else None)
         self._secret: str | None = None
 
