@@ -70,7 +70,9 @@ def _request(operation: dict[str, Any], changes: dict[str, str | None]) -> str:
         if value is None:
             continue
         if parameter["in"] == "path":
-            path = path.replace("{" + name + "}", quote(value, safe=""))
+            # a parameter that takes slashes (a snapshot's file name) is sent with them
+            slashes = "/" in parameter.get("schema", {}).get("pattern", "")
+            path = path.replace("{" + name + "}", quote(value, safe="/" if slashes else ""))
         else:
             query.append(f"{quote(name)}={quote(value, safe='')}")
     return path + ("?" + "&".join(query) if query else "")

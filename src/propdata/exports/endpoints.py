@@ -43,7 +43,7 @@ FileName = Annotated[
     str,
     PathParameter(
         min_length=1, max_length=300, pattern=r"^[A-Za-z0-9._=/-]+$",
-        description="A file's `name` as the snapshot's manifest lists it (slashes as they are)",
+        description="A file's name as the snapshot's manifest lists it (slashes as they are)",
         examples=[Example(value="properties/state=TX/part-0.parquet")],
     ),
 ]  # fmt: skip
