@@ -506,7 +506,11 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         before_send=[_add_headers]
         + ([_strict_transport] if (settings.public_url or "").startswith("https://") else []),
         openapi_config=openapi,
-        plugins=[api_openapi.NullableChoice(), api_openapi.ClosedBody()],
+        plugins=[
+            api_openapi.NullableChoice(),
+            api_openapi.ExactBody(*saved_search_endpoints.BODIES),
+            api_openapi.ClosedBody(),
+        ],
         logging_config=None,
         debug=False,
     )

@@ -136,3 +136,29 @@ def test_the_introduction_names_every_write_and_the_405_for_the_rest(
     assert writes and named == writes
     assert "405" in said and "any method but GET" not in said.lower()
     assert "Any method but GET" not in str(document["components"]["responses"])
+
+
+def test_every_component_schema_is_reached_from_an_operation(document: dict[str, Any]) -> None:
+    """A schema no operation reaches is a type a generated client makes for nothing (and a
+    body described inline beside its own unused component)."""
+    schemas = document["components"]["schemas"]
+    reached: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, dict):
+            ref = value.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+                name = ref.rsplit("/", 1)[-1]
+                if name not in reached:
+                    reached.add(name)
+                    walk(schemas[name])
+            for item in value.values():
+                walk(item)
+
+    walk(document["paths"])
+    walk(document["components"].get("responses", {}))
+    walk(document["components"].get("headers", {}))
+    assert set(schemas) - reached == set()

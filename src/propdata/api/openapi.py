@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -312,10 +312,12 @@ class ApiOperation(Operation):
         media.examples = {**(media.examples or {}), "unknownParameter": example}
 
 
-def with_body(schema: Callable[[], Schema], description: str) -> type[ApiOperation]:
-    """The operation class of a write whose JSON body the handler reads itself (so that each
-    field's error names it): the body's schema is stated here (`schema()`, made when the
-    document is)."""
+def with_body(
+    struct: type[msgspec.Struct], description: str, example: dict[str, Any]
+) -> type[ApiOperation]:
+    """The operation class of a write whose JSON body is `struct`: the body refers to the
+    struct's component, which `ExactBody` makes msgspec's schema of it (the rules its
+    decoding keeps), with `example` shown."""
 
     @dataclass
     class BodyOperation(ApiOperation):
@@ -323,7 +325,10 @@ def with_body(schema: Callable[[], Schema], description: str) -> type[ApiOperati
             super().__post_init__()
             self.request_body = RequestBody(
                 required=True, description=description,
-                content={"application/json": OpenAPIMediaType(schema=schema())},
+                content={"application/json": OpenAPIMediaType(
+                    schema=Reference(ref=f"#/components/schemas/{struct.__name__}"),
+                    examples={"example": Example(summary="example", value=example)},
+                )},
             )  # fmt: skip
 
     return BodyOperation
@@ -340,7 +345,7 @@ def struct_schema(struct: type[msgspec.Struct], **extra: Any) -> Schema:
     """The OpenAPI schema of a request body declared as a msgspec struct: the JSON Schema
     msgspec makes of it (the rules its decoding keeps), references inlined, `extra` added.
 
-        struct_schema(SavedSearchInput, examples=[{"name": "Ames"}])
+        struct_schema(SavedSearchInput)
     """
     made = msgspec.json.schema(struct)
     defs: dict[str, Any] = made.get("$defs", {})
@@ -405,6 +410,29 @@ class NullableChoice(OpenAPISchemaPlugin):
                 Schema(type=OpenAPIType.NULL),
             ]
         )
+
+
+class ExactBody(OpenAPISchemaPlugin):
+    """The components of the request bodies given: msgspec's schema of each (`struct_schema`),
+    which keeps what Litestar's struct schema drops (the fields of a `filters` object checked
+    against its own struct)."""
+
+    def __init__(self, *bodies: type[msgspec.Struct]) -> None:
+        self._bodies = frozenset(bodies)
+
+    def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
+        return field_definition.annotation in self._bodies
+
+    def to_openapi_schema(
+        self, field_definition: FieldDefinition, schema_creator: SchemaCreator
+    ) -> Schema:
+        struct = field_definition.annotation
+        made = struct_schema(struct, title=struct.__name__)
+        # Registered as Litestar registers a struct, so that the body refers to it by name.
+        schema = schema_creator.schema_registry.get_schema_for_field_definition(field_definition)
+        for field in dataclasses.fields(made):
+            setattr(schema, field.name, getattr(made, field.name))
+        return schema
 
 
 class ClosedBody(OpenAPISchemaPlugin):

@@ -17,7 +17,7 @@ from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.managed import managed_errors
-from propdata.api.openapi import RATE_HEADERS, ApiOperation, struct_schema, with_body
+from propdata.api.openapi import RATE_HEADERS, ApiOperation, with_body
 from propdata.api.params import PageLimit, PageOffset
 from propdata.errors import (
     InvalidParameter,
@@ -55,13 +55,11 @@ _EXAMPLE = {"name": "Houston under 400k", "filters": {
 
 
 _CREATE = with_body(
-    lambda: struct_schema(SavedSearchInput, examples=[_EXAMPLE]),
-    "The search: name, and filters, propertyIds or both",
+    SavedSearchInput, "The search: name, and filters, propertyIds or both", _EXAMPLE
 )
-_CHANGE = with_body(
-    lambda: struct_schema(SavedSearchChange, examples=[_EXAMPLE]),
-    "Any of name, filters and propertyIds",
-)
+_CHANGE = with_body(SavedSearchChange, "Any of name, filters and propertyIds", _EXAMPLE)
+BODIES = (SavedSearchInput, SavedSearchChange)
+"""The bodies whose component is msgspec's schema (`api.openapi.ExactBody`)."""
 
 
 _NOT_FOUND = NotFound("No saved search with id 'srch_0123456789abcdef01234567'.")
