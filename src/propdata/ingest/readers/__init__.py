@@ -49,6 +49,7 @@ __all__ = [
     "RowError",
     "csv_items",
     "format_of",
+    "is_reso",
     "read_file",
     "read_header",
     "read_lines",
@@ -75,6 +76,12 @@ def read_file(path: Path, as_of: dt.date) -> Iterator[Item]:
         return read_jsonl(path)
     line, header = read_header(path)
     return csv_items(path.name, line, header, data_rows(path, header), as_of)
+
+
+def is_reso(path: Path) -> bool:
+    """Whether `read_file` reads the file as RESO listings (a CSV whose header has
+    `ListingKey`): `loader.load(listing_feed=...)` of its records."""
+    return format_of(path) == "csv" and "ListingKey" in read_header(path)[1]
 
 
 def format_of(path: Path) -> str:
