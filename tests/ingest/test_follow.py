@@ -338,3 +338,22 @@ async def test_lines_about_one_id_apply_in_their_order(
     assert follower.stop() == 0, follower.stderr
     assert await scalar(target, "SELECT list_price FROM properties WHERE id = 'd1'") == 3
     assert "2 new, 2 updated" in follower.stderr and "0 rejected" in follower.stderr
+
+
+async def test_reso_rows_from_a_pipe_keep_the_listing_date_they_follow(
+    target: Store, followers: Any
+) -> None:
+    """The Closed row dates the listing 2026-11-19 (CloseDate - DaysOnMarket counted to the
+    contract); the Active row, as of 2026-11-21, dated it 2026-11-16. Same listing."""
+    follower = followers(target, "-", stdin=subprocess.PIPE)
+    pipe = follower.proc.stdin
+    assert pipe is not None
+    pipe.write(b"ListingKey,StandardStatus,UnparsedAddress,City,StateOrProvince,PostalCode,"
+               b"ListPrice,DaysOnMarket,CloseDate,ClosePrice\n"
+               b"K1,Active,1 Main St,Ames,IA,50010,300000,5,,\n"
+               b"K1,Closed,1 Main St,Ames,IA,50010,300000,2,2026-11-21,295000\n")  # fmt: skip
+    pipe.close()
+    assert follower.proc.wait(WAIT) == 0, follower.stderr
+    assert "0 rejected" in follower.stderr
+    row = await scalar(target, "SELECT status || ' ' || listing_date FROM properties")
+    assert row == "recentlySold 2026-11-16"

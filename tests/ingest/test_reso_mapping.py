@@ -8,13 +8,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
-from propdata.ingest.loader import Reject, Removal, load, validate
+from propdata.ingest import pipeline
+from propdata.ingest.loader import LoadReport, Reject, Removal, load, validate
 from propdata.ingest.readers import read_file
 from propdata.ingest.readers.reso import json_row, reso_item, reso_record
 from propdata.kit.db import Database
+from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import PropertyDetail
+from tests.factories import event, record
 
 AS_OF = dt.date(2024, 6, 1)
 
@@ -109,6 +113,23 @@ def test_on_market_date_dates_a_listing_without_days_on_market() -> None:
     assert [(e.date, e.event) for e in record.price_history] == [("2024-05-01", "listedForSale")]
 
 
+def test_on_market_date_dates_a_listing_before_days_on_market_does() -> None:
+    active = item(DaysOnMarket=3, OnMarketDate="2024-05-20")  # counted to another day
+    assert isinstance(active, PropertyDetail) and active.days_on_market == 3
+    assert [(e.date, e.event) for e in active.price_history] == [("2024-05-20", "listedForSale")]
+    closed = item(StandardStatus="Closed", CloseDate="2024-05-30", DaysOnMarket=2,
+                  ListingContractDate="2024-05-18")  # fmt: skip
+    assert isinstance(closed, PropertyDetail)
+    assert [(e.date, e.event) for e in closed.price_history] == [
+        ("2024-05-30", "sold"),
+        ("2024-05-18", "listedForSale"),
+    ]
+    after = item(StandardStatus="Closed", CloseDate="2024-05-30", DaysOnMarket=2,
+                 OnMarketDate="2024-05-31")  # after the close: DaysOnMarket dates it  # fmt: skip
+    assert isinstance(after, PropertyDetail)
+    assert after.price_history[1].date == "2024-05-28"
+
+
 def test_closed_gains_a_sold_event_at_close_price_and_date() -> None:
     record = item(StandardStatus="Closed", CloseDate="2024-05-20", ClosePrice=330000)
     assert isinstance(record, PropertyDetail) and record.status == "recentlySold"
@@ -161,3 +182,66 @@ async def test_a_reso_csv_delete_removes_the_record_through_the_feed(
         " ORDER BY seq"
     )
     assert [tuple(r) for r in feed][-1] == ("K1", "removed")
+
+
+HEADER = ("ListingKey,StandardStatus,StreetNumber,StreetName,City,StateOrProvince,PostalCode,"
+          "ListPrice,DaysOnMarket,CloseDate,ClosePrice\n")  # fmt: skip
+
+
+async def import_file(db: Database, path: Path, as_of: dt.date) -> LoadReport:
+    """`data import FILE` as the command line runs it."""
+    outcome = await pipeline.run(db, [pipeline.file_source(path, as_of)], as_of)
+    return outcome.reports[0]
+
+
+async def history(db: Database, property_id: str) -> list[tuple[str, str, int | None]]:
+    events = await PropertyRepository(db).stored_history(property_id)
+    return [(e.date, e.event, e.price) for e in events]
+
+
+async def test_a_closed_row_keeps_the_listing_date_of_the_active_row_it_follows(
+    db: Database, tmp_path: Path
+) -> None:
+    """DaysOnMarket of a Closed row counts to the contract, not the close: CloseDate - 2 is
+    later than the listing the Active row dated (as-of - 5). It is the same listing."""
+    active = tmp_path / "active.csv"
+    active.write_text(HEADER + "K1,Active,1,Main St,Ames,IA,50010,300000,5,,\n")
+    assert (await import_file(db, active, AS_OF)).inserted == 1  # listed 2024-05-27
+    closed = tmp_path / "closed.csv"
+    closed.write_text(HEADER + "K1,Closed,1,Main St,Ames,IA,50010,300000,2,2024-06-06,295000\n")
+    later = AS_OF + dt.timedelta(days=6)
+    report = await import_file(db, closed, later)
+    assert (report.updated, report.rejects) == (1, [])
+    assert await history(db, "K1") == [
+        ("2024-06-06", "sold", 295_000),
+        ("2024-05-27", "listedForSale", 300_000),
+    ]
+    row = await db.fetch_one(
+        "SELECT status, listing_date, days_on_market, last_sale_date FROM properties"
+        " WHERE id = 'K1'"
+    )
+    assert row is not None
+    assert tuple(row) == ("recentlySold", "2024-05-27", 10, "2024-06-06")  # list to close
+    again = await import_file(db, closed, later)  # the same row again: nothing changes
+    assert (again.unchanged, again.updated, again.rejects) == (1, 0, [])
+
+
+async def test_an_explicit_history_relisting_a_stored_listing_is_still_rejected(
+    db: Database, tmp_path: Path
+) -> None:
+    """The same two states in the API's own shape: its priceHistory is the history, and a
+    listedForSale while the stored record is forSale is no transition."""
+    first = tmp_path / "first.jsonl"
+    listed = record("K1", price_history=[event("2024-05-27", "listedForSale", 300_000)])
+    first.write_bytes(msgspec.json.encode(listed) + b"\n")
+    assert (await import_file(db, first, AS_OF)).inserted == 1
+    second = tmp_path / "second.jsonl"
+    sold = record("K1", status="recentlySold", price_history=[
+        event("2024-06-06", "sold", 295_000), event("2024-06-04", "listedForSale", 300_000)
+    ])  # fmt: skip
+    second.write_bytes(msgspec.json.encode(sold) + b"\n")
+    report = await import_file(db, second, AS_OF + dt.timedelta(days=6))
+    assert report.updated == 0 and [r.reason for r in report.rejects] == [
+        "event 1 (listedForSale on 2024-06-04) is not allowed from forSale"
+    ]
+    assert await history(db, "K1") == [("2024-05-27", "listedForSale", 300_000)]

@@ -89,3 +89,46 @@ def test_update_must_follow_a_transition() -> None:
     lifecycle.check_update("forSale", stored, newer, "recentlySold", AS_OF)
     with pytest.raises(TransitionError):
         lifecycle.check_update("forSale", stored, stored, "forRent", AS_OF)  # no event for it
+
+
+def test_a_listing_feed_dating_the_stored_listing_later_keeps_its_opening() -> None:
+    stored = [event("2026-10-01", "listedForSale", 400_000), event("2019-01-01", "sold", 300_000)]
+    closed = [event("2026-10-12", "sold", 390_000), event("2026-10-09", "listedForSale", 410_000)]
+    kept = lifecycle.keep_opening("forSale", stored, closed)
+    assert kept == [event("2026-10-12", "sold", 390_000), *stored]
+    lifecycle.check_update("forSale", stored, kept, "recentlySold", AS_OF)
+    with pytest.raises(TransitionError, match="listedForSale on 2026-10-09"):
+        lifecycle.check_update("forSale", stored, closed, "recentlySold", AS_OF)
+    active = [event("2026-10-03", "listedForSale", 410_000)]  # the same listing, read later
+    assert lifecycle.keep_opening("forSale", stored, active) == stored
+    rental = [event("2026-10-01", "listedForRent", 2_000)]
+    leased = [
+        event("2026-11-01", "rentalRemoved", 1_900),
+        event("2026-10-20", "listedForRent", 2_100),
+    ]
+    assert lifecycle.keep_opening("forRent", rental, leased) == [leased[0], *rental]
+    sold = [event("2026-10-12", "sold", 390_000), *stored]  # and the Closed row read again
+    assert lifecycle.keep_opening("recentlySold", sold, closed) == sold
+
+
+@pytest.mark.parametrize(
+    ("status", "stored", "new"),
+    [
+        # dated on or before the stored opening: the new dates stand
+        ("forSale", [event("2026-10-05", "listedForSale", 1)], [event("2026-10-05", "listedForSale", 1)]),
+        ("forSale", [event("2026-10-05", "listedForSale", 1)], [event("2026-10-01", "listedForSale", 1)]),
+        # not listed, or opened after the stored sale: another listing
+        ("offMarket", [event("2026-10-05", "delisted", None), event("2026-10-01", "listedForSale", 1)],
+         [event("2026-10-09", "listedForSale", 1)]),
+        ("recentlySold", [event("2026-10-05", "sold", 1), event("2026-10-01", "listedForSale", 1)],
+         [event("2026-10-09", "listedForSale", 1)]),
+        # another kind of listing, or no opening at all
+        ("forRent", [event("2026-10-01", "listedForRent", 1)], [event("2026-10-09", "listedForSale", 1)]),
+        ("forSale", [event("2026-10-01", "listedForSale", 1)], [event("2026-10-09", "sold", 1)]),
+        ("forSale", [event("2026-10-01", "listedForSale", 1)], []),
+    ],
+)  # fmt: skip
+def test_keep_opening_applies_only_to_a_later_opening_of_the_stored_listing(
+    status: str, stored: list, new: list
+) -> None:
+    assert lifecycle.keep_opening(status, stored, new) is None

@@ -125,9 +125,12 @@ async def test_a_pass_then_edits_closings_deletes_and_no_change(
     # listed on 2024-05-27 (5 days before the as-of date), closed 4 days later
     server.patch("L003", StandardStatus="Closed", CloseDate="2024-05-31", ClosePrice=120_000,
                  DaysOnMarket=4, ModificationTimestamp=later)  # fmt: skip
+    # the same, as feeds count it: DaysOnMarket to the contract dates the listing 2024-05-29
+    server.patch("L005", StandardStatus="Closed", CloseDate="2024-05-31", ClosePrice=118_000,
+                 DaysOnMarket=2, ModificationTimestamp=later)  # fmt: skip
     server.patch("L004", StandardStatus="Delete", ModificationTimestamp=later)
     edits = await replicate(db)
-    assert (edits.updated, edits.removed, edits.rejected) == (2, 1, 0), edits.rejects
+    assert (edits.updated, edits.removed, edits.rejected) == (3, 1, 0), edits.rejects
     assert "mls-L004" not in await ids(db)
     assert ("mls-L004", "removed") in (await feed(db))[len(changes) :]
     row = await db.fetch_one("SELECT status, list_price FROM properties WHERE id = 'mls-L002'")
@@ -136,8 +139,12 @@ async def test_a_pass_then_edits_closings_deletes_and_no_change(
         "SELECT status, last_sale_price, last_sale_date FROM properties WHERE id = 'mls-L003'"
     )
     assert sold is not None and tuple(sold) == ("recentlySold", 120_000, "2024-05-31")
+    kept = await db.fetch_one(
+        "SELECT status, listing_date, days_on_market FROM properties WHERE id = 'mls-L005'"
+    )
+    assert kept is not None and tuple(kept) == ("recentlySold", "2024-05-27", 4)
     source = await SourceService(db).get("mls")
-    assert (source.records, source.removed, source.rejects) == (COUNT + 1, 1, 1)
+    assert (source.records, source.removed, source.rejects) == (COUNT + 2, 1, 1)
 
 
 async def test_the_filter_is_anded_into_every_request(db: Database, server: ODataServer) -> None:

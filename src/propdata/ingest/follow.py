@@ -277,12 +277,17 @@ async def follow(
     if not stdin and followed.mark.offset:
         head = os.pread(fd, min(followed.mark.offset, HEAD), 0)
     tail = Tail(fd, followed.mark, head, stop, stdin=stdin, idle=flush)
+    reso = threading.Event()  # set before the first RESO row is handed over
+
+    def header_read(header: list[str]) -> None:
+        if readers.reso_header(header):
+            reso.set()
 
     def read() -> None:
         try:
             items: Iterator[Item] = readers.read_lines(
                 tail.lines(), followed.mark.lines + 1, as_of, name=followed.name,
-                kind=followed.kind, header=followed.header,
+                kind=followed.kind, header=followed.header, on_header=header_read,
             )  # fmt: skip
             for line, item in items:
                 if tail.ended:  # a CSV row cut short by the stop: it waits for next time
@@ -314,7 +319,8 @@ async def follow(
                 or time.monotonic() - waiting_since >= COMMIT_SECONDS
             )
             if due:
-                await _commit(db, followed, tail, list(pending), as_of, totals, on_commit)
+                await _commit(db, followed, tail, list(pending), as_of, totals, on_commit,
+                              listing_feed=reso.is_set())  # fmt: skip
                 pending.clear()
                 continue
             if done:
@@ -354,10 +360,13 @@ async def _commit(
     as_of: dt.date,
     totals: Totals,
     on_commit: OnCommit | None,
+    *,
+    listing_feed: bool,
 ) -> None:
     """Load `reads` through the pipeline, in transactions of at most TRANSACTION_RECORDS
     records that each hold an id once (a later line about the same id goes in the next one, so the
-    lines apply in order), each with the mark of where it ends."""
+    lines apply in order), each with the mark of where it ends. `listing_feed`: RESO rows
+    (`loader.load`)."""
     sources = []
     key = follow_key(followed.path) if followed.path is not None else None
     for batch in _batches(reads):
@@ -368,7 +377,7 @@ async def _commit(
             meta = {key: Mark(last.offset, last.lines, head_digest(head)).encode()}
         sources.append(pipeline.Source(
             followed.name, "import", [(r.line, r.item) for r in batch], len(batch),
-            replace=False, meta=meta,
+            replace=False, meta=meta, listing_feed=listing_feed,
         ))  # fmt: skip
     # A stream refits with the day's first commit, never on the share of records changed:
     # a refit is a full rebuild (75 s at 1M), and a stream at 2,000 records a second would

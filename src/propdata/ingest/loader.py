@@ -29,7 +29,7 @@ from propdata.properties.repository import (
     Stored,
     pack_histories,
 )
-from propdata.properties.schemas import PROPERTY_ID, PropertyDetail
+from propdata.properties.schemas import PROPERTY_ID, PriceEvent, PropertyDetail
 
 BATCH = 2_000
 ID_PATTERN = re.compile(PROPERTY_ID)
@@ -379,6 +379,7 @@ async def load(
     replace_origin: bool = False,
     meta: Mapping[str, str] | None = None,
     committed: Committed | None = None,
+    listing_feed: bool = False,
 ) -> LoadReport:
     """Load records in one transaction; rejected rows are reported and the rest load.
 
@@ -390,6 +391,11 @@ async def load(
     committed records end, so that place and the records are stored together or not at all.
     `committed` is awaited in the same transaction with the load's report, for what depends
     on the counts (`data replicate` moves its source's watermark and totals there).
+
+    `listing_feed`: the records are listings as a RESO feed gives them (`data replicate`, a
+    RESO CSV), whose listing dates are arithmetic; a record that opens a stored listing
+    again on a later day continues it (`lifecycle.keep_opening`). Other sources give their
+    histories, which replace the stored ones under the status machine as they are.
 
     A bulk load (at least BULK_ROWS records written, and at least as many as the store held)
     drops the property tables' secondary indexes once it gets there and builds them again
@@ -408,7 +414,7 @@ async def load(
         lookup = held > 0
         deferred: list[str] | None = None
         for batch in _batches(items):
-            await _load_batch(repo, batch, origin, as_of, report, lookup)
+            await _load_batch(repo, batch, origin, as_of, report, lookup, listing_feed)
             if deferred is None and report.loaded >= max(BULK_ROWS, held):
                 deferred = await repo.defer_indexes()
             if progress is not None:
@@ -469,6 +475,7 @@ async def _load_batch(
     as_of: dt.date,
     report: LoadReport,
     lookup: bool = True,
+    listing_feed: bool = False,
 ) -> None:
     valid: dict[str, tuple[int, PropertyDetail]] = {}
     removals: list[str] = []
@@ -508,7 +515,18 @@ async def _load_batch(
             if old.content_hash == digest:
                 report.unchanged += 1
                 continue
-            reason = await _update_reason(repo, old, record, as_of)
+            history = None
+            reason = None
+            if listing_feed:
+                continued, history = await _continue_listing(repo, old, record)
+                if continued is not record:
+                    record, digest = continued, content_hash(continued)
+                    if old.content_hash == digest:
+                        report.unchanged += 1
+                        continue
+                    reason = validate(record, as_of)
+            if reason is None:
+                reason = await _update_reason(repo, old, record, as_of, history)
             if reason is not None:
                 report.rejects.append(Reject(line, reason, record_id))
                 continue
@@ -532,12 +550,35 @@ async def _load_batch(
             report.removed += await repo.delete_ids(list(gone))
 
 
+async def _continue_listing(
+    repo: PropertyRepository, old: Stored, record: PropertyDetail
+) -> tuple[PropertyDetail, list[PriceEvent] | None]:
+    """A listing feed's record continuing the stored listing when it dates that listing
+    later (`lifecycle.keep_opening`), else the record itself; with the stored history when
+    it was read (only for an opening later than the stored listing date)."""
+    history = record.price_history
+    if old.listing_date is None or not history or history[-1].date <= old.listing_date:
+        return record, None
+    stored = await repo.stored_history(record.id)
+    kept = lifecycle.keep_opening(old.status, stored, history)
+    if kept is None:
+        return record, stored
+    # daysOnMarket follows from the kept listing date, not from the row's count.
+    return msgspec.structs.replace(record, price_history=kept, days_on_market=None), stored
+
+
 async def _update_reason(
-    repo: PropertyRepository, old: Stored, record: PropertyDetail, as_of: dt.date
+    repo: PropertyRepository,
+    old: Stored,
+    record: PropertyDetail,
+    as_of: dt.date,
+    history: list[PriceEvent] | None = None,
 ) -> str | None:
+    """Why `record` cannot replace the stored one (`history`: the stored history, when read)."""
     if old.status == record.status:
         return None
-    history = await repo.stored_history(record.id)
+    if history is None:
+        history = await repo.stored_history(record.id)
     try:
         lifecycle.check_update(old.status, history, record.price_history, record.status, as_of)
     except lifecycle.TransitionError as exc:

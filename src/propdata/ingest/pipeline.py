@@ -62,6 +62,8 @@ class Source:
     """Written to the store's `meta` table in the load's transaction (`loader.load`)."""
     committed: Committed | None = None
     """Awaited in the load's transaction with its report (`loader.load`)."""
+    listing_feed: bool = False
+    """The records are RESO listings, dated by arithmetic (`loader.load`)."""
 
 
 @dataclass(slots=True)
@@ -107,6 +109,7 @@ async def run(
         report = await load(
             db, source.items, origin=source.origin, as_of=as_of, progress=advance,
             replace_origin=source.replace, meta=source.meta, committed=source.committed,
+            listing_feed=source.listing_feed,
         )  # fmt: skip
         outcome.reports.append(report)
         outcome.names.append(source.description)
@@ -374,4 +377,4 @@ def synthetic_source(properties: int, seed: int, as_of: dt.date) -> Source:
 def file_source(path: Path, as_of: dt.date) -> Source:
     """A CSV (API shape or RESO) or JSON Lines file; raises ValueError for an unreadable one."""
     return Source(path.name, "import", readers.read_file(path, as_of), None,
-                  replace=False)  # fmt: skip
+                  replace=False, listing_feed=readers.is_reso(path))  # fmt: skip

@@ -150,9 +150,8 @@ def derive(history: Sequence[PriceEvent], status: str) -> Derived:
       priceChange of that listing.
     - removedDate: the date of the newest `delisted` event.
 
-    The listing is history[begin : start + 1]: from the newest event after the sale (for
-    recentlySold) back to the event that started it, when no sale, delisting or rental end
-    comes first. Walked by index, without copies: every loaded record goes through here.
+    The listing is history[begin : start + 1] (`_listing`). Walked by index, without
+    copies: every loaded record goes through here.
     """
     last_sale: PriceEvent | None = None
     removed: PriceEvent | None = None
@@ -167,24 +166,7 @@ def derive(history: Sequence[PriceEvent], status: str) -> Derived:
             removed = event
             if last_sale is not None:
                 break
-    n = len(history)
-    begin = start = -1
-    starts = _LISTING_STARTS.get(status)
-    if starts is not None:
-        i = 0
-        if status == "recentlySold":  # the listing that sold: the events older than the sale
-            while i < n and history[i].event != "sold":
-                i += 1
-            i += 1
-        begin = i
-        while i < n:
-            kind = history[i].event
-            if kind in _LISTING_ENDS:
-                break
-            if kind in starts:
-                start = i
-                break
-            i += 1
+    begin, start = _listing(history, status)
     original: int | None = None
     listing_date: str | None = None
     previous_price: int | None = None
@@ -211,6 +193,63 @@ def derive(history: Sequence[PriceEvent], status: str) -> Derived:
         last_sale_date=last_sale.date if last_sale else None,
         listing_date=listing_date,
     )
+
+
+def _listing(history: Sequence[PriceEvent], status: str) -> tuple[int, int]:
+    """(begin, start): the current listing of a newest-first history is history[begin : start
+    + 1], from the newest event after the sale (for recentlySold) back to the event that
+    started it; start is -1 when a sale, delisting or rental end comes first, or none did."""
+    n = len(history)
+    begin = start = -1
+    starts = _LISTING_STARTS.get(status)
+    if starts is not None:
+        i = 0
+        if status == "recentlySold":  # the listing that sold: the events older than the sale
+            while i < n and history[i].event != "sold":
+                i += 1
+            i += 1
+        begin = i
+        while i < n:
+            kind = history[i].event
+            if kind in _LISTING_ENDS:
+                break
+            if kind in starts:
+                start = i
+                break
+            i += 1
+    return begin, start
+
+
+def keep_opening(
+    stored_status: str, stored_history: Sequence[PriceEvent], new_history: Sequence[PriceEvent]
+) -> list[PriceEvent] | None:
+    """The new history continuing the stored listing, when a listing feed dates it later.
+
+    A listing feed (RESO) gives one listing as it stands, and its opening is arithmetic
+    (as-of - DaysOnMarket, CloseDate - DaysOnMarket), so the same listing read twice may open
+    on two days. When the new history opens the same kind of listing as the stored record's
+    current one (forSale, forRent, or the listing a recentlySold record sold from) after the
+    stored opening and, for a sold one, no later than the sale, it is that listing: the
+    stored history up to and including its opening (date and price) is kept, and the new
+    history adds only the events after its own opening (a sale). None when the rule does
+    not apply.
+
+        stored [listedForSale 05-27]; new [sold 06-05, listedForSale 06-03]
+        -> [sold 06-05, listedForSale 05-27]
+    """
+    if not new_history:
+        return None
+    begin, start = _listing(stored_history, stored_status)
+    if start < 0:
+        return None
+    opening = new_history[-1]  # the oldest: a feed's history starts with its listing
+    if opening.event not in _LISTING_STARTS[stored_status]:
+        return None
+    if opening.date <= stored_history[start].date:
+        return None
+    if begin > 0 and opening.date > stored_history[begin - 1].date:
+        return None  # opened after the stored sale: another listing
+    return [*new_history[:-1], *stored_history[start:]]
 
 
 def current_list_price(history: Sequence[PriceEvent], status: str) -> int | None:

@@ -182,6 +182,7 @@ class Stored(NamedTuple):
     content_hash: str
     origin: str
     zip_code: str
+    listing_date: str | None
 
 
 class PropertyRepository:

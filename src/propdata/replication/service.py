@@ -203,7 +203,8 @@ class Replicator:
             await repo.advance(name, mark, report.inserted + report.updated, rejects,
                                report.removed, utc_now())  # fmt: skip
 
-        source = pipeline.Source(name, "replicate", items, len(items), False, committed=committed)
+        source = pipeline.Source(name, "replicate", items, len(items), False,
+                                 committed=committed, listing_feed=True)  # fmt: skip
         outcome = await pipeline.run(self.db, [source], as_of, refit_share=math.inf)
         return outcome.reports[0]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from propdata.ingest.loader import Item, Reject
@@ -49,9 +49,11 @@ __all__ = [
     "RowError",
     "csv_items",
     "format_of",
+    "is_reso",
     "read_file",
     "read_header",
     "read_lines",
+    "reso_header",
     "reso_property_type",
     "reso_record",
     "write_rejects",
@@ -77,6 +79,17 @@ def read_file(path: Path, as_of: dt.date) -> Iterator[Item]:
     return csv_items(path.name, line, header, data_rows(path, header), as_of)
 
 
+def is_reso(path: Path) -> bool:
+    """Whether `read_file` reads the file as RESO listings: `loader.load(listing_feed=...)`
+    of its records."""
+    return format_of(path) == "csv" and reso_header(read_header(path)[1])
+
+
+def reso_header(header: list[str]) -> bool:
+    """Whether a CSV header is read as RESO Data Dictionary columns (it has `ListingKey`)."""
+    return "ListingKey" in header
+
+
 def format_of(path: Path) -> str:
     """ "jsonl" or "csv", by the file's extension; ValueError for any other."""
     suffix = path.suffix.lower()
@@ -95,7 +108,7 @@ def csv_items(
 ) -> Iterator[Item]:
     """The records of CSV data rows, read as RESO or API-shape columns as the header says;
     ValueError for a header that is neither (or a shape's unknown or missing columns)."""
-    if "ListingKey" in header:
+    if reso_header(header):
         reso.check_header(header)
         return reso.reso_items(rows, as_of)
     if "id" in header:
@@ -115,6 +128,7 @@ def read_lines(
     name: str,
     kind: str | None,
     header: list[str] | None = None,
+    on_header: Callable[[list[str]], None] | None = None,
 ) -> Iterator[Item]:
     """`read_file` of raw lines (line endings kept) whose first is line `first`: what
     `propdata data import --follow` reads from a growing file or standard input.
@@ -122,7 +136,8 @@ def read_lines(
     `kind` is "jsonl" or "csv"; None tells them apart by the first non-blank line (a JSON
     object starts with `{`, a CSV header does not). A CSV read from its start takes its
     header from the first row; one read from the middle is given the `header` of its first
-    line. ValueError when the header is unusable, raised on iteration.
+    line. ValueError when the header is unusable, raised on iteration. `on_header` is called
+    with a CSV's header before its first record (a follower learns that it reads RESO rows).
     """
     stream = iter(lines)
     if kind is None:
@@ -150,6 +165,8 @@ def read_lines(
             return
     else:
         line = 1
+    if on_header is not None:
+        on_header(header)
     yield from csv_items(name, line, header, cells_of(rows, header), as_of)
 
 

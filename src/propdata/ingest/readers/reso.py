@@ -215,7 +215,9 @@ class _Terms:
     close_date: dt.date | None
     last_updated: str
     listed_on: dt.date | None
-    """`OnMarketDate` (or `ListingContractDate`): dates a listing without DaysOnMarket."""
+    """`OnMarketDate` (or `ListingContractDate`): dates a listing, before DaysOnMarket does
+    (a date does not drift; DaysOnMarket counts to the day the feed was read, or to the
+    contract)."""
 
 
 def _street_line(row: Row) -> str:
@@ -274,16 +276,17 @@ def _terms(row: Row, as_of: dt.date) -> _Terms:
 
 
 def _history(status_text: str, lease: bool, terms: _Terms, as_of: dt.date) -> list[PriceEvent]:
-    """The events the row dates (newest first, as on the wire): a listing from its days on
-    market, a sale or a lease's end from its close date; none for an off-market status."""
+    """The events the row dates (newest first, as on the wire): a listing from its
+    OnMarketDate or days on market, a sale or a lease's end from its close date; none for an
+    off-market status."""
     status = _key(status_text)
     asking = terms.original if terms.original is not None else terms.list_price
     opening: Event = "listedForRent" if lease else "listedForSale"
     if status in LISTED_STATUSES:
-        if terms.days is not None:
-            listed = as_of - dt.timedelta(days=terms.days)
-        elif terms.listed_on is not None:
+        if terms.listed_on is not None:
             listed = terms.listed_on
+        elif terms.days is not None:
+            listed = as_of - dt.timedelta(days=terms.days)
         else:
             raise RowError(
                 f"StandardStatus {status_text} needs DaysOnMarket (or OnMarketDate): without"
@@ -322,10 +325,10 @@ def _closed(
         history.append(PriceEvent(date=closed, event="sold", price=terms.close_price,
                                   source="mls"))  # fmt: skip
     opened: dt.date | None = None
-    if terms.days is not None:
-        opened = terms.close_date - dt.timedelta(days=terms.days)
-    elif terms.listed_on is not None and terms.listed_on <= terms.close_date:
+    if terms.listed_on is not None and terms.listed_on <= terms.close_date:
         opened = terms.listed_on
+    elif terms.days is not None:
+        opened = terms.close_date - dt.timedelta(days=terms.days)
     if opened is not None:
         history.append(PriceEvent(date=opened.isoformat(), event=opening, price=asking,
                                   source="mls"))  # fmt: skip
