@@ -25,7 +25,6 @@ from litestar.testing import AsyncTestClient
 
 from propdata.app import HeadAsGet, create_app
 from propdata.config import Settings
-from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.search import arrays
@@ -50,19 +49,6 @@ from tests.factories import AS_OF, record
 from tests.search.test_index import built, compare, index_ready, places, searches
 
 QUERY = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
-
-
-@pytest.fixture(scope="module")
-async def mixed(backend: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Store]:
-    """The test catalogue plus 1,500 synthetic properties (as test_index.py's `mixed`)."""
-    made = await new_store(backend, tmp_path_factory.mktemp(f"snapshot-{backend}"))
-    await build_store(made)
-    db = await open_db(made)
-    report = await load(db, synthetic.generate(1_500, 3, AS_OF), origin="synthetic", as_of=AS_OF)
-    assert not report.rejects
-    await db.close()
-    yield made
-    await drop_store(made)
 
 
 @pytest.fixture
