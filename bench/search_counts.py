@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime as dt
 import json
-import os
 import random
 import shutil
 import statistics
@@ -98,17 +96,7 @@ async def _prepare(url: str, seed: int) -> str:
 
 
 def _serve(url: str, as_of: dt.date) -> tuple[subprocess.Popen[bytes], int]:
-    port = harness.free_port()
-    env = {**os.environ, "PROPDATA_DATABASE_URL": url, "PROPDATA_LOG_LEVEL": "WARNING",
-           "PROPDATA_AS_OF": as_of.isoformat()}  # fmt: skip
-    argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--port", str(port)]
-    server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(1200):
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                break
-        time.sleep(0.05)
-    return server, port
+    return harness.serve_one({"PROPDATA_DATABASE_URL": url, "PROPDATA_AS_OF": as_of.isoformat()})
 
 
 async def _probe(base: str, into: list[float], stop: asyncio.Event) -> None:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
 import statistics
 import subprocess
 import sys
@@ -81,16 +79,7 @@ async def _prepare(folder: Path) -> tuple[str, str]:
 
 
 def _serve(url: str) -> tuple[subprocess.Popen[bytes], int]:
-    port = harness.free_port()
-    env = {**os.environ, "PROPDATA_DATABASE_URL": url, "PROPDATA_LOG_LEVEL": "WARNING"}
-    argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--port", str(port)]
-    server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(400):
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                break
-        time.sleep(0.05)
-    return server, port
+    return harness.serve_one({"PROPDATA_DATABASE_URL": url})
 
 
 async def _ask(port: int, secret: str) -> tuple[int, asyncio.StreamWriter | None]:
