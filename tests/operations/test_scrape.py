@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import KeyMaker, Store
+from tests.live import serving_process
 from tests.redis_support import free_port
 
 PROMETHEUS = shutil.which("prometheus")
@@ -35,30 +35,12 @@ def served(store: Store, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """`propdata serve --workers 2` over the test store: its base URL and its stderr file."""
     if store.schema is not None:
         pytest.skip("one store is enough: the embedded one")
-    port = free_port()
     log = tmp_path / "server.err"
-    env = {**os.environ, "PROPDATA_DATABASE_URL": store.url, "PROPDATA_AS_OF": "2026-11-21",
-           "PROPDATA_LOG_LEVEL": "ERROR"}  # fmt: skip
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    env = {"PROPDATA_DATABASE_URL": store.url, "PROPDATA_AS_OF": "2026-11-21"}
     with log.open("wb") as err:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "propdata", "serve", "--port", str(port), "--workers", "2"],
-            env=env, stderr=err,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(400):
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("server did not start")
-        yield base, log
-    finally:
-        server.terminate()
-        server.wait(10)
+        serving = serving_process(env, workers=2, stderr=err, unset=("PROMETHEUS_MULTIPROC_DIR",))
+        with serving as (base, _):
+            yield base, log
 
 
 def _total(text: str) -> float:

@@ -19,6 +19,7 @@ from propdata.app import HeadAsGet, create_app
 from propdata.properties.service import PropertyService
 from tests.conftest import Store, build_store, create_key, drop_store, new_store, open_db
 from tests.factories import AS_OF, event, record
+from tests.live import until
 
 LOADED = AS_OF  # 2026-11-21
 LATER = LOADED + dt.timedelta(days=10)
@@ -57,12 +58,11 @@ async def _client_on(store: Store, today: dt.date, **settings: Any) -> AsyncTest
 
 
 async def _wait_aged(client: Any, auth: dict[str, str], today: dt.date) -> None:
-    for _ in range(200):
+    async def aged() -> bool:
         answer = await client.get("/v1/properties/listed", headers=auth)
-        if answer.json()["data"]["daysOnMarket"] == (today - LOADED).days + 5:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the store was never aged")
+        return bool(answer.json()["data"]["daysOnMarket"] == (today - LOADED).days + 5)
+
+    await until(aged, "the store aged")
 
 
 @pytest.mark.parametrize("index", [True, False], ids=["index", "sql"])
