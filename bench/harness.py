@@ -99,6 +99,13 @@ def _n(value: float | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def quantile(values: Sequence[float], q: float) -> float:
+    """The `q` quantile (0.5, 0.99) of `values`, inclusive; nan of none."""
+    if len(values) < 2:
+        return values[0] if values else float("nan")
+    return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
+
+
 def table(rows: Sequence[Row], judged: bool) -> str:
     lines = [
         "| scenario | store | rps | p50 ms | p99 ms | result | target | met? |",

@@ -21,7 +21,6 @@ import datetime as dt
 import json
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,12 +63,6 @@ class CountFigures:
     health_ms: list[float] = field(default_factory=list)
     answer_mb: float = 0.0
     versions: set[int] = field(default_factory=set)
-
-    @staticmethod
-    def quantile(values: list[float], q: float) -> float:
-        if len(values) < 2:
-            return values[0] if values else float("nan")
-        return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
 
 
 async def _prepare(url: str, seed: int) -> str:
@@ -136,7 +129,7 @@ async def _bench(port: int, secret: str, found: CountFigures, say: Callable[[str
         found.versions = {s["dataVersion"] for s in answer.json()["data"]}
         stop.set()
         await probe
-    q = found.quantile
+    q = harness.quantile
     say(f"{len(found.listing_ms)} listings of {SEARCHES} searches: p50"
         f" {q(found.listing_ms, 0.5):.1f} ms, p99 {q(found.listing_ms, 0.99):.1f} ms;"
         f" /health beside them: p50 {q(found.health_ms, 0.5):.1f} ms, p99"
@@ -175,7 +168,7 @@ def rows(found: CountFigures) -> list[Any]:
     """The make bench table's row of `found`."""
     from harness import Row
 
-    q = found.quantile
+    q = harness.quantile
     listing, health = q(found.listing_ms, 0.99), q(found.health_ms, 0.99)
     return [Row(
         f"18. list {SEARCHES} saved searches of {IDS:,} ids each", "embedded",

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,12 +59,6 @@ class CapFigures:
     """/health's latencies while the streams were asked for."""
     after_ms: list[float] = field(default_factory=list)
     """/health's latencies with the streams open."""
-
-    @staticmethod
-    def quantile(values: list[float], q: float) -> float:
-        if len(values) < 2:
-            return values[0] if values else float("nan")
-        return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
 
 
 async def _prepare(folder: Path) -> tuple[str, str]:
@@ -143,8 +136,8 @@ async def _bench(
     say(f"{streams:,} streams of one Enterprise account asked for, {at_once} at a time:"
         f" {found.opened:,} open, {refused}; all answered in {found.answered_s:.2f} s")  # fmt: skip
     for label, values in (("while asked for", found.during_ms), ("with them open", found.after_ms)):
-        say(f"/health {label}: p50 {found.quantile(values, 0.5):.1f} ms, p99"
-            f" {found.quantile(values, 0.99):.1f} ms, max {max(values):.1f} ms"
+        say(f"/health {label}: p50 {harness.quantile(values, 0.5):.1f} ms, p99"
+            f" {harness.quantile(values, 0.99):.1f} ms, max {max(values):.1f} ms"
             f" ({len(values):,} probes)")  # fmt: skip
     return found
 
@@ -165,13 +158,13 @@ def rows(found: CapFigures) -> list[Any]:
     """The make bench table's row of `found`."""
     from harness import Row
 
-    p99 = found.quantile(found.during_ms + found.after_ms, 0.99)
+    p99 = harness.quantile(found.during_ms + found.after_ms, 0.99)
     cap = ENTERPRISE.event_streams
     refused = sum(found.refused.values())
     return [Row(
         f"17. {found.asked:,} event streams of one account, {found.at_once} asked at a time",
         "embedded",
-        p50_ms=found.quantile(found.during_ms + found.after_ms, 0.5), p99_ms=p99,
+        p50_ms=harness.quantile(found.during_ms + found.after_ms, 0.5), p99_ms=p99,
         result=f"{found.opened:,} open (the Enterprise cap), {refused:,} refused"
         f" ({', '.join(f'{n:,} {s}' for s, n in sorted(found.refused.items()))}) in"
         f" {found.answered_s:.2f} s; p50 and p99 are /health's beside them",
