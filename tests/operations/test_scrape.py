@@ -16,7 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import KeyMaker, Store
-from tests.live import serving_process
+from tests.live import serving_process, until_sync
 from tests.redis_support import free_port
 
 PROMETHEUS = shutil.which("prometheus")
@@ -70,14 +70,14 @@ def test_prometheus_scrapes_every_worker(
         assert answer.status_code == 200
         sent.append(answer.headers["x-request-id"])
     # Both workers' counts, added up (each adds its own within a second).
-    for _ in range(50):
+
+    def added_up() -> httpx.Response | None:
         exposition = httpx.get(base + "/metrics")
         assert exposition.status_code == 200
         sent.append(exposition.headers["x-request-id"])
-        if _total(exposition.text) == 40:
-            break
-        time.sleep(0.1)
-    assert _total(exposition.text) == 40
+        return exposition if _total(exposition.text) == 40 else None
+
+    exposition = until_sync(added_up, "both workers' 40 requests counted")
     checked = subprocess.run([PROMTOOL or "promtool", "check", "metrics"],
                              input=exposition.text, capture_output=True, text=True)  # fmt: skip
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -114,7 +114,7 @@ def test_prometheus_scrapes_every_worker(
         prometheus.wait(10)
 
     # One line per request: each of ours appears exactly once in the server's log.
-    time.sleep(0.2)
+    until_sync(lambda: all(rid in log.read_text() for rid in sent), "every request logged")
     ids = re.findall(r"request_id=(req_[0-9a-f]+)", log.read_text())
     assert all(ids.count(rid) == 1 for rid in sent), "a request without exactly one line"
     assert key not in log.read_text()

@@ -83,12 +83,13 @@ async def test_ten_days_later(aging_store: Store, index: bool) -> None:
         assert lately["status"] == "recentlySold" and lately["daysOnMarket"] == 40  # list->sale
 
         async def ids(query: str) -> list[str]:
-            for _ in range(100):  # the index follows the new data version within moments
+            async def answered() -> Any:
                 answer = await client.get(f"/v1/properties?{query}", headers=auth)
-                if answer.status_code == 200:
-                    return [item["id"] for item in answer.json()["data"]]
-                await asyncio.sleep(0.02)
-            raise AssertionError(answer.text)
+                return answer if answer.status_code == 200 else None
+
+            # The index follows the new data version within moments.
+            answer = await until(answered, f"an answer to {query}")
+            return [item["id"] for item in answer.json()["data"]]
 
         assert await ids("status=recentlySold") == ["sold-lately"]
         assert set(await ids("maxDaysOnMarket=15")) == {"listed"}

@@ -30,6 +30,23 @@ from tests.conftest import Store, build_store, create_key, drop_store, new_store
 from tests.factories import AS_OF, record
 from tests.live import until
 
+TUNINGS = [
+    pytest.param({}, id="defaults"),
+    pytest.param({"_SORT_DIRECTLY": 0, "_FIRST_CHUNK": 8, "_LAST_CHUNK": 64}, id="walks"),
+    pytest.param({"_SELECTIVE": 1_000_000, "_SORT_DIRECTLY": 10**9}, id="sorts"),
+    pytest.param({"_SELECTIVE": 1}, id="masks"),
+]
+"""The index's walk numbers (module globals of search.index) a comparison with SQL runs
+under: each of its ways to answer is taken."""
+
+
+def tune(monkeypatch: pytest.MonkeyPatch, tuning: dict[str, int]) -> None:
+    """Set one of TUNINGS for the test."""
+    for name, value in tuning.items():
+        monkeypatch.setattr(arrays if name in ("_FIRST_CHUNK", "_LAST_CHUNK") else index_module,
+                            name, value)  # fmt: skip
+
+
 STATUSES = ("forSale", "recentlySold", "forRent", "offMarket", "pending")
 TYPES = ("singleFamily", "condo", "townhouse", "multiFamily", "land")
 
@@ -177,21 +194,11 @@ async def compare(
     return bool(ids)
 
 
-@pytest.mark.parametrize(
-    "tuning",
-    [
-        pytest.param({}, id="defaults"),
-        pytest.param({"_SORT_DIRECTLY": 0, "_FIRST_CHUNK": 8, "_LAST_CHUNK": 64}, id="walks"),
-        pytest.param({"_SELECTIVE": 1_000_000, "_SORT_DIRECTLY": 10**9}, id="sorts"),
-        pytest.param({"_SELECTIVE": 1}, id="masks"),
-    ],
-)
+@pytest.mark.parametrize("tuning", TUNINGS)
 async def test_index_answers_what_sql_answers(
     mixed: Store, tuning: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in tuning.items():
-        monkeypatch.setattr(arrays if name in ("_FIRST_CHUNK", "_LAST_CHUNK") else index_module,
-                            name, value)  # fmt: skip
+    tune(monkeypatch, tuning)
     db = await open_db(mixed)
     try:
         repo = SearchRepository(db)
