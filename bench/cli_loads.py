@@ -344,10 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         pg = asyncio.run(bench_data.ensure_postgres(
             args.folder, harness.PG_URL, args.properties, args.seed, args.as_of))  # fmt: skip
         found += rows(measure_postgres(pg.url, args))
-    command = "python bench/cli_loads.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    print(f"`{command}` ({dt.date.today()}; {args.properties:,} properties; code at"
-          f" {bench_data.code_version()})\n")  # fmt: skip
-    print(harness.table(found, judged=True))
+    harness.report("cli_loads.py", argv, args, found, judged=True)
     return 0
 
 

@@ -552,17 +552,9 @@ def main(argv: list[str] | None = None) -> int:
     args.wrk = harness.ensure_wrk()
     logs = args.folder / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    build = asyncio.run(
-        bench_data.ensure_sqlite(args.folder, args.properties, args.seed, args.as_of)
-    )
-    db_path = Path(build.url)
-    sample = bench_data.sample(str(db_path), 200, 2_000, args.seed)
-    reqs = harness.make_requests(args.folder / "requests-events", sample, args)
+    db_path, reqs = harness.prepared(args, "events")
     result = measure(db_path, reqs, args, logs)
-    command = "python bench/events_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    print(f"`{command}` ({dt.date.today()}; {args.properties:,} properties; code at"
-          f" {bench_data.code_version()})\n")  # fmt: skip
-    print(harness.table(rows(result), judged=not args.smoke))
+    harness.report("events_bench.py", argv, args, rows(result), judged=not args.smoke)
     return 0
 
 

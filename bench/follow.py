@@ -384,17 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     args.wrk = harness.ensure_wrk()
     logs = args.folder / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    build = asyncio.run(
-        bench_data.ensure_sqlite(args.folder, args.properties, args.seed, args.as_of)
-    )
-    db_path = Path(build.url)
-    sample = bench_data.sample(str(db_path), 200, 2_000, args.seed)
-    reqs = harness.make_requests(args.folder / "requests-follow", sample, args)
+    db_path, reqs = harness.prepared(args, "follow")
     result = measure(db_path, reqs, args, logs)
-    command = "python bench/follow.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    print(f"`{command}` ({dt.date.today()}; {args.properties:,} properties; code at"
-          f" {bench_data.code_version()})\n")  # fmt: skip
-    print(harness.table(rows(result), judged=True))
+    harness.report("follow.py", argv, args, rows(result), judged=True)
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import json
 import os
 import shutil
@@ -98,6 +99,13 @@ def _n(value: float | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def quantile(values: Sequence[float], q: float) -> float:
+    """The `q` quantile (0.5, 0.99) of `values`, inclusive; nan of none."""
+    if len(values) < 2:
+        return values[0] if values else float("nan")
+    return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
+
+
 def table(rows: Sequence[Row], judged: bool) -> str:
     lines = [
         "| scenario | store | rps | p50 ms | p99 ms | result | target | met? |",
@@ -125,6 +133,22 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def serve_one(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+    """`propdata serve` (one worker, its output dropped) with `env` added to this process's,
+    once it answers /health: the process and its port."""
+    port = free_port()
+    full = {**os.environ, "PROPDATA_LOG_LEVEL": "WARNING", **env}
+    argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--port", str(port)]
+    server = subprocess.Popen(argv, env=full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                break
+        time.sleep(0.05)
+    return server, port
 
 
 def children(pid: int) -> list[int]:
@@ -468,6 +492,26 @@ def make_requests(folder: Path, sample: bench_data.Sample, args: Any) -> Request
         id_paths=id_paths, searches=searches, offsets=offsets, cached=cached, radii=radii,
         deep=deep,
     )  # fmt: skip
+
+
+def prepared(args: Any, name: str) -> tuple[Path, Requests]:
+    """The SQLite bench store of `args` (built once per size and seed) and the requests of
+    the `name` run, made from a sample of it."""
+    build = asyncio.run(
+        bench_data.ensure_sqlite(args.folder, args.properties, args.seed, args.as_of)
+    )
+    db_path = Path(build.url)
+    sample = bench_data.sample(str(db_path), 200, 2_000, args.seed)
+    return db_path, make_requests(args.folder / f"requests-{name}", sample, args)
+
+
+def report(script: str, argv: Sequence[str] | None, args: Any, found: Sequence[Row],
+           judged: bool) -> None:  # fmt: skip
+    """Print the command that made the figures, the day, the size and the code, and the table."""
+    command = f"python bench/{script} " + " ".join(argv if argv is not None else sys.argv[1:])
+    print(f"`{command}` ({dt.date.today()}; {args.properties:,} properties; code at"
+          f" {bench_data.code_version()})\n")  # fmt: skip
+    print(table(found, judged=judged))
 
 
 def deep_cursors(base: str, deep: Sequence[tuple[scenarios.Search, int]], key: str,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import subprocess
 import sys
@@ -28,8 +27,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import httpx
 
 from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.accounts.owners import owner_of
@@ -138,20 +135,9 @@ async def _produce(url: str, owners: list[str]) -> None:
 
 
 def _serve(url: str, streams: int) -> tuple[subprocess.Popen[bytes], int]:
-    port = harness.free_port()
-    env = {**os.environ, "PROPDATA_DATABASE_URL": url, "PROPDATA_LOG_LEVEL": "WARNING",
-           # streams take at most half a worker's connections
-           "PROPDATA_MAX_CONNECTIONS": str(2 * streams + 100)}  # fmt: skip
-    argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--port", str(port)]
-    server = subprocess.Popen(
-        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )  # the request log
-    for _ in range(400):
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                break
-        time.sleep(0.05)
-    return server, port
+    # Streams take at most half a worker's connections.
+    limit = str(2 * streams + 100)
+    return harness.serve_one({"PROPDATA_DATABASE_URL": url, "PROPDATA_MAX_CONNECTIONS": limit})
 
 
 async def _bench(idle: float, url: str, keys: list[tuple[str, str]], pid: int, port: int,

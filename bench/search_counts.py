@@ -17,13 +17,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime as dt
 import json
-import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,12 +64,6 @@ class CountFigures:
     answer_mb: float = 0.0
     versions: set[int] = field(default_factory=set)
 
-    @staticmethod
-    def quantile(values: list[float], q: float) -> float:
-        if len(values) < 2:
-            return values[0] if values else float("nan")
-        return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
-
 
 async def _prepare(url: str, seed: int) -> str:
     """The key and its searches; the key's secret."""
@@ -98,17 +89,7 @@ async def _prepare(url: str, seed: int) -> str:
 
 
 def _serve(url: str, as_of: dt.date) -> tuple[subprocess.Popen[bytes], int]:
-    port = harness.free_port()
-    env = {**os.environ, "PROPDATA_DATABASE_URL": url, "PROPDATA_LOG_LEVEL": "WARNING",
-           "PROPDATA_AS_OF": as_of.isoformat()}  # fmt: skip
-    argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--port", str(port)]
-    server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(1200):
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                break
-        time.sleep(0.05)
-    return server, port
+    return harness.serve_one({"PROPDATA_DATABASE_URL": url, "PROPDATA_AS_OF": as_of.isoformat()})
 
 
 async def _probe(base: str, into: list[float], stop: asyncio.Event) -> None:
@@ -148,7 +129,7 @@ async def _bench(port: int, secret: str, found: CountFigures, say: Callable[[str
         found.versions = {s["dataVersion"] for s in answer.json()["data"]}
         stop.set()
         await probe
-    q = found.quantile
+    q = harness.quantile
     say(f"{len(found.listing_ms)} listings of {SEARCHES} searches: p50"
         f" {q(found.listing_ms, 0.5):.1f} ms, p99 {q(found.listing_ms, 0.99):.1f} ms;"
         f" /health beside them: p50 {q(found.health_ms, 0.5):.1f} ms, p99"
@@ -187,7 +168,7 @@ def rows(found: CountFigures) -> list[Any]:
     """The make bench table's row of `found`."""
     from harness import Row
 
-    q = found.quantile
+    q = harness.quantile
     listing, health = q(found.listing_ms, 0.99), q(found.health_ms, 0.99)
     return [Row(
         f"18. list {SEARCHES} saved searches of {IDS:,} ids each", "embedded",

@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,12 +60,6 @@ class CapFigures:
     after_ms: list[float] = field(default_factory=list)
     """/health's latencies with the streams open."""
 
-    @staticmethod
-    def quantile(values: list[float], q: float) -> float:
-        if len(values) < 2:
-            return values[0] if values else float("nan")
-        return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
-
 
 async def _prepare(folder: Path) -> tuple[str, str]:
     url = str(folder / "propdata.db")
@@ -81,16 +72,7 @@ async def _prepare(folder: Path) -> tuple[str, str]:
 
 
 def _serve(url: str) -> tuple[subprocess.Popen[bytes], int]:
-    port = harness.free_port()
-    env = {**os.environ, "PROPDATA_DATABASE_URL": url, "PROPDATA_LOG_LEVEL": "WARNING"}
-    argv = [str(Path(sys.executable).parent / "propdata"), "serve", "--port", str(port)]
-    server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(400):
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                break
-        time.sleep(0.05)
-    return server, port
+    return harness.serve_one({"PROPDATA_DATABASE_URL": url})
 
 
 async def _ask(port: int, secret: str) -> tuple[int, asyncio.StreamWriter | None]:
@@ -154,8 +136,8 @@ async def _bench(
     say(f"{streams:,} streams of one Enterprise account asked for, {at_once} at a time:"
         f" {found.opened:,} open, {refused}; all answered in {found.answered_s:.2f} s")  # fmt: skip
     for label, values in (("while asked for", found.during_ms), ("with them open", found.after_ms)):
-        say(f"/health {label}: p50 {found.quantile(values, 0.5):.1f} ms, p99"
-            f" {found.quantile(values, 0.99):.1f} ms, max {max(values):.1f} ms"
+        say(f"/health {label}: p50 {harness.quantile(values, 0.5):.1f} ms, p99"
+            f" {harness.quantile(values, 0.99):.1f} ms, max {max(values):.1f} ms"
             f" ({len(values):,} probes)")  # fmt: skip
     return found
 
@@ -176,13 +158,13 @@ def rows(found: CapFigures) -> list[Any]:
     """The make bench table's row of `found`."""
     from harness import Row
 
-    p99 = found.quantile(found.during_ms + found.after_ms, 0.99)
+    p99 = harness.quantile(found.during_ms + found.after_ms, 0.99)
     cap = ENTERPRISE.event_streams
     refused = sum(found.refused.values())
     return [Row(
         f"17. {found.asked:,} event streams of one account, {found.at_once} asked at a time",
         "embedded",
-        p50_ms=found.quantile(found.during_ms + found.after_ms, 0.5), p99_ms=p99,
+        p50_ms=harness.quantile(found.during_ms + found.after_ms, 0.5), p99_ms=p99,
         result=f"{found.opened:,} open (the Enterprise cap), {refused:,} refused"
         f" ({', '.join(f'{n:,} {s}' for s, n in sorted(found.refused.items()))}) in"
         f" {found.answered_s:.2f} s; p50 and p99 are /health's beside them",

@@ -86,15 +86,20 @@ def unreachable(what: str, exc: BaseException) -> None:
     pytest.skip(message)
 
 
+async def postgres() -> asyncpg.Connection:
+    """A connection to the tests' PostgreSQL server (unreachable: skipped, or failed in CI)."""
+    try:
+        return await asyncpg.connect(PG_URL, timeout=5)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        unreachable("PostgreSQL at " + PG_URL, exc)
+        raise
+
+
 async def new_store(backend: str, folder: Path) -> Store:
     if backend == "embedded":
         return Store(backend, str(folder / "propdata.db"), None, folder)
     schema = "t_" + uuid.uuid4().hex[:12]
-    try:
-        conn = await asyncpg.connect(PG_URL, timeout=5)
-    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
-        unreachable("PostgreSQL at " + PG_URL, exc)
-        raise
+    conn = await postgres()
     await conn.execute(f"CREATE SCHEMA {schema}")
     await conn.close()
     try:

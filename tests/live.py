@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar, overload
+from typing import IO, Any, TypeVar, overload
 
 import httpx
 
@@ -51,6 +51,28 @@ async def until(check: Callable[[], Any], what: str, seconds: float = WAIT) -> A
         await asyncio.sleep(0.02)
 
 
+def until_sync(check: Callable[[], T], what: str, seconds: float = WAIT) -> T:
+    """`until` for a test without an event loop (a server in another process, a browser)."""
+    deadline = time.monotonic() + seconds
+    while not (found := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {seconds:g} s (last: {found!r})")
+        time.sleep(0.05)
+    return found
+
+
+def healthy(base: str, seconds: float = 60) -> None:
+    """Wait until the server at `base` answers its /health with a 200."""
+
+    def answers() -> bool:
+        try:
+            return httpx.get(base + "/health", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    until_sync(answers, f"{base} answering /health", seconds)
+
+
 @contextlib.contextmanager
 def running_server(env: dict[str, str], *, workers: int = 1) -> Iterator[str]:
     """Serve the app with `propdata serve` on a free port; yield its base URL."""
@@ -60,26 +82,22 @@ def running_server(env: dict[str, str], *, workers: int = 1) -> Iterator[str]:
 
 @contextlib.contextmanager
 def serving_process(
-    env: dict[str, str], *, workers: int = 1
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    env: dict[str, str], *, workers: int = 1, stderr: IO[bytes] | None = None,
+    unset: tuple[str, ...] = (),
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:  # fmt: skip
     """The same, yielding the base URL and the server's process (one worker: the server
-    itself; more: their supervisor)."""
+    itself; more: their supervisor). `unset`: variables of this process it does not get."""
     port = free_port()
     full = {**os.environ, "PROPDATA_LOG_LEVEL": "ERROR", **env}
+    for name in unset:
+        full.pop(name, None)
     server = subprocess.Popen(
         [sys.executable, "-m", "propdata", "serve", "--port", str(port),
-         "--workers", str(workers)], env=full,
+         "--workers", str(workers)], env=full, stderr=stderr,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(400):
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("server did not start")
+        healthy(base)
         yield base, server
     finally:
         server.terminate()

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -17,7 +15,7 @@ from propdata.ingest.loader import load
 from propdata.kit import crypto
 from tests.conftest import Store, build_store, drop_store, new_store, open_db
 from tests.factories import AS_OF, record
-from tests.live import run_apart, serving_process
+from tests.live import run_apart, serving_process, until_sync
 
 
 @pytest.fixture
@@ -331,13 +329,6 @@ def _search_index_of(base: str) -> str:
     return str(httpx.get(base + "/health", timeout=10).json()["checks"]["searchIndex"])
 
 
-def _until(condition: Any, what: str, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
-
-
 async def _change_one_record(store: Store) -> None:
     db = await open_db(store)
     try:
@@ -358,14 +349,16 @@ def test_data_status_and_health_agree_about_the_search_index(backend: str, tmp_p
     env = {**store.env(), "PROPDATA_AS_OF": "2026-11-21"}
     try:
         with serving_process(env) as (base, _):
-            _until(lambda: _search_index_of(base) == "ok", "the index, at the start")
+            until_sync(lambda: _search_index_of(base) == "ok", "the index, at the start", 60)
             code, out, err = run(env, "data", "status")
             assert code == 0, err
             assert "search index: ready for this data: the snapshot in " in out, out
             assert "and no change since it" in out, out
             run_apart(_change_one_record(store))
-            _until(lambda: "1 change since" in run(env, "data", "status")[1], "a new version")
-            _until(lambda: _search_index_of(base) == "ok", "the index, after the load")
+            until_sync(
+                lambda: "1 change since" in run(env, "data", "status")[1], "a new version", 60
+            )
+            until_sync(lambda: _search_index_of(base) == "ok", "the index, after the load", 60)
             code, out, _ = run(env, "data", "status")
             assert "search index: ready for this data: " in out and "1 change since it" in out
     finally:

@@ -104,6 +104,7 @@ async def test_health(client: Any) -> None:
     body = response.json()
     assert body["status"] == "ok" and body["checks"]["database"] == "ok"
     assert set(body["loops"]) == {
-        "searchIndex", "eventStream", "ageing", "feedPruning", "producer", "dispatcher"
+        "wakeups", "searchIndex", "eventStream", "ageing", "feedPruning", "producer",
+        "dispatcher",
     }  # fmt: skip
     assert set(body["loops"].values()) == {"ok"}

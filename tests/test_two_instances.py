@@ -17,6 +17,7 @@ import pytest
 
 from propdata.accounts.keys import CustomLimits, keys_of
 from tests.conftest import Store, build_store, create_key, drop_store, new_store
+from tests.live import healthy
 from tests.redis_support import free_port
 
 
@@ -25,17 +26,6 @@ def _start(store: Store, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "propdata", "serve", "--port", str(port), "--workers", "2"], env=env
     )
-
-
-def _wait(base: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{base} did not start")
 
 
 @pytest.fixture
@@ -47,7 +37,7 @@ def two(tmp_path: Path) -> Iterator[tuple[Store, list[str]]]:
     bases = [f"http://127.0.0.1:{port}" for port in ports]
     try:
         for base in bases:
-            _wait(base)
+            healthy(base)
         time.sleep(1.0)  # every worker up
         yield store, bases
     finally:

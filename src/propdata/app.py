@@ -344,6 +344,8 @@ async def _strict_transport(message: Message, scope: Scope) -> None:
 def build_loops(services: Services, settings: Settings) -> Loops:
     """The worker's always-running work, in the order it starts (it stops in reverse)."""
     loops: list[Loop] = [
+        # Notices between processes, which the loops below wait on: first up, last down.
+        services.wakeups,
         services.search.indexes,  # the search index, made at start and kept live
         services.streams,
         # Days on market grow and sales age out without a load (docs/api.md, decision 7).

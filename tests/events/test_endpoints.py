@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -12,6 +10,7 @@ from propdata.events import cursor
 from propdata.ingest import pipeline
 from tests.conftest import Fresh
 from tests.factories import AS_OF, record
+from tests.live import until
 
 
 def bearer(secret: str) -> dict[str, str]:
@@ -65,12 +64,14 @@ async def test_a_load_becomes_events_the_log_pages_by_cursor(fresh: Fresh) -> No
         await pipeline.run(db, [source], AS_OF)
     finally:
         await db.close()
-    seen: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 20
-    while len(seen) < 6:  # entered and listed, three times
-        assert time.monotonic() < deadline, seen
-        await asyncio.sleep(0.1)
-        seen = (await client.get("/v1/events?limit=100", headers=headers)).json()["data"]
+
+    async def six() -> list[dict[str, Any]] | None:
+        seen: list[dict[str, Any]] = (
+            await client.get("/v1/events?limit=100", headers=headers)
+        ).json()["data"]
+        return seen if len(seen) >= 6 else None  # entered and listed, three times
+
+    seen = await until(six, "six events")
     assert all(e["data"]["searchId"] == search["id"] for e in seen)
     assert (await client.get("/v1/events", headers=other)).json()["data"] == []
 
@@ -107,13 +108,14 @@ async def test_each_owner_s_events_are_numbered_1_2_3_whatever_others_have(fresh
     finally:
         await db.close()
     for headers in owners:
-        deadline = time.monotonic() + 20
-        while True:
-            page = (await client.get("/v1/events?limit=100", headers=headers)).json()
-            if len(page["data"]) >= 6:  # entered and listed, three times (and estimates)
-                break
-            assert time.monotonic() < deadline, page
-            await asyncio.sleep(0.1)
+
+        async def six_of(headers: dict[str, str] = headers) -> dict[str, Any] | None:
+            page: dict[str, Any] = (
+                await client.get("/v1/events?limit=100", headers=headers)
+            ).json()
+            return page if len(page["data"]) >= 6 else None  # entered and listed, three times
+
+        page = await until(six_of, "the owner's six events")
         held = len(page["data"])
         assert [e["sequence"] for e in page["data"]] == list(range(1, held + 1))
         assert page["meta"]["nextCursor"] == cursor.encode(held)

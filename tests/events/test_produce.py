@@ -4,6 +4,7 @@ exactly once, capped by plan, pruned after 30 days."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -62,24 +63,31 @@ class Stores:
         rows = await EventRepository(self.accounts).page(owner, 0, 100_000)
         return [json.loads(row.body) for row in rows]
 
+    @staticmethod
+    @contextlib.asynccontextmanager
+    async def opened(backend: str, folder: Path) -> AsyncIterator[Stores]:
+        """The data and accounts stores as a server has them: one PostgreSQL database, or
+        two SQLite files; dropped afterwards."""
+        made = await new_store(backend, folder)
+        data = await connect(made.url)
+        await migrate(data)
+        accounts = data
+        if made.schema is None:
+            accounts = await connect(str(folder / "propdata-accounts.db"))
+        await migrate_accounts(accounts)
+        try:
+            yield Stores(made, data, accounts)
+        finally:
+            if accounts is not data:
+                await accounts.close()
+            await data.close()
+            await drop_store(made)
+
 
 @pytest.fixture
 async def stores(backend: str, tmp_path: Path) -> AsyncIterator[Stores]:
-    """The data store and the accounts store as a server has them: two SQLite files
-    embedded, one PostgreSQL database at scale-out."""
-    made = await new_store(backend, tmp_path)
-    data = await connect(made.url)
-    await migrate(data)
-    if made.schema is None:
-        accounts = await connect(str(tmp_path / "propdata-accounts.db"))
-    else:
-        accounts = data
-    await migrate_accounts(accounts)
-    yield Stores(made, data, accounts)
-    if accounts is not data:
-        await accounts.close()
-    await data.close()
-    await drop_store(made)
+    async with Stores.opened(backend, tmp_path) as made:
+        yield made
 
 
 def ames(pid: str, **overrides: Any) -> PropertyDetail:

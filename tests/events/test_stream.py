@@ -486,13 +486,15 @@ async def test_an_owner_s_open_streams_are_bounded_across_workers_and_a_dead_one
             # worker 0 dies (its task ends, nothing more is renewed): its slot frees itself
             await workers[0].close()
             started = time.monotonic()
-            while True:
+
+            async def admitted() -> bool:
                 try:
                     await workers[1].admit(Subscriber(owner, "k", 0), 3)
-                    break
                 except RateLimitExceeded:
-                    assert time.monotonic() - started < WAIT
-                    await asyncio.sleep(0.05)
+                    return False
+                return True
+
+            await until(admitted, "the dead worker's slot freed")
             assert time.monotonic() - started >= 0.3  # not before its lease ran out
             assert other.ended is None and held[0].ended is None  # renewed meanwhile
         finally:
@@ -600,13 +602,13 @@ def test_an_account_s_streams_are_counted_across_servers(store: Store) -> None:
             async with stream(httpx.AsyncClient(base_url=first, timeout=WAIT), free):
                 refused = await c.get(second + "/v1/events/stream", headers=headers)
                 assert refused.status_code == 429, refused.text
-            deadline = time.monotonic() + WAIT
-            while True:  # the first server lets go of the slot as the stream closes
+
+            async def opened() -> bool:
                 async with c.stream("GET", second + "/v1/events/stream", headers=headers) as r:
-                    if r.status_code == 200:
-                        break
-                assert time.monotonic() < deadline
-                await asyncio.sleep(0.05)
+                    return r.status_code == 200
+
+            # The first server lets go of the slot as the stream closes.
+            await until(opened, "a stream on the second server")
 
     env = {**store.env(), **SERVER_ENV}
     with serving_process(env) as (first, _), serving_process(env) as (second, _):

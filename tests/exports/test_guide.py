@@ -13,12 +13,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
 from propdata.ingest.loader import load
-from tests.conftest import PG_URL, build_store, create_key, new_store, open_db, unreachable
+from tests.conftest import build_store, create_key, new_store, open_db, postgres
 from tests.factories import AS_OF, record
 from tests.live import run_apart, running_server
 
@@ -92,11 +91,7 @@ async def _copy_into_postgres(folder: Path, rows: int, files: list[Any]) -> None
     (sql,) = blocks("sql")
     create = sql.split("\\copy", 1)[0]
     schema = "g_" + uuid.uuid4().hex[:12]
-    try:
-        conn = await asyncpg.connect(PG_URL, timeout=5)
-    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
-        unreachable("PostgreSQL at " + PG_URL, exc)
-        raise
+    conn = await postgres()
     try:
         await conn.execute(f"CREATE SCHEMA {schema}; SET search_path = {schema}")
         await conn.execute(create)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import time
 from pathlib import Path
 
 from propdata.app import export_env
 from propdata.config import ConfigError, load_settings
 from propdata.exports.service import Exporter, ExportService
 from tests.conftest import Fresh, settings_for
+from tests.live import until
 
 WAIT = 60.0
 
@@ -53,10 +53,7 @@ async def test_one_process_of_two_makes_each_export_and_old_ones_go(
 async def test_a_server_with_export_every_makes_snapshots(fresh: Fresh, tmp_path: Path) -> None:
     tmp_path = tmp_path / "exports"
     await fresh(export_dir=str(tmp_path), export_every=3600.0, export_keep=1)
-    deadline = time.monotonic() + WAIT
-    while not ExportService(tmp_path).manifests():
-        assert time.monotonic() < deadline, "no snapshot within a minute"
-        await asyncio.sleep(0.2)
+    await until(ExportService(tmp_path).manifests, "a snapshot made", WAIT)
 
 
 def test_the_settings_read_durations_and_bounds() -> None:

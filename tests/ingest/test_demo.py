@@ -8,8 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import defaultdict
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import addfips
@@ -21,7 +19,6 @@ import zipcodes
 from propdata.ingest import demo, loader
 from propdata.kit.addresses import street_key
 from propdata.kit.db import SQLiteDatabase
-from propdata.migrations.schema import migrate
 from propdata.properties import lifecycle
 from propdata.properties.schemas import PropertyDetail
 from propdata.properties.service import PropertyService
@@ -65,14 +62,6 @@ def grinnell_by_key(grinnell_rows: dict[int, dict[str, Any]]) -> dict[str, list[
 
 def _sale_date(row: dict[str, Any]) -> str:
     return f"{row['YearSold']}-{row['MonthSold']:02d}-{row['DaySold']:02d}"
-
-
-@pytest.fixture
-async def fresh_db(tmp_path: Path) -> AsyncIterator[SQLiteDatabase]:
-    db = SQLiteDatabase(str(tmp_path / "t.db"))
-    await migrate(db)
-    yield db
-    await db.close()
 
 
 def test_ames_carries_the_assessors_parcel_numbers_and_grades(

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +36,8 @@ TABLES = ("properties", "property_histories", "meta")
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[SQLiteDatabase]:
-    database = SQLiteDatabase(str(tmp_path / "t.db"))
-    await migrate(database)
-    yield database
-    await database.close()
+def db(fresh_db: SQLiteDatabase) -> SQLiteDatabase:
+    return fresh_db
 
 
 async def import_file(db: SQLiteDatabase, path: Path, as_of: dt.date = AS_OF) -> LoadReport:

@@ -7,8 +7,6 @@ import hashlib
 import re
 import statistics
 from collections import Counter
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import addfips
 import msgspec
@@ -19,7 +17,6 @@ from propdata.ingest import loader, synthetic
 from propdata.kit.addresses import street_key
 from propdata.kit.db import SQLiteDatabase
 from propdata.kit.geography import bare_county
-from propdata.migrations.schema import migrate
 from propdata.properties import lifecycle
 from propdata.properties.schemas import PropertyDetail
 
@@ -30,14 +27,6 @@ N = 20_000
 @pytest.fixture(scope="module")
 def records() -> list[PropertyDetail]:
     return [r for _, r in synthetic.generate(N, 11, AS_OF)]
-
-
-@pytest.fixture
-async def fresh_db(tmp_path: Path) -> AsyncIterator[SQLiteDatabase]:
-    db = SQLiteDatabase(str(tmp_path / "t.db"))
-    await migrate(db)
-    yield db
-    await db.close()
 
 
 def _digest(n: int, seed: int, as_of: dt.date = AS_OF) -> str:

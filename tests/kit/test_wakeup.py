@@ -11,6 +11,7 @@ import pytest
 from propdata.kit.db import Database, PostgresDatabase, connect
 from propdata.kit.wakeup import POLL, LocalWakeups, PostgresWakeups, RedisWakeups, Wakeups
 from tests.conftest import REDIS_URL
+from tests.live import until
 
 LONG = 600.0
 """A poll no test waits for: a waiter that returns was woken by the notice."""
@@ -72,3 +73,27 @@ async def test_an_unreachable_redis_only_leaves_the_poll() -> None:
         await asyncio.wait_for(wakeups.wait("events", LONG), POLL * 5)
     finally:
         await wakeups.close()
+
+
+async def test_each_carrier_is_a_loop_that_says_whether_it_hears_the_others(
+    empty_db: Database, backend: str
+) -> None:
+    carriers: list[Wakeups] = [LocalWakeups(LONG)]
+    if isinstance(empty_db, PostgresDatabase):
+        carriers.append(PostgresWakeups(empty_db, LONG))
+    if backend == "scaleout":
+        carriers.append(RedisWakeups(REDIS_URL, LONG))
+    for wakeups in carriers:
+        assert wakeups.name == "wakeups" and wakeups.health() == "stopped"
+        await wakeups.start()
+        assert await until(lambda: wakeups.health() == "ok", f"{wakeups} listening")  # noqa: B023
+        await wakeups.stop()
+        await wakeups.stop()  # twice is harmless
+        assert wakeups.health() == "stopped"
+    away = RedisWakeups("redis://127.0.0.1:1/0", LONG)
+    await away.start()
+    try:  # notices of other processes are lost; the poll goes on
+        failing = await until(lambda: away.health().startswith("failing"), "the subscriber down")
+        assert failing
+    finally:
+        await away.stop()

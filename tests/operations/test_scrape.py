@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import KeyMaker, Store
+from tests.live import serving_process, until_sync
 from tests.redis_support import free_port
 
 PROMETHEUS = shutil.which("prometheus")
@@ -35,30 +35,12 @@ def served(store: Store, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """`propdata serve --workers 2` over the test store: its base URL and its stderr file."""
     if store.schema is not None:
         pytest.skip("one store is enough: the embedded one")
-    port = free_port()
     log = tmp_path / "server.err"
-    env = {**os.environ, "PROPDATA_DATABASE_URL": store.url, "PROPDATA_AS_OF": "2026-11-21",
-           "PROPDATA_LOG_LEVEL": "ERROR"}  # fmt: skip
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    env = {"PROPDATA_DATABASE_URL": store.url, "PROPDATA_AS_OF": "2026-11-21"}
     with log.open("wb") as err:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "propdata", "serve", "--port", str(port), "--workers", "2"],
-            env=env, stderr=err,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(400):
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("server did not start")
-        yield base, log
-    finally:
-        server.terminate()
-        server.wait(10)
+        serving = serving_process(env, workers=2, stderr=err, unset=("PROMETHEUS_MULTIPROC_DIR",))
+        with serving as (base, _):
+            yield base, log
 
 
 def _total(text: str) -> float:
@@ -88,14 +70,14 @@ def test_prometheus_scrapes_every_worker(
         assert answer.status_code == 200
         sent.append(answer.headers["x-request-id"])
     # Both workers' counts, added up (each adds its own within a second).
-    for _ in range(50):
+
+    def added_up() -> httpx.Response | None:
         exposition = httpx.get(base + "/metrics")
         assert exposition.status_code == 200
         sent.append(exposition.headers["x-request-id"])
-        if _total(exposition.text) == 40:
-            break
-        time.sleep(0.1)
-    assert _total(exposition.text) == 40
+        return exposition if _total(exposition.text) == 40 else None
+
+    exposition = until_sync(added_up, "both workers' 40 requests counted")
     checked = subprocess.run([PROMTOOL or "promtool", "check", "metrics"],
                              input=exposition.text, capture_output=True, text=True)  # fmt: skip
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -132,7 +114,7 @@ def test_prometheus_scrapes_every_worker(
         prometheus.wait(10)
 
     # One line per request: each of ours appears exactly once in the server's log.
-    time.sleep(0.2)
+    until_sync(lambda: all(rid in log.read_text() for rid in sent), "every request logged")
     ids = re.findall(r"request_id=(req_[0-9a-f]+)", log.read_text())
     assert all(ids.count(rid) == 1 for rid in sent), "a request without exactly one line"
     assert key not in log.read_text()

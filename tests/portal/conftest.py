@@ -74,6 +74,18 @@ class Person:
                               OutboxMailer(self.outbox, "test <t@localhost>"), self.clock)  # fmt: skip
 
 
+def text(html: str) -> str:
+    """A page's words, its tags dropped."""
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def attribute(row: str, name: str) -> str:
+    """The value of a row's `name` attribute (the first of that name)."""
+    found = re.search(rf'{name}="([^"]+)"', row)
+    assert found, row[:300]
+    return found.group(1)
+
+
 def new_key_of(page: str) -> str | None:
     found = re.search(r'data-testid="new-key"[^>]*>([^<]+)<', page)
     return found.group(1) if found else None

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,7 +14,7 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from tests.conftest import drop_store, new_store
-from tests.live import run_apart, running_server
+from tests.live import run_apart, running_server, until_sync
 from tests.portal.conftest import STRONG, TOKEN
 from tests.redis_support import free_port
 
@@ -61,29 +60,20 @@ def post(client: httpx.Client, path: str, fields: dict[str, str]) -> httpx.Respo
     return client.post(path, data={"csrf_token": found.group(1), **fields})
 
 
-def until(done: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def test_forgot_answers_while_the_reset_mail_is_held(served: tuple[str, HoldingInbox]) -> None:
     base, inbox = served
     known, unknown = "known@example.com", "nobody@example.com"
     # The SMTP client gives up after 15 s; a reply that waited for the mail would miss 5 s.
     with httpx.Client(base_url=base, timeout=5.0) as browser:
         assert post(browser, "/signup", {"email": known, "password": STRONG}).status_code == 303
-        assert until(lambda: known in inbox.delivered)  # its address confirmation
+        until_sync(lambda: known in inbox.delivered, "the address confirmation sent")
         browser.cookies.clear()
         inbox.open.clear()
         for address in (unknown, known):
             answer = post(browser, "/forgot", {"email": address})
             assert answer.status_code == 200 and "Check your mail" in answer.text
         assert inbox.delivered == [known]  # both answers came with no reset mail sent
-    assert until(lambda: inbox.waiting == [known])  # the known address's mail has begun
+    until_sync(lambda: inbox.waiting == [known], "the known address's mail begun")
     inbox.open.set()
-    assert until(lambda: inbox.delivered == [known, known])
+    until_sync(lambda: inbox.delivered == [known, known], "both mails delivered")
     assert inbox.waiting == [known]  # and the unknown address got none

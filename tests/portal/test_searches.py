@@ -9,7 +9,7 @@ from typing import Any
 
 from propdata.portal import searches
 from propdata.saved_searches.filters import declared
-from tests.portal.conftest import Person, other
+from tests.portal.conftest import Person, attribute, other, text
 
 PAGE = "/dashboard/searches"
 
@@ -18,14 +18,8 @@ def rows(page: str) -> list[str]:
     return re.findall(r'<article class="item" data-testid="search-row".*?</article>', page, re.S)
 
 
-def text(html: str) -> str:
-    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
-
-
 def search_id(row: str) -> str:
-    found = re.search(r'data-search-id="([^"]+)"', row)
-    assert found, row[:300]
-    return found.group(1)
+    return attribute(row, "data-search-id")
 
 
 def match_count(row: str) -> int:

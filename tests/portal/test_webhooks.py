@@ -5,7 +5,6 @@ endpoint, a form without its token) shown on the page in words (both stores)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -18,7 +17,8 @@ from standardwebhooks.webhooks import Webhook
 from propdata.config import accounts_url
 from propdata.kit.db import connect
 from propdata.webhooks.schemas import EVENT_TYPES
-from tests.portal.conftest import Person, Receiver, new_key_of, other
+from tests.live import until
+from tests.portal.conftest import Person, Receiver, attribute, new_key_of, other, text
 
 PAGE = "/dashboard/webhooks"
 
@@ -55,14 +55,8 @@ def deliveries(row: str) -> list[str]:
     return re.findall(r'<tr data-testid="attempt-row".*?</tr>', row, re.S)
 
 
-def text(html: str) -> str:
-    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
-
-
 def hook_id(row: str) -> str:
-    found = re.search(r'data-webhook-id="([^"]+)"', row)
-    assert found, row[:300]
-    return found.group(1)
+    return attribute(row, "data-webhook-id")
 
 
 def secret_of(page: str) -> str | None:
@@ -85,13 +79,12 @@ async def add(person: Person, url: str, types: list[str] = (), **fields: str) ->
 
 async def delivered(person: Person, check: Any, seconds: float = 15) -> str:
     """The page once `check(page)` holds (deliveries are made in the background)."""
-    page = ""
-    for _ in range(int(seconds / 0.1)):
+
+    async def shown() -> str | None:
         page = str((await person.client.get(PAGE)).text)
-        if check(page):
-            return page
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"not within {seconds} s: {text(page)[-1500:]}")
+        return page if check(page) else None
+
+    return await until(shown, "the deliveries on the page", seconds)
 
 
 async def test_the_page_needs_a_session_and_starts_empty(hooked: Person) -> None:

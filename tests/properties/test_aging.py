@@ -19,6 +19,7 @@ from propdata.app import HeadAsGet, create_app
 from propdata.properties.service import PropertyService
 from tests.conftest import Store, build_store, create_key, drop_store, new_store, open_db
 from tests.factories import AS_OF, event, record
+from tests.live import until
 
 LOADED = AS_OF  # 2026-11-21
 LATER = LOADED + dt.timedelta(days=10)
@@ -57,12 +58,11 @@ async def _client_on(store: Store, today: dt.date, **settings: Any) -> AsyncTest
 
 
 async def _wait_aged(client: Any, auth: dict[str, str], today: dt.date) -> None:
-    for _ in range(200):
+    async def aged() -> bool:
         answer = await client.get("/v1/properties/listed", headers=auth)
-        if answer.json()["data"]["daysOnMarket"] == (today - LOADED).days + 5:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the store was never aged")
+        return bool(answer.json()["data"]["daysOnMarket"] == (today - LOADED).days + 5)
+
+    await until(aged, "the store aged")
 
 
 @pytest.mark.parametrize("index", [True, False], ids=["index", "sql"])
@@ -83,12 +83,13 @@ async def test_ten_days_later(aging_store: Store, index: bool) -> None:
         assert lately["status"] == "recentlySold" and lately["daysOnMarket"] == 40  # list->sale
 
         async def ids(query: str) -> list[str]:
-            for _ in range(100):  # the index follows the new data version within moments
+            async def answered() -> Any:
                 answer = await client.get(f"/v1/properties?{query}", headers=auth)
-                if answer.status_code == 200:
-                    return [item["id"] for item in answer.json()["data"]]
-                await asyncio.sleep(0.02)
-            raise AssertionError(answer.text)
+                return answer if answer.status_code == 200 else None
+
+            # The index follows the new data version within moments.
+            answer = await until(answered, f"an answer to {query}")
+            return [item["id"] for item in answer.json()["data"]]
 
         assert await ids("status=recentlySold") == ["sold-lately"]
         assert set(await ids("maxDaysOnMarket=15")) == {"listed"}

@@ -5,7 +5,6 @@ transport in front of the real server), and secrets kept out of what is stored a
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 import os
@@ -20,14 +19,14 @@ from typing import Any
 import httpx
 import pytest
 
-from propdata.kit.db import Database, connect
-from propdata.migrations.schema import migrate_accounts
+from propdata.kit.db import Database
 from propdata.replication.client import FeedError
 from propdata.replication.repository import LeaseHeld, SourceRepository
 from propdata.replication.schemas import Auth, SourceConfig
 from propdata.replication.service import PassTotals, Replicator, SourceService, describe
 from tests.conftest import Store, drop_store, new_store, open_db
 from tests.events.test_produce import Stores, kinds
+from tests.live import until
 from tests.replication.odata_server import ODataServer, serving
 
 AS_OF = dt.date(2024, 6, 1)
@@ -262,10 +261,12 @@ async def test_kill_9_in_mid_pass_loses_nothing_and_counts_nothing_twice(
         await SourceService(db).add(SourceConfig(name="mls", url=server.url, page_size=2,
                                                  requests_per_hour=3_600, overlap=600))  # fmt: skip
         first = command(store, "data", "replicate", "mls", "--rejects", str(tmp_path / "r.csv"))
-        deadline = time.monotonic() + 60
-        while (await SourceService(db).get("mls")).records < 4:
-            assert first.poll() is None and time.monotonic() < deadline
-            await asyncio.sleep(0.1)
+
+        async def four_committed() -> bool:
+            assert first.poll() is None
+            return (await SourceService(db).get("mls")).records >= 4
+
+        await until(four_committed, "four records committed", 60)
         first.send_signal(signal.SIGKILL)
         first.communicate(timeout=10)
         killed_at = (await SourceService(db).get("mls")).records
@@ -285,9 +286,12 @@ async def test_kill_9_in_mid_pass_loses_nothing_and_counts_nothing_twice(
         await SourceService(db).add(SourceConfig(name="slow", url=server.url, page_size=1,
                                                  requests_per_hour=3_600))  # fmt: skip
         running = command(store, "data", "replicate", "slow")
-        while (await SourceService(db).get("slow")).state != "running":
+
+        async def holding() -> bool:
             assert running.poll() is None
-            await asyncio.sleep(0.05)
+            return (await SourceService(db).get("slow")).state == "running"
+
+        await until(holding, "the first replicator running")
         other = command(store, "data", "replicate", "slow")
         _, said = other.communicate(timeout=60)
         assert other.returncode == 3 and b"holds the lease" in said
@@ -339,18 +343,8 @@ async def test_metrics_show_the_passes_of_another_process(
 
 @pytest.fixture
 async def stores(backend: str, tmp_path: Path) -> AsyncIterator[Stores]:
-    """The data and accounts stores as a server has them (tests/events/test_produce.py)."""
-    made = await new_store(backend, tmp_path)
-    data = await open_db(made)
-    accounts = data
-    if made.schema is None:
-        accounts = await connect(str(tmp_path / "propdata-accounts.db"))
-    await migrate_accounts(accounts)
-    yield Stores(made, data, accounts)
-    if accounts is not data:
-        await accounts.close()
-    await data.close()
-    await drop_store(made)
+    async with Stores.opened(backend, tmp_path) as made:
+        yield made
 
 
 async def test_replicated_changes_become_events(stores: Stores, server: ODataServer) -> None:
@@ -383,19 +377,23 @@ async def test_every_runs_passes_until_sigterm(store: Store, server: ODataServer
         await SourceService(db).add(SourceConfig(name="mls", url=server.url, page_size=10,
                                                  requests_per_hour=360_000))  # fmt: skip
         running = command(store, "data", "replicate", "mls", "--every", "1")
-        deadline = time.monotonic() + 60
         passes = set()
-        while len(passes) < 2:  # two passes ended: the pause, then again
+
+        async def two_passes() -> bool:  # ended: the pause, then again
+            assert running.poll() is None
             source = await SourceService(db).get("mls")
             if source.state == "caught up" and source.last_pass_at is not None:
                 passes.add(source.last_pass_at)
-            assert running.poll() is None and time.monotonic() < deadline
-            await asyncio.sleep(0.2)
+            return len(passes) >= 2
+
+        await until(two_passes, "two passes ended", 60)
         server.patch("L005", ListPrice=1_000, ModificationTimestamp=stamp(COUNT))
-        while (await db.fetch_one("SELECT list_price FROM properties WHERE id = 'mls-L005'")
-               or [None])[0] != 1_000:  # fmt: skip
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.2)
+
+        async def changed() -> bool:
+            row = await db.fetch_one("SELECT list_price FROM properties WHERE id = 'mls-L005'")
+            return row is not None and row[0] == 1_000
+
+        await until(changed, "the changed price replicated", 60)
         running.send_signal(signal.SIGTERM)
         _, said = running.communicate(timeout=60)
         assert running.returncode == 0, said.decode()

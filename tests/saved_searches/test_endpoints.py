@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from typing import Any
 
 import pytest
@@ -15,6 +13,7 @@ from propdata.accounts.schemas import Account
 from propdata.ingest import pipeline
 from tests.conftest import Fresh, Store
 from tests.factories import AS_OF, record
+from tests.live import until
 
 
 def bearer(secret: str) -> dict[str, str]:
@@ -110,17 +109,18 @@ async def test_match_counts_are_counted_once_a_data_version_and_say_which(fresh:
                            AS_OF)  # fmt: skip
     finally:
         await db.close()
-    deadline = time.monotonic() + 20
-    while True:
-        listed = (await client.get("/v1/searches", headers=headers)).json()["data"]
+
+    async def counted_again() -> list[dict[str, Any]] | None:
+        listed: list[dict[str, Any]] = (await client.get("/v1/searches", headers=headers)).json()[
+            "data"
+        ]
         for search in listed:  # exact for the version it says, whichever that is
             assert search["dataVersion"] >= version
             if search["dataVersion"] == version:
                 assert search["matchCount"] in (page["meta"]["total"], len(ids))
-        if all(s["dataVersion"] > version for s in listed):
-            break
-        assert time.monotonic() < deadline, listed
-        await asyncio.sleep(0.05)
+        return listed if all(s["dataVersion"] > version for s in listed) else None
+
+    listed = await until(counted_again, "every search counted for the new version")
     total = (await client.get("/v1/properties?city=Ames&state=IA", headers=headers)).json()
     assert {s["name"]: s["matchCount"] for s in listed} == {
         "ames": total["meta"]["total"], "ids": len(ids),

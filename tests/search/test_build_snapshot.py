@@ -34,18 +34,17 @@ from propdata.search.repository import SearchRepository
 from propdata.search.service import SearchService
 from propdata.search.snapshot import ITEMS, BuildLock, Snapshots
 from tests.conftest import Store, build_store, drop_store, new_store, open_db
+from tests.live import until
 from tests.search.test_index_snapshot import (
     QUERY,
     counted,
     mapped,
-    mixed,
     ready,
     snapshot_folders,
 )
 from tests.search.test_items import built_with_items
 
 COLUMNS = INDEX_COLUMNS + ITEM_COLUMNS
-__all__ = ["mixed"]  # test_index_snapshot's fixture (module scope), used here too
 
 REAL = "from propdata.search import build_snapshot as b; sys.exit(b.main(sys.argv[1:]))"
 """The end of a test's child program: the real build, with the worker's arguments."""
@@ -107,11 +106,9 @@ def started(file: Path) -> int | None:
 
 
 async def child_pid(file: Path) -> int:
-    for _ in range(1000):
-        if (pid := started(file)) is not None:
-            return pid
-        await asyncio.sleep(0.01)
-    raise AssertionError("the child did not start within 10 s")
+    pid = await until(lambda: started(file), "the child started")
+    assert pid is not None
+    return pid
 
 
 def command_and_environment(pid: int) -> tuple[bytes, list[bytes]]:

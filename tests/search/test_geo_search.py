@@ -426,8 +426,7 @@ async def test_a_private_index_keeps_the_walk_s_version_over_one_load(
     try:
         service = SearchService(db, snapshots=None)
         service.warm()
-        assert service.indexes._building is not None
-        await service.indexes._building
+        assert await service.indexes.refreshed()
         query = (SearchFilters(zip_code="50014"), "listPrice", "asc", 10, 0)
         first = await service.search(SearchQuery(*query))
         expected = [f"w-{n:03d}" for n in range(40)]

@@ -3,9 +3,8 @@ the same distances to the bit, and the same page after a cursor."""
 
 from __future__ import annotations
 
-import asyncio
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from hypothesis import strategies as st
 from litestar.testing import AsyncTestClient
 
 from propdata.app import HeadAsGet, create_app
-from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.search import arrays
@@ -30,30 +28,36 @@ from propdata.search.repository import SearchRepository
 from propdata.search.service import SearchService
 from tests.conftest import Store, build_store, create_key, drop_store, new_store, open_db
 from tests.factories import AS_OF, record
+from tests.live import until
+
+TUNINGS = [
+    pytest.param({}, id="defaults"),
+    pytest.param({"_SORT_DIRECTLY": 0, "_FIRST_CHUNK": 8, "_LAST_CHUNK": 64}, id="walks"),
+    pytest.param({"_SELECTIVE": 1_000_000, "_SORT_DIRECTLY": 10**9}, id="sorts"),
+    pytest.param({"_SELECTIVE": 1}, id="masks"),
+]
+"""The index's walk numbers (module globals of search.index) a comparison with SQL runs
+under: each of its ways to answer is taken."""
+
+
+def tune(monkeypatch: pytest.MonkeyPatch, tuning: dict[str, int]) -> None:
+    """Set one of TUNINGS for the test."""
+    for name, value in tuning.items():
+        monkeypatch.setattr(arrays if name in ("_FIRST_CHUNK", "_LAST_CHUNK") else index_module,
+                            name, value)  # fmt: skip
+
 
 STATUSES = ("forSale", "recentlySold", "forRent", "offMarket", "pending")
 TYPES = ("singleFamily", "condo", "townhouse", "multiFamily", "land")
 
 
-@pytest.fixture(scope="module")
-async def mixed(backend: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Store]:
-    """The test catalogue plus 1,500 synthetic properties: nulls, ties and many places."""
-    made = await new_store(backend, tmp_path_factory.mktemp(f"index-{backend}"))
-    await build_store(made)
-    db = await open_db(made)
-    report = await load(db, synthetic.generate(1_500, 3, AS_OF), origin="synthetic", as_of=AS_OF)
-    assert not report.rejects
-    await db.close()
-    yield made
-    await drop_store(made)
-
-
 async def index_ready(client: AsyncTestClient[Any]) -> None:
-    for _ in range(500):
-        if (await client.get("/health")).json()["checks"]["searchIndex"] == "ok":
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the search index was not built within 5 s")
+    """Wait until the app's /health says its search index answers."""
+
+    async def ready() -> bool:
+        return bool((await client.get("/health")).json()["checks"]["searchIndex"] == "ok")
+
+    await until(ready, "the search index built")
 
 
 async def built(repo: SearchRepository, page: int = 700) -> SearchIndex:
@@ -190,21 +194,11 @@ async def compare(
     return bool(ids)
 
 
-@pytest.mark.parametrize(
-    "tuning",
-    [
-        pytest.param({}, id="defaults"),
-        pytest.param({"_SORT_DIRECTLY": 0, "_FIRST_CHUNK": 8, "_LAST_CHUNK": 64}, id="walks"),
-        pytest.param({"_SELECTIVE": 1_000_000, "_SORT_DIRECTLY": 10**9}, id="sorts"),
-        pytest.param({"_SELECTIVE": 1}, id="masks"),
-    ],
-)
+@pytest.mark.parametrize("tuning", TUNINGS)
 async def test_index_answers_what_sql_answers(
     mixed: Store, tuning: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in tuning.items():
-        monkeypatch.setattr(arrays if name in ("_FIRST_CHUNK", "_LAST_CHUNK") else index_module,
-                            name, value)  # fmt: skip
+    tune(monkeypatch, tuning)
     db = await open_db(mixed)
     try:
         repo = SearchRepository(db)
@@ -328,14 +322,13 @@ async def test_a_failing_build_is_retried_later_and_searches_go_on(
         properties = SearchService(db)
         query = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
         expected = await properties.search(SearchQuery(*query))  # starts the first build
-        assert properties.indexes._building is not None
-        await properties.indexes._building
+        assert await properties.indexes.refreshed()
         for _ in range(3):
             assert await properties.search(SearchQuery(*query)) == expected
         assert len(tries) == 1 and await properties.index_status() == "building"
         properties.indexes.tuning = KeeperSettings(retry=0)  # as PROPDATA_INDEX_RETRY=0 would
         await properties.search(SearchQuery(*query))
-        await properties.indexes._building
+        assert await properties.indexes.refreshed()
         assert len(tries) == 2
     finally:
         await db.close()
@@ -360,8 +353,7 @@ async def test_deep_pages_wait_for_the_index_while_it_builds(store: Store) -> No
             SearchQuery(SearchFilters(), "lastUpdated", "desc", 5, SQL_OFFSET_CAP)
         )
         assert shallow.meta.offset == SQL_OFFSET_CAP  # up to the cap, SQL answers
-        assert building.indexes._building is not None
-        await building.indexes._building
+        assert await building.indexes.refreshed()
         assert (await building.search(SearchQuery(*deep))).data == []  # past the end: an empty page
         await building.close()
         off = SearchService(db, search_index=False)

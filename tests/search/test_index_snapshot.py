@@ -25,11 +25,8 @@ from litestar.testing import AsyncTestClient
 
 from propdata.app import HeadAsGet, create_app
 from propdata.config import Settings
-from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
-from propdata.search import arrays
-from propdata.search import index as index_module
 from propdata.search.filters import SearchFilters
 from propdata.search.index import IndexPage, SearchIndex
 from propdata.search.keeper import KeeperSettings
@@ -47,22 +44,9 @@ from tests.conftest import (
     settings_for,
 )
 from tests.factories import AS_OF, record
-from tests.search.test_index import built, compare, index_ready, places, searches
+from tests.search.test_index import TUNINGS, built, compare, index_ready, places, searches, tune
 
 QUERY = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
-
-
-@pytest.fixture(scope="module")
-async def mixed(backend: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Store]:
-    """The test catalogue plus 1,500 synthetic properties (as test_index.py's `mixed`)."""
-    made = await new_store(backend, tmp_path_factory.mktemp(f"snapshot-{backend}"))
-    await build_store(made)
-    db = await open_db(made)
-    report = await load(db, synthetic.generate(1_500, 3, AS_OF), origin="synthetic", as_of=AS_OF)
-    assert not report.rejects
-    await db.close()
-    yield made
-    await drop_store(made)
 
 
 @pytest.fixture
@@ -121,21 +105,11 @@ def mapped(index: SearchIndex) -> bool:
     return all(isinstance(a.base, np.memmap) and not a.flags.writeable for a in arrays)
 
 
-@pytest.mark.parametrize(
-    "tuning",
-    [
-        pytest.param({}, id="defaults"),
-        pytest.param({"_SORT_DIRECTLY": 0, "_FIRST_CHUNK": 8, "_LAST_CHUNK": 64}, id="walks"),
-        pytest.param({"_SELECTIVE": 1_000_000, "_SORT_DIRECTLY": 10**9}, id="sorts"),
-        pytest.param({"_SELECTIVE": 1}, id="masks"),
-    ],
-)
+@pytest.mark.parametrize("tuning", TUNINGS)
 async def test_a_snapshot_from_disk_answers_what_sql_and_the_built_index_answer(
     mixed: Store, tuning: dict[str, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    for name, value in tuning.items():
-        monkeypatch.setattr(arrays if name in ("_FIRST_CHUNK", "_LAST_CHUNK") else index_module,
-                            name, value)  # fmt: skip
+    tune(monkeypatch, tuning)
     db = await open_db(mixed)
     try:
         repo = SearchRepository(db)

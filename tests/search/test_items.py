@@ -27,9 +27,7 @@ from propdata.search.service import SearchService
 from propdata.search.snapshot import ITEMS, MANIFEST, Snapshots
 from tests.conftest import Store, open_db
 from tests.search.test_index import places, searches
-from tests.search.test_index_snapshot import mixed, ready
-
-__all__ = ["mixed"]  # test_index_snapshot's fixture (module scope), used here too
+from tests.search.test_index_snapshot import ready
 
 
 async def test_encoded_pages_are_the_bytes_of_the_store_s_rows(

@@ -28,6 +28,7 @@ from propdata.search.service import SearchService
 from tests.conftest import Store, build_store, create_key, drop_store, new_store, open_db
 from tests.factories import AS_OF, event, record
 from tests.redis_support import free_port
+from tests.search.test_index import index_ready
 from tests.search.test_index_snapshot import ready
 
 QUERIES = [
@@ -152,10 +153,7 @@ async def test_a_removed_record_leaves_and_a_changed_one_moves_with_new_etags(fr
         assert answer.status_code == 200
         return [item["id"] for item in answer.json()["data"]], answer.headers["etag"]
 
-    for _ in range(500):
-        if (await client.get("/health")).json()["checks"]["searchIndex"] == "ok":
-            break
-        await asyncio.sleep(0.01)
+    await index_ready(client)
     db = await fresh.db()
     try:
         await _load(db, record("zz-moves", list_price=7))
@@ -196,10 +194,7 @@ async def test_a_late_version_s_searches_get_the_last_one_made_and_none_is_cache
     client, _, make_key = await fresh(cache_ttl=60, index_refresh_wait=0.1)
     headers = {"Authorization": f"Bearer {await make_key('enterprise')}"}
     path = "/v1/properties?status=forSale&sort=listPrice&order=asc&limit=5"
-    for _ in range(500):
-        if (await client.get("/health")).json()["checks"]["searchIndex"] == "ok":
-            break
-        await asyncio.sleep(0.01)
+    await index_ready(client)
     before = (await client.get(path, headers=headers)).json()["data"]
     db = await fresh.db()
     try:

@@ -17,9 +17,7 @@ from propdata.search.match import Batch, columns, matches
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 from tests.conftest import Store, open_db
-from tests.search.test_index import mixed, places, searches
-
-__all__ = ["mixed"]  # the fixture, shared with test_index
+from tests.search.test_index import places, searches
 
 
 async def test_wire_records_match_what_sql_finds(mixed: Store) -> None:

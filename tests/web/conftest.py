@@ -7,12 +7,16 @@ chromium) these tests skip, unless CI is set, where they fail.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import Store, build_store, drop_store, new_store
+from tests.live import run_apart, running_server
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 IMAGES = ROOT / "docs" / "images"
@@ -44,3 +48,16 @@ def browser() -> Iterator[object]:
             yield browser
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def serving_store(folder: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, Store]]:
+    """A built embedded store in `folder` served by `propdata serve` with `env` added: its
+    base URL and the store, dropped afterwards."""
+    store: Store = run_apart(new_store("embedded", folder))
+    run_apart(build_store(store))
+    try:
+        with running_server({**store.env(), **(env or {})}) as base:
+            yield base, store
+    finally:
+        run_apart(drop_store(store))

@@ -12,22 +12,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Store, build_store, drop_store, new_store
-from tests.live import run_apart, running_server
-from tests.web.conftest import IMAGES
+from tests.web.conftest import IMAGES, serving_store
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    store: Store = run_apart(new_store("embedded", tmp_path_factory.mktemp("docs")))
-    run_apart(build_store(store))
-    try:
-        with running_server(store.env()) as base:
-            yield base
-    finally:
-        run_apart(drop_store(store))
+    with serving_store(tmp_path_factory.mktemp("docs")) as (base, _):
+        yield base
 
 
 def test_docs_render_from_the_service_alone(browser: Any, server: str) -> None:

@@ -16,23 +16,16 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Store, build_store, drop_store, new_store
-from tests.live import run_apart, running_server
-from tests.web.conftest import IMAGES
+from tests.web.conftest import IMAGES, serving_store
 
 PASSWORD = "correct horse battery staple 42"
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    store: Store = run_apart(new_store("embedded", tmp_path_factory.mktemp("accounts")))
-    run_apart(build_store(store))
-    try:
-        # No response cache: every request the page makes below is counted.
-        with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base:
-            yield base, store.folder / "outbox"
-    finally:
-        run_apart(drop_store(store))
+    uncached = {"PROPDATA_CACHE_TTL": "0"}  # every request the page makes below is counted
+    with serving_store(tmp_path_factory.mktemp("accounts"), uncached) as (base, store):
+        yield base, store.folder / "outbox"
 
 
 def verify_link(outbox: Path, address: str) -> str:

@@ -12,29 +12,23 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Store, build_store, drop_store, new_store
-from tests.live import run_apart, running_server
 from tests.portal.conftest import Receiver
-from tests.web.conftest import IMAGES
+from tests.web.conftest import IMAGES, serving_store
 
 PASSWORD = "correct horse battery staple 42"
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    store: Store = run_apart(new_store("embedded", tmp_path_factory.mktemp("events")))
-    run_apart(build_store(store))
-    env = {**store.env(), "PROPDATA_CACHE_TTL": "0",
-           "PROPDATA_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32"}  # fmt: skip
-    try:
-        with running_server(env) as base:
-            yield base
-    finally:
-        run_apart(drop_store(store))
+    env = {"PROPDATA_CACHE_TTL": "0", "PROPDATA_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32"}
+    with serving_store(tmp_path_factory.mktemp("events"), env) as (base, _):
+        yield base
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def receiver() -> Iterator[Receiver]:
+    """One a test: the retry of the failed attempt one width's run leaves pending goes to its
+    own receiver, never into the next run's count."""
     with Receiver() as made:
         yield made
 

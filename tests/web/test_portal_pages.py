@@ -11,9 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Store, build_store, drop_store, new_store
-from tests.live import run_apart, running_server
-from tests.web.conftest import IMAGES
+from tests.web.conftest import IMAGES, serving_store
 
 pytestmark = pytest.mark.slow
 
@@ -22,13 +20,8 @@ PASSWORD = "correct horse battery staple 42"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    store: Store = run_apart(new_store("embedded", tmp_path_factory.mktemp("portal")))
-    run_apart(build_store(store))
-    try:
-        with running_server(store.env()) as base:
-            yield base
-    finally:
-        run_apart(drop_store(store))
+    with serving_store(tmp_path_factory.mktemp("portal")) as (base, _):
+        yield base
 
 
 def watch(page: Any, server: str) -> tuple[list[str], list[str]]:

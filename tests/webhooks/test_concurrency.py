@@ -10,15 +10,14 @@ import collections
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from propdata.accounts.owners import owner_of
-from propdata.kit.db import Database, address, connect
-from propdata.migrations.schema import migrate_accounts
+from propdata.kit.db import address, connect
 from propdata.webhooks.schemas import NewEndpoint
+from tests.live import until
 from tests.webhooks.deliver_apart import LEASE
 from tests.webhooks.helpers import Rig, api_key
 from tests.webhooks.receiver import receiving
@@ -26,21 +25,6 @@ from tests.webhooks.receiver import receiving
 KEY = api_key()
 OWNER = owner_of(KEY)
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-async def rig(empty_db: Database) -> AsyncIterator[Rig]:
-    await migrate_accounts(empty_db)
-    made = Rig(empty_db)
-    yield made
-    await made.close()
-
-
-async def _until(check: object, seconds: float) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not await check():  # type: ignore[operator]
-        assert asyncio.get_running_loop().time() < deadline, "not done in time"
-        await asyncio.sleep(0.1)
 
 
 async def test_two_dispatchers_deliver_each_event_to_each_endpoint_once(rig: Rig) -> None:
@@ -64,7 +48,7 @@ async def test_two_dispatchers_deliver_each_event_to_each_endpoint_once(rig: Rig
         async def all_in() -> bool:
             return len(receiver.received) >= 2000
 
-        await _until(all_in, 120)
+        await until(all_in, "every delivery made", 120)
         await asyncio.sleep(2 * 1.0)  # anything sent twice would arrive meanwhile
         for task in tasks:
             task.cancel()

@@ -4,7 +4,6 @@ five failing days, the backlog of a disabled endpoint, rotation, rebinding, redi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -15,8 +14,6 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from propdata.accounts.owners import owner_of
 from propdata.errors import Conflict, RateLimitExceeded
-from propdata.kit.db import Database
-from propdata.migrations.schema import migrate_accounts
 from propdata.webhooks.addresses import Gate, Target
 from propdata.webhooks.dispatcher import FAILING_FOR, PER_RECEIVER, HostTurn, Sender, iso
 from propdata.webhooks.schemas import EndpointChange, NewEndpoint
@@ -25,14 +22,6 @@ from tests.webhooks.receiver import receiving
 
 KEY = api_key()
 OWNER = owner_of(KEY)
-
-
-@pytest.fixture
-async def rig(empty_db: Database) -> AsyncIterator[Rig]:
-    await migrate_accounts(empty_db)
-    made = Rig(empty_db)
-    yield made
-    await made.close()
 
 
 async def _deliveries(rig: Rig, endpoint_id: str) -> list[dict[str, object]]:

@@ -3,7 +3,6 @@ and replay; every bad input a 400 naming its field; plan limits; another owner's
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import time
@@ -19,6 +18,7 @@ from propdata.events import cursor
 from propdata.events.repository import EventRepository, NewEvent
 from propdata.kit.db import connect
 from tests.conftest import Fresh, KeyMaker, Store
+from tests.live import until
 from tests.webhooks.dns_server import dns_server
 from tests.webhooks.receiver import receiving
 
@@ -280,20 +280,12 @@ async def test_the_servers_dispatcher_delivers_a_test_event(fresh: Fresh) -> Non
         made = await _make(client, secret, url=receiver.url)
         assert (await client.post(f"/v1/webhooks/{made['id']}/test",
                                   headers=bearer(secret))).status_code == 202  # fmt: skip
-        for _ in range(200):
-            if receiver.received:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: receiver.received, "the test event received")
         (got,) = receiver.received
         event = Webhook(made["secret"]).verify(got.body, got.headers)
         assert event["type"] == "webhook.test" and event["data"]["endpointId"] == made["id"]
-        for _ in range(100):
-            listed = await client.get(f"/v1/webhooks/{made['id']}/deliveries",
-                                      headers=bearer(secret))  # fmt: skip
-            (delivery,) = listed.json()["data"]
-            if delivery["status"] != "pending":
-                break
-            await asyncio.sleep(0.05)
+        (delivery,) = await _listed(client, secret, made["id"],
+                                    lambda rows: rows and rows[0]["status"] != "pending")  # fmt: skip
         assert (delivery["status"], delivery["attempt"], delivery["responseStatus"]) == (
             "succeeded", 1, 200,
         )  # fmt: skip
@@ -302,15 +294,14 @@ async def test_the_servers_dispatcher_delivers_a_test_event(fresh: Fresh) -> Non
 async def _listed(client: Any, secret: str, hook: str, done: Any) -> list[dict[str, Any]]:
     """The endpoint's deliveries list once `done(rows)` holds (attempts are made in the
     background)."""
-    deadline = time.monotonic() + 15
-    while True:
+
+    async def listed() -> list[dict[str, Any]] | None:
         answer = await client.get(f"/v1/webhooks/{hook}/deliveries", headers=bearer(secret))
         assert answer.status_code == 200, answer.text
         rows: list[dict[str, Any]] = answer.json()["data"]
-        if done(rows):
-            return rows
-        assert time.monotonic() < deadline, rows
-        await asyncio.sleep(0.05)
+        return rows if done(rows) else None
+
+    return await until(listed, f"the deliveries of {hook} as awaited")
 
 
 async def test_every_attempt_is_listed_and_any_event_sent_can_be_sent_again(fresh: Fresh) -> None:
@@ -386,10 +377,8 @@ async def test_one_owner_s_dead_name_never_delays_another_owner_s_webhooks(fresh
             await _make(client, b, url=f"http://b.test:{receiver.port}/hook")
             assert time.monotonic() - started < 1.0  # not held up by A's lookups
             (wanted,) = await _produce(accounts, await _owner(fresh.store, b), 1)
-            produced = time.monotonic()
-            while not any(r.headers["webhook-id"] == wanted for r in receiver.received):
-                assert time.monotonic() - produced < 5, "B's delivery waited behind A's name"
-                await asyncio.sleep(0.05)
+            await until(lambda: any(r.headers["webhook-id"] == wanted for r in receiver.received),
+                        "B's delivery, not held up behind A's name", 5)  # fmt: skip
         finally:
             await accounts.close()
     assert names.asked.count("a.test") >= 2  # A's deliveries were attempted meanwhile

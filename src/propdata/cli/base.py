@@ -1,17 +1,25 @@
 """What every `propdata` command shares: the typer apps, the store a command runs against,
-and the progress bars of long jobs."""
+the progress bars of long jobs, and the live line and signals of commands that run until
+stopped."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import signal
 import sqlite3
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Self, TypeVar
 
 import typer
 from rich.console import Console
+from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from propdata.config import ConfigError, Settings, load_settings
 from propdata.kit.db import Database, StoreUnavailable, connect
@@ -120,6 +128,64 @@ def progress_bars() -> Progress:
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=err, transient=False,
     )  # fmt: skip
+
+
+class LiveLine:
+    """A running command's progress on standard error: a live line on a terminal, a plain
+    line every PLAIN_EVERY seconds otherwise. Used as a context manager::
+
+        with LiveLine("feed", "feed: asking the feed") as view:
+            view.show("feed: 10 records")
+    """
+
+    PLAIN_EVERY = 5.0
+
+    def __init__(self, name: str, waiting: str) -> None:
+        self.name, self.waiting = name, waiting
+        self.live: Live | None = None
+        self.printed = time.monotonic()
+
+    def __enter__(self) -> Self:
+        if err.is_terminal:
+            self.live = Live(Text(self.waiting), console=err, refresh_per_second=4, transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+
+    def say(self, line: str) -> None:
+        """Print a line of its own, above the live line."""
+        err.print(line, highlight=False, soft_wrap=True, markup=False)
+
+    def show(self, line: str) -> None:
+        """Make `line` the live line (a plain line at most every PLAIN_EVERY seconds)."""
+        if self.live is not None:
+            self.live.update(Text(line))
+        elif time.monotonic() - self.printed >= self.PLAIN_EVERY:
+            err.print(line, highlight=False, soft_wrap=True)
+            self.printed = time.monotonic()
+
+
+@contextlib.contextmanager
+def stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+    """Set `stop` at the first SIGINT or SIGTERM (the work finishes the step in hand); exit at
+    once at the second, which rolls back an open transaction. The handlers are restored."""
+
+    def on_signal(signum: int, _: object) -> None:
+        if stop.is_set():
+            show_cursor = b"\x1b[?25h" if err.is_terminal else b""  # a live line hid it
+            os.write(2, show_cursor + b"stopped at once; the commit under way is rolled back\n")
+            os._exit(128 + signum)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class Bars:

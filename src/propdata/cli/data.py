@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.live import Live
 from rich.table import Table
-from rich.text import Text
 
 from propdata.cli.base import (
     Bars,
+    LiveLine,
     check_store,
     data_app,
     err,
@@ -26,6 +22,7 @@ from propdata.cli.base import (
     progress_bars,
     run,
     settings_or_exit,
+    stopped_by_signals,
 )
 from propdata.config import Settings, load_settings
 from propdata.kit.db import Database
@@ -156,22 +153,12 @@ def _follow(file: Path, rejects: Path | None) -> None:
         with _FollowView(followed.name, target, fresh=not mark.offset) as view:
             return await follow.follow(db, followed, settings.today(), stop, view.committed)
 
-    def on_signal(signum: int, _: object) -> None:
-        if stop.is_set():  # the second: at once (an open transaction rolls back)
-            show_cursor = b"\x1b[?25h" if err.is_terminal else b""  # the live line hid it
-            os.write(2, show_cursor + b"stopped at once; the commit under way is rolled back\n")
-            os._exit(128 + signum)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        totals = run(work, create=True)
+        with stopped_by_signals(stop):
+            totals = run(work, create=True)
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from exc
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     err.print(f"{totals.records:,} records committed in {totals.commits:,} commits"
               f" ({totals.inserted:,} new, {totals.updated:,} updated, {totals.unchanged:,}"
               f" unchanged), {totals.rejected:,} rejected.", highlight=False, soft_wrap=True)  # fmt: skip
@@ -181,51 +168,26 @@ def _follow(file: Path, rejects: Path | None) -> None:
         raise typer.Exit(1)
 
 
-class _FollowView:
-    """What `data import --follow` shows on standard error: each reject as it is committed,
-    and a live line of the totals on a terminal (a plain line every PLAIN_EVERY seconds
-    otherwise); the rejects are added to the rejects report as well."""
-
-    PLAIN_EVERY = 5.0
+class _FollowView(LiveLine):
+    """What `data import --follow` shows: each reject as it is committed, and the totals as
+    the live line; the rejects are added to the rejects report as well."""
 
     def __init__(self, name: str, target: Path | None, *, fresh: bool) -> None:
-        self.name, self.target, self.fresh = name, target, fresh
-        self.live: Live | None = None
-        self.printed = time.monotonic()
-
-    def __enter__(self) -> _FollowView:
-        if err.is_terminal:
-            self.live = Live(Text(f"{self.name}: waiting for records"), console=err,
-                             refresh_per_second=4, transient=False)  # fmt: skip
-            self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live is not None:
-            self.live.__exit__(None, None, None)
+        super().__init__(name, f"{name}: waiting for records")
+        self.target, self.fresh = target, fresh
 
     def committed(self, report: Any, totals: Any) -> None:
         from propdata.ingest import readers
 
         for r in sorted(report.rejects, key=lambda r: r.line):
             named = f" ({r.id})" if r.id else ""
-            err.print(
-                f"rejected: line {r.line}{named}: {r.reason}",
-                highlight=False,
-                soft_wrap=True,
-                markup=False,
-            )
+            self.say(f"rejected: line {r.line}{named}: {r.reason}")
         if report.rejects and self.target is not None:
             readers.write_rejects(self.target, report.rejects, append=not self.fresh)
             self.fresh = False
-        line = (f"{self.name}: {totals.records:,} records committed ({totals.inserted:,} new,"
-                f" {totals.updated:,} updated, {totals.unchanged:,} unchanged),"
-                f" {totals.rejected:,} rejected, {totals.rate():,.0f} records/s")  # fmt: skip
-        if self.live is not None:
-            self.live.update(Text(line))
-        elif time.monotonic() - self.printed >= self.PLAIN_EVERY:
-            err.print(line, highlight=False, soft_wrap=True)
-            self.printed = time.monotonic()
+        self.show(f"{self.name}: {totals.records:,} records committed ({totals.inserted:,} new,"
+                  f" {totals.updated:,} updated, {totals.unchanged:,} unchanged),"
+                  f" {totals.rejected:,} rejected, {totals.rate():,.0f} records/s")  # fmt: skip
 
 
 @data_app.command("init")

@@ -30,11 +30,17 @@ if TYPE_CHECKING:
     # (Litestar, Argon2) about 0.35 s before the workers are even started.
     from propdata.accounts.keys import KeyService
     from propdata.accounts.service import AccountService
+    from propdata.config import Settings
+    from propdata.kit.db import Database
 
 
-def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
-    """Run a key command against the accounts store, which no data load ever locks."""
-    from propdata.accounts.keys import KeyCommandError, KeyService
+def _on_accounts(
+    work: Callable[[Database, Settings], Awaitable[T]],
+    refused: tuple[type[Exception], ...],
+    code: int,
+) -> T:
+    """Run `work` against the accounts store, which no data load ever locks; what it refuses
+    (`refused`) is said on standard error and exits with `code`."""
     from propdata.app import open_stores
 
     settings = settings_or_exit()
@@ -44,7 +50,7 @@ def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
         await require_made(settings)
         db, accounts = await open_stores(settings)
         try:
-            return await work(KeyService(accounts))
+            return await work(accounts, settings)
         finally:
             if accounts is not db:
                 await accounts.close()
@@ -54,9 +60,16 @@ def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
         return asyncio.run(main())
     except NoStore:
         raise no_store(settings) from None
-    except KeyCommandError as exc:
+    except refused as exc:
         err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        raise typer.Exit(code) from exc
+
+
+def _keys(work: Callable[[KeyService], Awaitable[T]]) -> T:
+    """Run a key command against the accounts store."""
+    from propdata.accounts.keys import KeyCommandError, KeyService
+
+    return _on_accounts(lambda accounts, _: work(KeyService(accounts)), (KeyCommandError,), 2)
 
 
 _PLAN_HELP = f"{choice(NAMES)}."
@@ -208,38 +221,20 @@ def keys_revoke(key: KeyArgument) -> None:
 
 
 def _accounts(work: Callable[[AccountService], Awaitable[T]]) -> T:
-    """Run an accounts command against the accounts store (never locked by a data load)."""
+    """Run an accounts command against the accounts store."""
     from propdata.accounts.keys import KeyCommandError, KeyService
     from propdata.accounts.service import AccountService
-    from propdata.app import open_stores
     from propdata.errors import ServiceError
     from propdata.kit.mail import mailer_for
     from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 
-    settings = settings_or_exit()
-    check_store(settings, create=False)
+    async def with_service(store: Database, settings: Settings) -> T:
+        # These commands send no mail and count no attempts; the service still needs both.
+        mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
+        limiter = SQLiteLimiter(":memory:")
+        return await work(AccountService(store, KeyService(store), limiter, mailer))
 
-    async def main() -> T:
-        await require_made(settings)
-        db, store = await open_stores(settings)
-        try:
-            # These commands send no mail and count no attempts; the service still needs both.
-            mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
-            return await work(
-                AccountService(store, KeyService(store), SQLiteLimiter(":memory:"), mailer)
-            )
-        finally:
-            if store is not db:
-                await store.close()
-            await db.close()
-
-    try:
-        return asyncio.run(main())
-    except NoStore:
-        raise no_store(settings) from None
-    except (KeyCommandError, ServiceError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from exc
+    return _on_accounts(with_service, (KeyCommandError, ServiceError), 1)
 
 
 Email = Annotated[str, typer.Argument(help="The account's email address.")]

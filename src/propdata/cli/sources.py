@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -12,10 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.live import Live
-from rich.text import Text
 
-from propdata.cli.base import data_app, err, run, sources_app
+from propdata.cli.base import LiveLine, data_app, err, run, sources_app, stopped_by_signals
 from propdata.config import Settings
 from propdata.kit.db import Database
 
@@ -206,15 +203,9 @@ def data_replicate(
                 await _pause(stop, float(every), asyncio.sleep)
         return totals
 
-    def on_signal(signum: int, _: object) -> None:
-        if stop.is_set():  # the second: at once (an open transaction rolls back)
-            os.write(2, b"stopped at once; the commit under way is rolled back\n")
-            os._exit(128 + signum)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        totals = run(work, create=True)
+        with stopped_by_signals(stop):
+            totals = run(work, create=True)
     except ServiceError as exc:
         raise _fail(exc) from exc
     except LeaseHeld as exc:
@@ -222,9 +213,6 @@ def data_replicate(
                                " holds the lease); exiting. --wait waits for it."), 3) from exc  # fmt: skip
     except FeedError as exc:
         raise _fail(exc, 1) from exc
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     err.print(_summary(name, totals), highlight=False, soft_wrap=True)
     if totals.rejected:
         err.print(f"Rejected records are in {target}.", highlight=False, soft_wrap=True)
@@ -243,30 +231,13 @@ def _summary(name: str, totals: PassTotals) -> str:
             f" {totals.watermark.timestamp or '-'}")  # fmt: skip
 
 
-class _ReplicateView:
-    """`data replicate`'s progress on standard error: a live line on a terminal (a plain one
-    every PLAIN_EVERY seconds otherwise), each page's rejects into the rejects file."""
-
-    PLAIN_EVERY = 5.0
+class _ReplicateView(LiveLine):
+    """`data replicate`'s progress: the pass's totals as the live line, each page's rejects
+    into the rejects file."""
 
     def __init__(self, name: str, target: Path) -> None:
-        self.name, self.target = name, target
-        self.live: Live | None = None
-        self.printed = time.monotonic()
-
-    def __enter__(self) -> _ReplicateView:
-        if err.is_terminal:
-            self.live = Live(Text(f"{self.name}: asking the feed"), console=err,
-                             refresh_per_second=4, transient=False)  # fmt: skip
-            self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.live is not None:
-            self.live.__exit__(None, None, None)
-
-    def say(self, line: str) -> None:
-        err.print(line, highlight=False, soft_wrap=True, markup=False)
+        super().__init__(name, f"{name}: asking the feed")
+        self.target = target
 
     def page(self, totals: PassTotals) -> None:
         if totals.rejects:
@@ -277,9 +248,4 @@ class _ReplicateView:
                     writer.writerow(["id", "reason"])
                 for r in totals.rejects:
                     writer.writerow([r.id or "", r.reason])
-        line = _summary(self.name, totals)
-        if self.live is not None:
-            self.live.update(Text(line))
-        elif time.monotonic() - self.printed >= self.PLAIN_EVERY:
-            err.print(line, highlight=False, soft_wrap=True)
-            self.printed = time.monotonic()
+        self.show(_summary(self.name, totals))

@@ -1,7 +1,7 @@
 """The one shape of the server's always-running work, and the list that starts it.
 
-Each background component of a worker (the search index keeper, the event producer, the
-webhook dispatcher, the ageing, the exporter, ...) is a `Loop`: a name, `start`, `stop` and
+Each background component of a worker (the wake-ups' listener, the search index keeper, the
+event producer, the webhook dispatcher, the ageing, the exporter, ...) is a `Loop`: a name, `start`, `stop` and
 `health`. The app's lifespan builds one `Loops` and starts and stops them all from there;
 `/health` lists each one's state and `/metrics` exposes it as `propdata_loop_up`.
 

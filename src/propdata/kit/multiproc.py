@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from propdata.kit.processes import alive
+
 FOLDER_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 log = logging.getLogger("propdata")
@@ -59,7 +61,7 @@ def forget_dead_workers() -> None:
 
     pids = {int(m.group(1)) for f in Path(folder).glob("*.db") if (m := _PID.search(f.name))}
     for pid in pids - {os.getpid()}:
-        if not _alive(pid):
+        if not alive(pid):
             mark_process_dead(pid, folder)  # type: ignore[no-untyped-call]
 
 
@@ -70,13 +72,3 @@ def worker_stopped() -> None:
         from prometheus_client.multiprocess import mark_process_dead
 
         mark_process_dead(os.getpid(), folder)  # type: ignore[no-untyped-call]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -6,10 +6,14 @@ process. A notification only hurries a waiter: every wait also ends after `POLL`
 most, so a lost notification (a listener reconnecting, a carrier down, a process the carrier
 does not reach) delays the work by at most that, never loses it.
 
-    wakeups = await open_wakeups(db, redis_url)
+    wakeups = open_wakeups(db, redis_url)
+    await wakeups.start()                        # listening, as a loop of the worker
     await wakeups.notify("events")               # after the commit that made them
     await wakeups.wait("events", timeout=5.0)    # returns at the notice, or within 1 s
     await wakeups.close()
+
+Each carrier is also a `kit.loops.Loop` named "wakeups": its health says whether it hears
+the other processes ("ok") or only polls ("failing: ...").
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import redis.asyncio as aioredis
 
 from propdata.kit import redis_link
 from propdata.kit.db import Database, PostgresDatabase
+from propdata.kit.loops import OK, STOPPED, task_health
 
 log = logging.getLogger("propdata")
 
@@ -45,13 +50,29 @@ class Wakeups(Protocol):
 
     async def close(self) -> None: ...
 
+    name: str
+    """Its name among the worker's loops (`kit.loops.Loop`)."""
+
+    async def start(self) -> None:
+        """Start listening for the other processes' notices."""
+        ...
+
+    async def stop(self) -> None: ...
+
+    def health(self) -> str:
+        """ "ok" while it hears the other processes, "failing: ..." while it only polls."""
+        ...
+
 
 class LocalWakeups:
     """Inside one process: an event per topic, replaced each time it is set."""
 
+    name = "wakeups"
+
     def __init__(self, poll: float = POLL) -> None:
         self.poll = poll
         self._events: dict[str, asyncio.Event] = {}
+        self._running = False
 
     def _event(self, topic: str) -> asyncio.Event:
         event = self._events.get(topic)
@@ -74,8 +95,18 @@ class LocalWakeups:
             await asyncio.wait_for(event.wait(), max(0.0, min(timeout, self.poll)))
 
     async def close(self) -> None:
+        self._running = False
         for topic in list(self._events):
             self.wake(topic)
+
+    async def start(self) -> None:
+        self._running = True
+
+    async def stop(self) -> None:
+        await self.close()
+
+    def health(self) -> str:
+        return OK if self._running else STOPPED
 
 
 class PostgresWakeups(LocalWakeups):
@@ -129,6 +160,17 @@ class PostgresWakeups(LocalWakeups):
         await self._listen()
         await super().wait(topic, timeout)
 
+    async def start(self) -> None:
+        await super().start()
+        await self._listen()
+
+    def health(self) -> str:
+        if not self._running:
+            return STOPPED
+        if self._listener is None or self._listener.is_closed():
+            return "failing: not listening on PostgreSQL (polling)"
+        return OK
+
     async def close(self) -> None:
         await super().close()
         if self._listener is not None:
@@ -179,6 +221,14 @@ class RedisWakeups(LocalWakeups):
                 log.debug("wake-ups: the Redis subscriber stopped (%s); polling", error)
             self._reader = asyncio.create_task(self._read())
         await super().wait(topic, timeout)
+
+    async def start(self) -> None:
+        await super().start()
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.create_task(self._read())
+
+    def health(self) -> str:
+        return task_health(self._reader) if self._running else STOPPED
 
     async def close(self) -> None:
         await super().close()

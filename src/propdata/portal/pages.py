@@ -8,17 +8,18 @@ token of another session or of before sign-in, before anything changes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from litestar import Request
+from litestar import Request, Response
 from litestar.datastructures import Cookie
 from litestar.enums import RequestEncodingType
 from litestar.response import Redirect, Template
 
 from propdata.accounts.schemas import Account, ApiKey
 from propdata.accounts.service import AccountService
+from propdata.accounts.sessions import Flash
 from propdata.api import clients
 from propdata.config import Settings
 from propdata.errors import Forbidden, InvalidField, PlanLimitReached, ServiceError
@@ -170,3 +171,49 @@ def offset_of(request: Request[Any, Any, Any]) -> int:
     """Where a listed page starts (`?offset=`); anything but plain digits: the start."""
     raw = request.query_params.get("offset", "")
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else 0
+
+
+async def listed_page(
+    request: Request[Any, Any, Any], settings: Settings, accounts: AccountService,
+    render: Callable[[Visit, int], Awaitable[Template]],
+) -> Response[Any]:  # fmt: skip
+    """A page listing what an account manages through its key (saved searches, webhooks):
+    `render` of the visit and the page's offset, for a person signed in."""
+    v = await visit(request, settings, accounts)
+    if v.account is None or v.session is None:
+        return see_other(v, "/login")
+    return await render(v, offset_of(request))
+
+
+Action = Callable[[ApiKey, dict[str, Any]], Awaitable[Flash]]
+"""What a managed page's form does through the account's key; the flash the page shows next."""
+
+
+async def managed_form(
+    request: Request[Any, Any, Any], settings: Settings, accounts: AccountService, *,
+    path: str, no_key: str, action: Action,
+    again: Callable[[Visit, ServiceError, dict[str, Any]], Awaitable[Template]],
+    repeated: tuple[str, ...] = (),
+) -> Response[Any]:  # fmt: skip
+    """A form of a managed page: signed in with the form's token, then `action` through the
+    account's key (in its 60 management requests a minute), whose flash the page at `path`
+    shows next (303); or the page again (`again`) with the service's refusal. `no_key`: the
+    refusal of an account without an active key; `repeated`: fields read as lists."""
+    v, form = await checked(request, settings, accounts)
+    if v.account is None or v.session is None:
+        return see_other(v, "/login")
+    fields: dict[str, Any] = dict(form)
+    if repeated:
+        sent = await request.form()
+        for name in repeated:
+            fields[name] = [value for value in sent.getall(name, []) if isinstance(value, str)]
+    try:
+        key = await acting_key(accounts, v.account)
+        if key is None:
+            raise Forbidden(no_key)
+        await accounts.manage(key)
+        flash = await action(key, fields)
+    except ServiceError as exc:
+        return await again(v, exc, fields)
+    await accounts.set_flash(v.session, flash)
+    return see_other(v, path)

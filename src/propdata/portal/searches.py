@@ -17,22 +17,21 @@ from litestar import Request, Response, get, post
 from litestar.params import FromPath
 from litestar.response import Template
 
+from propdata.accounts.schemas import ApiKey
 from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
 from propdata.api.values import DECIMAL
 from propdata.config import Settings
-from propdata.errors import Forbidden, ServiceError
+from propdata.errors import ServiceError
 from propdata.portal.fields import LABELS, Label
 from propdata.portal.pages import (
     PER_PAGE,
     Visit,
     acting_key,
-    checked,
-    offset_of,
+    listed_page,
+    managed_form,
     page,
-    see_other,
-    visit,
     way_up,
 )
 from propdata.saved_searches.filters import declared
@@ -108,15 +107,16 @@ async def searches_page(request: Request[Any, Any, Any], settings: Injected[Sett
                         accounts: Injected[AccountService],
                         saved_searches: Injected[SavedSearchService]) -> Response[Any]:  # fmt: skip
     """The account's saved searches with their match counts, and the form that saves one."""
-    v = await visit(request, settings, accounts)
-    if v.account is None or v.session is None:
-        return see_other(v, "/login")
-    return await _page(accounts, saved_searches, v, offset=offset_of(request))
+
+    async def render(v: Visit, offset: int) -> Template:
+        return await _page(accounts, saved_searches, v, offset=offset)
+
+    return await listed_page(request, settings, accounts, render)
 
 
 async def _page(
     accounts: AccountService, saved_searches: SavedSearchService, v: Visit, status: int = 200,
-    error: ServiceError | None = None, form: dict[str, str] | None = None, offset: int = 0,
+    error: ServiceError | None = None, form: dict[str, Any] | None = None, offset: int = 0,
 ) -> Template:  # fmt: skip
     assert v.account is not None and v.session is not None
     flash = await accounts.take_flash(v.session)
@@ -142,29 +142,26 @@ async def create_search(request: Request[Any, Any, Any], settings: Injected[Sett
                         accounts: Injected[AccountService],
                         saved_searches: Injected[SavedSearchService]) -> Response[Any]:  # fmt: skip
     """Save a search from the form's name and filters; its match count shows at once."""
-    v, form = await checked(request, settings, accounts)
-    if v.account is None or v.session is None:
-        return see_other(v, "/login")
-    body: dict[str, Any] = {"name": form.get("name", ""), "filters": filters_of(form)}
-    ids = property_ids_of(form)
-    if ids:
-        body["propertyIds"] = ids
-    if not body["filters"] and ids:
-        del body["filters"]
-    try:
-        key = await acting_key(accounts, v.account)
-        if key is None:
-            raise Forbidden(NO_KEY)
-        await accounts.manage(key)  # in the account's 60 management requests a minute
+
+    async def create(key: ApiKey, form: dict[str, Any]) -> Flash:
+        body: dict[str, Any] = {"name": form.get("name", ""), "filters": filters_of(form)}
+        ids = property_ids_of(form)
+        if ids:
+            body["propertyIds"] = ids
+        if not body["filters"] and ids:
+            del body["filters"]
         made = await saved_searches.create(key, body)
-    except ServiceError as exc:
-        return await _page(accounts, saved_searches, v, exc.status, exc, form)
-    records = "record matches" if made.match_count == 1 else "records match"
-    await accounts.set_flash(v.session, Flash(notice=(
-        f"Saved “{made.name}”: {made.match_count:,} {records} it now. You will get an event"
-        " whenever one of them changes, or a record enters or leaves it."
-    )))  # fmt: skip
-    return see_other(v, PAGE)
+        records = "record matches" if made.match_count == 1 else "records match"
+        return Flash(notice=(
+            f"Saved “{made.name}”: {made.match_count:,} {records} it now. You will get an event"
+            " whenever one of them changes, or a record enters or leaves it."
+        ))  # fmt: skip
+
+    async def again(v: Visit, error: ServiceError, form: dict[str, Any]) -> Template:
+        return await _page(accounts, saved_searches, v, error.status, error, form)
+
+    return await managed_form(request, settings, accounts, path=PAGE, no_key=NO_KEY,
+                              action=create, again=again)  # fmt: skip
 
 
 @post(PAGE + "/{search_id:str}/delete", status_code=303)
@@ -172,20 +169,17 @@ async def delete_search(request: Request[Any, Any, Any], search_id: FromPath[str
                         settings: Injected[Settings], accounts: Injected[AccountService],
                         saved_searches: Injected[SavedSearchService]) -> Response[Any]:  # fmt: skip
     """Delete a saved search: it produces no more events."""
-    v, _ = await checked(request, settings, accounts)
-    if v.account is None or v.session is None:
-        return see_other(v, "/login")
-    try:
-        key = await acting_key(accounts, v.account)
-        if key is None:
-            raise Forbidden(NO_KEY)
-        await accounts.manage(key)  # in the account's 60 management requests a minute
+
+    async def delete(key: ApiKey, _: dict[str, Any]) -> Flash:
         gone = await saved_searches.get(key, search_id)
         await saved_searches.delete(key, search_id)
-    except ServiceError as exc:
-        return await _page(accounts, saved_searches, v, exc.status, exc)
-    await accounts.set_flash(v.session, Flash(notice=f"Deleted “{gone.name}”."))
-    return see_other(v, PAGE)
+        return Flash(notice=f"Deleted “{gone.name}”.")
+
+    async def again(v: Visit, error: ServiceError, _: dict[str, Any]) -> Template:
+        return await _page(accounts, saved_searches, v, error.status, error)
+
+    return await managed_form(request, settings, accounts, path=PAGE, no_key=NO_KEY,
+                              action=delete, again=again)  # fmt: skip
 
 
 ROUTES = [searches_page, create_search, delete_search]

@@ -9,7 +9,6 @@ button does, `webhooks.service` decides; its refusals are shown on the page in w
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,17 +21,16 @@ from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
-from propdata.errors import Forbidden, InvalidField, NotFound, ServiceError
+from propdata.errors import InvalidField, NotFound, ServiceError
 from propdata.events.schemas import EVENT_TYPES
 from propdata.portal.pages import (
     PER_PAGE,
+    Action,
     Visit,
     acting_key,
-    checked,
-    offset_of,
+    listed_page,
+    managed_form,
     page,
-    see_other,
-    visit,
     way_up,
 )
 from propdata.webhooks.schemas import (
@@ -91,10 +89,11 @@ async def webhooks_page(request: Request[Any, Any, Any], settings: Injected[Sett
                         accounts: Injected[AccountService],
                         webhooks: Injected[WebhookService]) -> Response[Any]:  # fmt: skip
     """The account's endpoints, each with its last deliveries, and the form that adds one."""
-    v = await visit(request, settings, accounts)
-    if v.account is None or v.session is None:
-        return see_other(v, "/login")
-    return await _page(accounts, webhooks, v, offset=offset_of(request))
+
+    async def render(v: Visit, offset: int) -> Template:
+        return await _page(accounts, webhooks, v, offset=offset)
+
+    return await listed_page(request, settings, accounts, render)
 
 
 async def _page(
@@ -132,36 +131,17 @@ async def _page(
     )  # fmt: skip
 
 
-Action = Callable[[ApiKey, dict[str, Any]], Awaitable[Flash]]
-
-
 async def _on_page(
     request: Request[Any, Any, Any], settings: Settings, accounts: AccountService,
     webhooks: WebhookService, action: Action,
 ) -> Response[Any]:  # fmt: skip
-    """A form of the page: signed in with the form's token, then `action` through the
-    account's key, whose flash the page shows next (303); or the page again with the
-    service's refusal."""
-    v, form = await checked(request, settings, accounts)
-    if v.account is None or v.session is None:
-        return see_other(v, "/login")
-    fields: dict[str, Any] = {**form, "eventTypes": await _every(request, "eventTypes")}
-    try:
-        key = await acting_key(accounts, v.account)
-        if key is None:
-            raise Forbidden(NO_KEY)
-        await accounts.manage(key)  # in the account's 60 management requests a minute
-        flash = await action(key, fields)
-    except ServiceError as exc:
-        return await _page(accounts, webhooks, v, exc.status, exc, fields)
-    await accounts.set_flash(v.session, flash)
-    return see_other(v, PAGE)
+    """A form of the page (`pages.managed_form`), its `eventTypes` checkboxes a list."""
 
+    async def again(v: Visit, error: ServiceError, fields: dict[str, Any]) -> Template:
+        return await _page(accounts, webhooks, v, error.status, error, fields)
 
-async def _every(request: Request[Any, Any, Any], name: str) -> list[str]:
-    """Every value of a repeated form field (the checkboxes' `eventTypes`)."""
-    values = (await request.form()).getall(name, [])
-    return [value for value in values if isinstance(value, str)]
+    return await managed_form(request, settings, accounts, path=PAGE, no_key=NO_KEY,
+                              action=action, again=again, repeated=("eventTypes",))  # fmt: skip
 
 
 @post(PAGE, status_code=303)

@@ -210,6 +210,23 @@ class IndexKeeper:
                     await task
         self._poller = None
 
+    async def refreshed(self) -> bool:
+        """Wait until the refresh under way (the first one builds or maps the base) has ended,
+        made or failed; False when none was under way."""
+        task = self._building
+        if task is None:
+            return False
+        await asyncio.wait({task})
+        return True
+
+    def working_on(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop its background work (the look at the data version, a refresh, a
+        fold) runs on, while any is under way; None when none is. `close` it on that loop."""
+        for task in (self._poller, self._building, self._folding):
+            if task is not None and not task.done():
+                return task.get_loop()
+        return None
+
     async def start(self) -> None:
         """`warm`, as a loop of the worker (`kit.loops.Loop`)."""
         self.warm()

@@ -137,15 +137,9 @@ class PostgresDatabase:
             numbered = self._sql[sql] = _numbered(sql)
         return numbered
 
-    @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
-        bound = self._tx.get()
-        if bound is not None:
-            try:
-                yield bound
-            except self._rejected as exc:
-                raise StoreRejected(f"PostgreSQL refused a value: {exc}") from exc
-            return
+    async def _acquire(self) -> tuple[asyncpg.Pool, asyncpg.Connection]:
+        """A pooled connection (the pool opened on first use), and its pool to release it to:
+        StoreBusy when every connection stayed in use, StoreUnavailable when none opens."""
         if self._pool is None:
             await self.open()
         pool = self._pool
@@ -162,6 +156,18 @@ class PostgresDatabase:
             raise StoreUnavailable(f"PostgreSQL unreachable: {exc!r}") from exc
         except self._unreachable as exc:
             raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        return pool, conn
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        bound = self._tx.get()
+        if bound is not None:
+            try:
+                yield bound
+            except self._rejected as exc:
+                raise StoreRejected(f"PostgreSQL refused a value: {exc}") from exc
+            return
+        pool, conn = await self._acquire()
         try:
             yield conn
         except self._unreachable as exc:
@@ -250,16 +256,7 @@ class PostgresDatabase:
     async def read_snapshot(self) -> AsyncIterator[ReadSnapshot]:
         """REPEATABLE READ, READ ONLY on a connection of its own (never the task's open
         write transaction): the snapshot is taken by its first statement."""
-        if self._pool is None:
-            await self.open()
-        pool = self._pool
-        assert pool is not None
-        try:
-            conn = await pool.acquire(timeout=self._acquire_timeout)
-        except TimeoutError as exc:
-            raise StoreBusy(f"PostgreSQL busy: no pooled connection came free: {exc!r}") from exc
-        except self._unreachable as exc:
-            raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
+        pool, conn = await self._acquire()
         try:
             reading = conn.transaction(isolation="repeatable_read", readonly=True)
             try:

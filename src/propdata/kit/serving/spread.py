@@ -30,6 +30,8 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from propdata.kit.processes import alive
+
 log = logging.getLogger("propdata")
 
 SLOTS_ENV = "PROPDATA_WORKER_SLOTS"
@@ -77,7 +79,7 @@ class WorkerSlots:
         me = os.getpid()
         for slot in range(self._slots):
             pid, _ = _SLOT.unpack_from(self._map, slot * _SLOT.size)
-            if pid in (0, me) or not _alive(pid):
+            if pid in (0, me) or not alive(pid):
                 _SLOT.pack_into(self._map, slot * _SLOT.size, me, 0)
                 return slot
         raise RuntimeError("no free worker slot")  # more workers than `propdata serve` made
@@ -92,23 +94,13 @@ class WorkerSlots:
         values, mine = self._values, self._values[self._count]
         for slot in range(self._slots):
             pid, count = values[slot * 2], values[slot * 2 + 1]
-            if slot != self.mine and pid and count + 1 < mine and _alive(pid):
+            if slot != self.mine and pid and count + 1 < mine and alive(pid):
                 now = time.monotonic()
                 if now - self._shed_at < SHED_EVERY:
                     return False
                 self._shed_at = now
                 return True
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @contextlib.contextmanager
