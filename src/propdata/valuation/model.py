@@ -254,18 +254,43 @@ def _forward_factor(
     errors = log_price[positions] - point.log_value
     score = np.maximum(errors / np.maximum(hi, 1e-9), errors / np.minimum(lo, -1e-9))
     markets = len(calibration.scale)
-    factor = np.ones(markets)
     known = np.flatnonzero(market < markets)  # a market without out-of-fold errors keeps 1
-    market, score = market[known], score[known]
-    count = np.bincount(market, minlength=markets)
-    order = np.argsort(market, kind="stable")
-    for group in np.split(order, np.cumsum(count)[:-1]):
-        if not len(group):
-            continue
+    market, state, score = market[known], subjects.state[known], score[known]
+    prior = params.conformal_prior
+    pooled = _conformal(score, params.coverage)
+    states = int(state.max()) + 1 if len(state) else 0
+    state_factor = np.full(states, pooled)
+    for code, group in _groups(state, states):
         n = len(group)
-        own = float(np.quantile(score[group], min(1.0, math.ceil((n + 1) * params.coverage) / n)))
-        factor[market[group[0]]] = (n * own + params.conformal_prior) / (n + params.conformal_prior)
-    return factor
+        state_factor[code] = (n * _conformal(score[group], params.coverage) + prior * pooled) / (
+            n + prior
+        )
+    factor = np.ones(markets)
+    for code, group in _groups(market, markets):
+        n, toward = len(group), float(state_factor[state[group[0]]])
+        factor[code] = (n * _conformal(score[group], params.coverage) + prior * toward) / (
+            n + prior
+        )
+    # Never narrower than the out-of-fold interval: a forecast is no easier than valuing a
+    # sale among its contemporaries, and a market's newest year may be an easy one.
+    return np.maximum(factor, 1.0)
+
+
+def _conformal(score: FloatArray, coverage: float) -> float:
+    """The split-conformal quantile of `score`: the `coverage` one at the finite-sample rank."""
+    n = len(score)
+    return float(np.quantile(score, min(1.0, math.ceil((n + 1) * coverage) / n)))
+
+
+def _groups(codes: IntArray, size: int) -> list[tuple[int, IntArray]]:
+    """(code, positions) of each code of `codes` that occurs."""
+    count = np.bincount(codes, minlength=size)
+    order = np.argsort(codes, kind="stable")
+    return [
+        (int(codes[group[0]]), group)
+        for group in np.split(order, np.cumsum(count)[:-1])
+        if len(group)
+    ]
 
 
 def predict(model: Model, subjects: Homes) -> Estimates:
