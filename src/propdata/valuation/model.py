@@ -271,15 +271,15 @@ def _forward_factor(
         factor[code] = (n * _conformal(score[group], params.coverage) + prior * toward) / (
             n + prior
         )
-    # Never narrower than the out-of-fold interval: a forecast is no easier than valuing a
-    # sale among its contemporaries, and a market's newest year may be an easy one.
-    return np.maximum(factor, 1.0)
+    return factor
 
 
 def _conformal(score: FloatArray, coverage: float) -> float:
-    """The split-conformal quantile of `score`: the `coverage` one at the finite-sample rank."""
+    """The split-conformal quantile of `score` (the `coverage` one at the finite-sample
+    rank), never below 1: a forecast is no easier than valuing a sale among its
+    contemporaries, and a market's newest year may be an easy one."""
     n = len(score)
-    return float(np.quantile(score, min(1.0, math.ceil((n + 1) * coverage) / n)))
+    return max(1.0, float(np.quantile(score, min(1.0, math.ceil((n + 1) * coverage) / n))))
 
 
 def _groups(codes: IntArray, size: int) -> list[tuple[int, IntArray]]:
