@@ -76,8 +76,8 @@ class Params:
     """The newest sales, this many months back, calibrate each market's interval as
     forecasts (valued by a model fitted on the sales before them)."""
     conformal_prior: float = 200.0
-    """Such sales a market needs before its own coverage correction counts as much as
-    none (the pooled interval's)."""
+    """Such sales a market (a state) needs before its own coverage correction counts as
+    much as its state's (all markets')."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,9 @@ How an estimate is made, in log price:
    and 92.5th percentiles of those errors (in units of the market's typical error, within
    bins of the estimate's comparable spread: a valuation whose comparables disagree is
    less certain) give each estimate its low and high. Each market's interval is then
-   stretched or shrunk so that it holds 85 % of the errors of the market's newest sales
-   valued as forecasts, by a model fitted on the sales before them (split conformal).
+   stretched so that it holds 85 % of the errors of the market's newest sales valued as
+   forecasts, by a model fitted on the sales before them (split conformal, leaning on
+   the market's state and on all markets where it has few such sales).
 
 Land, and any home without a living area, gets no estimate (`homes.supported`).
 
@@ -104,8 +105,8 @@ class Calibration:
     errors: int
     """Out-of-fold errors the quantiles come from."""
     factor: FloatArray
-    """Per market code: the conformal correction of its interval (1 where the pooled
-    interval holds `coverage` of its out-of-fold errors; empty: 1 everywhere)."""
+    """Per market code: the conformal correction of its interval, 1 or more (empty: 1
+    everywhere)."""
 
     def bounds(self, spread: FloatArray, market: IntArray) -> tuple[FloatArray, FloatArray]:
         """Log offsets of the interval's ends from the estimate."""
@@ -233,9 +234,10 @@ def _forward_factor(
     next sale comes after everything the model learnt from). So the sales of the last
     `conformal_months` are valued by a model fitted on the sales before them, and each
     error's score is the stretch its interval needs to hold it; a market's factor is the
-    `coverage` quantile of its scores (split-conformal, with the finite-sample rank), shrunk
-    toward 1 with a prior of `conformal_prior` sales. Empty (1 everywhere) when the
-    split leaves too few on either side.
+    `coverage` quantile of its scores (split-conformal, with the finite-sample rank),
+    shrunk toward its state's, and a state's toward all markets', each with a prior of
+    `conformal_prior` sales: a ZIP code of a few sales gets its state's correction, not
+    none. Empty (1 everywhere) when the split leaves too few on either side.
     """
     if not len(sales) or not len(calibration.scale):
         return np.zeros(0)

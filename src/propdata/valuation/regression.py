@@ -1,7 +1,8 @@
 """The valuation model's first step: a hedonic regression of log price.
 
-log price = features (living area, lot, bedrooms, bathrooms, year built, property type) + a
-national price curve over time + a state level and trend + a ZIP level and trend. The
+log price = features (living area, lot, bedrooms, bathrooms, year built, property type, and
+those of EXTRAS the training homes have) + a national price curve over time + a state
+level and trend + a ZIP level and trend. The
 features are fitted by ridge least squares; the state and ZIP terms by shrunken means and
 slopes of what the rest leaves (backfitting), so a ZIP with few sales leans on its state,
 and a state with few on the nation.
@@ -49,6 +50,21 @@ def _median(values: FloatArray, none: float = 0.0) -> float:
     return float(np.median(known)) if len(known) else none
 
 
+_BASE_FILLS = 4
+"""Fills of the features every home may have (lot, bedrooms, bathrooms, year built)."""
+Term = Callable[[FloatArray], FloatArray]
+TERMS: dict[str, tuple[Term, ...]] = {
+    "stories": (lambda v: np.clip(v, 1, 3) - 1.0,),
+    "garage_spaces": (lambda v: np.clip(v, 0, 4) / 2.0,),
+    "basement_finished_area": (lambda v: np.clip(v, 0, 3_000) / 1_000.0,),
+    "fireplaces": (lambda v: np.clip(v, 0, 3),),
+    "overall_quality": (lambda v: (v - 6.0) / 2.0, lambda v: ((v - 6.0) / 2.0) ** 2),
+    "overall_condition": (lambda v: (v - 5.0) / 2.0, lambda v: ((v - 5.0) / 2.0) ** 2),
+}
+"""The regression columns of each of EXTRAS it uses (its value, the training median where
+unknown), each with an indicator of unknown."""
+
+
 def _columns(homes: Homes, design: Design) -> Float32Array:
     """The regression columns: features (unknowns filled, with indicators) and time.
 
@@ -87,21 +103,6 @@ def _columns(homes: Homes, design: Design) -> Float32Array:
     for j, column in enumerate(columns):
         x[:, j] = column()
     return x
-
-
-_BASE_FILLS = 4
-"""Fills of the features every home may have (lot, bedrooms, bathrooms, year built)."""
-Term = Callable[[FloatArray], FloatArray]
-TERMS: dict[str, tuple[Term, ...]] = {
-    "stories": (lambda v: np.clip(v, 1, 3) - 1.0,),
-    "garage_spaces": (lambda v: np.clip(v, 0, 4) / 2.0,),
-    "basement_finished_area": (lambda v: np.clip(v, 0, 3_000) / 1_000.0,),
-    "fireplaces": (lambda v: np.clip(v, 0, 3),),
-    "overall_quality": (lambda v: (v - 6.0) / 2.0, lambda v: ((v - 6.0) / 2.0) ** 2),
-    "overall_condition": (lambda v: (v - 5.0) / 2.0, lambda v: ((v - 5.0) / 2.0) ** 2),
-}
-"""The regression columns of each of EXTRAS it uses (its value, the training median where
-unknown), each with an indicator of unknown."""
 
 
 _ROWS = 100_000
