@@ -260,17 +260,24 @@ def render(results: list[tuple[Split, Accuracy]], built: str) -> str:
         validation_coverage=VALIDATION[1],
         ames_coverage=f"{ames.coverage:.1%}",
         params=_params_table(),
+        fit_cpu=FIT_COST[0],
+        fit_wall=FIT_COST[1],
     )
 
 
 STACK_LINES = (
-    "Ames 7.6 % / 0.183 -> 7.4 % / 0.178; Grinnell 19.7 % / 0.448 -> 20.1 % / 0.448;"
-    " Sacramento 16.0 % / 0.282 -> 15.0 % / 0.276; synthetic sales 7.1 % / 0.136 ->"
-    " 7.0 % / 0.134; synthetic rentals 7.4 % / 0.163 -> 7.3 % / 0.163"
+    "Ames 7.2 % / 0.155 -> 6.5 % / 0.150; Grinnell 20.8 % / 0.453 -> 19.9 % / 0.447;"
+    " Sacramento 16.4 % / 0.295 -> 17.1 % / 0.292; synthetic sales 7.2 % / 0.135 ->"
+    " 7.2 % / 0.134; synthetic rentals 8.3 % / 0.165 -> 7.9 % / 0.164"
 )
 """What `tools.valuation_experiments --only stack` printed, split by split (its last run)."""
 
 
+FIT_COST = (
+    "13.7 s without the fields, 14.4 s with them (means; paired differences -0.4 to +1.4 s)",
+    "totals 21.3-62.7 s without, 16.0-69.6 s with",
+)
+"""What `bench/valuation_fit.py` printed (its last runs, 2026-11-28): CPU, wall."""
 FEATURE_LINES = (
     "none 8.6 % / 0.169; 8.3 % / 0.184, all six **6.1 % / 0.123; 7.2 % / 0.155**; all but"
     " stories 6.3 % / 0.125; 7.5 % / 0.154, all but garage spaces 6.5 % / 0.125; 7.2 % / 0.155,"
@@ -396,7 +403,9 @@ square of log(estimate) - log(price). Coverage: the share of test prices inside 
   `python -m tools.valuation_experiments --only stack` (a one-off experiment, not rerun
   by this command) on the held-out sales above, median error and log RMSE, first stage
   alone -> stack: {stack_lines}.
-  Not adopted: adopting it means scikit-learn at run time, storing the trees with the
+  It would take Ames under 7 % (the setting cross-validation chose everywhere: absolute
+  loss, 31 leaves), but moves the other rows by a few tenths either way, Sacramento's
+  median the wrong way. Not adopted: adopting it means scikit-learn at run time, storing the trees with the
   models (no pickle) and a predictor that values a load's records as the rebuild does,
   calibrating the interval on the stack's errors (a fit per fold), and a boosted
   prediction for each of a million homes in every rebuild.
@@ -491,6 +500,16 @@ one held-out fold per model), a third finding comparables, a third reading and w
 That figure was measured without the conformal step of the interval, which adds one fit
 per model (on the sales before its last 12 months) and values those months' sales; on
 the report's store it took the synthetic sales' evaluation from 1.9 s to 8.9 s.
+
+The optional fields cost six more columns read per property and, in the regression, two
+or three columns per field that some training home has (the synthetic set has stories
+only; a field no training home has adds nothing). On one store of 200,000 synthetic
+properties (`propdata data generate --properties 200000 --seed 7`), the rebuild's read
+and both fits, checkouts without and with the fields alternated five times in one run
+(`python bench/valuation_fit.py STORE`, each checkout's `src` on `PYTHONPATH`, load
+average about 8 from other jobs): CPU {fit_cpu}; the wall times moved more with the load
+than between the two ({fit_wall}). The valuation endpoint does no model work: it reads
+what the rebuild stored.
 """
 
 
