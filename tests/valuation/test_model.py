@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from propdata.valuation import model as avm
-from propdata.valuation.homes import LAND, FloatArray, Homes
+from propdata.valuation.homes import EXTRAS, LAND, FloatArray, Homes, no_extras
 
 
 def homes(n: int, seed: int = 3, kind: int = 0) -> tuple[Homes, FloatArray]:
@@ -28,7 +28,7 @@ def homes(n: int, seed: int = 3, kind: int = 0) -> tuple[Homes, FloatArray]:
         longitude=lon, living_area=area, lot_size=rng.uniform(3_000, 12_000, n),
         bedrooms=rng.integers(1, 6, n).astype(np.float64),
         bathrooms=rng.integers(1, 4, n).astype(np.float64), year_built=year,
-        kind=np.full(n, kind, dtype=np.int64), month=month,
+        kind=np.full(n, kind, dtype=np.int64), extras=no_extras(n), month=month,
     )  # fmt: skip
     return built, log_price
 
@@ -107,3 +107,42 @@ def test_too_few_newest_sales_leave_the_pooled_interval() -> None:
     early = sales.take(np.flatnonzero(sales.month < sales.month.min() + 13))
     model = avm.fit(early, log_price[sales.month < sales.month.min() + 13])
     assert not len(model.calibration.factor)
+
+
+def test_a_factor_is_never_below_one() -> None:
+    """A market whose newest sales are valued better than the random folds' keeps the
+    out-of-fold interval: a forecast is no easier than a valuation among contemporaries."""
+    sales, log_price = homes(1_500)
+    old = sales.month < sales.month.max() - 12
+    noisy = np.where(old, log_price + np.random.default_rng(9).normal(0, 0.2, len(sales)),
+                     log_price)  # fmt: skip
+    factor = avm.fit(sales, noisy).calibration.factor
+    assert len(factor) and np.all(factor >= 1.0)
+
+
+def test_the_fields_a_record_has_are_learnt_and_missing_ones_cost_nothing() -> None:
+    """Prices that rise with the quality grade: where one market's homes carry the grade,
+    its homes are valued closer than by a model that is not given it, and the other
+    market's homes (no grade) are valued as well as without it."""
+    sales, log_price = homes(1_200)
+    subjects, truth = homes(300, seed=7)
+    rng = np.random.default_rng(11)
+    column = EXTRAS.index("overall_quality")
+
+    def graded(built: Homes, price: FloatArray) -> tuple[Homes, FloatArray]:
+        quality = rng.integers(3, 10, len(built)).astype(np.float64)
+        extras = no_extras(len(built))
+        extras[:, column] = np.where(built.market == 0, quality, np.nan)
+        with_grade = Homes(**{**{f: getattr(built, f) for f in Homes.__dataclass_fields__},
+                              "extras": extras})  # fmt: skip
+        return with_grade, price + np.where(built.market == 0, 0.1 * (quality - 6), 0.0)
+
+    sales, log_price = graded(sales, log_price)
+    subjects, truth = graded(subjects, truth)
+    blind = Homes(**{**{f: getattr(sales, f) for f in Homes.__dataclass_fields__},
+                     "extras": no_extras(len(sales))})  # fmt: skip
+    error = np.abs(np.log(avm.predict(avm.fit(sales, log_price), subjects).value) - truth)
+    blind_error = np.abs(np.log(avm.predict(avm.fit(blind, log_price), subjects).value) - truth)
+    first = subjects.market == 0
+    assert np.median(error[first]) < 0.7 * np.median(blind_error[first])
+    assert np.median(error[~first]) < 1.1 * np.median(blind_error[~first])

@@ -4,12 +4,15 @@ from its header and only the blocks of the homes' markets."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 
+import msgspec
 import numpy as np
 
 from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
+from propdata.properties.schemas import PropertyDetail
 from propdata.valuation import stored
 from propdata.valuation.homes import Params
 from propdata.valuation.rebuild import fit_stock, read_stock, value_homes
@@ -17,8 +20,20 @@ from propdata.valuation.rebuild import fit_stock, read_stock, value_homes
 AS_OF = dt.date(2026, 11, 21)
 
 
+def _graded(items: list[tuple[int, PropertyDetail]]) -> list[tuple[int, PropertyDetail]]:
+    """Every other record with a garage, a finished basement, fireplaces and grades (as
+    Ames's carry), the rest without."""
+    return [
+        (n, msgspec.structs.replace(r, garage_spaces=float(n % 3), basement_finished_area=100 * n,
+                                    fireplaces=n % 2, overall_quality=1 + n % 10,
+                                    overall_condition=1 + n % 9))
+        if n % 2 else (n, r)
+        for n, r in items
+    ]  # fmt: skip
+
+
 async def test_a_stored_model_values_as_the_fitted_one(empty_db: Database) -> None:
-    items = list(synthetic.generate(900, 6, AS_OF))
+    items = _graded(list(synthetic.generate(900, 6, AS_OF)))
     assert not (await load(empty_db, items, origin="synthetic", as_of=AS_OF)).rejects
     stock = await read_stock(empty_db, AS_OF)
     fitted = fit_stock(stock, stock.sales, AS_OF, Params())
@@ -45,6 +60,47 @@ async def test_a_stored_model_values_as_the_fitted_one(empty_db: Database) -> No
     expected = [[fitted.ids[j] if j >= 0 else None for j in row]
                 for row in here.estimates.comparables[rows].tolist()]  # fmt: skip
     assert named == expected
+
+
+async def test_a_model_stored_without_the_optional_fields_still_values(
+    empty_db: Database,
+) -> None:
+    """A model stored before EXTRAS (no `extras` in its header, blocks without them, four
+    fills) reads back and values as it did: none of its homes had them."""
+    items = [(n, msgspec.structs.replace(r, stories=None))
+             for n, r in synthetic.generate(600, 8, AS_OF)]  # fmt: skip
+    assert not (await load(empty_db, items, origin="synthetic", as_of=AS_OF)).rejects
+    stock = await read_stock(empty_db, AS_OF)
+    fitted = fit_stock(stock, stock.sales, AS_OF, Params())
+    assert fitted.model is not None
+    here = value_homes(fitted, stock.homes, AS_OF)
+    header, blocks = stored.encode(fitted)
+    with np.load(io.BytesIO(header), allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files if name != "extras"}
+    arrays["fills"] = arrays["fills"][:4]
+    assert not np.isfinite(fitted.model.core.regression.design.fills[4:]).any()
+    buffer = io.BytesIO()
+    np.savez(buffer, allow_pickle=False, **arrays)
+    plain = [
+        stored.Block(b.zip_code, b.ids, _without_extras(np.frombuffer(b.sales, stored.BLOCK)))
+        for b in blocks
+    ]
+    back = stored.decode(buffer.getvalue(), plain)
+    homes = type(stock.homes)(**{**{n: getattr(stock.homes, n) for n in stock.homes.__dataclass_fields__},
+                                 "owner": stored.owner_codes(back, stock.ids)})  # fmt: skip
+    there = value_homes(back, homes, AS_OF)
+    assert np.isfinite(there.estimates.value).any()
+    for name in ("value", "low", "high"):
+        assert np.array_equal(getattr(here.estimates, name), getattr(there.estimates, name),
+                              equal_nan=True), name  # fmt: skip
+
+
+def _without_extras(records: np.typing.NDArray[np.void]) -> bytes:
+    names = [n for n in records.dtype.names or () if n != "extras"]
+    plain = np.empty(len(records), dtype=[(n, records.dtype[n]) for n in names])
+    for name in names:
+        plain[name] = records[name]
+    return plain.tobytes()
 
 
 def test_a_vocabulary_codes_what_it_lacks_past_its_end() -> None:

@@ -22,6 +22,12 @@ BoolArray = npt.NDArray[np.bool_]
 KINDS = ("singleFamily", "condo", "townhouse", "multiFamily", "land")
 """Property types by code; -1 is unknown (a source that does not say)."""
 LAND = KINDS.index("land")
+EXTRAS = (
+    "stories", "garage_spaces", "basement_finished_area", "fireplaces", "overall_quality",
+    "overall_condition",
+)  # fmt: skip
+"""Features some sources carry and others leave null: the columns of `Homes.extras`, in
+this order (the store's column names)."""
 EPOCH = dt.date(2000, 1, 1)
 MONTH_DAYS = 30.4375
 
@@ -70,8 +76,8 @@ class Params:
     """The newest sales, this many months back, calibrate each market's interval as
     forecasts (valued by a model fitted on the sales before them)."""
     conformal_prior: float = 200.0
-    """Such sales a market needs before its own coverage correction counts as much as
-    none (the pooled interval's)."""
+    """Such sales a market (a state) needs before its own coverage correction counts as
+    much as its state's (all markets')."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +100,8 @@ class Homes:
     bathrooms: FloatArray
     year_built: FloatArray
     kind: IntArray
+    extras: FloatArray
+    """One column per name of EXTRAS (rows are homes), NaN where unknown."""
     month: FloatArray
 
     def __len__(self) -> int:
@@ -138,6 +146,11 @@ class Vocabulary:
         return np.fromiter(
             (codes.setdefault(v, len(codes)) for v in values), dtype=np.int64, count=len(values)
         )
+
+
+def no_extras(n: int) -> FloatArray:
+    """`Homes.extras` of n homes that carry none of EXTRAS."""
+    return np.full((n, len(EXTRAS)), np.nan)
 
 
 def floats(values: Sequence[float | int | None]) -> FloatArray:

@@ -19,8 +19,9 @@ How an estimate is made, in log price:
    and 92.5th percentiles of those errors (in units of the market's typical error, within
    bins of the estimate's comparable spread: a valuation whose comparables disagree is
    less certain) give each estimate its low and high. Each market's interval is then
-   stretched or shrunk so that it holds 85 % of the errors of the market's newest sales
-   valued as forecasts, by a model fitted on the sales before them (split conformal).
+   stretched so that it holds 85 % of the errors of the market's newest sales valued as
+   forecasts, by a model fitted on the sales before them (split conformal, leaning on
+   the market's state and on all markets where it has few such sales).
 
 Land, and any home without a living area, gets no estimate (`homes.supported`).
 
@@ -104,8 +105,8 @@ class Calibration:
     errors: int
     """Out-of-fold errors the quantiles come from."""
     factor: FloatArray
-    """Per market code: the conformal correction of its interval (1 where the pooled
-    interval holds `coverage` of its out-of-fold errors; empty: 1 everywhere)."""
+    """Per market code: the conformal correction of its interval, 1 or more (empty: 1
+    everywhere)."""
 
     def bounds(self, spread: FloatArray, market: IntArray) -> tuple[FloatArray, FloatArray]:
         """Log offsets of the interval's ends from the estimate."""
@@ -233,9 +234,10 @@ def _forward_factor(
     next sale comes after everything the model learnt from). So the sales of the last
     `conformal_months` are valued by a model fitted on the sales before them, and each
     error's score is the stretch its interval needs to hold it; a market's factor is the
-    `coverage` quantile of its scores (split-conformal, with the finite-sample rank), shrunk
-    toward 1 with a prior of `conformal_prior` sales. Empty (1 everywhere) when the
-    split leaves too few on either side.
+    `coverage` quantile of its scores (split-conformal, with the finite-sample rank),
+    shrunk toward its state's, and a state's toward all markets', each with a prior of
+    `conformal_prior` sales: a ZIP code of a few sales gets its state's correction, not
+    none. Empty (1 everywhere) when the split leaves too few on either side.
     """
     if not len(sales) or not len(calibration.scale):
         return np.zeros(0)
@@ -254,18 +256,43 @@ def _forward_factor(
     errors = log_price[positions] - point.log_value
     score = np.maximum(errors / np.maximum(hi, 1e-9), errors / np.minimum(lo, -1e-9))
     markets = len(calibration.scale)
-    factor = np.ones(markets)
     known = np.flatnonzero(market < markets)  # a market without out-of-fold errors keeps 1
-    market, score = market[known], score[known]
-    count = np.bincount(market, minlength=markets)
-    order = np.argsort(market, kind="stable")
-    for group in np.split(order, np.cumsum(count)[:-1]):
-        if not len(group):
-            continue
+    market, state, score = market[known], subjects.state[known], score[known]
+    prior = params.conformal_prior
+    pooled = _conformal(score, params.coverage)
+    states = int(state.max()) + 1 if len(state) else 0
+    state_factor = np.full(states, pooled)
+    for code, group in _groups(state, states):
         n = len(group)
-        own = float(np.quantile(score[group], min(1.0, math.ceil((n + 1) * params.coverage) / n)))
-        factor[market[group[0]]] = (n * own + params.conformal_prior) / (n + params.conformal_prior)
+        state_factor[code] = (n * _conformal(score[group], params.coverage) + prior * pooled) / (
+            n + prior
+        )
+    factor = np.ones(markets)
+    for code, group in _groups(market, markets):
+        n, toward = len(group), float(state_factor[state[group[0]]])
+        factor[code] = (n * _conformal(score[group], params.coverage) + prior * toward) / (
+            n + prior
+        )
     return factor
+
+
+def _conformal(score: FloatArray, coverage: float) -> float:
+    """The split-conformal quantile of `score` (the `coverage` one at the finite-sample
+    rank), never below 1: a forecast is no easier than valuing a sale among its
+    contemporaries, and a market's newest year may be an easy one."""
+    n = len(score)
+    return max(1.0, float(np.quantile(score, min(1.0, math.ceil((n + 1) * coverage) / n))))
+
+
+def _groups(codes: IntArray, size: int) -> list[tuple[int, IntArray]]:
+    """(code, positions) of each code of `codes` that occurs."""
+    count = np.bincount(codes, minlength=size)
+    order = np.argsort(codes, kind="stable")
+    return [
+        (int(codes[group[0]]), group)
+        for group in np.split(order, np.cumsum(count)[:-1])
+        if len(group)
+    ]
 
 
 def predict(model: Model, subjects: Homes) -> Estimates:

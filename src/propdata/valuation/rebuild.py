@@ -32,6 +32,7 @@ from propdata.valuation import model as avm
 from propdata.valuation import stored
 from propdata.valuation.homes import (
     EPOCH,
+    EXTRAS,
     MONTH_DAYS,
     FloatArray,
     Homes,
@@ -40,6 +41,7 @@ from propdata.valuation.homes import (
     Vocabulary,
     floats,
     kind_codes,
+    no_extras,
     supported,
 )
 from propdata.valuation.repository import (
@@ -70,12 +72,17 @@ NUMERIC_COLUMNS = (
     "bathrooms",
     "year_built",
 )
-"""The HOME_COLUMNS the model reads as numbers (None becomes NaN)."""
+"""The HOME_COLUMNS the model reads as numbers (None becomes NaN); EXTRAS are read too."""
 EVENT_FIELDS = ("property_id", "date", "event", "price")
 """What `_Columns.add_events` reads of each priced event, unpacked in this order."""
 
 
 # -- what a rebuild reads ---------------------------------------------------------------------
+
+
+def extras_of(columns: dict[str, tuple[Any, ...]]) -> FloatArray:
+    """`Homes.extras` of HOME_COLUMNS columns (None becomes NaN)."""
+    return np.column_stack([floats(columns[name]) for name in EXTRAS]).reshape(-1, len(EXTRAS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +137,7 @@ class _Columns:
         for name in NUMERIC_COLUMNS:
             self._add(name, floats(columns[name]))
         self._add("kind", kind_codes(columns["property_type"]))
+        self._add("extras", extras_of(columns))
 
     def _add(self, name: str, values: np.typing.NDArray[np.generic]) -> None:
         self.parts.setdefault(name, []).append(values)
@@ -165,6 +173,9 @@ class _Columns:
             bathrooms=joined("bathrooms").astype(np.float64),
             year_built=joined("year_built").astype(np.float64),
             kind=joined("kind").astype(np.int64),
+            extras=(
+                np.concatenate(self.parts["extras"]) if self.parts.get("extras") else no_extras(0)
+            ),
             month=np.zeros(n),
         )
         sales, rentals = (self._priced(kind) for kind in (SALE, RENTAL))
@@ -592,5 +603,6 @@ def _homes_of(fitted: Fitted, ids: list[str], columns: dict[str, tuple[Any, ...]
         market=zips,
         **{name: floats(columns[name]) for name in NUMERIC_COLUMNS},
         kind=kind_codes(columns["property_type"]),
+        extras=extras_of(columns),
         month=np.zeros(len(ids)),
     )

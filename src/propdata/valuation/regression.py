@@ -1,7 +1,8 @@
 """The valuation model's first step: a hedonic regression of log price.
 
-log price = features (living area, lot, bedrooms, bathrooms, year built, property type) + a
-national price curve over time + a state level and trend + a ZIP level and trend. The
+log price = features (living area, lot, bedrooms, bathrooms, year built, property type, and
+those of EXTRAS the training homes have) + a national price curve over time + a state
+level and trend + a ZIP level and trend. The
 features are fitted by ridge least squares; the state and ZIP terms by shrunken means and
 slopes of what the rest leaves (backfitting), so a ZIP with few sales leans on its state,
 and a state with few on the nation.
@@ -9,6 +10,7 @@ and a state with few on the nation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -16,7 +18,7 @@ from functools import partial
 import numpy as np
 import numpy.typing as npt
 
-from propdata.valuation.homes import LAND, Float32Array, FloatArray, Homes, IntArray, Params
+from propdata.valuation.homes import EXTRAS, LAND, Float32Array, FloatArray, Homes, IntArray, Params
 
 # -- features ------------------------------------------------------------------------------
 
@@ -26,7 +28,8 @@ class Design:
     """How features become regression columns: the fill values learnt from training sales."""
 
     fills: FloatArray
-    """Median of log lot, bedrooms, bathrooms, year built (for unknowns)."""
+    """Median of log lot, bedrooms, bathrooms, year built, then of each of EXTRAS (for
+    unknowns). A design of four fills (a model stored before EXTRAS) has no EXTRAS terms."""
     knots: FloatArray
 
 
@@ -35,15 +38,31 @@ def _design_of(sales: Homes, params: Params) -> Design:
     fills = np.array([
         _median(lot), _median(sales.bedrooms), _median(sales.bathrooms),
         _median(sales.year_built),
+        *(_median(sales.extras[:, j], np.nan) for j in range(len(EXTRAS))),
     ])  # fmt: skip
     start, end = float(sales.month.min()), float(sales.month.max())
     knots = np.arange(start + params.time_knots, end, params.time_knots)
     return Design(fills=fills, knots=knots)
 
 
-def _median(values: FloatArray) -> float:
+def _median(values: FloatArray, none: float = 0.0) -> float:
     known = values[~np.isnan(values)]
-    return float(np.median(known)) if len(known) else 0.0
+    return float(np.median(known)) if len(known) else none
+
+
+_BASE_FILLS = 4
+"""Fills of the features every home may have (lot, bedrooms, bathrooms, year built)."""
+Term = Callable[[FloatArray], FloatArray]
+TERMS: dict[str, tuple[Term, ...]] = {
+    "stories": (lambda v: np.clip(v, 1, 3) - 1.0,),
+    "garage_spaces": (lambda v: np.clip(v, 0, 4) / 2.0,),
+    "basement_finished_area": (lambda v: np.clip(v, 0, 3_000) / 1_000.0,),
+    "fireplaces": (lambda v: np.clip(v, 0, 3),),
+    "overall_quality": (lambda v: (v - 6.0) / 2.0, lambda v: ((v - 6.0) / 2.0) ** 2),
+    "overall_condition": (lambda v: (v - 5.0) / 2.0, lambda v: ((v - 5.0) / 2.0) ** 2),
+}
+"""The regression columns of each of EXTRAS it uses (its value, the training median where
+unknown), each with an indicator of unknown."""
 
 
 def _columns(homes: Homes, design: Design) -> Float32Array:
@@ -70,6 +89,14 @@ def _columns(homes: Homes, design: Design) -> Float32Array:
     for code in range(LAND):
         columns += [partial(np.equal, homes.kind, code),
                     partial(lambda c: (homes.kind == c) * area, code)]  # fmt: skip
+    for j, fill in enumerate(design.fills[_BASE_FILLS:].tolist()):
+        # No column for a field no training home has (fill NaN): it would be constant.
+        if EXTRAS[j] in TERMS and not math.isnan(fill):
+            values = homes.extras[:, j]
+            known = ~np.isnan(values)
+            filled = np.where(known, values, fill)
+            columns += [partial(lambda f, v: f(v), f, filled) for f in TERMS[EXTRAS[j]]]
+            columns.append(partial(np.logical_not, known))
     columns.append(lambda: t / 120.0)
     columns += [partial(lambda k: np.maximum(t - k, 0.0) / 120.0, knot) for knot in design.knots]
     x = np.empty((len(homes), len(columns)), dtype=np.float32)

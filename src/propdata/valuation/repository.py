@@ -14,7 +14,8 @@ from propdata.properties.repository import unpack_events
 
 HOME_COLUMNS = (
     "id", "zip_code", "state", "latitude", "longitude", "living_area", "lot_size", "bedrooms",
-    "bathrooms", "year_built", "property_type",
+    "bathrooms", "year_built", "property_type", "stories", "garage_spaces",
+    "basement_finished_area", "fireplaces", "overall_quality", "overall_condition",
 )  # fmt: skip
 """What `home_page` reads of each property, in this order."""
 

@@ -19,12 +19,12 @@ import io
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from propdata.valuation import model as avm
-from propdata.valuation.homes import FloatArray, Homes, IntArray, Params
+from propdata.valuation.homes import EXTRAS, FloatArray, Homes, IntArray, Params, no_extras
 from propdata.valuation.regression import Design, Levels, Regression
 
 
@@ -50,14 +50,17 @@ class Fitted:
     price: FloatArray
 
 
-BLOCK = np.dtype([
+_FIELDS = [
     ("zip_code", "<i8"), ("state", "<i8"), ("market", "<i8"), ("latitude", "<f8"),
     ("longitude", "<f8"), ("living_area", "<f8"), ("lot_size", "<f8"), ("bedrooms", "<f8"),
     ("bathrooms", "<f8"), ("year_built", "<f8"), ("kind", "<i8"), ("month", "<f8"),
     ("residual", "<f8"), ("day", "<i8"), ("price", "<f8"),
-])  # fmt: skip
+]  # fmt: skip
+BLOCK = np.dtype([*_FIELDS, ("extras", "<f8", (len(EXTRAS),))])
 """One training sale of a market's block: its home at the sale month (but its owner, which
 is its property id), its regression residual, day and price."""
+_PLAIN_BLOCK = np.dtype(_FIELDS)
+"""A block of a model stored without EXTRAS (its header has no `extras`): none known."""
 _HOME_FIELDS = tuple(name for name in BLOCK.names or () if name not in ("residual", "day", "price"))
 
 
@@ -78,6 +81,7 @@ def encode(fitted: Fitted) -> tuple[bytes, list[Block]]:
         "states": np.array(fitted.states, dtype=np.str_),
         "counts": fitted.counts,
         "newest": fitted.newest,
+        "extras": np.array(EXTRAS, dtype=np.str_),
     }
     blocks: list[Block] = []
     if fitted.model is not None:
@@ -128,10 +132,11 @@ def decode(header: bytes, blocks: Sequence[Block]) -> Fitted:
         a = {name: archive[name] for name in archive.files}
     as_of, zips, states = str(a["as_of"]), a["zips"].tolist(), a["states"].tolist()
     counts, newest = a["counts"].astype(np.int64), a["newest"].astype(np.int64)
+    block = BLOCK if "extras" in a else _PLAIN_BLOCK
     records = (
-        np.concatenate([np.frombuffer(b.sales, dtype=BLOCK) for b in blocks])
+        np.concatenate([np.frombuffer(b.sales, dtype=block) for b in blocks])
         if blocks
-        else np.zeros(0, dtype=BLOCK)
+        else np.zeros(0, dtype=block)
     )
     ids = [i for b in blocks for i in b.ids]
     day, price = records["day"].astype(np.int64), records["price"].astype(np.float64)
@@ -144,9 +149,11 @@ def decode(header: bytes, blocks: Sequence[Block]) -> Fitted:
         Levels(a["zip_level"], a["zip_trend"], a["zip_center"]),
     )  # fmt: skip
     owners = {property_id: n for n, property_id in enumerate(dict.fromkeys(ids))}
+    columns: dict[str, Any] = {"extras": no_extras(len(records))}
+    columns |= {name: np.ascontiguousarray(records[name]) for name in block.names or ()}
     sales = Homes(
         owner=np.fromiter((owners[i] for i in ids), dtype=np.int64, count=len(ids)),
-        **{name: np.ascontiguousarray(records[name]) for name in _HOME_FIELDS},
+        **{name: columns[name] for name in _HOME_FIELDS},
     )
     core = avm.Core(params, regression, sales, np.ascontiguousarray(records["residual"]))
     factor = a["factor"] if "factor" in a else np.zeros(0)  # stored before the factor: none
