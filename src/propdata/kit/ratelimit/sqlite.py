@@ -1,19 +1,24 @@
 """The embedded limiter: the sliding logs of `base` in a SQLite file of its own.
 
-Its own file, so a long data load never blocks admission; one `BEGIN IMMEDIATE` transaction
-per decision, which makes it exact across the worker processes of one host and keeps the
-counts across restarts. Opened on ":memory:", the same code is the per-process fallback of
+Its own file, so a long data load never blocks admission. Every decision is made inside a
+`BEGIN IMMEDIATE` transaction, which makes it exact across the worker processes of one host
+and keeps the counts across restarts. The decisions that write (admissions, refunds, failed
+requests) a worker's requests ask for in one turn of its event loop share one transaction:
+they are made one after another, each against the counts the one before left, under one
+write lock and one commit (a burst of requests pays for one), and none is answered before
+that commit. Opened on ":memory:", the same code is the per-process fallback of
 `resilient.ResilientLimiter` while Redis is unreachable.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from propdata.kit.db import StoreUnavailable, use_wal, when_unlocked
 from propdata.kit.ratelimit.base import (
@@ -88,6 +93,11 @@ class SQLiteLimiter:
         self._conn.execute("PRAGMA busy_timeout=0")
         self.clock = clock
         self._nums: dict[str, int] = {}
+        self._queued: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
+        """Writing decisions waiting for the next shared transaction (`_shared`)."""
+        self._writer: asyncio.Task[None] | None = None
+        self.transactions = 0
+        """Shared transactions committed (the tests count them)."""
 
     def _num(self, key_id: str) -> int:
         num = self._nums.get(key_id)
@@ -108,91 +118,86 @@ class SQLiteLimiter:
         failures: int | None = None,
         refund: tuple[int, int] | None = None,
     ) -> Decision:
-        """One decision in one transaction; with `refund`, that entry is taken back first."""
+        """One decision, inside the caller's write transaction; with `refund`, that entry is
+        taken back first."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            num = self._num(key_id)
-            now_us = int(self.clock() * 1_000_000)
-            day_used, minute_used, floor, hour_at, hour_count, fail_at = conn.execute(
-                "SELECT day_count, minute_count, minute_floor, hour_at, hour_count, fail_at"
-                " FROM limiter_keys WHERE num = ?",
-                (num,),
-            ).fetchone()
-            # Like the Redis log, which keeps only the longest window of the key: an entry
-            # past it is no longer there to take back (nor its hour's count).
-            keep_from = now_us - int((MINUTE if daily is None else DAY) * 1e6)
-            if (
-                refund is not None
-                and conn.execute(
-                    "DELETE FROM limiter_log WHERE num = ? AND at = ? AND dup = ? AND at > ?",
-                    (num, *refund, keep_from),
-                ).rowcount
-            ):
-                day_used -= 1
-                if refund[0] > floor:  # still in the running minute count
-                    minute_used -= 1
-                hour = hour_of_us(refund[0])
-                if hour == hour_at and hour_count > 0:
-                    hour_count -= 1
-                else:  # an earlier hour (or one split by a clock step)
-                    conn.execute(
-                        "UPDATE limiter_hours SET count = count - 1"
-                        " WHERE num = ? AND hour = ? AND count > 0",
-                        (num, hour),
-                    )
-            # Both counts run: only the entries that crossed a window's edge since the last
-            # decision are read, so the cost does not grow with the key's traffic.
-            minute_from = now_us - int(MINUTE * 1e6)
-            minute_used -= self._left_minute(num, floor, minute_from)
-            floor = max(floor, minute_from)
-            day_used -= conn.execute(
-                "DELETE FROM limiter_log WHERE num = ? AND at <= ?", (num, now_us - int(DAY * 1e6))
+        num = self._num(key_id)
+        now_us = int(self.clock() * 1_000_000)
+        day_used, minute_used, floor, hour_at, hour_count, fail_at = conn.execute(
+            "SELECT day_count, minute_count, minute_floor, hour_at, hour_count, fail_at"
+            " FROM limiter_keys WHERE num = ?",
+            (num,),
+        ).fetchone()
+        # Like the Redis log, which keeps only the longest window of the key: an entry
+        # past it is no longer there to take back (nor its hour's count).
+        keep_from = now_us - int((MINUTE if daily is None else DAY) * 1e6)
+        if (
+            refund is not None
+            and conn.execute(
+                "DELETE FROM limiter_log WHERE num = ? AND at = ? AND dup = ? AND at > ?",
+                (num, *refund, keep_from),
             ).rowcount
-            failed = None
-            if failures is not None:
-                if fail_at > minute_from:
-                    conn.execute(
-                        "DELETE FROM limiter_failures WHERE num = ? AND at <= ?",
-                        (num, minute_from),
-                    )
-                    failed = self._failed(num, minute_from)
-                else:
-                    # The newest failure (if any) has left the window, so all have: nothing
-                    # to count. The usual case, which saves three statements a decision.
-                    if fail_at:
-                        conn.execute("DELETE FROM limiter_failures WHERE num = ?", (num,))
-                        fail_at = 0
-                    failed = 0
-            minute_full = minute_used >= per_minute
-            day_full = daily is not None and day_used >= daily
-            guard_full = failures is not None and failed is not None and failed >= failures
-            stamp: tuple[int, int] | None = None
-            if record and not (minute_full or day_full or guard_full):
-                # Requests in the same microsecond keep that time; `dup` tells them apart.
-                dup = conn.execute(
-                    "INSERT INTO limiter_log (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
-                    " FROM limiter_log WHERE num = ? AND at = ? RETURNING dup",
-                    (num, now_us, num, now_us),
-                ).fetchone()[0]
-                stamp = (now_us, int(dup))
-                minute_used += 1
-                day_used += 1
-                hour_at, hour_count = self._count_hour(num, now_us, hour_at, hour_count)
-            conn.execute(
-                "UPDATE limiter_keys SET day_count = ?, minute_count = ?, minute_floor = ?,"
-                " hour_at = ?, hour_count = ?, fail_at = ? WHERE num = ?",
-                (day_used, minute_used, floor, hour_at, hour_count, fail_at, num),
-            )
-            decision = self._describe(
-                num, now_us, per_minute, daily, minute_used, day_used,
-                refused=record and (minute_full or day_full or guard_full), stamp=stamp,
-                failures=failures, failed=failed,
-            )  # fmt: skip
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        ):
+            day_used -= 1
+            if refund[0] > floor:  # still in the running minute count
+                minute_used -= 1
+            hour = hour_of_us(refund[0])
+            if hour == hour_at and hour_count > 0:
+                hour_count -= 1
+            else:  # an earlier hour (or one split by a clock step)
+                conn.execute(
+                    "UPDATE limiter_hours SET count = count - 1"
+                    " WHERE num = ? AND hour = ? AND count > 0",
+                    (num, hour),
+                )
+        # Both counts run: only the entries that crossed a window's edge since the last
+        # decision are read, so the cost does not grow with the key's traffic.
+        minute_from = now_us - int(MINUTE * 1e6)
+        minute_used -= self._left_minute(num, floor, minute_from)
+        floor = max(floor, minute_from)
+        day_used -= conn.execute(
+            "DELETE FROM limiter_log WHERE num = ? AND at <= ?", (num, now_us - int(DAY * 1e6))
+        ).rowcount
+        failed = None
+        if failures is not None:
+            if fail_at > minute_from:
+                conn.execute(
+                    "DELETE FROM limiter_failures WHERE num = ? AND at <= ?",
+                    (num, minute_from),
+                )
+                failed = self._failed(num, minute_from)
+            else:
+                # The newest failure (if any) has left the window, so all have: nothing
+                # to count. The usual case, which saves three statements a decision.
+                if fail_at:
+                    conn.execute("DELETE FROM limiter_failures WHERE num = ?", (num,))
+                    fail_at = 0
+                failed = 0
+        minute_full = minute_used >= per_minute
+        day_full = daily is not None and day_used >= daily
+        guard_full = failures is not None and failed is not None and failed >= failures
+        stamp: tuple[int, int] | None = None
+        if record and not (minute_full or day_full or guard_full):
+            # Requests in the same microsecond keep that time; `dup` tells them apart.
+            dup = conn.execute(
+                "INSERT INTO limiter_log (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
+                " FROM limiter_log WHERE num = ? AND at = ? RETURNING dup",
+                (num, now_us, num, now_us),
+            ).fetchone()[0]
+            stamp = (now_us, int(dup))
+            minute_used += 1
+            day_used += 1
+            hour_at, hour_count = self._count_hour(num, now_us, hour_at, hour_count)
+        conn.execute(
+            "UPDATE limiter_keys SET day_count = ?, minute_count = ?, minute_floor = ?,"
+            " hour_at = ?, hour_count = ?, fail_at = ? WHERE num = ?",
+            (day_used, minute_used, floor, hour_at, hour_count, fail_at, num),
+        )
+        decision = self._describe(
+            num, now_us, per_minute, daily, minute_used, day_used,
+            refused=record and (minute_full or day_full or guard_full), stamp=stamp,
+            failures=failures, failed=failed,
+        )  # fmt: skip
         return decision
 
     def _left_minute(self, num: int, floor: int, minute_from: int) -> int:
@@ -303,12 +308,88 @@ class SQLiteLimiter:
         except sqlite3.OperationalError as exc:  # an unreadable file
             raise StoreUnavailable(f"limiter store: {exc}") from exc
 
+    def _queue(self, step: Callable[[], T]) -> asyncio.Future[T]:
+        """`step` (statements of one writing decision, no transaction of its own) in the next
+        shared transaction of this process; its future has the step's answer once that
+        transaction committed."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queued.append((step, future))
+        if self._writer is None or self._writer.done():
+            # Scheduled behind the tasks already ready: the requests of this turn of the
+            # event loop queue their steps before it runs.
+            self._writer = loop.create_task(self._write())
+        return future
+
+    async def _write(self) -> None:
+        """Run the queued steps, in one transaction each time the write lock is had."""
+        while self._queued:
+            try:
+                await self._locked(self._shared)
+            except Exception as exc:  # the lock never came, or the file failed
+                taken, self._queued = self._queued, []
+                self._answer_all(taken, exc)
+
+    @staticmethod
+    def _answer_all(
+        taken: list[tuple[Callable[[], Any], asyncio.Future[Any]]], error: Exception
+    ) -> None:
+        """Every waiter of a transaction that did not commit gets `error` (nothing counted)."""
+        for _, future in taken:
+            if not future.done():
+                future.set_exception(error)
+
+    def _shared(self) -> None:
+        """One `BEGIN IMMEDIATE` transaction for every step queued when it begins (a step
+        queued while the lock is waited for joins it); answered after the commit. A step that
+        fails rolls all of them back, and each waiter gets the error (nothing was counted)."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")  # busy: `when_unlocked` tries again, the queue kept
+        taken, self._queued = self._queued, []
+        answers: list[tuple[asyncio.Future[Any], Any]] = []
+        try:
+            # Every step runs, a cancelled waiter's too: a refund or a failure is still
+            # recorded, and `admit` takes back an admission no one will answer.
+            answers = [(future, step()) for step, future in taken]
+            conn.execute("COMMIT")
+        except Exception as exc:
+            conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):  # an unreadable or full file
+                exc = StoreUnavailable(f"limiter store: {exc}")
+            self._answer_all(taken, exc)
+            return
+        except BaseException:  # the process stopping
+            conn.execute("ROLLBACK")
+            self._answer_all(taken, StoreUnavailable("limiter store: stopping"))
+            raise
+        self.transactions += 1
+        for future, answer in answers:
+            if not future.done():
+                future.set_result(answer)
+
     async def admit(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
     ) -> Decision:
-        return await self._locked(
+        decided = self._queue(
             lambda: self._decide(key_id, per_minute, daily, record=True, failures=failures)
         )
+        try:
+            return await asyncio.shield(decided)
+        except asyncio.CancelledError:
+            # The request stops here (its task cancelled): an admission made for it anyway
+            # is taken back, as for any answer that never was a success.
+            decided.add_done_callback(lambda _: self._undo(decided, key_id, per_minute, daily))
+            raise
+
+    def _undo(
+        self, decided: asyncio.Future[Decision], key_id: str, per_minute: int, daily: int | None
+    ) -> None:
+        if decided.cancelled() or decided.exception() is not None:
+            return
+        stamp = decided.result().stamp
+        if stamp is not None:
+            refunded = self._queue(lambda: self._refund(key_id, stamp, per_minute, daily))
+            refunded.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     async def usage(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
@@ -316,27 +397,22 @@ class SQLiteLimiter:
         return await self._locked(lambda: self._peek(key_id, per_minute, daily, failures))
 
     async def fail(self, key_id: str) -> None:
-        await self._locked(lambda: self._fail(key_id))
+        await self._queue(lambda: self._fail(key_id))
 
     def _fail(self, key_id: str) -> None:
+        """Record a failed request, inside the caller's write transaction."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            num = self._num(key_id)
-            now_us = int(self.clock() * 1_000_000)
-            conn.execute(
-                "INSERT INTO limiter_failures (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
-                " FROM limiter_failures WHERE num = ? AND at = ?",
-                (num, now_us, num, now_us),
-            )
-            # The newest failure's time: a decision past it by a minute skips the failures.
-            conn.execute(
-                "UPDATE limiter_keys SET fail_at = max(fail_at, ?) WHERE num = ?", (now_us, num)
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        num = self._num(key_id)
+        now_us = int(self.clock() * 1_000_000)
+        conn.execute(
+            "INSERT INTO limiter_failures (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
+            " FROM limiter_failures WHERE num = ? AND at = ?",
+            (num, now_us, num, now_us),
+        )
+        # The newest failure's time: a decision past it by a minute skips the failures.
+        conn.execute(
+            "UPDATE limiter_keys SET fail_at = max(fail_at, ?) WHERE num = ?", (now_us, num)
+        )
 
     def _peek(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
@@ -376,12 +452,12 @@ class SQLiteLimiter:
     async def refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
     ) -> Decision:
-        return await self._locked(lambda: self._refund(key_id, stamp, per_minute, daily))
+        return await self._queue(lambda: self._refund(key_id, stamp, per_minute, daily))
 
     def _refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
     ) -> Decision:
-        """The entry goes and the windows are described in one transaction."""
+        """The entry goes and the windows are described, in the caller's transaction."""
         return self._decide(key_id, per_minute, daily, record=False, refund=stamp)
 
     async def hourly(self, key_id: str, since: float) -> dict[int, int]:
@@ -535,4 +611,6 @@ class SQLiteLimiter:
         return "ok"
 
     async def close(self) -> None:
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
         self._conn.close()
