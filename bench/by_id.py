@@ -8,7 +8,8 @@ on the same server) without the rest of the run: a small store is built or reuse
 bench/run.py builds it, then each round serves the bare app and then each tree (`propdata
 serve` with that tree's `src` first on PYTHONPATH; this checkout's by default) in turn, each
 measured by wrk right after the bare app, so every ratio has its own bare figure taken
-beside it. With --scaleout the same again on PostgreSQL and Redis. With --py-spy, each
+beside it. Two ratios: of answers a second (make bench's), and of the workers' CPU time an
+answer (bare's over ours), which moves much less with other jobs on the machine. With --scaleout the same again on PostgreSQL and Redis. With --py-spy, each
 tree's workers are recorded by py-spy during its last round (a flame graph per worker, SVG;
 `--spy-format raw` for collapsed stacks).
 """
@@ -38,9 +39,9 @@ from harness import (  # noqa: E402
     ensure_wrk,
     log,
     make_requests,
-    measure,
     propdata_server,
     uvicorn_server,
+    wrk,
 )
 
 
@@ -58,11 +59,26 @@ def record(server: Server, args: argparse.Namespace, name: str) -> list[subproce
     return spies
 
 
+def cpu_per_answer(server: Server, paths: Path, args: argparse.Namespace, key: str | None,
+                   what: str) -> tuple[float, float]:  # fmt: skip
+    """(answers a second, the workers' CPU µs an answer) of one wrk run after a warm-up."""
+    server.wait_idle()
+    wrk(server.base, paths, args.warmup, args, key)
+    server.wait_idle()
+    before = server.cpu_seconds()
+    load = wrk(server.base, paths, args.seconds, args, key)
+    used = server.cpu_seconds() - before
+    answered = load.requests - load.failed
+    cpu = used / max(1, answered) * 1e6
+    log(f"{what}: {load.rps:,.0f} rps, {cpu:.0f} µs CPU an answer, p99 {load.ms('p99'):.2f} ms")
+    return load.rps, cpu
+
+
 def run_store(label: str, store_env: dict[str, str], key: str, args: argparse.Namespace,
-              reqs: Requests, logs: Path) -> dict[str, list[float]]:  # fmt: skip
+              reqs: Requests, logs: Path) -> dict[str, list[tuple[float, float]]]:  # fmt: skip
     ids, id_paths = reqs.ids, reqs.id_paths
     bodies_file = logs / f"bare-bodies-{label}.tsv"
-    ratios: dict[str, list[float]] = {tree: [] for tree in args.tree}
+    ratios: dict[str, list[tuple[float, float]]] = {tree: [] for tree in args.tree}
     for round_ in range(args.rounds):
         for n, tree in enumerate(args.tree):
             env = {**store_env, "PYTHONPATH": f"{tree}{os.pathsep}{BENCH}"}
@@ -79,17 +95,17 @@ def run_store(label: str, store_env: dict[str, str], key: str, args: argparse.Na
                     http="propdata.kit.serving.protocol:BoundedHttpToolsProtocol",
                 )  # fmt: skip
                 with bare_server:
-                    bare = measure(bare_server, ids, args, None, f"{label} bare")
+                    bare = cpu_per_answer(bare_server, ids, args, None, f"{label} bare")
                 spies = []
                 if args.py_spy and round_ == args.rounds - 1:
                     server.wait_idle()
                     spies = record(server, args, name)
-                ours = measure(server, ids, args, key, f"{label} {tree}")
+                ours = cpu_per_answer(server, ids, args, key, f"{label} {tree}")
                 for spy in spies:
                     spy.wait(60)
-            ratio = ours.rps / bare.rps
+            ratio = (ours[0] / bare[0], bare[1] / ours[1])
             ratios[tree].append(ratio)
-            log(f"{label} {tree}: {ours.rps:,.0f} against bare {bare.rps:,.0f}: {ratio:.3f}")
+            log(f"{label} {tree}: throughput {ratio[0]:.3f} of bare's, CPU {ratio[1]:.3f}")
     return ratios
 
 
@@ -134,12 +150,16 @@ def main() -> None:
         pg_key = asyncio.run(bench_data.create_key(pg.url))
         env = {"PROPDATA_DATABASE_URL": pg.url, "PROPDATA_REDIS_URL": REDIS_URL}
         results["scale-out"] = run_store("scale-out", env, pg_key, args, reqs, logs)
-    print("| store | tree | get by id / bare (median) | rounds |")
-    print("|---|---|---|---|")
+    print("| store | tree | throughput / bare's | bare's CPU an answer / ours | rounds |")
+    print("|---|---|---|---|---|")
     for label, ratios in results.items():
         for tree, values in ratios.items():
-            print(f"| {label} | {tree} | {statistics.median(values):.3f} |"
-                  f" {', '.join(f'{v:.3f}' for v in values)} |")  # fmt: skip
+            rps, cpu = (
+                statistics.median(v[0] for v in values),
+                statistics.median(v[1] for v in values),
+            )
+            rounds = ", ".join(f"{a:.3f}/{b:.3f}" for a, b in values)
+            print(f"| {label} | {tree} | {rps:.3f} | {cpu:.3f} | {rounds} |")
 
 
 if __name__ == "__main__":

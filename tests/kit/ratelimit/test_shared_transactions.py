@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -81,6 +82,32 @@ async def test_a_cancelled_request_leaves_no_admission(tmp_path: Path) -> None:
                 break
             await asyncio.sleep(0.001)
         assert usage.minute.used == 1 and usage.day is not None and usage.day.used == 1
+    finally:
+        await limiter.close()
+
+
+async def _turns_until(condition: Callable[[], bool]) -> None:
+    """Turns of the event loop until `condition` holds (a few are enough)."""
+    for _ in range(100):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("not within 100 turns")
+
+
+async def test_a_request_cancelled_once_admitted_is_refunded(tmp_path: Path) -> None:
+    limiter = SQLiteLimiter(str(tmp_path / "usage.db"), clock=FakeClock())
+    try:
+        before = limiter.transactions
+        admitted = asyncio.ensure_future(limiter.admit("k", 10, 100))
+        await _turns_until(lambda: limiter.transactions > before)  # its request not yet resumed
+        assert not admitted.done()
+        admitted.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await admitted
+        await _turns_until(lambda: limiter.transactions > before + 1)  # the refund's
+        usage = await limiter.usage("k", 10, 100)
+        assert usage.minute.used == 0 and usage.day is not None and usage.day.used == 0
     finally:
         await limiter.close()
 

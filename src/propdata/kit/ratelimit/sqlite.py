@@ -18,9 +18,9 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
-from propdata.kit.db import StoreUnavailable, use_wal, when_unlocked
+from propdata.kit.db import StoreUnavailable, busy, use_wal, when_unlocked
 from propdata.kit.ratelimit.base import (
     DAY,
     HOURLY_KEEP,
@@ -75,6 +75,15 @@ STEPS: list[Step[Sequence[str]]] = [
 """The counters file's schema steps (kit.steps), applied when a limiter opens the file."""
 
 
+class Queued(NamedTuple):
+    """A writing decision waiting for the next shared transaction."""
+
+    step: Callable[[], Any]
+    future: asyncio.Future[Any]
+    needed: bool
+    """Made even when its waiter was cancelled before (a refund, a failure)."""
+
+
 class SQLiteLimiter:
     """The embedded limiter. `clock` returns unix seconds; tests inject their own."""
 
@@ -93,8 +102,11 @@ class SQLiteLimiter:
         self._conn.execute("PRAGMA busy_timeout=0")
         self.clock = clock
         self._nums: dict[str, int] = {}
-        self._queued: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
+        self._queued: list[Queued] = []
         """Writing decisions waiting for the next shared transaction (`_shared`)."""
+        self._writing = False
+        """A shared transaction is due: tried at the end of this turn of the event loop, or
+        waiting for another process's lock (`_writer`)."""
         self._writer: asyncio.Task[None] | None = None
         self.transactions = 0
         """Shared transactions committed (the tests count them)."""
@@ -308,59 +320,75 @@ class SQLiteLimiter:
         except sqlite3.OperationalError as exc:  # an unreadable file
             raise StoreUnavailable(f"limiter store: {exc}") from exc
 
-    def _queue(self, step: Callable[[], T]) -> asyncio.Future[T]:
+    def _queue(self, step: Callable[[], T], needed: bool = True) -> asyncio.Future[T]:
         """`step` (statements of one writing decision, no transaction of its own) in the next
         shared transaction of this process; its future has the step's answer once that
-        transaction committed."""
+        transaction committed. A step that is not `needed` is left out when its future was
+        cancelled before the transaction began."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queued.append((step, future))
-        if self._writer is None or self._writer.done():
-            # Scheduled behind the tasks already ready: the requests of this turn of the
-            # event loop queue their steps before it runs.
-            self._writer = loop.create_task(self._write())
+        self._queued.append(Queued(step, future, needed))
+        if not self._writing:
+            self._writing = True
+            # Behind the callbacks already ready: the requests of this turn of the event
+            # loop queue their steps before it runs.
+            loop.call_soon(self._write_now)
         return future
 
-    async def _write(self) -> None:
-        """Run the queued steps, in one transaction each time the write lock is had."""
-        while self._queued:
-            try:
-                await self._locked(self._shared)
-            except Exception as exc:  # the lock never came, or the file failed
-                taken, self._queued = self._queued, []
-                self._answer_all(taken, exc)
+    def _write_now(self) -> None:
+        """The shared transaction, unless another process holds the lock: then a task waits
+        for it on the event loop (`when_unlocked`), steps queued meanwhile joining."""
+        try:
+            self._shared()
+        except sqlite3.OperationalError as exc:
+            if busy(exc):
+                self._writer = asyncio.get_running_loop().create_task(self._write())
+                return
+            self._fail_all(StoreUnavailable(f"limiter store: {exc}"))
+        except Exception as exc:  # a closed connection
+            self._fail_all(exc)
+        self._writing = False
 
-    @staticmethod
-    def _answer_all(
-        taken: list[tuple[Callable[[], Any], asyncio.Future[Any]]], error: Exception
-    ) -> None:
+    async def _write(self) -> None:
+        try:
+            while self._queued:
+                try:
+                    await self._locked(self._shared)
+                except Exception as exc:  # the lock never came, or the file failed
+                    self._fail_all(exc)
+        finally:
+            self._writing = False
+
+    def _fail_all(self, error: Exception, taken: list[Queued] | None = None) -> None:
         """Every waiter of a transaction that did not commit gets `error` (nothing counted)."""
-        for _, future in taken:
-            if not future.done():
-                future.set_exception(error)
+        if taken is None:
+            taken, self._queued = self._queued, []
+        for queued in taken:
+            if not queued.future.done():
+                queued.future.set_exception(error)
 
     def _shared(self) -> None:
-        """One `BEGIN IMMEDIATE` transaction for every step queued when it begins (a step
-        queued while the lock is waited for joins it); answered after the commit. A step that
-        fails rolls all of them back, and each waiter gets the error (nothing was counted)."""
+        """One `BEGIN IMMEDIATE` transaction for every step queued when it begins, made one
+        after another; answered after the commit. A step that fails rolls all of them back,
+        and each waiter gets the error (nothing was counted)."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")  # busy: `when_unlocked` tries again, the queue kept
+        conn.execute("BEGIN IMMEDIATE")  # busy: tried again, the queue kept
         taken, self._queued = self._queued, []
         answers: list[tuple[asyncio.Future[Any], Any]] = []
         try:
-            # Every step runs, a cancelled waiter's too: a refund or a failure is still
-            # recorded, and `admit` takes back an admission no one will answer.
-            answers = [(future, step()) for step, future in taken]
+            for queued in taken:
+                if queued.needed or not queued.future.cancelled():
+                    answers.append((queued.future, queued.step()))
             conn.execute("COMMIT")
         except Exception as exc:
             conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.OperationalError):  # an unreadable or full file
                 exc = StoreUnavailable(f"limiter store: {exc}")
-            self._answer_all(taken, exc)
+            self._fail_all(exc, taken)
             return
         except BaseException:  # the process stopping
             conn.execute("ROLLBACK")
-            self._answer_all(taken, StoreUnavailable("limiter store: stopping"))
+            self._fail_all(StoreUnavailable("limiter store: stopping"), taken)
             raise
         self.transactions += 1
         for future, answer in answers:
@@ -371,25 +399,18 @@ class SQLiteLimiter:
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
     ) -> Decision:
         decided = self._queue(
-            lambda: self._decide(key_id, per_minute, daily, record=True, failures=failures)
+            lambda: self._decide(key_id, per_minute, daily, record=True, failures=failures),
+            needed=False,  # a request cancelled before its admission is not admitted
         )
         try:
-            return await asyncio.shield(decided)
+            return await decided
         except asyncio.CancelledError:
-            # The request stops here (its task cancelled): an admission made for it anyway
-            # is taken back, as for any answer that never was a success.
-            decided.add_done_callback(lambda _: self._undo(decided, key_id, per_minute, daily))
+            # Cancelled once admitted: taken back, as any answer that was not a success.
+            if decided.done() and not decided.cancelled() and decided.exception() is None:
+                stamp = decided.result().stamp
+                if stamp is not None:
+                    self._queue(lambda: self._refund(key_id, stamp, per_minute, daily))
             raise
-
-    def _undo(
-        self, decided: asyncio.Future[Decision], key_id: str, per_minute: int, daily: int | None
-    ) -> None:
-        if decided.cancelled() or decided.exception() is not None:
-            return
-        stamp = decided.result().stamp
-        if stamp is not None:
-            refunded = self._queue(lambda: self._refund(key_id, stamp, per_minute, daily))
-            refunded.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     async def usage(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
@@ -611,6 +632,7 @@ class SQLiteLimiter:
         return "ok"
 
     async def close(self) -> None:
+        await asyncio.sleep(0)  # a transaction due at the end of this turn is made first
         if self._writer is not None:
             await asyncio.gather(self._writer, return_exceptions=True)
         self._conn.close()
