@@ -129,8 +129,9 @@ class PostgresWakeups(LocalWakeups):
         not have been heard) and each POLL seconds, for a connection lost without a word.
         None while no connection listens (one is being opened)."""
         if self._listener is None or self._listener.is_closed():
-            if self._opener is None or self._opener.done():
-                self._opener = asyncio.get_running_loop().create_task(self._listen())
+            loop = asyncio.get_running_loop()
+            if (self._opener is None or self._opener.done()) and loop.time() >= self._retry_at:
+                self._opener = loop.create_task(self._listen())
             return None
         return self._opened, self._notices.get(topic, 0), int(time.monotonic() / self.poll)
 
