@@ -8,7 +8,8 @@
 The ASGI app of `propdata serve` (HeadAsGet around create_app, cache off) is started in this
 process and called directly with the paths of one of `bench/run.py`'s request lists (`--list`:
 by id, the default, or search, radius..., once the search index is ready), one after
-another; each round's process CPU time is divided by its requests. What the server and the
+another (`--concurrency N`: N at a time, as a worker's connections under load); each round's
+process CPU time is divided by its requests. What the server and the
 kernel add (uvicorn, httptools, socket writes) is left out, and so is other jobs' noise in
 the ratio of a make bench run, so a change to the application shows up plainly. `--stub`
 replaces the limiter's admission (`limiter`) or the property read (`read`) by a constant
@@ -105,9 +106,17 @@ async def run(args: argparse.Namespace) -> list[float]:
             for obj, name, value in stubbed if r % 2 else originals:
                 setattr(obj, name, value)
         start = time.process_time()
-        for i in range(n):
-            sent.clear()
-            await app(scope(paths[(r * n + i) % len(paths)]), receive, send)
+        if args.concurrency == 1:
+            for i in range(n):
+                sent.clear()
+                await app(scope(paths[(r * n + i) % len(paths)]), receive, send)
+        else:  # groups of requests in flight together, as a worker's connections under load
+            for i in range(0, n, args.concurrency):
+                sent.clear()
+                group = range(i, min(n, i + args.concurrency))
+                await asyncio.gather(
+                    *(app(scope(paths[(r * n + j) % len(paths)]), receive, send) for j in group)
+                )
         rounds.append((time.process_time() - start) / n * 1e6)
         assert sent[0]["status"] == 200, sent[0]
     await inbox.put({"type": "lifespan.shutdown"})
@@ -128,6 +137,9 @@ def main() -> None:
         "--alternate", action="store_true", help="apply the stubs to every other round only"
     )
     parser.add_argument("--list", default="ids", help="the request list: ids, search, radius...")
+    parser.add_argument(
+        "--concurrency", type=int, default=1, help="requests in flight together (default 1)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("PROPDATA_DATABASE_URL", str(Path(args.store) / "propdata.db"))
     os.environ.update({"PROPDATA_CACHE_TTL": "0", "PROPDATA_LOG_LEVEL": "ERROR",

@@ -197,11 +197,11 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
     else:
         limiter = SQLiteLimiter(settings.usage_path, **({"clock": clock} if clock else {}))
         cache = MemoryCache(settings.cache_bytes)
-    keys = KeyService(accounts, **({"clock": clock} if clock else {}))
     search = SearchService(db, search_index=settings.search_index, snapshots=settings.index_path,
                            tuning=keeper_settings(settings))  # fmt: skip
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     wakeups = open_wakeups(accounts, settings.redis_url)
+    keys = KeyService(accounts, **({"clock": clock} if clock else {}), wakeups=wakeups)
     gate = Gate(allowed=settings.webhook_networks, resolver=DnsResolver(settings.nameservers))
     return Services(
         settings=settings,

@@ -16,6 +16,7 @@ from propdata.config import accounts_url
 from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
 from propdata.kit import crypto, meta
 from propdata.kit.db import Database, connect
+from propdata.kit.wakeup import Wakeups
 from propdata.migrations.schema import migrate_accounts
 from propdata.plans import BY_NAME, NAMES, OWNER_LIMITS, Plan, choice, highest
 
@@ -51,16 +52,25 @@ VERIFIED_KEPT = 10_000
 
 
 class KeyService:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Callable[[], float] = time.time,
+        wakeups: Wakeups | None = None,
+    ) -> None:
         self.db = db
         self.clock = clock
         self.repo = KeyRepository(db)
+        self.wakeups = wakeups
         self._verified: dict[str, ApiKey] = {}
         """Active keys as last read, by their token, while the accounts store's keys version
         (`kit.meta.KEYS_VERSION`) stays `_version`: every committed write to keys and
         accounts (a plan, limits, a revocation, an account disabled, by any process) moves
-        it and drops them all. The version is read again only when the store's `changes()`
-        marker moved from `_as_of` (any commit: an event or a delivery too)."""
+        it and drops them all. The version is read again only when a marker moved from
+        `_as_of`: on SQLite the store's `changes()` (any commit: an event or a delivery
+        too); on PostgreSQL the "keys" notices `wakeups` heard, which every move of the
+        version sends with its commit, and at least once every `wakeup.POLL` seconds. With
+        neither (PostgreSQL while no connection listens), every request reads its key."""
         self._as_of: object | None = None
         self._version: int | None = None
         self.reads = 0
@@ -72,6 +82,8 @@ class KeyService:
         if token is None:
             raise MissingApiKey()
         marker = self.db.changes()
+        if marker is None and self.wakeups is not None:
+            marker = self.wakeups.heard("keys")
         if marker is not None:
             if marker != self._as_of:
                 version = await meta.get(self.db, meta.KEYS_VERSION)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from propdata.kit.db import Database
+from propdata.kit.wakeup import notify_in
 
 T = TypeVar("T", int, str, bool)
 
@@ -28,6 +29,8 @@ class Key(Generic[T]):
     name: str
     kind: type[T]
     absent: T
+    topic: str | None = None
+    """The wake-up topic notified with each `bump`, in its transaction (`wakeup.notify_in`)."""
 
 
 # The data store's
@@ -44,9 +47,10 @@ FEED_PRUNED_AS_OF = Key("feed_pruned_as_of", str, "")
 CURSOR_SECRET = Key("cursor_secret", str, "")
 # The accounts store's
 PORTAL_SECRET = Key("portal_secret", str, "")
-KEYS_VERSION = Key("keys_version", int, 0)
+KEYS_VERSION = Key("keys_version", int, 0, topic="keys")
 """Moves with every write to keys and accounts: what a process's verified keys depend on
-(`accounts.keys.KeyService`); writes to the event log or the webhooks leave it."""
+(`accounts.keys.KeyService`); writes to the event log or the webhooks leave it. On
+PostgreSQL each move is also a "keys" notice, delivered with its commit."""
 EVENTS_STORE = Key("events_images_store", str, "")
 """The data store whose change images the producer reads."""
 EVENTS_IMAGES_SEQ = Key("events_images_seq", int, 0)
@@ -85,12 +89,14 @@ async def put(db: Database, key: Key[T], value: T) -> None:
 
 
 async def bump(db: Database, key: Key[int]) -> None:
-    """Add 1 to an int key (1 when absent), in one statement."""
+    """Add 1 to an int key (1 when absent), in one statement, and notify its topic."""
     await db.execute(
         "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO UPDATE"
         " SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
         (key.name,),
     )
+    if key.topic is not None:
+        await notify_in(db, key.topic)
 
 
 async def advance(db: Database, key: Key[str], value: str) -> bool:

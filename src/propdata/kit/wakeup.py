@@ -1,4 +1,5 @@
-"""Wake-ups: one process tells the waiting ones that something happened ("changes", "events").
+"""Wake-ups: one process tells the waiting ones that something happened ("changes", "events",
+"keys").
 
 Three carriers, one interface: PostgreSQL's LISTEN/NOTIFY when the store is PostgreSQL, Redis
 pub/sub when Redis is configured (and the store is not), else an `asyncio.Event` inside the
@@ -14,6 +15,10 @@ does not reach) delays the work by at most that, never loses it.
 
 Each carrier is also a `kit.loops.Loop` named "wakeups": its health says whether it hears
 the other processes ("ok") or only polls ("failing: ...").
+
+On PostgreSQL a notice can also be sent inside a transaction (`notify_in`), delivered with its
+commit, and `heard` gives a marker of the notices a process heard, which is what lets a
+process keep what a topic's writes change (`accounts.keys.KeyService`, "keys").
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any, Protocol
 
 import asyncpg
@@ -34,7 +40,7 @@ log = logging.getLogger("propdata")
 
 POLL = 1.0
 """The longest any wait lasts: a waiter looks again at least this often."""
-TOPICS = ("changes", "events")
+TOPICS = ("changes", "events", "keys")
 _CHANNEL = "propdata_"
 """Channel names: `propdata_<topic>` (PostgreSQL) and `propdata:<topic>` (Redis)."""
 
@@ -46,6 +52,12 @@ class Wakeups(Protocol):
 
     async def wait(self, topic: str, timeout: float) -> None:  # noqa: ASYNC109 (the design's API)
         """Return at the next notice of `topic`, or after min(timeout, POLL) seconds."""
+        ...
+
+    def heard(self, topic: str) -> object | None:
+        """A marker that moves with every notice of `topic` this process hears from any
+        process, and at least every `POLL` seconds; None when this carrier cannot say (then
+        nothing may be kept on its strength)."""
         ...
 
     async def close(self) -> None: ...
@@ -62,6 +74,14 @@ class Wakeups(Protocol):
     def health(self) -> str:
         """ "ok" while it hears the other processes, "failing: ..." while it only polls."""
         ...
+
+
+async def notify_in(db: Database, topic: str) -> None:
+    """Notify `topic` inside the caller's transaction on a PostgreSQL store, so the notice is
+    delivered with the commit, never without it (nothing on SQLite: there a process sees a
+    commit by the store's own marker, `Database.changes`)."""
+    if isinstance(db, PostgresDatabase):
+        await db.execute("SELECT pg_notify(?, '')", (_CHANNEL + topic,))
 
 
 class LocalWakeups:
@@ -94,6 +114,11 @@ class LocalWakeups:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), max(0.0, min(timeout, self.poll)))
 
+    def heard(self, topic: str) -> object | None:
+        """None: other processes' notices do not reach this carrier, or not with their
+        commit (Redis is told after it)."""
+        return None
+
     async def close(self) -> None:
         self._running = False
         for topic in list(self._events):
@@ -118,10 +143,28 @@ class PostgresWakeups(LocalWakeups):
         self.db = db
         self._listener: asyncpg.Connection | None = None
         self._opening = asyncio.Lock()
+        self._opener: asyncio.Task[None] | None = None
         self._retry_at = 0.0
+        self._opened = 0
+        """Listening connections opened: a notice sent while none listened was not heard."""
+        self._notices: dict[str, int] = {}
 
     def _heard(self, _conn: Any, _pid: int, channel: str, _payload: str) -> None:
-        self.wake(channel.removeprefix(_CHANNEL))
+        topic = channel.removeprefix(_CHANNEL)
+        self._notices[topic] = self._notices.get(topic, 0) + 1
+        self.wake(topic)
+
+    def heard(self, topic: str) -> object | None:
+        """(listening connection, notices of `topic` it heard, POLL seconds passed): moves
+        with each notice, with each new listening connection (what was sent before it may
+        not have been heard) and each POLL seconds, for a connection lost without a word.
+        None while no connection listens (one is being opened)."""
+        if self._listener is None or self._listener.is_closed():
+            loop = asyncio.get_running_loop()
+            if (self._opener is None or self._opener.done()) and loop.time() >= self._retry_at:
+                self._opener = loop.create_task(self._listen())
+            return None
+        return self._opened, self._notices.get(topic, 0), int(time.monotonic() / self.poll)
 
     async def _listen(self) -> None:
         if self._listener is not None and not self._listener.is_closed():
@@ -148,6 +191,7 @@ class PostgresWakeups(LocalWakeups):
                     conn.terminate()
                 raise
             self._listener = conn
+            self._opened += 1
 
     async def notify(self, topic: str) -> None:
         self.wake(topic)
@@ -173,6 +217,10 @@ class PostgresWakeups(LocalWakeups):
 
     async def close(self) -> None:
         await super().close()
+        if self._opener is not None:
+            self._opener.cancel()
+            with contextlib.suppress(BaseException):
+                await self._opener
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 await self._listener.close(timeout=2)

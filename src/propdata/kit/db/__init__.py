@@ -24,15 +24,15 @@ from propdata.kit.db.base import (
     StoreUnavailable,
 )
 from propdata.kit.db.postgres import PostgresDatabase
-from propdata.kit.db.sqlite import SQLiteDatabase, use_wal, when_unlocked
+from propdata.kit.db.sqlite import SQLiteDatabase, busy, use_wal, when_unlocked
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 __all__ = [
     "Database", "PostgresDatabase", "ReadSnapshot", "Row", "SQLiteDatabase", "StoreBusy",
-    "StoreRejected", "StoreUnavailable", "address", "connect", "optimistic", "use_wal",
-    "when_unlocked",
+    "StoreRejected", "StoreUnavailable", "address", "busy", "connect", "optimistic",
+    "use_wal", "when_unlocked",
 ]  # fmt: skip
 
 

@@ -56,7 +56,8 @@ OFFLOAD_THREADS = 2
 """Threads per SQLite store for the queries that may take long (`fetch_all(slow=True)`)."""
 
 
-def _busy(exc: sqlite3.OperationalError) -> bool:
+def busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether the error is another connection's lock (try again), not a failure."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
         return bool(code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED))
@@ -80,7 +81,7 @@ async def when_unlocked(attempt: Callable[[], T], what: str, wait: float = LOCK_
         try:
             return attempt()
         except sqlite3.OperationalError as exc:
-            if not _busy(exc):
+            if not busy(exc):
                 raise
             now = time.monotonic()
             deadline = deadline or now + wait
@@ -105,7 +106,7 @@ def use_wal(conn: sqlite3.Connection, wait: float = 30.0) -> None:
             conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            if not _busy(exc) or time.monotonic() >= deadline:
+            if not busy(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.01)
 

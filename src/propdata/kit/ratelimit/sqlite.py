@@ -1,21 +1,26 @@
 """The embedded limiter: the sliding logs of `base` in a SQLite file of its own.
 
-Its own file, so a long data load never blocks admission; one `BEGIN IMMEDIATE` transaction
-per decision, which makes it exact across the worker processes of one host and keeps the
-counts across restarts. Opened on ":memory:", the same code is the per-process fallback of
+Its own file, so a long data load never blocks admission. Every decision is made inside a
+`BEGIN IMMEDIATE` transaction, which makes it exact across the worker processes of one host
+and keeps the counts across restarts. The decisions that write (admissions, refunds, failed
+requests) a worker's requests ask for in one turn of its event loop share one transaction:
+they are made one after another, each against the counts the one before left, under one
+write lock and one commit (a burst of requests pays for one), and none is answered before
+that commit. Opened on ":memory:", the same code is the per-process fallback of
 `resilient.ResilientLimiter` while Redis is unreachable.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, NamedTuple, TypeVar
 
-from propdata.kit.db import StoreUnavailable, use_wal, when_unlocked
+from propdata.kit.db import StoreUnavailable, busy, use_wal, when_unlocked
 from propdata.kit.ratelimit.base import (
     DAY,
     HOURLY_KEEP,
@@ -70,6 +75,15 @@ STEPS: list[Step[Sequence[str]]] = [
 """The counters file's schema steps (kit.steps), applied when a limiter opens the file."""
 
 
+class Queued(NamedTuple):
+    """A writing decision waiting for the next shared transaction."""
+
+    step: Callable[[], Any]
+    future: asyncio.Future[Any]
+    needed: bool
+    """Made even when its waiter was cancelled before (a refund, a failure)."""
+
+
 class SQLiteLimiter:
     """The embedded limiter. `clock` returns unix seconds; tests inject their own."""
 
@@ -88,6 +102,14 @@ class SQLiteLimiter:
         self._conn.execute("PRAGMA busy_timeout=0")
         self.clock = clock
         self._nums: dict[str, int] = {}
+        self._queued: list[Queued] = []
+        """Writing decisions waiting for the next shared transaction (`_shared`)."""
+        self._writing = False
+        """A shared transaction is due: tried at the end of this turn of the event loop, or
+        waiting for another process's lock (`_writer`)."""
+        self._writer: asyncio.Task[None] | None = None
+        self.transactions = 0
+        """Shared transactions committed (the tests count them)."""
 
     def _num(self, key_id: str) -> int:
         num = self._nums.get(key_id)
@@ -108,91 +130,86 @@ class SQLiteLimiter:
         failures: int | None = None,
         refund: tuple[int, int] | None = None,
     ) -> Decision:
-        """One decision in one transaction; with `refund`, that entry is taken back first."""
+        """One decision, inside the caller's write transaction; with `refund`, that entry is
+        taken back first."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            num = self._num(key_id)
-            now_us = int(self.clock() * 1_000_000)
-            day_used, minute_used, floor, hour_at, hour_count, fail_at = conn.execute(
-                "SELECT day_count, minute_count, minute_floor, hour_at, hour_count, fail_at"
-                " FROM limiter_keys WHERE num = ?",
-                (num,),
-            ).fetchone()
-            # Like the Redis log, which keeps only the longest window of the key: an entry
-            # past it is no longer there to take back (nor its hour's count).
-            keep_from = now_us - int((MINUTE if daily is None else DAY) * 1e6)
-            if (
-                refund is not None
-                and conn.execute(
-                    "DELETE FROM limiter_log WHERE num = ? AND at = ? AND dup = ? AND at > ?",
-                    (num, *refund, keep_from),
-                ).rowcount
-            ):
-                day_used -= 1
-                if refund[0] > floor:  # still in the running minute count
-                    minute_used -= 1
-                hour = hour_of_us(refund[0])
-                if hour == hour_at and hour_count > 0:
-                    hour_count -= 1
-                else:  # an earlier hour (or one split by a clock step)
-                    conn.execute(
-                        "UPDATE limiter_hours SET count = count - 1"
-                        " WHERE num = ? AND hour = ? AND count > 0",
-                        (num, hour),
-                    )
-            # Both counts run: only the entries that crossed a window's edge since the last
-            # decision are read, so the cost does not grow with the key's traffic.
-            minute_from = now_us - int(MINUTE * 1e6)
-            minute_used -= self._left_minute(num, floor, minute_from)
-            floor = max(floor, minute_from)
-            day_used -= conn.execute(
-                "DELETE FROM limiter_log WHERE num = ? AND at <= ?", (num, now_us - int(DAY * 1e6))
+        num = self._num(key_id)
+        now_us = int(self.clock() * 1_000_000)
+        day_used, minute_used, floor, hour_at, hour_count, fail_at = conn.execute(
+            "SELECT day_count, minute_count, minute_floor, hour_at, hour_count, fail_at"
+            " FROM limiter_keys WHERE num = ?",
+            (num,),
+        ).fetchone()
+        # Like the Redis log, which keeps only the longest window of the key: an entry
+        # past it is no longer there to take back (nor its hour's count).
+        keep_from = now_us - int((MINUTE if daily is None else DAY) * 1e6)
+        if (
+            refund is not None
+            and conn.execute(
+                "DELETE FROM limiter_log WHERE num = ? AND at = ? AND dup = ? AND at > ?",
+                (num, *refund, keep_from),
             ).rowcount
-            failed = None
-            if failures is not None:
-                if fail_at > minute_from:
-                    conn.execute(
-                        "DELETE FROM limiter_failures WHERE num = ? AND at <= ?",
-                        (num, minute_from),
-                    )
-                    failed = self._failed(num, minute_from)
-                else:
-                    # The newest failure (if any) has left the window, so all have: nothing
-                    # to count. The usual case, which saves three statements a decision.
-                    if fail_at:
-                        conn.execute("DELETE FROM limiter_failures WHERE num = ?", (num,))
-                        fail_at = 0
-                    failed = 0
-            minute_full = minute_used >= per_minute
-            day_full = daily is not None and day_used >= daily
-            guard_full = failures is not None and failed is not None and failed >= failures
-            stamp: tuple[int, int] | None = None
-            if record and not (minute_full or day_full or guard_full):
-                # Requests in the same microsecond keep that time; `dup` tells them apart.
-                dup = conn.execute(
-                    "INSERT INTO limiter_log (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
-                    " FROM limiter_log WHERE num = ? AND at = ? RETURNING dup",
-                    (num, now_us, num, now_us),
-                ).fetchone()[0]
-                stamp = (now_us, int(dup))
-                minute_used += 1
-                day_used += 1
-                hour_at, hour_count = self._count_hour(num, now_us, hour_at, hour_count)
-            conn.execute(
-                "UPDATE limiter_keys SET day_count = ?, minute_count = ?, minute_floor = ?,"
-                " hour_at = ?, hour_count = ?, fail_at = ? WHERE num = ?",
-                (day_used, minute_used, floor, hour_at, hour_count, fail_at, num),
-            )
-            decision = self._describe(
-                num, now_us, per_minute, daily, minute_used, day_used,
-                refused=record and (minute_full or day_full or guard_full), stamp=stamp,
-                failures=failures, failed=failed,
-            )  # fmt: skip
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        ):
+            day_used -= 1
+            if refund[0] > floor:  # still in the running minute count
+                minute_used -= 1
+            hour = hour_of_us(refund[0])
+            if hour == hour_at and hour_count > 0:
+                hour_count -= 1
+            else:  # an earlier hour (or one split by a clock step)
+                conn.execute(
+                    "UPDATE limiter_hours SET count = count - 1"
+                    " WHERE num = ? AND hour = ? AND count > 0",
+                    (num, hour),
+                )
+        # Both counts run: only the entries that crossed a window's edge since the last
+        # decision are read, so the cost does not grow with the key's traffic.
+        minute_from = now_us - int(MINUTE * 1e6)
+        minute_used -= self._left_minute(num, floor, minute_from)
+        floor = max(floor, minute_from)
+        day_used -= conn.execute(
+            "DELETE FROM limiter_log WHERE num = ? AND at <= ?", (num, now_us - int(DAY * 1e6))
+        ).rowcount
+        failed = None
+        if failures is not None:
+            if fail_at > minute_from:
+                conn.execute(
+                    "DELETE FROM limiter_failures WHERE num = ? AND at <= ?",
+                    (num, minute_from),
+                )
+                failed = self._failed(num, minute_from)
+            else:
+                # The newest failure (if any) has left the window, so all have: nothing
+                # to count. The usual case, which saves three statements a decision.
+                if fail_at:
+                    conn.execute("DELETE FROM limiter_failures WHERE num = ?", (num,))
+                    fail_at = 0
+                failed = 0
+        minute_full = minute_used >= per_minute
+        day_full = daily is not None and day_used >= daily
+        guard_full = failures is not None and failed is not None and failed >= failures
+        stamp: tuple[int, int] | None = None
+        if record and not (minute_full or day_full or guard_full):
+            # Requests in the same microsecond keep that time; `dup` tells them apart.
+            dup = conn.execute(
+                "INSERT INTO limiter_log (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
+                " FROM limiter_log WHERE num = ? AND at = ? RETURNING dup",
+                (num, now_us, num, now_us),
+            ).fetchone()[0]
+            stamp = (now_us, int(dup))
+            minute_used += 1
+            day_used += 1
+            hour_at, hour_count = self._count_hour(num, now_us, hour_at, hour_count)
+        conn.execute(
+            "UPDATE limiter_keys SET day_count = ?, minute_count = ?, minute_floor = ?,"
+            " hour_at = ?, hour_count = ?, fail_at = ? WHERE num = ?",
+            (day_used, minute_used, floor, hour_at, hour_count, fail_at, num),
+        )
+        decision = self._describe(
+            num, now_us, per_minute, daily, minute_used, day_used,
+            refused=record and (minute_full or day_full or guard_full), stamp=stamp,
+            failures=failures, failed=failed,
+        )  # fmt: skip
         return decision
 
     def _left_minute(self, num: int, floor: int, minute_from: int) -> int:
@@ -303,12 +320,97 @@ class SQLiteLimiter:
         except sqlite3.OperationalError as exc:  # an unreadable file
             raise StoreUnavailable(f"limiter store: {exc}") from exc
 
+    def _queue(self, step: Callable[[], T], needed: bool = True) -> asyncio.Future[T]:
+        """`step` (statements of one writing decision, no transaction of its own) in the next
+        shared transaction of this process; its future has the step's answer once that
+        transaction committed. A step that is not `needed` is left out when its future was
+        cancelled before the transaction began."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queued.append(Queued(step, future, needed))
+        if not self._writing:
+            self._writing = True
+            # Behind the callbacks already ready: the requests of this turn of the event
+            # loop queue their steps before it runs.
+            loop.call_soon(self._write_now)
+        return future
+
+    def _write_now(self) -> None:
+        """The shared transaction, unless another process holds the lock: then a task waits
+        for it on the event loop (`when_unlocked`), steps queued meanwhile joining."""
+        try:
+            self._shared()
+        except sqlite3.OperationalError as exc:
+            if busy(exc):
+                self._writer = asyncio.get_running_loop().create_task(self._write())
+                return
+            self._fail_all(StoreUnavailable(f"limiter store: {exc}"))
+        except Exception as exc:  # a closed connection
+            self._fail_all(exc)
+        self._writing = False
+
+    async def _write(self) -> None:
+        try:
+            while self._queued:
+                try:
+                    await self._locked(self._shared)
+                except Exception as exc:  # the lock never came, or the file failed
+                    self._fail_all(exc)
+        finally:
+            self._writing = False
+
+    def _fail_all(self, error: Exception, taken: list[Queued] | None = None) -> None:
+        """Every waiter of a transaction that did not commit gets `error` (nothing counted)."""
+        if taken is None:
+            taken, self._queued = self._queued, []
+        for queued in taken:
+            if not queued.future.done():
+                queued.future.set_exception(error)
+
+    def _shared(self) -> None:
+        """One `BEGIN IMMEDIATE` transaction for every step queued when it begins, made one
+        after another; answered after the commit. A step that fails rolls all of them back,
+        and each waiter gets the error (nothing was counted)."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")  # busy: tried again, the queue kept
+        taken, self._queued = self._queued, []
+        answers: list[tuple[asyncio.Future[Any], Any]] = []
+        try:
+            for queued in taken:
+                if queued.needed or not queued.future.cancelled():
+                    answers.append((queued.future, queued.step()))
+            conn.execute("COMMIT")
+        except Exception as exc:
+            conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):  # an unreadable or full file
+                exc = StoreUnavailable(f"limiter store: {exc}")
+            self._fail_all(exc, taken)
+            return
+        except BaseException:  # the process stopping
+            conn.execute("ROLLBACK")
+            self._fail_all(StoreUnavailable("limiter store: stopping"), taken)
+            raise
+        self.transactions += 1
+        for future, answer in answers:
+            if not future.done():
+                future.set_result(answer)
+
     async def admit(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
     ) -> Decision:
-        return await self._locked(
-            lambda: self._decide(key_id, per_minute, daily, record=True, failures=failures)
+        decided = self._queue(
+            lambda: self._decide(key_id, per_minute, daily, record=True, failures=failures),
+            needed=False,  # a request cancelled before its admission is not admitted
         )
+        try:
+            return await decided
+        except asyncio.CancelledError:
+            # Cancelled once admitted: taken back, as any answer that was not a success.
+            if decided.done() and not decided.cancelled() and decided.exception() is None:
+                stamp = decided.result().stamp
+                if stamp is not None:
+                    self._queue(lambda: self._refund(key_id, stamp, per_minute, daily))
+            raise
 
     async def usage(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
@@ -316,27 +418,22 @@ class SQLiteLimiter:
         return await self._locked(lambda: self._peek(key_id, per_minute, daily, failures))
 
     async def fail(self, key_id: str) -> None:
-        await self._locked(lambda: self._fail(key_id))
+        await self._queue(lambda: self._fail(key_id))
 
     def _fail(self, key_id: str) -> None:
+        """Record a failed request, inside the caller's write transaction."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            num = self._num(key_id)
-            now_us = int(self.clock() * 1_000_000)
-            conn.execute(
-                "INSERT INTO limiter_failures (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
-                " FROM limiter_failures WHERE num = ? AND at = ?",
-                (num, now_us, num, now_us),
-            )
-            # The newest failure's time: a decision past it by a minute skips the failures.
-            conn.execute(
-                "UPDATE limiter_keys SET fail_at = max(fail_at, ?) WHERE num = ?", (now_us, num)
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        num = self._num(key_id)
+        now_us = int(self.clock() * 1_000_000)
+        conn.execute(
+            "INSERT INTO limiter_failures (num, at, dup) SELECT ?, ?, COALESCE(max(dup) + 1, 0)"
+            " FROM limiter_failures WHERE num = ? AND at = ?",
+            (num, now_us, num, now_us),
+        )
+        # The newest failure's time: a decision past it by a minute skips the failures.
+        conn.execute(
+            "UPDATE limiter_keys SET fail_at = max(fail_at, ?) WHERE num = ?", (now_us, num)
+        )
 
     def _peek(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
@@ -376,12 +473,12 @@ class SQLiteLimiter:
     async def refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
     ) -> Decision:
-        return await self._locked(lambda: self._refund(key_id, stamp, per_minute, daily))
+        return await self._queue(lambda: self._refund(key_id, stamp, per_minute, daily))
 
     def _refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
     ) -> Decision:
-        """The entry goes and the windows are described in one transaction."""
+        """The entry goes and the windows are described, in the caller's transaction."""
         return self._decide(key_id, per_minute, daily, record=False, refund=stamp)
 
     async def hourly(self, key_id: str, since: float) -> dict[int, int]:
@@ -535,4 +632,7 @@ class SQLiteLimiter:
         return "ok"
 
     async def close(self) -> None:
+        await asyncio.sleep(0)  # a transaction due at the end of this turn is made first
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
         self._conn.close()
