@@ -62,14 +62,16 @@ def timed(
     index: SearchIndex,
     name: str,
     searches: Sequence[bench_mix.Search],
-    after: Callable[[bench_mix.Search], str | None] = lambda _: None,
+    after: Callable[[bench_mix.Search], tuple[str, int] | None] = lambda _: None,
 ) -> str:
+    """`after`: the last id of the page before and the search's total, as its cursor
+    carries them."""
     times = []
     for search in searches:
         q = query(search.params)
-        mark = after(search)
+        mark, total = after(search) or (None, None)
         started = time.perf_counter()
-        index.search(q.probe(offset=0 if mark else None), mark)
+        index.search(q.probe(offset=0 if mark else None), mark, total=total)
         times.append((time.perf_counter() - started) * 1000)
     times.sort()
 
@@ -89,12 +91,12 @@ def main() -> None:
     index = asyncio.run(_index(args.db))
     sample = bench_data.sample(args.db, 10, 2_000, args.seed)
     deep = bench_mix.deep_cursor_searches(40, args.seed + 3)
-    lasts: dict[str, str] = {}
+    lasts: dict[str, tuple[str, int]] = {}
     for search, offset in deep:  # the last id of page 9,999: where page 10,000 starts
         q = dataclasses.replace(query(search.params), offset=offset)
         page = index.search(q)
         if page is not None and len(page.ids) == q.limit:
-            lasts[search.path] = page.ids[-1]
+            lasts[search.path] = page.ids[-1], page.total
     print(f"{index.size:,} properties, {len(lasts)} searches with a page 10,000\n")
     print("| search (index only) | searches | mean ms | p50 ms | p99 ms | max ms |")
     print("|---|---|---|---|---|---|")

@@ -35,6 +35,7 @@ TUNINGS = [
     pytest.param({"_SORT_DIRECTLY": 0, "_FIRST_CHUNK": 8, "_LAST_CHUNK": 64}, id="walks"),
     pytest.param({"_SELECTIVE": 1_000_000, "_SORT_DIRECTLY": 10**9}, id="sorts"),
     pytest.param({"_SELECTIVE": 1}, id="masks"),
+    pytest.param({"_RESUME_SHARE": 1}, id="resumes"),
 ]
 """The index's walk numbers (module globals of search.index) a comparison with SQL runs
 under: each of its ways to answer is taken."""
@@ -174,8 +175,8 @@ async def compare(
     limit: int,
     offset: int,
 ) -> bool:
-    """Index and SQL agree on this page and, by cursor, on the page after it; True when the
-    page has rows."""
+    """Index and SQL agree on this page and, by cursor, on the page after it, also when the
+    cursor's total lets that page resume past its row; True when the page has rows."""
     page = index.search(SearchQuery(f, sort, order, limit, offset))
     assert page is not None
     total, ids, distances, last = await sql_page(db, f, sort, order, limit, offset)
@@ -189,6 +190,8 @@ async def compare(
         assert after is not None, where
         by_offset = index.search(SearchQuery(f, sort, order, limit, offset + limit))
         assert by_offset is not None and after.ids == by_offset.ids, where
+        resumed = index.search(SearchQuery(f, sort, order, limit, 0), ids[-1], total=total)
+        assert resumed == after, where  # the same total, ids, distances and sort values
         _, sql_ids, sql_distances, _ = await sql_page(db, f, sort, order, limit, 0, mark)
         assert after.ids == sql_ids and after.distances == sql_distances, where
     return bool(ids)
@@ -212,6 +215,40 @@ async def test_index_answers_what_sql_answers(
         assert nonempty > 100  # the searches find something, so the comparison means something
         assert geo > 30
     finally:
+        await db.close()
+
+
+async def test_a_walk_resumed_past_each_cursor_is_the_walk_by_offset(
+    mixed: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each page after a cursor resumes past its row with the total the cursor carries
+    (`_RESUME_SHARE` at 1: an index this small resumes too), and is the page by offset, its
+    total, rows and order, on each store."""
+    monkeypatch.setattr(index_module, "_RESUME_SHARE", 1)
+    db = await open_db(mixed)
+    service = SearchService(db)
+    try:
+        service.warm()
+        assert service.indexes._building is not None
+        await service.indexes._building
+        assert await service.index_status() == "ok"
+        for filters, sort, order in (
+            (SearchFilters(min_beds=2), "listPrice", "desc"),
+            (SearchFilters(status="offMarket"), "daysOnMarket", "asc"),  # nulls: the tail
+            (SearchFilters(min_year_built=1940), "livingArea", "desc"),
+            (SearchFilters(), "lastUpdated", "asc"),
+        ):
+            cursor, offset, pages = None, 0, 0
+            while pages < 8:
+                walked = await service.search(SearchQuery(filters, sort, order, 53, 0, cursor))
+                paged = await service.search(SearchQuery(filters, sort, order, 53, offset))
+                assert walked.meta.offset == paged.meta.offset == offset
+                assert walked.meta.total == paged.meta.total > 53 * 8
+                assert walked.data == paged.data, (filters, sort, order, offset)
+                cursor, offset, pages = walked.meta.next_cursor, offset + 53, pages + 1
+                assert cursor is not None
+    finally:
+        await service.close()
         await db.close()
 
 

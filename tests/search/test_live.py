@@ -10,6 +10,7 @@ the total, ids, order, distances and cursor pages SQL gives (`test_index.compare
 from __future__ import annotations
 
 import os
+import random
 from typing import Any
 
 import pytest
@@ -21,11 +22,14 @@ from propdata.kit.db import Database
 from propdata.properties.repository import PropertyRepository, PropertyRow
 from propdata.properties.schemas import PROPERTY_TYPES, STATUSES
 from propdata.search import arrays
+from propdata.search import index as index_module
 from propdata.search import live as live_module
 from propdata.search.build_snapshot import read_rows
 from propdata.search.filters import SORT_COLUMNS, SearchFilters
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
+from propdata.search.indexer import IndexBuilder
 from propdata.search.live import Delta, LiveIndex
+from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 from tests.search.test_index import compare
 from tests.search.test_parity import CITIES, LATITUDE, LONGITUDE, NUMBERS, ORIGIN, Rig, records
@@ -146,6 +150,7 @@ def test_the_base_and_a_delta_answer_what_sql_answers(rig: Rig, data: st.DataObj
             rig.run(compare(live, rig.db, *query))  # type: ignore[arg-type]
             with pytest.MonkeyPatch.context() as tuned:  # every side walks its orders
                 tuned.setattr(live_module, "_SORT_DIRECTLY", 0)
+                tuned.setattr(index_module, "_RESUME_SHARE", 1)  # every cursor page resumes
                 tuned.setattr(arrays, "_FIRST_CHUNK", 2)
                 tuned.setattr(arrays, "_LAST_CHUNK", 4)
                 rig.run(compare(live, rig.db, *query))  # type: ignore[arg-type]
@@ -172,3 +177,59 @@ def _blank() -> PropertyRow:
                   city_key=city_key("Ames"), state="IA", zip_code="50010",
                   last_updated="2026-11-01T00:00:00Z", content_hash="x")  # fmt: skip
     return PropertyRow(**values)
+
+
+def _generated(count: int, seed: int, prefix: str = "g") -> list[tuple[Any, ...]]:
+    """Rows of `COLUMNS` in id order: nulls in the sorted columns, many ties."""
+    rng = random.Random(seed)
+    found = []
+    for n in range(count):
+        listed = rng.random() < 0.8
+        found.append((
+            f"{prefix}-{n:06d}", rng.choice(("50010", "50011", "50014")), "AMES", "IA",
+            rng.choice(STATUSES), rng.choice(PROPERTY_TYPES),
+            rng.randrange(50_000, 900_000, 5_000) if listed else None,
+            rng.choice((None, 1, 2, 3, 4, 5)), rng.choice((None, 1.0, 1.5, 2.0, 3.0)),
+            rng.choice((None, *range(600, 4_000, 50))), rng.choice((None, *range(1900, 2026))),
+            rng.randrange(0, 400) if listed else None,
+            f"2026-11-{rng.randint(1, 25):02d}T00:00:00Z", 42.0 + rng.random(),
+            -93.6 + rng.random(), "1 Main St", "Ames", None, None,
+        ))  # fmt: skip
+    return found
+
+
+def test_a_deep_cursor_page_resumes_past_its_row_without_evaluating_the_search() -> None:
+    """Given the walk's total (which its cursor carries), a page after a cursor's row deep
+    in a search tests the filters on the rows it walks past that row: a few dozen of
+    40,000, where a page by offset evaluates the search over every row. Both are the same
+    page, on a base alone and on a base with a delta (changed, new and removed records)."""
+    rows = _generated(40_000, 5)
+    builder = IndexBuilder("s.1")
+    builder.add([row[: len(INDEX_COLUMNS)] for row in rows])
+    base = builder.finish()
+    touched = random.Random(6).sample(rows, 300)
+    changed: list[tuple[str, Any]] = [(row[0], None) for row in touched[:100]]  # removed
+    changed += [(old[0], (old[0], *new[1:]))
+                for old, new in zip(touched[100:], _generated(200, 7), strict=True)]  # fmt: skip
+    changed += [(row[0], row) for row in _generated(200, 8, prefix="g-0100")]  # ids between
+    live = Delta(base).apply("s.2", 1, changed)
+    assert live.delta.size == 400 and live.alive is not None
+    searched = [
+        (SearchFilters(min_beds=2), "listPrice", "desc"),
+        (SearchFilters(status="forSale", min_year_built=1940), "livingArea", "asc"),
+        (SearchFilters(property_type="condo"), "daysOnMarket", "asc"),  # into the nulls
+        (SearchFilters(), "lastUpdated", "desc"),
+    ]
+    for index in (LiveIndex.plain(base), live):
+        for filters, sort, order in searched:
+            before = index.search(SearchQuery(filters, sort, order, 10, 4_990))
+            assert before is not None and before.tested == index.size and len(before.ids) == 10
+            query = SearchQuery(filters, sort, order, 11, 0)
+            resumed = index.search(query, before.ids[-1], total=before.total)
+            by_offset = index.search(SearchQuery(filters, sort, order, 11, 5_000))
+            assert resumed == by_offset, (filters, sort, order)
+            assert resumed is not None and resumed.ids
+            assert 0 < resumed.tested <= 1_000, (filters, sort, order, resumed.tested)
+            recounted = index.search(query, before.ids[-1])  # a cursor without its total
+            assert recounted == resumed and recounted is not None
+            assert recounted.tested == index.size

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,20 +124,43 @@ def test(column: npt.NDArray[Any], op: Test, value: Any, out: BoolArray | None =
     return at_least(column, value, out) if op == "ge" else at_most(column, value, out)
 
 
-def _chunks(sequence: npt.NDArray[np.int32]) -> Iterator[npt.NDArray[np.int32]]:
+def _chunks(
+    sequence: npt.NDArray[np.int32], first: int = _FIRST_CHUNK
+) -> Iterator[npt.NDArray[np.int32]]:
     """Growing slices: a shallow page of a common filter reads a few thousand rows."""
-    start, size = 0, _FIRST_CHUNK
+    start, size = 0, first
     while start < len(sequence):
         yield sequence[start : start + size]
         start += size
         size = min(size * 2, _LAST_CHUNK)
 
 
+Keep = Callable[[npt.NDArray[np.int32]], BoolArray]
+"""Which of these rows (positions) a search keeps: a mask's look-up, or its filters tested on
+the rows alone (`SearchIndex.keeper`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Walked:
+    rows: npt.NDArray[np.int64]
+    """The page's rows, in the order walked."""
+    tested: int
+    """How many rows `keep` was asked about."""
+
+
 def walk(
-    sequences: list[npt.NDArray[np.int32]], mask: BoolArray | None, offset: int, limit: int
-) -> npt.NDArray[np.int64]:
-    """Rows `offset` to `offset + limit` of the matches, in the order of `sequences`."""
-    if mask is None:
+    sequences: list[npt.NDArray[np.int32]],
+    keep: Keep | None,
+    offset: int,
+    limit: int,
+    *,
+    first: int = _FIRST_CHUNK,
+    budget: int | None = None,
+) -> Walked | None:
+    """Rows `offset` to `offset + limit` of the rows `keep` keeps (None: all), in the order
+    of `sequences`, asking `keep` about growing chunks of them from `first` rows; None when
+    `budget` rows were asked about and the page is not complete yet."""
+    if keep is None:
         pieces: list[npt.NDArray[np.int32]] = []
         for sequence in sequences:  # no copy of whole sequences: a page is sliced out
             if offset >= len(sequence):
@@ -148,12 +171,15 @@ def walk(
             offset = 0
             if limit <= 0:
                 break
-        return (np.concatenate(pieces) if pieces else np.zeros(0, np.int32)).astype(np.int64)
+        return Walked(_joined(pieces), 0)
     found: list[npt.NDArray[np.int32]] = []
-    skip, need = offset, limit
+    skip, need, tested = offset, limit, 0
     for sequence in sequences:
-        for chunk in _chunks(sequence):
-            hits = chunk[mask[chunk]]
+        for chunk in _chunks(sequence, first):
+            if budget is not None and tested >= budget:
+                return None
+            hits = chunk[keep(chunk)]
+            tested += len(chunk)
             if skip >= len(hits):
                 skip -= len(hits)
                 continue
@@ -162,8 +188,12 @@ def walk(
             found.append(taken)
             need -= len(taken)
             if need == 0:
-                return np.concatenate(found).astype(np.int64)
-    return (np.concatenate(found) if found else np.zeros(0, np.int32)).astype(np.int64)
+                return Walked(_joined(found), tested)
+    return Walked(_joined(found), tested)
+
+
+def _joined(pieces: list[npt.NDArray[np.int32]]) -> npt.NDArray[np.int64]:
+    return (np.concatenate(pieces) if pieces else np.zeros(0, np.int32)).astype(np.int64)
 
 
 def nearest(

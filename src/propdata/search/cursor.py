@@ -6,7 +6,9 @@ HMAC-SHA256 of that array under the store's `cursor_secret` (meta table). It hol
 - the data version the walk started under (its order is that version's order),
 - a digest of the search (filters, sort, order): a cursor is refused for any other search,
 - how many rows the earlier pages delivered (`meta.offset` of the next page),
-- the last row's sort value (that version's), its distance (radius searches) and its id.
+- the last row's sort value (that version's), its distance (radius searches) and its id,
+- the search's total in that version: a page of the walk answered from that version's
+  index resumes past the last row without counting the matches again.
 
 It is the same string for the same page of the same search (no nonce), so cached answers
 and ETags stay stable. Anything that does not verify is `None`: the service answers 400.
@@ -23,7 +25,8 @@ from typing import Any
 
 import msgspec
 
-FORMAT = 1
+FORMAT = 2
+"""Format 1 was the same without the total (still read: a walk begun before goes on)."""
 _TAG = 16
 """Bytes of the HMAC kept: 128 bits, beyond guessing."""
 
@@ -41,6 +44,8 @@ class Cursor:
     distance: float | None
     """The last row's exact distance in miles (radius searches), else None."""
     last_id: str
+    total: int | None = None
+    """The search's `meta.total` in that version; None in a cursor of format 1."""
 
 
 def digest(*parts: Any) -> str:
@@ -63,7 +68,7 @@ def _unb64(text: str) -> bytes:
 def encode(secret: str, cursor: Cursor) -> str:
     payload = msgspec.json.encode(
         [FORMAT, cursor.version, cursor.search, cursor.delivered, cursor.value,
-         cursor.distance, cursor.last_id]
+         cursor.distance, cursor.last_id, cursor.total]
     )  # fmt: skip
     return f"{_b64(payload)}.{_b64(_tag(secret, payload))}"
 
@@ -82,9 +87,12 @@ def decode(secret: str, text: str) -> Cursor | None:
         return None
     try:
         fields = msgspec.json.decode(payload)
-        form, version, search, delivered, value, distance, last_id = fields
+        form, version, search, delivered, value, distance, last_id, *rest = fields
+        total = int(rest[0]) if form == FORMAT and rest and rest[0] is not None else None
     except (msgspec.DecodeError, TypeError, ValueError):
         return None
-    if form != FORMAT or not isinstance(last_id, str) or not isinstance(search, str):
+    if (form, len(rest)) not in ((1, 0), (FORMAT, 1)):
         return None
-    return Cursor(int(version), search, int(delivered), value, distance, last_id)
+    if not isinstance(last_id, str) or not isinstance(search, str):
+        return None
+    return Cursor(int(version), search, int(delivered), value, distance, last_id, total)

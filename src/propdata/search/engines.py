@@ -102,8 +102,12 @@ class IndexEngine:
         return None
 
     def _search(self, query: SearchQuery, walk: Cursor | None, ids: bool) -> IndexPage | None:
-        after = None if walk is None else walk.last_id
-        return self.index.search(query.probe(), after, ids=ids)
+        """The page past `walk`'s last row, resumed there when the walk is of this index's
+        version (its total is this index's: `SearchIndex.search`)."""
+        if walk is None:
+            return self.index.search(query.probe(), ids=ids)
+        total = walk.total if walk.version == self.index.version else None
+        return self.index.search(query.probe(), walk.last_id, ids=ids, total=total)
 
 
 class SqlEngine:
@@ -134,7 +138,7 @@ class SqlEngine:
                 )
             after = None if walk is None else (walk.value, walk.last_id)
             rows = await self.repo.search_page(query.probe(offset=0 if walk else None), after)
-            total = await self._total(query.filters)
+            total = await self._total(query.filters, walk)
         limit = query.limit
         more = len(rows) > limit
         return Found(total, rows[:limit], None if distances is None else distances[:limit], more)
@@ -167,8 +171,14 @@ class SqlEngine:
         rows = {r.id: r for r in await self.repo.search_rows([e[0].id for e in page])}
         return len(inside), [(rows[e[0].id], e[1]) for e in page if e[0].id in rows]
 
-    async def _total(self, filters: SearchFilters) -> int:
-        key = (await self.repo.cache_namespace(), repr(filters))
+    async def _total(self, filters: SearchFilters, walk: Cursor | None) -> int:
+        """The exact total of `filters` in the current data: the walk's, when it is of the
+        current version, else kept or counted."""
+        namespace = await self.repo.cache_namespace()
+        version = int(namespace.rpartition(".")[2] or 0)
+        if walk is not None and walk.total is not None and walk.version == version:
+            return walk.total
+        key = (namespace, repr(filters))
         total = self._totals.get(key)
         if total is None:
             total = self._totals[key] = await self.repo.count_matches(filters)

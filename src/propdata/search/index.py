@@ -23,6 +23,7 @@ SQL path uses) is within the radius.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from propdata.search.arrays import (
     GEO_COLUMNS,
     BoolArray,
     Group,
+    Keep,
     cell,
     id_grid,
     nearest,
@@ -67,6 +69,14 @@ _SELECTIVE = 16
 """Below 1/16 of the rows, filters go on over the matching positions instead of whole columns."""
 _SORT_DIRECTLY = 20_000
 """Up to this many matches, sort them; above, walk the presorted order of the column."""
+_RESUME_SHARE = 64
+"""A page resumed past a cursor's row tests its filters on at most 1/64 of the rows: a row
+tested at its place in an order (a random read of each column) costs some 50 times one in
+a pass over the column, and the pass over every row is what resuming saves."""
+
+Check = tuple[str, Test, Any]
+"""One filter as a test of one column: its name, the comparison, the value (an equality's
+by the value's code in this index)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +93,10 @@ class IndexPage:
     positions: npt.NDArray[np.int64] | None = field(default=None, compare=False)
     """The rows' positions in the index (for its search items); they follow from `ids`
     (which are left empty when the search did not ask for them). None: no rows."""
+    tested: int = field(default=0, compare=False)
+    """How many rows the filters were tested on to find the page: the index's size when
+    the search was evaluated over the whole index (its total counted), else the rows a
+    resumed walk tested past the cursor's row (`SearchIndex.search`, `total`)."""
 
 
 @dataclass(eq=False)
@@ -148,7 +162,11 @@ class SearchIndex:
         return sum(a.nbytes for a in arrays) + sum(g.nbytes for g in self.groups.values())
 
     def search(
-        self, query: SearchQuery, after: str | None = None, ids: bool = True
+        self,
+        query: SearchQuery,
+        after: str | None = None,
+        ids: bool = True,
+        total: int | None = None,
     ) -> IndexPage | None:
         """The exact total and the ids of the query's page, in its order (`search.order`;
         `ids` False: only their positions, for items read from the snapshot).
@@ -157,12 +175,22 @@ class SearchIndex:
         version (a cursor); the page starts past it, found by its position, not by counting
         rows, so a deep page costs what the first does. None when that id is not among this
         index's matches (the caller then answers otherwise).
+
+        `total`: with `after`, the search's total in this index, as the cursor's walk
+        counted it: the search is then not evaluated again over every row, the page resumes
+        past the cursor's row in the sort's order and its filters are tested on the rows it
+        walks (`resume`), when they are common enough among the rows for that to be the
+        cheaper way.
         """
+        if after is not None and total is not None:
+            resumed = self.resume(query, after, total, ids)
+            if resumed is not None:
+                return resumed
         filters, sort, limit, offset = query.filters, query.sort, query.limit, query.offset
         selection = self._select(filters)
         if selection is None:
             none: list[float] | None = None if filters.near is None else []
-            return None if after is not None else IndexPage(0, [], none)
+            return None if after is not None else IndexPage(0, [], none, tested=self.size)
         mask, positions = selection
         distances: npt.NDArray[np.float64] | None = None
         if filters.near is not None:
@@ -184,7 +212,7 @@ class SearchIndex:
                 return None
             offset = 0
         elif offset >= total or limit <= 0:
-            return IndexPage(total, [], None if distances is None else [])
+            return IndexPage(total, [], None if distances is None else [], tested=self.size)
         descending = query.ordering.descending
         if sort == "distance":
             assert positions is not None and distances is not None
@@ -207,17 +235,66 @@ class SearchIndex:
                 mask[positions] = True
             sequences = self._sequences(column, descending)
             if last is not None:
-                sequences = self._past(sequences, column, descending, last)
-            page = walk(sequences, mask, offset, limit)
+                sequences = self.seek(column, descending, *self.place(column, last))
+            walked = walk(sequences, None if mask is None else mask.__getitem__, offset, limit)
+            assert walked is not None  # no budget
+            page = walked.rows
         shown: list[float] | None = None
         if distances is not None:
             assert positions is not None
             shown = distances[np.searchsorted(positions, page)].tolist()
+        return self._page(total, page, shown, sort, ids, self.size)
+
+    def resume(
+        self, query: SearchQuery, after: str, total: int, ids: bool = True
+    ) -> IndexPage | None:
+        """The page past `after`'s row of a search whose total here is `total` (see
+        `search`), without evaluating the search over every row; None when that is not the
+        cheaper way (`resumable`, or the walk tested `_RESUME_SHARE` of the rows without
+        finding the page), or when `after` is not here."""
+        filters, sort = query.filters, query.sort
+        resumable = self.resumable(query, total)
+        if resumable is None:
+            return None
+        first, budget = resumable
+        last = self._position(after)
+        checks = self.checks(filters)
+        if last is None or checks is None:
+            return None
+        column, descending = SORT_COLUMNS[sort], query.ordering.descending
+        sequences = self.seek(column, descending, *self.place(column, last))
+        walked = walk(sequences, self.keeper(checks), 0, query.limit, first=first, budget=budget)
+        if walked is None:
+            return None
+        return self._page(total, walked.rows, None, sort, ids, walked.tested)
+
+    def resumable(self, query: SearchQuery, total: int) -> tuple[int, int] | None:
+        """How many rows a page resumed past a cursor's row tests first (twice those that
+        hold its rows, were the matches spread evenly) and at most (`_RESUME_SHARE` of the
+        rows); None when the page is not resumed: a box or a radius (their rows come from
+        the grid), or filters so rare that the first rows tested would pass that share."""
+        if box(query.filters) is not None or query.sort not in SORT_COLUMNS or total <= 0:
+            return None
+        budget = self.size // _RESUME_SHARE
+        expected = 2 * (query.limit + 1) * self.size // total
+        if expected > budget:
+            return None
+        return max(expected, 64), budget
+
+    def _page(
+        self,
+        total: int,
+        page: npt.NDArray[np.int64],
+        shown: list[float] | None,
+        sort: str,
+        ids: bool,
+        tested: int,
+    ) -> IndexPage:
         values: list[Any] | None = None
         if sort in SORT_COLUMNS and SORT_COLUMNS[sort] in self.nums:
             values = [None if math.isnan(v) else int(v)
                       for v in self.nums[SORT_COLUMNS[sort]][page].tolist()]  # fmt: skip
-        return IndexPage(total, self._ids(page) if ids else [], shown, values, page)
+        return IndexPage(total, self._ids(page) if ids else [], shown, values, page, tested)
 
     def _position(self, wanted: str) -> int | None:
         """The position of an id (rows are in id byte order), None when absent."""
@@ -272,37 +349,76 @@ class SearchIndex:
         longer = (length > width).astype(np.uint8)[:, None]
         return np.concatenate([grid, longer], axis=1).view(f"S{width + 1}").ravel()
 
-    def _past(
-        self,
-        sequences: list[npt.NDArray[np.int32]],
-        column: str,
-        descending: bool,
-        last: int,
+    def place(self, column: str, position: int) -> tuple[float, float]:
+        """The place of the row at `position` in the order of `column`, as `seek` takes it."""
+        if column == "last_updated":
+            return float(self.updated_rank[position]), float(position)
+        return float(self.nums[column][position]), float(position)
+
+    def seek(
+        self, column: str, descending: bool, key: float, ident: float
     ) -> list[npt.NDArray[np.int32]]:
-        """`sequences` (the order of the sort) from just after the row at `last`."""
+        """The order of `column` (`_sequences`) from just past a place in it: `key` is the
+        value (NaN: null), or for lastUpdated the rank, and `ident` the id's rank, both in
+        this index's terms. A row of this index is at its own value and position (`place`);
+        a row placed among them (`search.live`) at keys between theirs."""
         rows = self.orders[column]
         known = self.known[column]
+        null = False
         if column == "last_updated":
-            at = int(self.updated_rank[last])
-        elif np.isnan(self.nums[column][last]):  # in the null tail, by position
-            at = known + int(np.searchsorted(rows[known:], last))
+            before = min(max(math.ceil(key), 0), len(rows))
+            upto = min(max(math.floor(key) + 1, 0), len(rows))
+        elif math.isnan(key):  # in the null tail, by id
+            null = True
+            tail = rows[known:]
+            before = known + int(np.searchsorted(tail, ident, side="left"))
+            upto = known + int(np.searchsorted(tail, ident, side="right"))
         else:  # binary search of (value, position) in the non-null head
             values = self.nums[column]
-            target = (float(values[last]), last)
-            lo, hi = 0, known
-            while lo < hi:
-                mid = (lo + hi) // 2
-                row = int(rows[mid])
-                if (float(values[row]), row) < target:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            at = lo
-        if not descending:  # one sequence: [rows]
-            return [sequences[0][at + 1 :]]
-        if at < known:  # [head reversed, tail reversed]
-            return [sequences[0][known - at :], sequences[1]]
-        return [sequences[1][len(rows) - at :]]
+
+            def at(i: int) -> tuple[float, int]:
+                row = int(rows[i])
+                return float(values[row]), row
+
+            before = bisect.bisect_left(range(known), (key, ident), key=at)
+            upto = bisect.bisect_right(range(known), (key, ident), key=at)
+        if not descending:
+            return [rows[upto:]]
+        if null:
+            return [rows[known:before][::-1]]
+        return [rows[:before][::-1], rows[known:][::-1]]
+
+    def checks(self, f: SearchFilters) -> list[Check] | None:
+        """Each filter `f` gives, as a test of one column, equalities first (`FILTERS`'
+        order); None when an equality's value is not in the store at all."""
+        found: list[Check] = []
+        for flt in FILTERS:
+            value = getattr(f, flt.field)
+            if value is None:
+                continue
+            if flt.test != "eq":
+                found.append((flt.column, flt.test, value))
+                continue
+            code = self.codes[flt.column].get(value)
+            if code is None:
+                return None
+            found.append((flt.column, "eq", code))
+        return found
+
+    def _column(self, check: Check) -> npt.NDArray[Any]:
+        name, op, _ = check
+        return self.cats[name] if op == "eq" else self.nums[name]
+
+    def keeper(self, checks: list[Check], alive: BoolArray | None = None) -> Keep:
+        """Which of some rows pass every check (and are `alive`), testing those rows alone."""
+
+        def keep(rows: npt.NDArray[np.int32]) -> BoolArray:
+            kept: BoolArray = np.ones(len(rows), np.bool_) if alive is None else alive[rows]
+            for check in checks:
+                np.logical_and(kept, test(self._column(check)[rows], check[1], check[2]), out=kept)
+            return kept
+
+        return keep
 
     def _select(
         self, f: SearchFilters, alive: BoolArray | None = None
@@ -326,28 +442,22 @@ class SearchIndex:
     def _filtered(
         self, f: SearchFilters
     ) -> tuple[BoolArray | None, npt.NDArray[np.int64] | None] | None:
+        checks = self.checks(f)
+        if checks is None:
+            return None
         tests: list[tuple[npt.NDArray[Any], Test, Any]] = []
         narrowest: tuple[int, int, str] | None = None  # (rows, code, category) of a group
-        for flt in FILTERS:  # equality first (FILTERS' order), then the ranges
-            value = getattr(f, flt.field)
-            if value is None:
-                continue
-            name = flt.column
-            if flt.test != "eq":
-                tests.append((self.nums[name], flt.test, value))
-                continue
-            code = self.codes[name].get(value)
-            if code is None:
-                return None
-            if name in self.groups:
+        for check in checks:  # equality first, then the ranges
+            name, op, value = check
+            if op == "eq" and name in self.groups:
                 starts = self.group_starts[name]
-                rows = int(starts[code + 1]) - int(starts[code])
+                rows = int(starts[value + 1]) - int(starts[value])
                 if narrowest is None or rows < narrowest[0]:
                     if narrowest is not None:
                         tests.append((self.cats[narrowest[2]], "eq", narrowest[1]))
-                    narrowest = (rows, code, name)
+                    narrowest = (rows, value, name)
                     continue
-            tests.append((self.cats[name], "eq", code))
+            tests.append((self._column(check), op, value))
         mask: BoolArray | None = None
         positions: npt.NDArray[np.int64] | None = None
         area = box(f)

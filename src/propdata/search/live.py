@@ -79,6 +79,10 @@ class _Side:
     total: int
 
 
+_UNREAD = _Side(None, None, None, 0)
+"""A side whose matches a resumed page does not read (the base's: `LiveIndex._resume`)."""
+
+
 class LiveItems:
     """The encoded items of a live index: the base's snapshot items, then the delta's."""
 
@@ -166,12 +170,20 @@ class LiveIndex:
         return self._items
 
     def search(
-        self, query: SearchQuery, after: str | None = None, ids: bool = True
+        self,
+        query: SearchQuery,
+        after: str | None = None,
+        ids: bool = True,
+        total: int | None = None,
     ) -> IndexPage | None:
         """`SearchIndex.search` over the base's alive rows and the delta's: positions of the
         delta's rows follow the base's (`base.size + q`)."""
         if not self.delta.size and self.alive is None:
-            return self.base.search(query, after, ids)
+            return self.base.search(query, after, ids, total)
+        if after is not None and total is not None:
+            resumed = self._resume(query, after, total, ids)
+            if resumed is not None:
+                return resumed
         filters, sort, limit, offset = query.filters, query.sort, query.limit, query.offset
         descending = query.ordering.descending
         base = self._side(self.base, self.base._select(filters, self.alive), filters)
@@ -188,7 +200,7 @@ class LiveIndex:
             start = 0
         else:
             if offset >= total or limit <= 0:
-                return IndexPage(total, [], [] if near else None)
+                return IndexPage(total, [], [] if near else None, tested=self.size)
             want = offset + limit
             ours = self._window(_DELTA, delta, sort, descending, 0, want, None)
             first = 0  # where the base's part starts: all the delta's matches may come before
@@ -199,11 +211,51 @@ class LiveIndex:
         page, distances = self._merge(theirs, ours, sort, descending)
         page = page[start : start + limit]
         shown = None if distances is None else distances[start : start + limit].tolist()
+        return self._page(total, page, shown, sort, ids, self.size)
+
+    def _resume(self, query: SearchQuery, after: str, total: int, ids: bool) -> IndexPage | None:
+        """`SearchIndex.resume` over the base's alive rows and the delta's: the delta's
+        matches as for any page (it is small), the base's tested on the rows its walk
+        passes from the cursor's row; None when not resumed (see `resume`)."""
+        filters, sort, limit = query.filters, query.sort, query.limit
+        resumable = self.base.resumable(query, total)
+        if resumable is None:
+            return None
+        first, budget = resumable
+        descending = query.ordering.descending
+        delta = self._side(self.delta, self.delta._select(filters) if self.delta.size else None,
+                           filters)  # fmt: skip
+        target = self._target(after, sort, _UNREAD, delta)
+        if target is None:
+            return None
+        ours = self._window(_DELTA, delta, sort, descending, 0, limit, target)
+        theirs: tuple[Positions, Floats | None] = (_NONE, None)
+        tested = self.delta.size
+        checks = self.base.checks(filters)
+        if checks is not None:
+            keep = self.base.keeper(checks, self.alive)
+            sequences = self._seek(SORT_COLUMNS[sort], descending, target)
+            walked = walk(sequences, keep, 0, limit, first=first, budget=budget)
+            if walked is None:
+                return None
+            theirs, tested = (walked.rows, None), tested + walked.tested
+        page, _ = self._merge(theirs, ours, sort, descending)
+        return self._page(total, page[:limit], None, sort, ids, tested)
+
+    def _page(
+        self,
+        total: int,
+        page: Positions,
+        shown: list[float] | None,
+        sort: str,
+        ids: bool,
+        tested: int,
+    ) -> IndexPage:
         values: list[Any] | None = None
         column = SORT_COLUMNS.get(sort)
         if column is not None and column in self.base.nums:
             values = [None if math.isnan(v) else int(v) for v in self._values(column, page)]
-        return IndexPage(total, self._ids(page) if ids else [], shown, values, page)
+        return IndexPage(total, self._ids(page) if ids else [], shown, values, page, tested)
 
     # -- the two sides -------------------------------------------------------------------
 
@@ -318,7 +370,9 @@ class LiveIndex:
         sequences = index._sequences(column, descending)  # the delta's own: the same order
         if target is not None:
             sequences = self._seek(column, descending, target)
-        page = walk(sequences, mask, start, count)
+        walked = walk(sequences, None if mask is None else mask.__getitem__, start, count)
+        assert walked is not None  # no budget
+        page = walked.rows
         if distances is None:
             return page, None
         assert positions is not None
@@ -335,38 +389,16 @@ class LiveIndex:
     def _seek(
         self, column: str, descending: bool, target: tuple[int, int, float | None]
     ) -> list[npt.NDArray[np.int32]]:
-        """The base's order of `column` from just past `target`'s row (see `_past`)."""
-        base = self.base
-        rows = base.orders[column]
-        known = base.known[column]
+        """The base's order of `column` from just past `target`'s row (`SearchIndex.seek`,
+        a delta row at its keys among the base's)."""
         side, at, _ = target
-        null = False
+        if side == _BASE:
+            return self.base.seek(column, descending, *self.base.place(column, at))
         if column == "last_updated":
-            rank = float(base.updated_rank[at]) if side == _BASE else float(self.updated_keys[at])
-            before = min(max(math.ceil(rank), 0), len(rows))
-            upto = min(max(math.floor(rank) + 1, 0), len(rows))
+            key = float(self.updated_keys[at])
         else:
-            value = float(self._index(side).nums[column][at])
-            ident = float(at) if side == _BASE else float(self.id_keys[at])
-            null = math.isnan(value)
-            if null:  # in the null tail, by id
-                tail = rows[known:]
-                before = known + int(np.searchsorted(tail, ident, side="left"))
-                upto = known + int(np.searchsorted(tail, ident, side="right"))
-            else:
-                values = base.nums[column]
-
-                def key(i: int) -> tuple[float, int]:
-                    row = int(rows[i])
-                    return float(values[row]), row
-
-                before = bisect.bisect_left(range(known), (value, ident), key=key)
-                upto = bisect.bisect_right(range(known), (value, ident), key=key)
-        if not descending:
-            return [rows[upto:]]
-        if null:
-            return [rows[known:before][::-1]]
-        return [rows[:before][::-1], rows[known:][::-1]]
+            key = float(self.delta.nums[column][at])
+        return self.base.seek(column, descending, key, float(self.id_keys[at]))
 
     def _merge(
         self,

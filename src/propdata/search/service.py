@@ -127,7 +127,7 @@ class SearchService:
         if found.more and mark is not None:
             next_cursor = cursors.encode(secret, cursors.Cursor(
                 version=version, search=search_id, delivered=offset + len(rows),
-                value=mark[0], distance=mark[1], last_id=mark[2],
+                value=mark[0], distance=mark[1], last_id=mark[2], total=found.total,
             ))  # fmt: skip
         shown: list[float | msgspec.UnsetType] = (
             [msgspec.UNSET] * len(rows) if distances is None else [round(d, 2) for d in distances]
@@ -159,6 +159,7 @@ class SearchService:
                 version=version, search=search_id, delivered=offset + len(parts),
                 value=None if sort == "distance" else getattr(last, SORT_COLUMNS[sort]),
                 distance=None if distances is None else distances[-1], last_id=last.id,
+                total=page.total,
             ))  # fmt: skip
         meta = SearchMeta(total=page.total, limit=limit, offset=offset, next_cursor=next_cursor)
         return EncodedSearchResponse(meta=meta, data=msgspec.Raw(join(parts, distances)))
