@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -48,14 +47,21 @@ def ensure_store(properties: int) -> Path:
 def export(store: Path, fmt: str) -> dict[str, object]:
     with tempfile.TemporaryDirectory(dir=store.parent) as out:
         started = time.perf_counter()
-        done = subprocess.run(
-            [str(PROPDATA), "data", "export", "--format", fmt, "--out", out],
-            env={**os.environ, "PROPDATA_DATABASE_URL": str(store)}, check=True,
-            capture_output=True, text=True,
-        )  # fmt: skip
-        seconds = time.perf_counter() - started
-        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        folder = Path(done.stdout.strip().splitlines()[-1])
+        with tempfile.TemporaryFile("w+") as printed:
+            child = subprocess.Popen(
+                [str(PROPDATA), "data", "export", "--format", fmt, "--out", out],
+                env={**os.environ, "PROPDATA_DATABASE_URL": str(store)},
+                stdout=printed, stderr=subprocess.DEVNULL, text=True,
+            )  # fmt: skip
+            # This child's own peak: RUSAGE_CHILDREN would also hold the generator's.
+            _, status, usage = os.wait4(child.pid, 0)
+            child.returncode = os.waitstatus_to_exitcode(status)
+            if child.returncode != 0:
+                raise subprocess.CalledProcessError(child.returncode, child.args)
+            seconds = time.perf_counter() - started
+            printed.seek(0)
+            folder = Path(printed.read().strip().splitlines()[-1])
+        peak_mb = usage.ru_maxrss / 1024
         manifest = json.loads((folder / "manifest.json").read_text())
         size = sum(f["bytes"] for f in manifest["files"])
     return {"format": fmt, "properties": manifest["rows"], "seconds": round(seconds, 1),
