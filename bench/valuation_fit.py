@@ -16,6 +16,7 @@ import time
 from propdata.kit.db import connect
 from propdata.valuation import rebuild
 from propdata.valuation.homes import Params
+from propdata.valuation.stock import read_stock
 
 AS_OF = dt.date(2026, 1, 15)
 
@@ -25,7 +26,7 @@ async def main(store: str) -> None:
     cpu = time.process_time()
     try:
         started = time.perf_counter()
-        stock = await rebuild.read_stock(db, AS_OF)
+        stock = await read_stock(db, AS_OF)
         read = time.perf_counter() - started
         started = time.perf_counter()
         rebuild._value_both(stock, AS_OF, Params())

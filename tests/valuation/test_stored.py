@@ -15,7 +15,7 @@ from propdata.kit.db import Database
 from propdata.properties.schemas import PropertyDetail
 from propdata.valuation import stored
 from propdata.valuation.homes import Params
-from propdata.valuation.rebuild import fit_stock, read_stock, value_homes
+from propdata.valuation.stock import fit_stock, read_stock, value_homes
 
 AS_OF = dt.date(2026, 11, 21)
 
