@@ -244,8 +244,9 @@ async def test_random_traffic_gets_identical_decisions(seed: int, tmp_path: Path
         RedisLimiter(connect(REDIS_URL), clock=clock),
         fallback(clock),
     ]
-    # A key's daily quota is fixed (the Redis and fallback logs keep only a minute without
-    # one); its per-minute limit and quota size change as plan changes would.
+    # A key's daily quota is fixed (a log without one keeps only the minute, trimmed by the
+    # Redis script on a `usage` too, by SQLite only on a writing decision); its per-minute
+    # limit and quota size change as plan changes would.
     keys: dict[str, int | None] = {new_key(): daily for daily in (None, 15, 60)}
     stamps: dict[str, list[list[tuple[int, int]]]] = {key: [] for key in keys}
     counted = dict.fromkeys(keys, 0)
@@ -343,6 +344,43 @@ async def test_without_a_daily_quota_redis_keeps_only_the_minute() -> None:
     finally:
         await limiter.close()
         forget(key)
+
+
+async def test_without_a_daily_quota_sqlite_keeps_only_the_minute(tmp_path: Path) -> None:
+    clock = FakeClock()
+    limiter = SQLiteLimiter(str(tmp_path / "usage.db"), clock=clock)
+    unlimited, quota = new_key(), new_key()
+
+    def stored(key: str) -> int:
+        row = limiter._conn.execute(
+            "SELECT count(*) FROM limiter_log l JOIN limiter_keys k ON k.num = l.num"
+            " WHERE k.key_id = ?",
+            (key,),
+        ).fetchone()
+        return int(row[0])
+
+    try:
+        start = clock.now
+        for _ in range(600):  # one request each of the two keys every 0.5 s: 300 s
+            assert (await limiter.admit(unlimited, 1_000, None)).allowed
+            assert (await limiter.admit(quota, 1_000, 100_000)).allowed
+            clock.advance(0.5)
+            assert stored(unlimited) <= 120  # at most the minute's entries, at every step
+        assert stored(unlimited) == 120  # (now - 60 s, now]: the last 120 requests
+        usage = await limiter.usage(unlimited, 1_000, None)
+        assert usage.minute.used == 119 and usage.day is None  # the first is at now - 60 s
+        # "Requests today" of such a key come from the hour buckets, which keep them all.
+        assert sum((await limiter.hourly(unlimited, start)).values()) == 600
+        # A key with a daily quota keeps, and counts, its whole day.
+        assert stored(quota) == 600
+        day = (await limiter.usage(quota, 1_000, 100_000)).day
+        assert day is not None and day.used == 600 and day.reset == math.ceil(start + 86_400)
+        clock.now = start + 86_400 + 100  # the first 201 requests (at start .. start + 100 s) left
+        decision = await limiter.admit(quota, 1_000, 100_000)
+        assert decision.day is not None and decision.day.used == 600 - 201 + 1
+        assert stored(quota) == 400
+    finally:
+        await limiter.close()
 
 
 async def test_redis_takes_the_time_from_redis() -> None:

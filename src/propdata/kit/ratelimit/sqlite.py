@@ -1,6 +1,7 @@
 """The embedded limiter: the sliding logs of `base` in a SQLite file of its own.
 
-Its own file, so a long data load never blocks admission. Every decision is made inside a
+Its own file, so a long data load never blocks admission. Like the Redis log, a key's log
+keeps the longest window the key has: the day with a daily quota, else the minute. Every decision is made inside a
 `BEGIN IMMEDIATE` transaction, which makes it exact across the worker processes of one host
 and keeps the counts across restarts. The decisions that write (admissions, refunds, failed
 requests) a worker's requests ask for in one turn of its event loop share one transaction:
@@ -167,8 +168,11 @@ class SQLiteLimiter:
         minute_from = now_us - int(MINUTE * 1e6)
         minute_used -= self._left_minute(num, floor, minute_from)
         floor = max(floor, minute_from)
+        # The log keeps the longest window of the key, as the Redis log does: a key without
+        # a daily quota keeps its last minute, not a day of entries no decision reads (its
+        # "requests today" come from the hour buckets).
         day_used -= conn.execute(
-            "DELETE FROM limiter_log WHERE num = ? AND at <= ?", (num, now_us - int(DAY * 1e6))
+            "DELETE FROM limiter_log WHERE num = ? AND at <= ?", (num, keep_from)
         ).rowcount
         failed = None
         if failures is not None:
