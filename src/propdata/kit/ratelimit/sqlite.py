@@ -17,11 +17,11 @@ import asyncio
 import math
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TypeVar
 
-from propdata.kit.db import StoreUnavailable, busy, use_wal, when_unlocked
+from propdata.kit.db import use_wal
 from propdata.kit.ratelimit.base import (
     DAY,
     HOURLY_KEEP,
@@ -39,6 +39,7 @@ from propdata.kit.ratelimit.base import (
     retry_after_us,
     sum_hours,
 )
+from propdata.kit.ratelimit.turns import SharedTransactions, locked
 from propdata.kit.steps import Step, upgrade_file
 
 T = TypeVar("T")
@@ -76,15 +77,6 @@ STEPS: list[Step[Sequence[str]]] = [
 """The counters file's schema steps (kit.steps), applied when a limiter opens the file."""
 
 
-class Queued(NamedTuple):
-    """A writing decision waiting for the next shared transaction."""
-
-    step: Callable[[], Any]
-    future: asyncio.Future[Any]
-    needed: bool
-    """Made even when its waiter was cancelled before (a refund, a failure)."""
-
-
 class SQLiteLimiter:
     """The embedded limiter. `clock` returns unix seconds; tests inject their own."""
 
@@ -103,14 +95,7 @@ class SQLiteLimiter:
         self._conn.execute("PRAGMA busy_timeout=0")
         self.clock = clock
         self._nums: dict[str, int] = {}
-        self._queued: list[Queued] = []
-        """Writing decisions waiting for the next shared transaction (`_shared`)."""
-        self._writing = False
-        """A shared transaction is due: tried at the end of this turn of the event loop, or
-        waiting for another process's lock (`_writer`)."""
-        self._writer: asyncio.Task[None] | None = None
-        self.transactions = 0
-        """Shared transactions committed (the tests count them)."""
+        self._turns = SharedTransactions(self._conn)
 
     def _num(self, key_id: str) -> int:
         num = self._nums.get(key_id)
@@ -317,92 +302,10 @@ class SQLiteLimiter:
         retry = max(1, math.ceil(waits[exceeded] - 1e-9))
         return Decision(False, minute, day, retry_after=retry, exceeded=exceeded, failures=guard)
 
-    async def _locked(self, attempt: Callable[[], T]) -> T:
-        """One decision; waits for another worker's lock on the event loop, not in SQLite."""
-        try:
-            return await when_unlocked(attempt, "limiter store")
-        except sqlite3.OperationalError as exc:  # an unreadable file
-            raise StoreUnavailable(f"limiter store: {exc}") from exc
-
-    def _queue(self, step: Callable[[], T], needed: bool = True) -> asyncio.Future[T]:
-        """`step` (statements of one writing decision, no transaction of its own) in the next
-        shared transaction of this process; its future has the step's answer once that
-        transaction committed. A step that is not `needed` is left out when its future was
-        cancelled before the transaction began."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._queued.append(Queued(step, future, needed))
-        if not self._writing:
-            self._writing = True
-            # Behind the callbacks already ready: the requests of this turn of the event
-            # loop queue their steps before it runs.
-            loop.call_soon(self._write_now)
-        return future
-
-    def _write_now(self) -> None:
-        """The shared transaction, unless another process holds the lock: then a task waits
-        for it on the event loop (`when_unlocked`), steps queued meanwhile joining."""
-        try:
-            self._shared()
-        except sqlite3.OperationalError as exc:
-            if busy(exc):
-                self._writer = asyncio.get_running_loop().create_task(self._write())
-                return
-            self._fail_all(StoreUnavailable(f"limiter store: {exc}"))
-        except Exception as exc:  # a closed connection
-            self._fail_all(exc)
-        self._writing = False
-
-    async def _write(self) -> None:
-        try:
-            while self._queued:
-                try:
-                    await self._locked(self._shared)
-                except Exception as exc:  # the lock never came, or the file failed
-                    self._fail_all(exc)
-        finally:
-            self._writing = False
-
-    def _fail_all(self, error: Exception, taken: list[Queued] | None = None) -> None:
-        """Every waiter of a transaction that did not commit gets `error` (nothing counted)."""
-        if taken is None:
-            taken, self._queued = self._queued, []
-        for queued in taken:
-            if not queued.future.done():
-                queued.future.set_exception(error)
-
-    def _shared(self) -> None:
-        """One `BEGIN IMMEDIATE` transaction for every step queued when it begins, made one
-        after another; answered after the commit. A step that fails rolls all of them back,
-        and each waiter gets the error (nothing was counted)."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")  # busy: tried again, the queue kept
-        taken, self._queued = self._queued, []
-        answers: list[tuple[asyncio.Future[Any], Any]] = []
-        try:
-            for queued in taken:
-                if queued.needed or not queued.future.cancelled():
-                    answers.append((queued.future, queued.step()))
-            conn.execute("COMMIT")
-        except Exception as exc:
-            conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError):  # an unreadable or full file
-                exc = StoreUnavailable(f"limiter store: {exc}")
-            self._fail_all(exc, taken)
-            return
-        except BaseException:  # the process stopping
-            conn.execute("ROLLBACK")
-            self._fail_all(StoreUnavailable("limiter store: stopping"), taken)
-            raise
-        self.transactions += 1
-        for future, answer in answers:
-            if not future.done():
-                future.set_result(answer)
-
     async def admit(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
     ) -> Decision:
-        decided = self._queue(
+        decided = self._turns.queue(
             lambda: self._decide(key_id, per_minute, daily, record=True, failures=failures),
             needed=False,  # a request cancelled before its admission is not admitted
         )
@@ -413,16 +316,16 @@ class SQLiteLimiter:
             if decided.done() and not decided.cancelled() and decided.exception() is None:
                 stamp = decided.result().stamp
                 if stamp is not None:
-                    self._queue(lambda: self._refund(key_id, stamp, per_minute, daily))
+                    self._turns.queue(lambda: self._refund(key_id, stamp, per_minute, daily))
             raise
 
     async def usage(
         self, key_id: str, per_minute: int, daily: int | None, failures: int | None = None
     ) -> Decision:
-        return await self._locked(lambda: self._peek(key_id, per_minute, daily, failures))
+        return await locked(lambda: self._peek(key_id, per_minute, daily, failures))
 
     async def fail(self, key_id: str) -> None:
-        await self._queue(lambda: self._fail(key_id))
+        await self._turns.queue(lambda: self._fail(key_id))
 
     def _fail(self, key_id: str) -> None:
         """Record a failed request, inside the caller's write transaction."""
@@ -477,7 +380,7 @@ class SQLiteLimiter:
     async def refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
     ) -> Decision:
-        return await self._queue(lambda: self._refund(key_id, stamp, per_minute, daily))
+        return await self._turns.queue(lambda: self._refund(key_id, stamp, per_minute, daily))
 
     def _refund(
         self, key_id: str, stamp: tuple[int, int], per_minute: int, daily: int | None
@@ -486,7 +389,7 @@ class SQLiteLimiter:
         return self._decide(key_id, per_minute, daily, record=False, refund=stamp)
 
     async def hourly(self, key_id: str, since: float) -> dict[int, int]:
-        return await self._locked(lambda: self._hourly(key_id, since))
+        return await locked(lambda: self._hourly(key_id, since))
 
     def _hourly(self, key_id: str, since: float) -> dict[int, int]:
         """One statement, so one read snapshot: the stored buckets and the current one (summed
@@ -504,7 +407,7 @@ class SQLiteLimiter:
     async def attempt(self, name: str, limit: int, window: float, record: bool = True) -> Attempts:
         window_us = attempt_window_us(limit, window)
         digest = attempt_digest(name)
-        return await self._locked(lambda: self._attempt(digest, limit, window_us, record))
+        return await locked(lambda: self._attempt(digest, limit, window_us, record))
 
     def _attempt(self, digest: str, limit: int, window_us: int, record: bool) -> Attempts:
         """One `BEGIN IMMEDIATE` transaction to record; a read snapshot only to look."""
@@ -553,7 +456,7 @@ class SQLiteLimiter:
     async def hold(self, name: str, holder: str, limit: int, ttl: float) -> bool:
         ttl_us = lease_us(limit, ttl)
         digest = attempt_digest(name)
-        return await self._locked(lambda: self._hold(digest, holder, limit, ttl_us))
+        return await locked(lambda: self._hold(digest, holder, limit, ttl_us))
 
     def _hold(self, digest: str, holder: str, limit: int, ttl_us: int) -> bool:
         conn = self._conn
@@ -585,7 +488,7 @@ class SQLiteLimiter:
 
     async def release(self, name: str, holder: str) -> None:
         digest = attempt_digest(name)
-        await self._locked(lambda: self._release(digest, holder))
+        await locked(lambda: self._release(digest, holder))
 
     def _release(self, digest: str, holder: str) -> None:
         conn = self._conn
@@ -601,7 +504,7 @@ class SQLiteLimiter:
 
     async def forget(self, name: str) -> None:
         digest = attempt_digest(name)
-        await self._locked(lambda: self._forget(digest))
+        await locked(lambda: self._forget(digest))
 
     def _forget(self, digest: str) -> None:
         conn = self._conn
@@ -635,8 +538,11 @@ class SQLiteLimiter:
         """ "ok"; a backend that can fall back (the Resilient ones) says "degraded" then."""
         return "ok"
 
+    @property
+    def transactions(self) -> int:
+        """Shared transactions committed (`turns.SharedTransactions`)."""
+        return self._turns.transactions
+
     async def close(self) -> None:
-        await asyncio.sleep(0)  # a transaction due at the end of this turn is made first
-        if self._writer is not None:
-            await asyncio.gather(self._writer, return_exceptions=True)
+        await self._turns.close()
         self._conn.close()
