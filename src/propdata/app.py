@@ -557,4 +557,6 @@ def asgi() -> ASGIApp:
     """The server's entry point (uvicorn --factory propdata.app:asgi)."""
     settings = load_settings()
     configure(settings.log_level, settings.log_format)
-    return HeadAsGet(create_app(settings))
+    app = create_app(settings)
+    app.on_startup.append(memory.freeze_startup_objects)  # a served worker's, not a test's
+    return HeadAsGet(app)

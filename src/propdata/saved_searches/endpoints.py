@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
 import msgspec
@@ -24,7 +24,9 @@ from propdata.errors import (
     NotFound,
     PlanLimitReached,
 )
+from propdata.kit import memory
 from propdata.saved_searches.schemas import (
+    RawSavedSearch,
     RawSavedSearchList,
     SavedSearchChange,
     SavedSearchInput,
@@ -105,20 +107,36 @@ async def list_searches(
     return Stream(_in_parts(page), media_type="application/json")  # type: ignore[return-value]
 
 
-LISTED_AT_ONCE = 25
-"""Searches of a page encoded and sent at a time. A page of 500 searches that watch 1,000
-ids each is 7.6 MB: written whole, it would hold the event loop (and /health) some 20 ms."""
+PART_BYTES = memory.THRESHOLD // 2
+"""Stored JSON of the searches encoded and sent at a time (at least one search). A page of
+500 searches that watch 1,000 ids each is 7.6 MB: written whole, it would hold the event loop
+(and /health) for milliseconds; a part under the allocator's mmap threshold reuses the heap's
+memory instead of mapping (and faulting in) fresh pages each time."""
+
+
+def _parts(searches: list[RawSavedSearch]) -> Iterator[list[RawSavedSearch]]:
+    part: list[RawSavedSearch] = []
+    size = 0
+    for search in searches:
+        stored = len(search.property_ids) + len(search.filters)
+        if part and size + stored > PART_BYTES:
+            yield part
+            part, size = [], 0
+        part.append(search)
+        size += stored
+    if part:
+        yield part
 
 
 async def _in_parts(page: RawSavedSearchList) -> AsyncIterator[bytes]:
-    """The page's JSON, the bytes one encoding of it gives, LISTED_AT_ONCE searches at a time
-    with the event loop free between them."""
+    """The page's JSON, the bytes one encoding of it gives, a part at a time with the event
+    loop free between them."""
     empty = msgspec.json.encode(RawSavedSearchList(meta=page.meta, data=[]))
     assert empty.endswith(b"[]}")
     yield empty[:-2]
-    for start in range(0, len(page.data), LISTED_AT_ONCE):
-        part = msgspec.json.encode(page.data[start : start + LISTED_AT_ONCE])[1:-1]
-        yield b"," + part if start else part
+    for n, part in enumerate(_parts(page.data)):
+        encoded = msgspec.json.encode(part)[1:-1]
+        yield b"," + encoded if n else encoded
         await asyncio.sleep(0)
     yield b"]}"
 
