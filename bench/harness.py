@@ -381,12 +381,14 @@ def ensure_wrk() -> str:
 
 
 def wrk(base: str, paths: Path, seconds: float, args: Any, key: str | None,
-        count_cache: bool = False, server: Server | None = None) -> Load:  # fmt: skip
-    """One wrk run; with `server`, how its connections were spread over the workers."""
+        count_cache: bool = False, server: Server | None = None,
+        delay_ms: int = 0) -> Load:  # fmt: skip
+    """One wrk run; with `server`, how its connections were spread over the workers; with
+    `delay_ms`, each connection waits that long after an answer (a rate below saturation)."""
     command = [args.wrk, f"-t{min(args.wrk_threads, args.connections)}",
                f"-c{args.connections}", f"-d{max(1, round(seconds))}s", "--timeout", "30s",
                "-s", str(LUA), base, "--", str(paths)]  # fmt: skip
-    env = {**os.environ, "BENCH_KEY": key or ""}
+    env = {**os.environ, "BENCH_KEY": key or "", "BENCH_DELAY_MS": str(delay_ms)}
     if count_cache:
         env["BENCH_COUNT_CACHE"] = "1"
     done = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -528,10 +528,11 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   from its commit (a read-only connection polls for the record every 2 ms) to the receiver's
   first POST of its events, through the server's producer and dispatcher. 14: the same
   server, four endpoints; events for 1.5 times the target rate over the run are committed to
-  its event log (as the producer commits them) as wrk starts the search mix, and its
-  dispatcher (in the server: one worker of the host holds the dispatcher's turn and shares
-  its loop with requests) delivers them; POSTs a second while the mix ran, the mix's figures
-  beside, and the rate once it ended. 15: bench/event_log.py, `EventRepository.page` (100
+  its event log (as the producer commits them) as wrk starts the search mix at half its
+  saturated rate (each connection pausing after an answer), and its dispatcher (in the
+  server: one worker of the host holds the dispatcher's turn and shares its loop with
+  requests) delivers them; POSTs a second while the mix ran, the mix's figures beside, and
+  the rate once it ended. 15: bench/event_log.py, `EventRepository.page` (100
   events) from random cursors of one owner's 1,000,000 events among 250,000 of others' (with
   --scaleout also on PostgreSQL). 16: bench/idle_streams.py, 1,000 idle
   `GET /v1/events/stream` on one worker of an empty store: Pss growth, then one event per

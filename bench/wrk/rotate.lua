@@ -8,7 +8,9 @@
 -- done() prints one line starting with BENCH_JSON: requests, duration, errors and latency
 -- percentiles in microseconds, which bench/run.py reads. With BENCH_COUNT_CACHE set, each
 -- answer's X-Cache header is counted too (hits and misses in the JSON); only then is a
--- response() function defined, as it costs wrk a header table per answer.
+-- response() function defined, as it costs wrk a header table per answer. With BENCH_DELAY_MS
+-- set, each connection waits that many milliseconds after an answer before its next request
+-- (wrk's delay()), so the run asks at a chosen rate below saturation.
 
 local counter = 0
 local threads = {}
@@ -29,6 +31,13 @@ if os.getenv("BENCH_COUNT_CACHE") then
     else
       misses = misses + 1
     end
+  end
+end
+
+local pause = tonumber(os.getenv("BENCH_DELAY_MS") or "")
+if pause ~= nil and pause > 0 then
+  function delay()
+    return pause
   end
 end
 
