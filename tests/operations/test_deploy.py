@@ -42,31 +42,47 @@ def _names(expressions: list[str]) -> set[str]:
     return {name for expr in expressions for name in METRIC.findall(expr)}
 
 
-def test_every_dashboard_panel_queries_exposed_metrics(exposed: set[str]) -> None:
+def dashboard_names() -> set[str]:
+    """The metric names the Grafana dashboard's panels query."""
     dashboard: dict[str, Any] = json.loads((DEPLOY / "grafana" / "propdata.json").read_text())
     expressions = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
     assert expressions and all(expr.strip() for expr in expressions)
-    names = _names(expressions)
-    assert names - {"up"} <= exposed, names - {"up"} - exposed
-    # Every family the service exposes has a panel.
-    families = {re.sub(r"_(total|bucket|count|sum|created)$", "", n) for n in exposed}
-    assert {f for f in families if f.startswith("propdata_")} <= {
-        re.sub(r"_(total|bucket|count|sum|created)$", "", n) for n in names
-    }
+    return _names(expressions)
 
 
-PER_SOURCE = {"propdata_replication_lag_seconds"}
-"""Families with a sample per replication source only: a store without sources (the shared
-test store) has none; tests/replication/test_replicate.py scrapes them from a store with
-one."""
-
-
-def test_every_alert_names_exposed_metrics(exposed: set[str]) -> None:
+def alert_names() -> set[str]:
+    """The metric names the alert rules' expressions read."""
     text = (DEPLOY / "prometheus" / "alerts.yml").read_text()
     expressions = re.findall(r"expr: \|\n((?:\s{10}.*\n)+)|expr: (.*)", text)
     flat = [block or line for block, line in expressions]
     assert len(flat) == text.count("- alert:")
-    names = _names(flat)
+    return _names(flat)
+
+
+PER_SOURCE = {
+    "propdata_replication_lag_seconds",
+    "propdata_replication_records_total",
+    "propdata_replication_requests_total",
+}
+"""Families with samples per replication source only: a store without sources (the shared
+test store) has none; tests/replication/test_replicate.py scrapes them from a store with
+one, and checks there that the dashboard's and the alerts' are all exposed."""
+
+
+def _family(name: str) -> str:
+    return re.sub(r"_(total|bucket|count|sum|created)$", "", name)
+
+
+def test_every_dashboard_panel_queries_exposed_metrics(exposed: set[str]) -> None:
+    names = dashboard_names()
+    assert names - {"up"} - PER_SOURCE <= exposed, names - {"up"} - PER_SOURCE - exposed
+    # Every family the service exposes, and every per-source one, has a panel.
+    families = {_family(n) for n in exposed | PER_SOURCE if n.startswith("propdata_")}
+    assert families <= {_family(n) for n in names}, families - {_family(n) for n in names}
+
+
+def test_every_alert_names_exposed_metrics(exposed: set[str]) -> None:
+    names = alert_names()
     assert "propdata_http_requests_total" in names
     assert names - {"up"} - PER_SOURCE <= exposed, names - {"up"} - exposed
 

@@ -27,6 +27,7 @@ from propdata.replication.service import PassTotals, Replicator, SourceService, 
 from tests.conftest import Store, drop_store, new_store, open_db
 from tests.events.test_produce import Stores, kinds
 from tests.live import until
+from tests.operations.test_deploy import PER_SOURCE, alert_names, dashboard_names
 from tests.replication.odata_server import ODataServer, serving
 
 AS_OF = dt.date(2024, 6, 1)
@@ -339,6 +340,9 @@ async def test_metrics_show_the_passes_of_another_process(
     ]
     assert requests >= 3
     assert 0 <= found[("propdata_replication_lag_seconds", (("source", "mls"),))] < 120
+    # The dashboard's panels and the alerts on replication read what a replicating store has.
+    replication = {n for n in dashboard_names() | alert_names() if "replication" in n}
+    assert replication == PER_SOURCE <= {name for name, _ in found}
 
 
 @pytest.fixture
