@@ -8,6 +8,10 @@ peak memory of the process that makes it, and the snapshot's size.
 Without `--store`, a store of N synthetic properties (seed 1) is generated once under
 var/bench-export-N/ and kept for the next run. The export runs as the command does, in a
 process of its own, so its peak (VmHWM) is that process's alone.
+
+For make bench (bench/run.py): `export_of` on its store, `download_rate`, and
+`search_beside` (the search mix with wrk while an export of the served store runs) make
+the figures, and `rows` the table's rows.
 """
 
 from __future__ import annotations
@@ -20,12 +24,24 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import harness
 import httpx
 
 PROPDATA = Path(sys.executable).with_name("propdata")
+TARGET_S = 60.0
+"""The export of 1,000,000 properties: at most a minute..."""
+TARGET_PEAK_MB = 1000.0
+"""... in at most 1 GB (the export process's VmHWM)."""
+TARGET_DOWNLOAD_MB_S = 200.0
+"""A snapshot file's download, one worker, loopback."""
+TARGET_SEARCH_P99_MS = 30.0
+"""The search mix's p99 while an export runs beside it."""
+BEFORE_WRK_S = 2.0
+"""Seconds an export runs before wrk starts beside it (past its start-up, into the records)."""
 
 
 def ensure_store(properties: int) -> Path:
@@ -44,33 +60,96 @@ def ensure_store(properties: int) -> Path:
     return store
 
 
-def export(store: Path, fmt: str) -> dict[str, object]:
-    with tempfile.TemporaryDirectory(dir=store.parent) as out:
-        started = time.perf_counter()
-        with tempfile.TemporaryFile("w+") as printed:
-            child = subprocess.Popen(
-                [str(PROPDATA), "data", "export", "--format", fmt, "--out", out],
-                env={**os.environ, "PROPDATA_DATABASE_URL": str(store)},
-                stdout=printed, stderr=subprocess.DEVNULL, text=True,
-            )  # fmt: skip
+def export(store: Path, fmt: str) -> dict[str, Any]:
+    """One export of the SQLite store at `store`, in a scratch folder beside it: its figures."""
+    return export_of({"PROPDATA_DATABASE_URL": str(store)}, store.parent, fmt)
+
+
+def export_of(store_env: dict[str, str], scratch: Path, fmt: str = "parquet") -> dict[str, Any]:
+    """One export of the store of `store_env` (PROPDATA_* variables), written under a
+    temporary folder in `scratch`, which goes afterwards: its figures."""
+    return Exporting(store_env, scratch, fmt).finish()
+
+
+class Exporting:
+    """`propdata data export` running in a process of its own, started at once."""
+
+    def __init__(self, store_env: dict[str, str], scratch: Path, fmt: str = "parquet") -> None:
+        self.fmt = fmt
+        self._out = tempfile.TemporaryDirectory(dir=scratch)
+        self.started = time.perf_counter()
+        self.child = subprocess.Popen(
+            [str(PROPDATA), "data", "export", "--format", fmt, "--out", self._out.name],
+            env={**os.environ, **store_env}, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+
+    def running(self) -> bool:
+        """Whether the export has not ended yet (the process is left for `finish` to reap:
+        its peak is read as it is)."""
+        ended = os.waitid(os.P_PID, self.child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        return ended is None
+
+    def finish(self) -> dict[str, Any]:
+        """Wait for the export to end: its figures (the snapshot is removed)."""
+        try:
             # This child's own peak: RUSAGE_CHILDREN would also hold the generator's.
-            _, status, usage = os.wait4(child.pid, 0)
-            child.returncode = os.waitstatus_to_exitcode(status)
-            if child.returncode != 0:
-                raise subprocess.CalledProcessError(child.returncode, child.args)
-            seconds = time.perf_counter() - started
-            printed.seek(0)
-            folder = Path(printed.read().strip().splitlines()[-1])
-        peak_mb = usage.ru_maxrss / 1024
-        manifest = json.loads((folder / "manifest.json").read_text())
+            _, status, usage = os.wait4(self.child.pid, 0)
+            self.child.returncode = os.waitstatus_to_exitcode(status)
+            if self.child.returncode != 0:
+                raise subprocess.CalledProcessError(self.child.returncode, self.child.args)
+            seconds = time.perf_counter() - self.started
+            assert self.child.stdout is not None  # a line, the snapshot's folder: no pipe fills
+            folder = Path(self.child.stdout.read().strip().splitlines()[-1])
+            manifest = json.loads((folder / "manifest.json").read_text())
+        finally:
+            if self.child.returncode is None:
+                self.child.kill()
+                self.child.wait()
+            if self.child.stdout is not None:
+                self.child.stdout.close()
+            self._out.cleanup()
         size = sum(f["bytes"] for f in manifest["files"])
-    return {"format": fmt, "properties": manifest["rows"], "seconds": round(seconds, 1),
-            "peak_mb": round(peak_mb), "files": len(manifest["files"]),
-            "snapshot_mb": round(size / 1e6, 1),
-            "records_per_s": round(manifest["rows"] / seconds)}  # fmt: skip
+        return {"format": self.fmt, "properties": manifest["rows"],
+                "seconds": round(seconds, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+                "peak_mb": round(usage.ru_maxrss / 1024),
+                "files": len(manifest["files"]), "snapshot_mb": round(size / 1e6, 1),
+                "records_per_s": round(manifest["rows"] / seconds)}  # fmt: skip
 
 
-def download_rate(store: Path, seconds: float = 10.0) -> dict[str, object]:
+@dataclass
+class Beside:
+    """The search mix alone and beside an export, and that export's figures."""
+
+    alone: harness.Load
+    during: harness.Load
+    export: dict[str, Any]
+    outlasted: bool
+    """Whether the export was still running when wrk stopped (the whole run was beside it)."""
+
+
+def search_beside(
+    server: harness.Server, store_env: dict[str, str], scratch: Path, paths: Path, args: Any,
+    key: str, fmt: str = "parquet",
+) -> Beside:  # fmt: skip
+    """The search mix (`paths`, wrk as `harness.measure` runs it) on `server` alone, then
+    again while an export of the same store (`store_env`) runs in a process of its own,
+    started BEFORE_WRK_S before wrk."""
+    alone = harness.measure(server, paths, args, key, "search mix alone")
+    server.wait_idle()
+    running = Exporting(store_env, scratch, fmt)
+    try:
+        time.sleep(BEFORE_WRK_S)
+        during = harness.wrk(server.base, paths, args.duration, args, key, server=server)
+        outlasted = running.running()
+    finally:
+        figures = running.finish()
+    harness.log(f"search mix beside an export: p99 {during.ms('p99'):.2f} ms (alone"
+                f" {alone.ms('p99'):.2f} ms); the export {figures['seconds']} s")  # fmt: skip
+    return Beside(alone, during, figures, outlasted)
+
+
+def download_rate(store: Path, seconds: float = 10.0) -> dict[str, Any]:
     """Serve the store with `propdata serve` (one worker) and download the largest file of a
     CSV snapshot of it through GET /v1/exports/{id}/files/{name} with a Pro key, again and
     again for `seconds`: MB/s on loopback."""
@@ -105,6 +184,45 @@ def download_rate(store: Path, seconds: float = 10.0) -> dict[str, object]:
             "downloads": times, "mb_per_s": round(sent / 1e6 / elapsed)}  # fmt: skip
 
 
+def rows(
+    figures: dict[str, Any], download: dict[str, Any] | None = None,
+    beside: Beside | None = None, label: str = "embedded",
+) -> list[Any]:  # fmt: skip
+    """The make bench table's rows: the export of `figures` (`export_of`), a file's
+    `download` (`download_rate`) and the search mix `beside` an export, those measured."""
+    from harness import Row
+
+    n, seconds, peak = figures["properties"], figures["seconds"], figures["peak_mb"]
+    out = [Row(
+        f"19. data export of {n:,} properties ({figures['format']})", label,
+        result=f"{seconds:g} s ({figures['records_per_s']:,} records/s), peak {peak:,} MB;"
+        f" {figures['files']} files, {figures['snapshot_mb']:g} MB",
+        target=f"≤ {TARGET_S:g} s and ≤ 1 GB at 1,000,000",
+        met=seconds <= TARGET_S and peak <= TARGET_PEAK_MB if n >= 1_000_000 else None,
+    )]  # fmt: skip
+    if download is not None:
+        rate = download["mb_per_s"]
+        out.append(Row(
+            "20. an export file's download (one worker, loopback)", label,
+            result=f"{rate:,} MB/s: {download['file']} ({download['file_mb']:g} MB)"
+            f" {download['downloads']} times",
+            target=f"≥ {TARGET_DOWNLOAD_MB_S:g} MB/s", met=rate >= TARGET_DOWNLOAD_MB_S,
+        ))  # fmt: skip
+    if beside is not None:
+        during, alone, made = beside.during, beside.alone, beside.export
+        p99 = during.ms("p99")
+        whole = "" if beside.outlasted else "; **the export ended before wrk did**"
+        out.append(Row(
+            f"21. search mix beside a data export of {made['properties']:,} properties", label,
+            during.rps, during.ms("p50"), p99,
+            result=f"p99 {p99:,.1f} ms against {alone.ms('p99'):,.1f} ms alone"
+            f" ({alone.rps:,.0f} rps); the export took {made['seconds']:g} s beside it{whole}",
+            target=f"p99 ≤ {TARGET_SEARCH_P99_MS:g} ms",
+            met=p99 <= TARGET_SEARCH_P99_MS and beside.outlasted, errors=during.failed,
+        ))  # fmt: skip
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--properties", type=int, default=100_000)
@@ -118,7 +236,8 @@ def main() -> int:
         figures["download"] = download_rate(store)
         harness.log(f"download: {figures['download']}")
     harness.log(
-        f"export of {figures['properties']:,} properties ({args.format}): {figures['seconds']} s,"
+        f"export of {figures['properties']:,} properties ({args.format}): {figures['seconds']} s"
+        f" ({figures['cpu_s']} s CPU),"
         f" peak {figures['peak_mb']} MB, {figures['files']} files, {figures['snapshot_mb']} MB"
     )
     print(json.dumps(figures))

@@ -5,9 +5,12 @@ the record is exported without a change here: nested objects are flattened with 
 (`address_zipCode`, `valueEstimate_value`), lists of objects (the histories) stay lists of
 structs in Parquet and become JSON text in CSV.
 
-    table = Table(PropertyDetail)
-    with table.writer(Path("part-0.parquet"), "parquet") as out:
+    table = Table(Market)
+    with table.writer(Path("markets.parquet"), "parquet") as out:
         out.write(table.batch(records, "parquet"))
+
+The property files, a million records and more, are made from the stored rows instead
+(`PropertyTable.rows`): the same columns and values, without a wire record per row.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from itertools import accumulate, chain
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -26,7 +30,11 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
+from propdata.exports.repository import PROPERTY_COLUMNS
 from propdata.exports.schemas import ExportFile, Format
+from propdata.kit.db import Row
+from propdata.properties.schemas import PropertyDetail
+from propdata.properties.service import price_per_square_foot, yield_of
 
 SUFFIX = {"parquet": ".parquet", "csv": ".csv"}
 MEDIA_TYPE = {"parquet": "application/vnd.apache.parquet", "csv": "text/csv"}
@@ -121,6 +129,129 @@ def _flat(fields: list[pa.Field], prefix: tuple[str, ...]) -> list[pa.Field]:
         else:
             out.append(pa.field("_".join(path), f.type))
     return out
+
+
+_AT = {name: i for i, name in enumerate(PROPERTY_COLUMNS)}
+_STORED = {
+    "id": "id", "status": "status", "listPrice": "list_price",
+    "address_streetAddress": "street_address", "address_city": "city",
+    "address_state": "state", "address_zipCode": "zip_code", "address_county": "county",
+    "address_fipsCode": "fips_code", "bedroomsTotal": "bedrooms",
+    "bathroomsTotal": "bathrooms", "livingArea": "living_area", "lotSize": "lot_size",
+    "yearBuilt": "year_built", "propertyType": "property_type",
+    "daysOnMarket": "days_on_market", "scores_walkability": "walk_score",
+    "scores_transit": "transit_score", "scores_bike": "bike_score",
+    "lastUpdated": "last_updated", "listingType": "listing_type",
+    "originalListPrice": "original_list_price", "previousListPrice": "previous_list_price",
+    "lastPriceChangeDate": "last_price_change_date", "removedDate": "removed_date",
+    "rentEstimate_value": "rent_value", "valueEstimate_value": "value_value",
+    "stories": "stories", "parcelId": "parcel_id", "garageSpaces": "garage_spaces",
+    "basementFinishedArea": "basement_finished_area", "fireplaces": "fireplaces",
+    "overallQuality": "overall_quality", "overallCondition": "overall_condition",
+}  # fmt: skip
+"""The property columns that are a stored column as it is (`properties.service._detail`;
+`scores` is null exactly when its three scores are)."""
+_ESTIMATES = {"rentEstimate": "rent", "valueEstimate": "value"}
+_ESTIMATE_PARTS = {"low": "low", "high": "high", "asOfDate": "as_of"}
+
+
+class PropertyTable(Table):
+    """The property files' columns (`PropertyDetail`'s), made straight from the stored rows
+    of `SnapshotRepository.properties` a column at a time: the values
+    `properties.service.full_record` gives, without a wire record and its JSON per row
+    (tests/exports/test_columns.py holds the two to the same bytes). Only the histories are
+    unpacked, all of a batch's in one decode."""
+
+    def __init__(self) -> None:
+        super().__init__(PropertyDetail)
+        made = {*_STORED, "coordinates_latitude", "coordinates_longitude", "grossYield",
+                "pricePerSquareFoot", "priceHistory", "taxHistory",
+                *(f"{e}_{p}" for e in _ESTIMATES for p in _ESTIMATE_PARTS)}  # fmt: skip
+        if made != set(self.parquet.names):
+            raise TypeError(
+                f"property columns not made from rows: {made ^ set(self.parquet.names)}"
+            )
+
+    def rows(self, rows: Sequence[Row], fmt: Format) -> pa.Table:
+        """A batch of stored rows (PROPERTY_COLUMNS) as a table of this format's columns."""
+        schema = self.csv if fmt == "csv" else self.parquet
+        if not rows:
+            return schema.empty_table()
+        stored = list(zip(*rows, strict=True))
+
+        def column(name: str) -> Sequence[Any]:
+            return stored[_AT[name]]
+
+        values: dict[str, Sequence[Any] | pa.Array] = {
+            flat: column(name) for flat, name in _STORED.items()
+        }
+        # A struct of the record is null as a whole: its columns are null together.
+        lat, lon = column("latitude"), column("longitude")
+        both = [a is not None and b is not None for a, b in zip(lat, lon, strict=True)]
+        values["coordinates_latitude"] = _where(both, lat)
+        values["coordinates_longitude"] = _where(both, lon)
+        for wire, stem in _ESTIMATES.items():
+            known = [v is not None for v in column(f"{stem}_value")]
+            for part, name in _ESTIMATE_PARTS.items():
+                values[f"{wire}_{part}"] = _where(known, column(f"{stem}_{name}"))
+        values["grossYield"] = list(map(yield_of, column("rent_value"), column("value_value")))
+        values["pricePerSquareFoot"] = list(map(
+            price_per_square_foot, column("status"), column("list_price"),
+            column("last_sale_price"), column("living_area"),
+        ))  # fmt: skip
+        for wire, name in (("priceHistory", "price_history"), ("taxHistory", "tax_history")):
+            kind = self.parquet.field(wire).type
+            unpacked = _unpacked(column(name))
+            values[wire] = _texts(unpacked, kind) if fmt == "csv" else _lists(unpacked, kind)
+        arrays = [
+            v if isinstance(v := values[f.name], pa.Array) else pa.array(v, f.type) for f in schema
+        ]
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _where(shown: list[bool], values: Sequence[Any]) -> Sequence[Any]:
+    """`values`, null where `shown` is False."""
+    if all(shown):
+        return values
+    return [v if s else None for s, v in zip(shown, values, strict=True)]
+
+
+_decode = msgspec.json.Decoder().decode
+
+
+def _unpacked(packed: Sequence[str | bytes | None]) -> list[list[list[Any]]]:
+    """Packed histories (`properties.repository.pack_histories`; None: no history row) as
+    lists of their entries' value lists, in one decode."""
+    texts = [p.decode() if isinstance(p, bytes) else p or "[]" for p in packed]
+    unpacked: list[list[list[Any]]] = _decode("[" + ",".join(texts) + "]")
+    return unpacked
+
+
+def _lists(unpacked: list[list[list[Any]]], kind: pa.DataType) -> pa.Array:
+    """Histories as a list column of `kind` (a list of structs), their entries' values in
+    the struct's field order."""
+    fields = list(kind.value_type)
+    width = len(fields)
+    entries = list(chain.from_iterable(unpacked))
+    values = list(chain.from_iterable(entries))
+    if entries and set(map(len, entries)) != {width}:
+        raise ValueError(f"a packed history entry without its {width} values")
+    # Every width-th value from the i-th is field i (slices, not a loop over entries).
+    items = pa.StructArray.from_arrays(
+        [pa.array(values[i::width], f.type) for i, f in enumerate(fields)], fields=fields
+    )
+    offsets = pa.array(list(accumulate(map(len, unpacked), initial=0)), pa.int32())
+    return pa.ListArray.from_arrays(offsets, items, type=kind)
+
+
+def _texts(unpacked: list[list[list[Any]]], kind: pa.DataType) -> pa.Array:
+    """Histories as CSV holds them: JSON text of a list of objects (keys in field order)."""
+    names = [f.name for f in kind.value_type]
+    text = [
+        _json([dict(zip(names, e, strict=True)) for e in entries]).decode() if entries else "[]"
+        for entries in unpacked
+    ]
+    return pa.array(text, pa.string())
 
 
 class Writer:

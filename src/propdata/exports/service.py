@@ -29,19 +29,17 @@ import msgspec
 import pyarrow as pa
 
 from propdata.errors import NotFound, PlanLimitReached
-from propdata.exports.files import SUFFIX, Table, Writer, described
+from propdata.exports.files import SUFFIX, PropertyTable, Table, Writer, described
 from propdata.exports.repository import LeaseRepository, SnapshotRepository
 from propdata.exports.schemas import ExportFile, Format, Manifest
 from propdata.feed.service import cursor_at
+from propdata.kit import memory
 from propdata.kit.db import Database, ReadSnapshot, Row, StoreUnavailable
 from propdata.kit.loops import task_health
 from propdata.markets.repository import HistoryRow, SnapshotRow
 from propdata.markets.schemas import HistoryEntry, Market
 from propdata.markets.service import market_of
 from propdata.plans import BY_NAME, first_with
-from propdata.properties.repository import PropertyRow
-from propdata.properties.schemas import PropertyDetail
-from propdata.properties.service import full_record
 
 MANIFEST = "manifest.json"
 DRAFT = ".draft-"
@@ -59,8 +57,7 @@ LEASE = dt.timedelta(hours=1)
 Progress = Callable[[int, int], None]
 """Called with (records written, records in the snapshot) as an export goes on."""
 
-_WIDTH = len(PropertyRow._fields)
-PROPERTIES = Table(PropertyDetail)
+PROPERTIES = PropertyTable()
 MARKETS = Table(Market)
 MARKET_HISTORY = Table(HistoryEntry, lead=[("zipCode", pa.string())])
 _encode = msgspec.json.Encoder().encode
@@ -85,8 +82,12 @@ async def export(
     ident = new_id(created)
     draft = await asyncio.to_thread(_draft, root, ident, created)
     try:
-        async with db.read_snapshot() as snapshot:
-            manifest = await _write(snapshot, draft, fmt, ident, created, progress)
+        # Nothing an export makes forms a cycle, and the collector would walk a batch's
+        # tens of thousands of unpacked history entries again and again (most of the time
+        # spent unpacking them).
+        with memory.no_cycle_collection():
+            async with db.read_snapshot() as snapshot:
+                manifest = await _write(snapshot, draft, fmt, ident, created, progress)
         await asyncio.to_thread(_publish, draft, root / ident, manifest)
     except BaseException:
         shutil.rmtree(draft, ignore_errors=True)
@@ -131,15 +132,13 @@ async def _write(
     try:
         for state, _ in states:
             async for rows in _ahead(repo.properties(state)):
-                records = [
-                    full_record(PropertyRow._make(r[:_WIDTH]), r[_WIDTH], r[-1]) for r in rows
-                ]
+                table = PROPERTIES.rows(rows, fmt)
                 if writing is not None:
                     await writing
-                # Encoded and written on a thread (Arrow's parsing and Parquet's writing
-                # let go of the GIL) while the next batch's records are made here.
-                writing = asyncio.ensure_future(asyncio.to_thread(parts.add, state, records))
-                done += len(records)
+                # Written on a thread (Parquet's encoding and compression let go of the
+                # GIL) while the next batch's columns are made here.
+                writing = asyncio.ensure_future(asyncio.to_thread(parts.add, state, table))
+                done += table.num_rows
                 if progress is not None:
                     progress(done, total)
         if writing is not None:
@@ -176,20 +175,20 @@ class _Parts:
         self._out: Writer | None = None
         self._part = 0
 
-    def add(self, state: str, records: list[PropertyDetail]) -> None:
+    def add(self, state: str, table: pa.Table) -> None:
         if state != self._state:
             self._finish()
             self._state, self._part = state, 0
         start = 0
-        while start < len(records):
+        while start < table.num_rows:
             if self._out is None:
                 name = f"part-{self._part}{SUFFIX[self.fmt]}"
                 self._out = PROPERTIES.writer(
                     self.draft / "properties" / f"state={state}" / name, self.fmt
                 )
-            piece = records[start : start + PART_ROWS - self._out.rows]
-            self._out.write(PROPERTIES.batch(piece, self.fmt))
-            start += len(piece)
+            piece = table.slice(start, PART_ROWS - self._out.rows)
+            self._out.write(piece)
+            start += piece.num_rows
             if self._out.rows >= PART_ROWS:
                 self._finish()
                 self._part += 1
@@ -256,6 +255,10 @@ async def _ahead(batches: AsyncIterator[list[Row]]) -> AsyncIterator[list[Row]]:
             following = asyncio.ensure_future(anext(source))
             await asyncio.sleep(0)  # let the read start before the caller's work holds the loop
             yield batch
+            # Not kept while the next is awaited: the stream's end (StopAsyncIteration, its
+            # traceback holding this frame) makes a cycle, freed only by the cycle collector,
+            # which the export pauses.
+            del batch
     finally:
         if not following.done():
             following.cancel()

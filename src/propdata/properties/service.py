@@ -173,9 +173,26 @@ def estimate(value: int | None, low: Any, high: Any, as_of: Any) -> Estimate | N
 
 def gross_yield(rent: Estimate | None, value: Estimate | None) -> float | None:
     """12 x monthly rent / value, a fraction (contract.md), to four places."""
-    if rent is None or value is None or not value.value:
+    if rent is None or value is None:
         return None
-    return round(12 * rent.value / value.value, 4)
+    return yield_of(rent.value, value.value)
+
+
+def yield_of(rent: int | None, value: int | None) -> float | None:
+    """`gross_yield` of the two estimates' values (a rent, a home's value); None without
+    either (or with a value of 0)."""
+    if rent is None or not value:
+        return None
+    return round(12 * rent / value, 4)
+
+
+def price_per_square_foot(
+    status: str, list_price: int | None, last_sale_price: int | None, living_area: int | None
+) -> int | None:
+    """The asking price of a home for sale (else its last sale price) per square foot of
+    living area, rounded; None without the price or the area."""
+    basis = list_price if status == "forSale" else last_sale_price
+    return round(basis / living_area) if basis is not None and living_area else None
 
 
 def record_of(r: PropertyRow) -> PropertyDetail:
@@ -194,9 +211,8 @@ def full_record(
 def _detail(r: PropertyRow, events: list[PriceHistoryRow], taxes: list[TaxRow]) -> PropertyDetail:
     rent = estimate(r.rent_value, r.rent_low, r.rent_high, r.rent_as_of)
     value = estimate(r.value_value, r.value_low, r.value_high, r.value_as_of)
-    basis = r.list_price if r.status == "forSale" else r.last_sale_price
     area = r.living_area
-    ppsf = round(basis / area) if basis is not None and area else None
+    ppsf = price_per_square_foot(r.status, r.list_price, r.last_sale_price, area)
     walk, transit, bike = r.walk_score, r.transit_score, r.bike_score
     has_scores = walk is not None or transit is not None or bike is not None
     lat, lon = r.latitude, r.longitude
