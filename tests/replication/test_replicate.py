@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from propdata.kit.db import Database
+from propdata.properties.repository import PropertyRepository
 from propdata.replication.client import FeedError
 from propdata.replication.repository import LeaseHeld, SourceRepository
 from propdata.replication.schemas import Auth, SourceConfig
@@ -152,6 +153,33 @@ async def test_the_filter_is_anded_into_every_request(db: Database, server: ODat
     totals = await replicate(db)
     assert totals.read == COUNT - 1  # not L009 (Nevada), though "or" binds looser than "and"
     assert "mls-L009" not in await ids(db)
+
+
+async def test_a_page_of_several_transactions_is_one_pipeline_run(
+    db: Database, tmp_path: Path
+) -> None:
+    """A page of 300 records is two transactions (each with its watermark) finished by one
+    run of the estimates and statistics, and the rejects of both reach the rejects file
+    (`on_page`)."""
+    rows = listings(300)
+    rows[289]["PostalCode"] = "ABCDE"  # L290, in the page's second transaction
+    with serving(tmp_path, rows, max_page=1_000) as upstream:
+        config = SourceConfig(name="mls", url=upstream.url, page_size=1_000,
+                              requests_per_hour=360_000)  # fmt: skip
+        await SourceService(db).add(config)
+        properties = PropertyRepository(db)
+        before = await properties.data_version()
+        rejected: list[str | None] = []
+        totals = PassTotals()
+        replicator = Replicator(db, "mls", {}, lambda: AS_OF)
+        assert await replicator.run_pass(totals, lambda t: rejected.extend(r.id for r in t.rejects))
+    assert (totals.pages, totals.read, totals.inserted, totals.rejected) == (1, 300, 298, 2)
+    assert sorted(map(str, rejected)) == ["mls-L007", "mls-L290"]
+    # each load bumps the data version, and one run's rebuild twice (estimates, statistics):
+    # 2 + 2; a run a transaction would be 2 + 2 * 2
+    assert await properties.data_version() == before + 4
+    source = await SourceService(db).get("mls")
+    assert (source.records, source.rejects, source.watermark.key) == (298, 2, "L300")
 
 
 class Faults(httpx.AsyncBaseTransport):

@@ -170,17 +170,26 @@ class Replicator:
                     place = (stamp if isinstance(stamp, str) else None,
                              None if key is None else str(key))  # fmt: skip
                     entries.append(((line, item), place))
+                sources: list[pipeline.Source] = []
+                placed: list[dict[int, Place]] = []
                 for batch in _transactions(entries):
                     mark = _later(mark, [place for _, place in batch])
-                    places = {entry[0]: place for entry, place in batch}
-                    report = await self._commit(repo, [entry for entry, _ in batch], mark,
-                                                places, held, as_of)  # fmt: skip
-                    totals.inserted += report.inserted
-                    totals.updated += report.updated
-                    totals.unchanged += report.unchanged
-                    totals.removed += report.removed
-                    totals.rejects = _new_rejects(report, places, held)
-                    totals.rejected += len(totals.rejects)
+                    placed.append({entry[0]: place for entry, place in batch})
+                    sources.append(self._source(repo, [entry for entry, _ in batch], mark,
+                                                placed[-1], held))  # fmt: skip
+                # One run a page, as `data import --follow` runs one a commit: each
+                # transaction is a load of its own (with its watermark), and the estimates
+                # and the touched ZIP codes' statistics are computed once for them all.
+                totals.rejects = []
+                if sources:
+                    outcome = await pipeline.run(self.db, sources, as_of, refit_share=math.inf)
+                    for report, places in zip(outcome.reports, placed, strict=True):
+                        totals.inserted += report.inserted
+                        totals.updated += report.updated
+                        totals.unchanged += report.unchanged
+                        totals.removed += report.removed
+                        totals.rejects += _new_rejects(report, places, held)
+                totals.rejected += len(totals.rejects)
                 totals.pages += 1
                 totals.read += len(page.records)
                 totals.watermark = mark
@@ -192,10 +201,11 @@ class Replicator:
                     return False
         return True
 
-    async def _commit(
+    def _source(
         self, repo: SourceRepository, items: list[Item], mark: Watermark,
-        places: dict[int, Place], held: Position | None, as_of: dt.date,
-    ) -> LoadReport:  # fmt: skip
+        places: dict[int, Place], held: Position | None,
+    ) -> pipeline.Source:  # fmt: skip
+        """One transaction's load: the watermark and the source's totals move in it."""
         name = self.name
 
         async def committed(report: LoadReport) -> None:
@@ -203,10 +213,8 @@ class Replicator:
             await repo.advance(name, mark, report.inserted + report.updated, rejects,
                                report.removed, utc_now())  # fmt: skip
 
-        source = pipeline.Source(name, "replicate", items, len(items), False,
-                                 committed=committed, listing_feed=True)  # fmt: skip
-        outcome = await pipeline.run(self.db, [source], as_of, refit_share=math.inf)
-        return outcome.reports[0]
+        return pipeline.Source(name, "replicate", items, len(items), False,
+                               committed=committed, listing_feed=True)  # fmt: skip
 
 
 def _new_rejects(
