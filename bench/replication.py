@@ -333,7 +333,7 @@ def rows(result: ReplicationRun, label: str = "embedded") -> list[Any]:
         p99 = beside.ms("p99")
         complete = t.stored == t.records
         out.append(Row(
-            f"19. data replicate of {t.records:,} RESO records (pages of {PAGE_SIZE:,})"
+            f"22. data replicate of {t.records:,} RESO records (pages of {PAGE_SIZE:,})"
             " beside the search mix", label, t.rate, beside.ms("p50"), p99,
             result=f"{t.read:,} records in {t.pages} pages at {t.rate:,.0f} records/s"
             f" ({t.wall_s:.1f} s with the command's start), {t.stored:,} stored; search mix p99"
@@ -349,7 +349,7 @@ def rows(result: ReplicationRun, label: str = "embedded") -> list[Any]:
         q = follow._q
         worst = max(q(f.served, 99), q(f.delivered, 99))
         out.append(Row(
-            f"20. an upstream change served and sent, data replicate --every {EVERY}", label,
+            f"23. an upstream change served and sent, data replicate --every {EVERY}", label,
             p50_ms=q(f.served, 50) * 1000, p99_ms=q(f.served, 99) * 1000,
             result=f"{f.changes} ListPrice cuts a random 1-3 s apart: GET by id shows it p50"
             f" {q(f.served, 50):.2f} s, p99 {q(f.served, 99):.2f} s; its webhook POST p50"

@@ -59,6 +59,7 @@ import bench_data  # noqa: E402  (bench/ is not a package)
 import bench_mix as scenarios  # noqa: E402
 import cli_loads  # noqa: E402
 import events_bench  # noqa: E402
+import export as exporting  # noqa: E402
 import follow  # noqa: E402
 from harness import (  # noqa: E402
     PG_URL,
@@ -81,6 +82,8 @@ from harness import (  # noqa: E402
     uvicorn_server,
     write_paths,
 )
+
+import replication  # noqa: E402
 
 DATASETTE_VENV = BENCH / ".datasette-venv"
 DOCS = ROOT / "docs" / "performance.md"
@@ -537,6 +540,16 @@ bench/wrk/rotate.lua, each thread from its own place; a short warm-up precedes e
   --scaleout also on PostgreSQL). 16: bench/idle_streams.py, 1,000 idle
   `GET /v1/events/stream` on one worker of an empty store: Pss growth, then one event per
   owner reaching every stream.
+- **19-21. bulk export** (bench/export.py): `propdata data export` of the store in a process
+  of its own (19: wall time and that process's peak, VmHWM); the search mix (wrk, as row 2)
+  on a served copy alone and then again while another export of the store runs (21); the
+  largest file of a CSV snapshot downloaded again and again for 10 s through
+  `GET /v1/exports/{id}/files/{name}` by one client on loopback (20).
+- **22-23. replication** (bench/replication.py): a RESO Web API upstream (the tests' SAP CAP
+  OData server) holding new records, pages of 1,000; one `propdata data replicate` pass into
+  a copy of the store while wrk runs the search mix against it (22: records a second, the
+  mix's p99 beside it against alone), then `--every 5` running while upstream records change
+  a random 1-3 s apart (23: from the change to GET by id showing it, and to its webhook POST).
 - **17. streams past an account's cap** (bench/stream_caps.py): one worker of an empty store,
   one Enterprise key (100 open streams); 1,000 `GET /v1/events/stream` of it asked for, 10 at
   a time, each on a socket of its own, while a probe asks `/health` every 5 ms on a
@@ -620,6 +633,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-loads", action="store_true",
                    help="leave the rows of `data import FILE` end to end (5d-5f) out")  # fmt: skip
     p.add_argument("--no-events", action="store_true", help="leave the events rows (12-16) out")
+    p.add_argument("--no-export", action="store_true", help="leave the export rows (19-21) out")
+    p.add_argument("--no-replication", action="store_true",
+                   help="leave the replication rows (22-23) out")  # fmt: skip
     args = p.parse_args(argv)
     args.follow_rate = args.follow_rate or (200.0 if args.smoke else float(follow.TARGET_RATE))
     args.follow_seconds = args.follow_seconds or (3.0 if args.smoke else 30.0)
@@ -630,7 +646,26 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.searches = args.searches or (300 if args.smoke else 40_000)
     args.check = 20 if args.smoke else 100
     args.cursor_page = args.cursor_page or (20 if args.smoke else 10_000)
+    args.records, args.changes = (2_000, 3) if args.smoke else (60_000, 30)  # replication's
     return args
+
+
+def measure_export(
+    db_path: Path, reqs: Any, key: str, args: Any, logs: Path
+) -> tuple[dict[str, Any], dict[str, Any], exporting.Beside]:
+    """Rows 19-21 (bench/export.py): an export of the store alone (time, peak), the search
+    mix beside another, and a file's download."""
+    import tempfile
+
+    store_env = {"PROPDATA_DATABASE_URL": str(db_path)}
+    with tempfile.TemporaryDirectory(dir=db_path.parent, prefix="export-") as scratch:
+        figures = exporting.export_of(store_env, Path(scratch))
+    with (
+        tempfile.TemporaryDirectory(dir=db_path.parent, prefix="export-") as scratch,
+        propdata_server("propdata-export", store_env, 0, args, logs) as server,
+    ):
+        beside = exporting.search_beside(server, store_env, Path(scratch), reqs.search, args, key)
+    return figures, exporting.download_rate(db_path), beside
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -677,6 +712,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     followed = None if args.no_follow else follow.measure(db_path, reqs, args, logs)
     loaded = [] if args.no_loads else [cli_loads.measure(db_path, args)]
     evented = None if args.no_events else events_bench.measure(db_path, reqs, args, logs)
+    exported = None if args.no_export else measure_export(db_path, reqs, key, args, logs)
+    replicated = None if args.no_replication else replication.measure(db_path, reqs, args, logs)
 
     notes: list[str] = []
     if args.scaleout:
@@ -720,6 +757,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += cli_loads.rows(one)
     if evented is not None:
         rows += events_bench.rows(evented)
+    if exported is not None:
+        rows += exporting.rows(*exported)
+    if replicated is not None:
+        rows += replication.rows(replicated)
     judged = not args.smoke
     size = f"{args.properties:,} properties (seed {args.seed}, as of {args.as_of})"
     heading = (
