@@ -151,6 +151,12 @@ def test_delete_is_a_removal_of_the_prefixed_id() -> None:
         reso_record(json_row(listing(StandardStatus="Delete")), AS_OF)
 
 
+def test_mls_grid_s_hidden_listing_is_a_removal_and_a_shown_one_a_record() -> None:
+    assert item(MlgCanView=False, City=None) == Removal(1, "mls-3yd-A1")
+    assert isinstance(item(MlgCanView=True), PropertyDetail)
+    assert isinstance(item(), PropertyDetail)  # a feed without the flag
+
+
 def test_json_values_become_plain_text() -> None:
     row = json_row({"a": 1e-05, "b": 12.0, "c": True, "d": None, "e": [1], "f": "x"})
     assert row == {"a": "0.00001", "b": "12.0", "c": "true", "d": None, "e": None, "f": "x"}

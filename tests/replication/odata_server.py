@@ -34,7 +34,7 @@ FIELDS = (
     "UnitNumber", "City", "StateOrProvince", "PostalCode", "CountyOrParish", "ListPrice",
     "OriginalListPrice", "ClosePrice", "CloseDate", "BedroomsTotal", "BathroomsTotalInteger",
     "LivingArea", "LotSizeArea", "LotSizeUnits", "YearBuilt", "DaysOnMarket", "Latitude",
-    "Longitude",
+    "Longitude", "MlgCanView",
 )  # fmt: skip
 
 

@@ -5,8 +5,9 @@ for CSV files with RESO columns (a `.csv` whose header has `ListingKey`) and for
 A RESO row describes a listing as it stands; `reso_record` turns it into a record whose
 priceHistory holds only the events whose dates follow from the row (docs/import.md,
 "Status and history"). Nothing is invented: what the row does not give is null.
-`reso_item` adds what a row may say besides a record: `StandardStatus` Delete is a
-`Removal`, a row that cannot be mapped a `Reject` naming its key.
+`reso_item` adds what a row may say besides a record: `StandardStatus` Delete, or MLS
+Grid's `MlgCanView` false, is a `Removal`; a row that cannot be mapped a `Reject` naming
+its key.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ NOT_LOADED_STATUSES = {
     "delete": "StandardStatus Delete: the listing was deleted at the source",
     "incomplete": "StandardStatus Incomplete: the listing is not complete at the source",
 }
+HIDDEN = frozenset({"false", "0"})
+"""`MlgCanView` values (normalised as `_key` does) that remove the listing."""
 MAX_DAYS_ON_MARKET = 36_525
 LEASE_TYPES = frozenset({"residentiallease", "commerciallease"})
 
@@ -142,12 +145,16 @@ def reso_items(rows: Iterable[tuple[int, Row | str]], as_of: dt.date) -> Iterato
 def reso_item(
     line: int, row: Row, as_of: dt.date, prefix: str | None = None
 ) -> PropertyDetail | Removal | Reject:
-    """What one RESO row says: a record, the removal of one (`StandardStatus` Delete), or a
-    reject naming the row's key and the reason. `prefix` makes ids `prefix-ListingKey` (a
-    replication source's name), keeping one source's listings apart from another's."""
+    """What one RESO row says: a record, the removal of one, or a reject naming the row's
+    key and the reason. A row is a removal when its `StandardStatus` is Delete, or when
+    `MlgCanView` is false: MLS Grid keeps a listing the MLS withdrew from display in its
+    feed with that flag, and its licence asks a replica to delete it. `prefix` makes ids
+    `prefix-ListingKey` (a replication source's name), keeping one source's listings apart
+    from another's."""
     key = (row.get("ListingKey") or "").strip() or None
     try:
-        if _key(row.get("StandardStatus")) == "delete" and key is not None:
+        gone = _key(row.get("StandardStatus")) == "delete" or _key(row.get("MlgCanView")) in HIDDEN
+        if gone and key is not None:
             return Removal(line, listing_id(key, prefix))
         return reso_record(row, as_of, prefix)
     except RowError as exc:

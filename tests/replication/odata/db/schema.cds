@@ -31,4 +31,5 @@ entity Property {
       DaysOnMarket          : Integer;
       Latitude              : Double;
       Longitude             : Double;
+      MlgCanView            : Boolean; // MLS Grid: false once a listing may no longer be shown
 }
