@@ -737,15 +737,7 @@ export interface Webhook {
 }
 
 /** The endpoint `webhooks.create` made: a `Webhook` with its signing secret (shown this once). */
-export interface CreatedWebhook {
-  id: string;
-  url: string;
-  eventTypes: EventType[] | null;
-  searchIds: string[] | null;
-  description: string | null;
-  status: WebhookStatus;
-  disabledReason: DisabledReason | null;
-  createdAt: string;
+export interface CreatedWebhook extends Webhook {
   /** `whsec_` + base64: verify deliveries with it. */
   secret: string;
 }
