@@ -291,19 +291,11 @@ export interface PropertyMatch {
   lastUpdated: string;
 }
 
-/** One item of a property search page. */
-export interface PropertySummary {
-  id: string;
-  status: PropertyStatus;
-  listPrice: number | null;
-  address: ShortAddress;
-  bedroomsTotal: number | null;
-  bathroomsTotal: number | null;
-  livingArea: number | null;
+/** One item of a property search page: what a lookup answers, and more. */
+export interface PropertySummary extends PropertyMatch {
   daysOnMarket: number | null;
   lastSalePrice: number | null;
   lastSaleDate: string | null;
-  lastUpdated: string;
   /** Miles from a radius search's center, two decimals; absent without a radius. */
   distanceMiles?: number | null;
 }
