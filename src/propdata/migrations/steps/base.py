@@ -1,8 +1,10 @@
 """What a schema step is made of: the store it belongs to, and statements run in order.
 
-Every `sNN_*.py` beside this module is one step, frozen the day it landed: its statements are
-literal text for each dialect, never built from today's code, so a store made fresh and a
-store upgraded from any step end alike (tests/migrations/test_steps.py). A step that fills
+Every `sNN_*.py` beside this module is one step, frozen the day it landed: its statements
+for each dialect are its own text (written once where the dialects agree, `dialects`, or
+made by the frozen pieces below from the step's own column lists), never built from today's
+code, so a store made fresh and a store upgraded from any step end alike
+(tests/migrations/test_steps.py, which also pins what each step runs). A step that fills
 rows from reference data (the city keys, the ZIP codes' places) calls the function that
 makes them; what it writes is rewritten by every full rebuild anyway.
 """
