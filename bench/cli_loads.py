@@ -25,7 +25,6 @@ table (this process has it in memory already) and the output. bench/run.py runs 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import os
@@ -33,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,6 +210,30 @@ def sizes_of(args: Any) -> tuple[int, ...]:
     return chosen or (SMOKE_SIZES if args.smoke else SIZES)
 
 
+def _sized(run: LoadsRun, skip: dict[int, str], folder: Path, args: Any, log: Any,
+           where: str = "") -> Iterator[tuple[Size, Path]]:  # fmt: skip
+    """Each size of `sizes_of(args)` in turn, its result added to `run`: a size `skip` names
+    is logged and passed over; for the others, the result and the file of its new records."""
+    for size in sizes_of(args):
+        result = Size(size, skipped=skip.get(size, ""))
+        run.sizes.append(result)
+        if result.skipped:
+            log(f"data import of {size:,}{where}: {result.skipped}")
+            continue
+        path = folder / f"new-{size}.jsonl"
+        write_file(path, size, args.seed + 20, args.as_of)
+        yield result, path
+
+
+def _undo(url: str, changed: dict[str, int]) -> None:
+    """Undo an import into the PostgreSQL store at `url` and put the models' change counts
+    back to `changed`."""
+    from live_loads import undo
+
+    asyncio.run(undo(url))
+    asyncio.run(_set_changed(url, changed))
+
+
 def measure(base_store: Path, args: Any) -> LoadsRun:
     """Each size on its own fresh copies of the SQLite store at `base_store`; `args` is
     bench/run.py's (--folder, --seed, --as-of, --smoke)."""
@@ -221,14 +245,7 @@ def measure(base_store: Path, args: Any) -> LoadsRun:
     bench_data.checkpoint(base_store)
     run = LoadsRun("embedded", *startup_seconds())
     skip = _plan(str(base_store), sizes_of(args))
-    for size in sizes_of(args):
-        result = Size(size, skipped=skip.get(size, ""))
-        run.sizes.append(result)
-        if result.skipped:
-            log(f"data import of {size:,}: {result.skipped}")
-            continue
-        path = folder / f"new-{size}.jsonl"
-        write_file(path, size, args.seed + 20, args.as_of)
+    for result, path in _sized(run, skip, folder, args, log):
         command(str(_copy(base_store, folder / "command.db")), path, args.as_of, result)
         asyncio.run(_in_process(str(_copy(base_store, folder / "pipeline.db")), path,
                                 args.as_of, result))  # fmt: skip
@@ -242,32 +259,22 @@ def measure_postgres(url: str, args: Any) -> LoadsRun:
     """The same on the PostgreSQL store at `url`: each import undone after it (the records
     removed, the touched statistics recomputed, the models' change counts put back)."""
     from harness import log
-    from live_loads import undo
 
     folder = args.folder / "loads-postgres"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     run = LoadsRun("scale-out", *startup_seconds())
     skip = _plan(url, sizes_of(args), counted=2)  # the undo counts its removals
-    for size in sizes_of(args):
-        result = Size(size, skipped=skip.get(size, ""))
-        run.sizes.append(result)
-        if result.skipped:
-            log(f"data import of {size:,} (PostgreSQL): {result.skipped}")
-            continue
-        path = folder / f"new-{size}.jsonl"
-        write_file(path, size, args.seed + 20, args.as_of)
+    for result, path in _sized(run, skip, folder, args, log, " (PostgreSQL)"):
         _, changed = asyncio.run(_models(url))
         try:
             command(url, path, args.as_of, result)
         finally:
-            asyncio.run(undo(url))
-            asyncio.run(_set_changed(url, changed))
+            _undo(url, changed)
         try:
             asyncio.run(_in_process(url, path, args.as_of, result))
         finally:
-            asyncio.run(undo(url))
-            asyncio.run(_set_changed(url, changed))
+            _undo(url, changed)
         _log(log, run.label, result, run.startup_s)
     shutil.rmtree(folder, ignore_errors=True)
     return run
@@ -325,8 +332,7 @@ def rows(run: LoadsRun) -> list[Any]:
 def main(argv: list[str] | None = None) -> int:
     import harness
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = harness.script_parser(__doc__)
     p.add_argument("--properties", type=int, default=1_000_000)
     p.add_argument("--sizes", default=",".join(map(str, SIZES)))
     p.add_argument("--postgres", action="store_true", help="the PostgreSQL bench store too")

@@ -41,7 +41,6 @@ On the make bench store (bench/.data/sqlite-p{N}-s7-2026-11-21, built when missi
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import random
@@ -554,30 +553,19 @@ def rows(result: EventsRun) -> list[Any]:
 def main(argv: list[str] | None = None) -> int:
     import harness
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = harness.script_parser(__doc__)
     p.add_argument("--properties", type=int, default=1_000_000)
     p.add_argument("--smoke", action="store_true", help="small sizes (seconds)")
     p.add_argument("--scaleout", action="store_true", help="the event log on PostgreSQL too")
     p.add_argument("--duration", type=float, help="seconds of wrk, row 3 (default 20; smoke 2)")
     p.add_argument("--warmup", type=float, help="seconds of warm-up (default 5; smoke 1)")
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--as-of", type=dt.date.fromisoformat, default=dt.date(2026, 11, 21))
-    p.add_argument("--connections", type=int, default=16)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--wrk-threads", type=int, default=1)
-    p.add_argument("--folder", type=Path, default=BENCH / ".data")
-    args = p.parse_args(argv)
+    args = harness.served_args(p, argv)
     args.duration = args.duration or (2.0 if args.smoke else 20.0)
     args.warmup = args.warmup if args.warmup is not None else (1.0 if args.smoke else 5.0)
     args.searches, args.cursor_page = (300 if args.smoke else 40_000), 10_000
-    args.wrk = harness.ensure_wrk()
-    logs = args.folder / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    db_path, reqs = harness.prepared(args, "events")
-    result = measure(db_path, reqs, args, logs)
-    harness.report("events_bench.py", argv, args, rows(result), judged=not args.smoke)
-    return 0
+    return harness.served_run(
+        "events_bench.py", "events", argv, args, measure, rows, judged=not args.smoke
+    )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ missing), with `propdata serve` (cache off) running on it:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import os
@@ -363,31 +362,18 @@ def rows(result: FollowRun, label: str = "embedded") -> list[Any]:
 def main(argv: list[str] | None = None) -> int:
     import harness
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = harness.script_parser(__doc__)
     p.add_argument("--properties", type=int, default=1_000_000)
     p.add_argument("--rate", type=float, default=TARGET_RATE, help="records a second, phase 1")
     p.add_argument("--seconds", type=float, default=30.0, help="length of phase 1")
     p.add_argument("--low-rate", type=float, default=200, help="records a second, phase 2")
     p.add_argument("--duration", type=float, default=20.0, help="seconds of wrk, phase 2")
     p.add_argument("--warmup", type=float, default=5.0)
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--as-of", type=dt.date.fromisoformat, default=dt.date(2026, 11, 21))
-    p.add_argument("--connections", type=int, default=16)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--wrk-threads", type=int, default=1)
-    p.add_argument("--folder", type=Path, default=BENCH / ".data")
-    args = p.parse_args(argv)
+    args = harness.served_args(p, argv)
     args.follow_rate, args.follow_seconds, args.follow_low_rate = (
         args.rate, args.seconds, args.low_rate)  # fmt: skip
     args.searches, args.cursor_page, args.smoke = 40_000, 10_000, False
-    args.wrk = harness.ensure_wrk()
-    logs = args.folder / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    db_path, reqs = harness.prepared(args, "follow")
-    result = measure(db_path, reqs, args, logs)
-    harness.report("follow.py", argv, args, rows(result), judged=True)
-    return 0
+    return harness.served_run("follow.py", "follow", argv, args, measure, rows)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ script but the data and mix modules.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import datetime as dt
@@ -21,7 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -505,6 +506,49 @@ def prepared(args: Any, name: str) -> tuple[Path, Requests]:
     db_path = Path(build.url)
     sample = bench_data.sample(str(db_path), 200, 2_000, args.seed)
     return db_path, make_requests(args.folder / f"requests-{name}", sample, args)
+
+
+def script_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The options of a stand-alone script, described by its docstring's first paragraph."""
+    return argparse.ArgumentParser(description=(doc or "").split("\n\n")[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+
+
+def served_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> Any:
+    """`parser`'s options with those of every script that serves the bench store to wrk (the
+    data's seed and day, wrk's connections and threads, the workers, the data folder), parsed."""
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--as-of", type=dt.date.fromisoformat, default=dt.date(2026, 11, 21))
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--wrk-threads", type=int, default=1)
+    parser.add_argument("--folder", type=Path, default=BENCH / ".data")
+    return parser.parse_args(argv)
+
+
+def served_run(script: str, name: str, argv: Sequence[str] | None, args: Any,
+               measure: Callable[[Path, Requests, Any, Path], Any],
+               rows: Callable[[Any], Sequence[Row]], judged: bool = True) -> int:  # fmt: skip
+    """A served script's run: wrk found, the store and the `name` run's requests prepared,
+    `measure(db_path, requests, args, logs)`, and its `rows` reported under the command."""
+    args.wrk = ensure_wrk()
+    logs = args.folder / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    db_path, reqs = prepared(args, name)
+    report(script, argv, args, rows(measure(db_path, reqs, args, logs)), judged=judged)
+    return 0
+
+
+async def probe_health(base: str, into: list[float], stop: asyncio.Event,
+                       every: float = 0.005) -> None:  # fmt: skip
+    """Time `GET /health` every `every` seconds into `into` (ms) until `stop` is set."""
+    async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            answer = await client.get("/health")
+            into.append((time.perf_counter() - started) * 1000)
+            assert answer.status_code == 200, answer.text
+            await asyncio.sleep(every)
 
 
 def report(script: str, argv: Sequence[str] | None, args: Any, found: Sequence[Row],

@@ -19,9 +19,7 @@ import asyncio
 import datetime as dt
 import json
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +34,7 @@ from propdata.ingest import pipeline, synthetic
 from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate
 
-PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
+PG_URL = bench_data.PG_URL
 AS_OF = dt.date(2026, 11, 21)
 
 
@@ -107,47 +105,23 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     store = "postgresql" if args.postgres else "sqlite"
-    with tempfile.TemporaryDirectory(prefix="live-loads-") as folder:
-        root = Path(folder)
-        schema = f"live_loads_{uuid.uuid4().hex[:10]}"
-        if args.postgres:
-            import asyncpg
-
-            async def create() -> None:
-                conn = await asyncpg.connect(PG_URL)
-                await conn.execute(f"CREATE SCHEMA {schema}")
-                await conn.close()
-
-            asyncio.run(create())
-            base = f"{PG_URL}?search_path={schema}"
-        else:
-            base = str(root / "base.db")
-        try:
-            built = asyncio.run(build(base, args.properties))
-            print(json.dumps({"store": store, "properties": args.properties,
-                              "build_s": round(built, 1), "code": code_version()}))  # fmt: skip
-            for size in sizes:
-                path = root / f"new-{size}.jsonl"
-                write_file(path, size)
-                for mode in ("live", "full"):
-                    if args.postgres:
-                        url = base
-                    else:
-                        url = str(bench_data.copy_store(Path(base), root / "copy.db"))
-                    result = asyncio.run(measure(url, path, mode))
-                    print(json.dumps({"store": store, "properties": args.properties,
-                                      "records": size, **result}))  # fmt: skip
-                    if args.postgres:
-                        asyncio.run(undo(url))
-        finally:
-            if args.postgres:
-
-                async def drop() -> None:
-                    conn = await asyncpg.connect(PG_URL)
-                    await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-                    await conn.close()
-
-                asyncio.run(drop())
+    with bench_data.scratch_store("live_loads", args.postgres, PG_URL, "base.db") as (base, root):
+        built = asyncio.run(build(base, args.properties))
+        print(json.dumps({"store": store, "properties": args.properties,
+                          "build_s": round(built, 1), "code": code_version()}))  # fmt: skip
+        for size in sizes:
+            path = root / f"new-{size}.jsonl"
+            write_file(path, size)
+            for mode in ("live", "full"):
+                if args.postgres:
+                    url = base
+                else:
+                    url = str(bench_data.copy_store(Path(base), root / "copy.db"))
+                result = asyncio.run(measure(url, path, mode))
+                print(json.dumps({"store": store, "properties": args.properties,
+                                  "records": size, **result}))  # fmt: skip
+                if args.postgres:
+                    asyncio.run(undo(url))
 
 
 if __name__ == "__main__":

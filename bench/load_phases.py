@@ -25,16 +25,14 @@ import datetime as dt
 import json
 import resource
 import sys
-import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_data import TimedIterator, code_version
+from bench_data import TimedIterator, code_version, load_options, scratch_store
 
 from propdata.ingest import loader, pipeline
 from propdata.kit import db as kitdb
@@ -43,7 +41,6 @@ from propdata.migrations.schema import migrate
 from propdata.properties.repository import PropertyRepository
 from propdata.search.service import SearchService
 
-PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 AS_OF = dt.date(2026, 11, 21)
 
 
@@ -164,33 +161,10 @@ async def run(url: str, properties: int, seed: int, index_dir: Path) -> dict[str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--properties", type=int, default=100_000)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--postgres", action="store_true", help=f"a fresh schema in {PG_URL}")
-    parser.add_argument("--pg-url", default=PG_URL)
+    load_options(parser)
     args = parser.parse_args()
-
-    import asyncpg
-
-    schema = f"load_phases_{uuid.uuid4().hex[:10]}" if args.postgres else ""
-
-    async def pg(sql: str) -> None:
-        conn = await asyncpg.connect(args.pg_url)
-        await conn.execute(sql)
-        await conn.close()
-
-    with tempfile.TemporaryDirectory(prefix="load-phases-") as folder:
-        if schema:
-            asyncio.run(pg(f"CREATE SCHEMA {schema}"))
-            sep = "&" if "?" in args.pg_url else "?"
-            url = f"{args.pg_url}{sep}search_path={schema}"
-        else:
-            url = str(Path(folder) / "propdata.db")
-        try:
-            result = asyncio.run(run(url, args.properties, args.seed, Path(folder) / "index"))
-        finally:
-            if schema:
-                asyncio.run(pg(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+    with scratch_store("load_phases", args.postgres, args.pg_url) as (url, folder):
+        result = asyncio.run(run(url, args.properties, args.seed, folder / "index"))
     print(json.dumps(result))
 
 

@@ -29,7 +29,6 @@ run), the server's page limit and the source's `--page-size` both PAGE_SIZE:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import os
@@ -365,28 +364,15 @@ def rows(result: ReplicationRun, label: str = "embedded") -> list[Any]:
 def main(argv: list[str] | None = None) -> int:
     import harness
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = harness.script_parser(__doc__)
     p.add_argument("--properties", type=int, default=20_000)
     p.add_argument("--records", type=int, default=60_000, help="RESO records upstream")
     p.add_argument("--changes", type=int, default=30, help="upstream changes timed, phase 2")
     p.add_argument("--duration", type=float, default=20.0, help="seconds of wrk")
     p.add_argument("--warmup", type=float, default=5.0)
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--as-of", type=dt.date.fromisoformat, default=dt.date(2026, 11, 21))
-    p.add_argument("--connections", type=int, default=16)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--wrk-threads", type=int, default=1)
-    p.add_argument("--folder", type=Path, default=BENCH / ".data")
-    args = p.parse_args(argv)
+    args = harness.served_args(p, argv)
     args.searches, args.cursor_page, args.smoke = 40_000, 10_000, False
-    args.wrk = harness.ensure_wrk()
-    logs = args.folder / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    db_path, reqs = harness.prepared(args, "replication")
-    result = measure(db_path, reqs, args, logs)
-    harness.report("replication.py", argv, args, rows(result), judged=True)
-    return 0
+    return harness.served_run("replication.py", "replication", argv, args, measure, rows)
 
 
 if __name__ == "__main__":

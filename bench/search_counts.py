@@ -15,7 +15,6 @@ should: the data did not change).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import json
@@ -92,16 +91,6 @@ def _serve(url: str, as_of: dt.date) -> tuple[subprocess.Popen[bytes], int]:
     return harness.serve_one({"PROPDATA_DATABASE_URL": url, "PROPDATA_AS_OF": as_of.isoformat()})
 
 
-async def _probe(base: str, into: list[float], stop: asyncio.Event) -> None:
-    async with httpx.AsyncClient(base_url=base, timeout=10) as client:
-        while not stop.is_set():
-            started = time.perf_counter()
-            answer = await client.get("/health")
-            into.append((time.perf_counter() - started) * 1000)
-            assert answer.status_code == 200, answer.text
-            await asyncio.sleep(PROBE_EVERY)
-
-
 async def _curl_ms(url: str, secret: str) -> float:
     """One GET of `url` by curl: milliseconds from its connect to the answer's last byte.
     curl, not this process, reads the 7.6 MB, so neither the Python client's parsing of it
@@ -131,7 +120,7 @@ async def _bench(port: int, secret: str, found: CountFigures, say: Callable[[str
         say(f"first listing (every search counted): {found.first_s:.2f} s,"
             f" {found.answer_mb:.1f} MB")  # fmt: skip
         stop = asyncio.Event()
-        probe = asyncio.create_task(_probe(base, found.health_ms, stop))
+        probe = asyncio.create_task(harness.probe_health(base, found.health_ms, stop, PROBE_EVERY))
         await asyncio.sleep(0.5)
         found.health_ms.clear()
         for _ in range(LISTINGS - 2):  # the first, these, and the last (its versions read)
@@ -194,7 +183,7 @@ def rows(found: CountFigures) -> list[Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = harness.script_parser(__doc__)
     parser.add_argument("--properties", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--as-of", type=dt.date.fromisoformat, default=dt.date(2026, 11, 21))

@@ -15,7 +15,6 @@ and /health's p50, p99 and maximum while they were asked for and once they all s
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import subprocess
 import sys
@@ -26,8 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.kit.db import connect
@@ -90,22 +87,14 @@ async def _ask(port: int, secret: str) -> tuple[int, asyncio.StreamWriter | None
     return status, None
 
 
-async def _probe(port: int, into: list[float], stop: asyncio.Event) -> None:
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-        while not stop.is_set():
-            started = time.perf_counter()
-            answer = await client.get("/health")
-            into.append((time.perf_counter() - started) * 1000)
-            assert answer.status_code == 200, answer.text
-            await asyncio.sleep(PROBE_EVERY)
-
-
 async def _bench(
     port: int, secret: str, streams: int, at_once: int, say: Callable[[str], None]
 ) -> CapFigures:
     found = CapFigures(streams, at_once)
     stop = asyncio.Event()
-    probe = asyncio.create_task(_probe(port, found.during_ms, stop))
+    probe = asyncio.create_task(
+        harness.probe_health(f"http://127.0.0.1:{port}", found.during_ms, stop, PROBE_EVERY)
+    )
     await asyncio.sleep(0.5)  # the probe's own warm-up
     found.during_ms.clear()
     held: list[asyncio.StreamWriter] = []
@@ -126,7 +115,9 @@ async def _bench(
     stop.set()
     await probe
     stop = asyncio.Event()
-    probe = asyncio.create_task(_probe(port, found.after_ms, stop))
+    probe = asyncio.create_task(
+        harness.probe_health(f"http://127.0.0.1:{port}", found.after_ms, stop, PROBE_EVERY)
+    )
     await asyncio.sleep(2)
     stop.set()
     await probe
@@ -174,7 +165,7 @@ def rows(found: CapFigures) -> list[Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = harness.script_parser(__doc__)
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--at-once", type=int, default=10, help="streams asked for at a time")
     args = parser.parse_args()

@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,8 @@ from propdata.ingest.loader import load  # noqa: E402
 from tests.conftest import Store, build_store, new_store, open_db  # noqa: E402
 from tests.factories import AS_OF  # noqa: E402
 from tests.live import run_apart, running_server  # noqa: E402
+
+from stubserver import Receiver  # noqa: E402
 
 
 def propdata_command() -> list[str]:
@@ -103,24 +107,38 @@ class Live:
         run_apart(go())
 
 
-@pytest.fixture(scope="session")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    folder = tmp_path_factory.mktemp("sdk-store")
-    store = run_apart(new_store("embedded", folder))
+@contextmanager
+def _serving(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Live]:
+    """`propdata serve` over a fresh test store in a folder `name`, its cache off."""
+    store = run_apart(new_store("embedded", tmp_path_factory.mktemp(name)))
     run_apart(build_store(store))
     with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base_url:
         yield Live(base_url, store)
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    with _serving(tmp_path_factory, "sdk-store") as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
 def own_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     """A server of the module's own over a fresh test store, for tests that load data (the
     session's `live` keeps the catalogue as it is)."""
-    folder = tmp_path_factory.mktemp("sdk-own-store")
-    store = run_apart(new_store("embedded", folder))
-    run_apart(build_store(store))
-    with running_server({**store.env(), "PROPDATA_CACHE_TTL": "0"}) as base_url:
-        yield Live(base_url, store)
+    with _serving(tmp_path_factory, "sdk-own-store") as served:
+        yield served
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A webhook receiver on loopback, served on a thread for the test."""
+    r = Receiver()
+    thread = threading.Thread(target=r.server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield r
+    r.server.shutdown()
+    r.server.server_close()
 
 
 @pytest.fixture(scope="session")

@@ -151,3 +151,31 @@ def event(n: int, kind: str = "property.priceChanged", search_id: str = "srch_a"
             "changes": ["listPrice"],
         },
     }
+
+
+class Receiver:
+    """A webhook receiver on loopback: records each POST (headers, body) and answers `status`
+    (204 unless a test sets another); the `receiver` fixture (conftest) serves one."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[dict[str, str], bytes]] = []
+        self.status = 204
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                receiver.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(receiver.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def of_type(self, kind: str) -> list[tuple[dict[str, str], bytes]]:
+        """The deliveries of events of type `kind`."""
+        return [(h, b) for h, b in self.got if f'"type":"{kind}"' in b.decode().replace(" ", "")]

@@ -7,8 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 from tests.conftest import build_store, new_store
@@ -24,6 +23,7 @@ from propdata_client import (
     StreamedEvent,
     verify_webhook,
 )
+from stubserver import Receiver
 
 pytestmark = pytest.mark.slow
 
@@ -62,41 +62,6 @@ def events_key(events_live: Live) -> str:
 def client(events_live: Live, events_key: str) -> Iterator[Client]:
     with Client(api_key=events_key, base_url=events_live.base_url) as c:
         yield c
-
-
-class Receiver:
-    """A webhook receiver on loopback: records each delivery (headers, body), answers 204."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[dict[str, str], bytes]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                receiver.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def of_type(self, kind: str) -> list[tuple[dict[str, str], bytes]]:
-        return [(h, b) for h, b in self.got if f'"type":"{kind}"' in b.decode().replace(" ", "")]
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    thread = threading.Thread(target=r.server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
 
 
 def test_saved_searches_round_trip(client: Client, events_live: Live) -> None:

@@ -11,8 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import IO, Any
+from typing import IO
 
 import pytest
 import standardwebhooks
@@ -22,40 +21,7 @@ from tests.redis_support import free_port
 from conftest import Live
 from propdata_client import Client, verify_webhook
 from propdata_client.cli import main
-from stubserver import Answer, Stub, event, sse, stub_server
-
-
-class Receiver:
-    """A local webhook receiver: records each POST (headers, body) and answers `status`."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[dict[str, str], bytes]] = []
-        self.status = 204
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(receiver.status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    thread = threading.Thread(target=r.server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
+from stubserver import Answer, Receiver, Stub, event, sse, stub_server
 
 
 @pytest.fixture

@@ -17,29 +17,8 @@ import httpx
 import msgspec
 import pytest
 
-from propdata_client import _core
+from propdata_client import _core, models
 from propdata_client._sync import Markets, Properties
-from propdata_client.models import (
-    AuthStatus,
-    ChangesPage,
-    CreatedWebhook,
-    Delivery,
-    EventsPage,
-    Export,
-    Market,
-    MarketHistory,
-    Page,
-    Property,
-    PropertyHistory,
-    PropertyMatch,
-    PropertyPage,
-    PropertySummary,
-    ReplayQueued,
-    SavedSearch,
-    Valuation,
-    Webhook,
-    WebhookSecret,
-)
 
 pytestmark = pytest.mark.slow
 
@@ -48,18 +27,18 @@ if TYPE_CHECKING:
 
 # operationId -> (the SDK's model of the whole 200 body, or of its `data`; enveloped?)
 OPERATIONS: dict[str, tuple[Any, bool]] = {
-    "getProperty": (Property, True),
-    "lookupProperty": (PropertyMatch, True),
-    "searchProperties": (PropertyPage[PropertySummary], False),
-    "searchPropertiesAlias": (PropertyPage[PropertySummary], False),
-    "getPropertyHistory": (PropertyHistory, True),
-    "getPropertyValuation": (Valuation, True),
-    "getMarket": (Market, True),
-    "getMarketHistory": (MarketHistory, True),
-    "searchMarkets": (Page[Market], False),
-    "getAuthStatus": (AuthStatus, True),
-    "listPropertyChanges": (ChangesPage, False),
-    "listExports": (list[Export], True),
+    "getProperty": (models.Property, True),
+    "lookupProperty": (models.PropertyMatch, True),
+    "searchProperties": (models.PropertyPage[models.PropertySummary], False),
+    "searchPropertiesAlias": (models.PropertyPage[models.PropertySummary], False),
+    "getPropertyHistory": (models.PropertyHistory, True),
+    "getPropertyValuation": (models.Valuation, True),
+    "getMarket": (models.Market, True),
+    "getMarketHistory": (models.MarketHistory, True),
+    "searchMarkets": (models.Page[models.Market], False),
+    "getAuthStatus": (models.AuthStatus, True),
+    "listPropertyChanges": (models.ChangesPage, False),
+    "listExports": (list[models.Export], True),
 }
 NOT_IN_SDK = {
     "getHealth",  # the operators' health check, outside /v1
@@ -81,23 +60,27 @@ class Op:
 
 ROTATE_FIELDS = {"grace_seconds": "graceSeconds"}
 EVENT_OPERATIONS: dict[tuple[str, str], Op] = {
-    ("post", "/v1/searches"): Op(SavedSearch, status="201", body=_core.SEARCH_FIELDS),
-    ("get", "/v1/searches"): Op(Page[SavedSearch], False, query=_core.LIST_PARAMS),
-    ("get", "/v1/searches/X"): Op(SavedSearch),
-    ("patch", "/v1/searches/X"): Op(SavedSearch, body=_core.SEARCH_FIELDS),
+    ("post", "/v1/searches"): Op(models.SavedSearch, status="201", body=_core.SEARCH_FIELDS),
+    ("get", "/v1/searches"): Op(models.Page[models.SavedSearch], False, query=_core.LIST_PARAMS),
+    ("get", "/v1/searches/X"): Op(models.SavedSearch),
+    ("patch", "/v1/searches/X"): Op(models.SavedSearch, body=_core.SEARCH_FIELDS),
     ("delete", "/v1/searches/X"): Op(None, status="204"),
-    ("get", "/v1/events"): Op(EventsPage, False, query=_core.EVENTS_PARAMS),
+    ("get", "/v1/events"): Op(models.EventsPage, False, query=_core.EVENTS_PARAMS),
     ("get", "/v1/events/stream"): Op(None, query=_core.STREAM_PARAMS),
-    ("post", "/v1/webhooks"): Op(CreatedWebhook, status="201", body=_core.WEBHOOK_FIELDS),
-    ("get", "/v1/webhooks"): Op(Page[Webhook], False, query=_core.LIST_PARAMS),
-    ("get", "/v1/webhooks/X"): Op(Webhook),
-    ("patch", "/v1/webhooks/X"): Op(Webhook, body=_core.WEBHOOK_UPDATE_FIELDS),
+    ("post", "/v1/webhooks"): Op(models.CreatedWebhook, status="201", body=_core.WEBHOOK_FIELDS),
+    ("get", "/v1/webhooks"): Op(models.Page[models.Webhook], False, query=_core.LIST_PARAMS),
+    ("get", "/v1/webhooks/X"): Op(models.Webhook),
+    ("patch", "/v1/webhooks/X"): Op(models.Webhook, body=_core.WEBHOOK_UPDATE_FIELDS),
     ("delete", "/v1/webhooks/X"): Op(None, status="204"),
-    ("post", "/v1/webhooks/X/rotate-secret"): Op(WebhookSecret, body=ROTATE_FIELDS),
+    ("post", "/v1/webhooks/X/rotate-secret"): Op(models.WebhookSecret, body=ROTATE_FIELDS),
     ("post", "/v1/webhooks/X/test"): Op(None, status="202"),
-    ("get", "/v1/webhooks/X/deliveries"): Op(Page[Delivery], False, query=_core.LIST_PARAMS),
-    ("post", "/v1/webhooks/X/deliveries/X/resend"): Op(ReplayQueued, status="202"),
-    ("post", "/v1/webhooks/X/replay"): Op(ReplayQueued, status="202", body={"since": "since"}),
+    ("get", "/v1/webhooks/X/deliveries"): Op(
+        models.Page[models.Delivery], False, query=_core.LIST_PARAMS
+    ),
+    ("post", "/v1/webhooks/X/deliveries/X/resend"): Op(models.ReplayQueued, status="202"),
+    ("post", "/v1/webhooks/X/replay"): Op(
+        models.ReplayQueued, status="202", body={"since": "since"}
+    ),
     ("get", "/v1/exports/X/files/X"): Op(None),  # a file's bytes: `exports.download`
 }
 EVENT_PATHS = {  # the request each SDK method makes, with "X" in the path parameter
@@ -403,7 +386,7 @@ def test_the_check_sees_drift(openapi: dict[str, Any]) -> None:
     snapshot["medianListPriceUsd"] = snapshot.pop("medianListPrice")
     snapshot["activeListings"][1]["nullable"] = True
     snapshot["inventoryMonths"] = (True, _shape("integer", nullable=True))
-    found = differences(from_sdk(msgspec.inspect.type_info(Market)), server)
+    found = differences(from_sdk(msgspec.inspect.type_info(models.Market)), server)
     assert found == [
         "$.snapshot.medianListPriceUsd: on the server, missing from the SDK",
         "$.snapshot.medianListPrice: in the SDK, not on the server",

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -70,6 +71,16 @@ class Sleeper:
             assert announced <= wait < announced + 1, (wait, announced)
 
 
+@contextmanager
+def watched_client(key: str, base_url: str, **options: Any) -> Iterator[tuple[Client, Sleeper]]:
+    """A client whose `sleep` is a Sleeper reading that client's rate-limit headers."""
+    holder: list[Client] = []
+    sleeper = Sleeper(lambda: holder[0])
+    with Client(api_key=key, base_url=base_url, sleep=sleeper, **options) as client:
+        holder.append(client)
+        yield client, sleeper
+
+
 @pytest.fixture(scope="module")
 def keys(live: Live) -> dict[str, str]:
     """The module's fresh keys, made in one batch by the operator's command line."""
@@ -94,10 +105,7 @@ def use_up_a_free_key(client: Client) -> None:
 
 def test_429_waits_retry_after_with_jitter_then_succeeds(live: Live, keys: dict[str, str]) -> None:
     key = keys["free"]
-    holder: list[Client] = []
-    sleeper = Sleeper(lambda: holder[0])
-    with Client(api_key=key, base_url=live.base_url, sleep=sleeper) as client:
-        holder.append(client)
+    with watched_client(key, live.base_url) as (client, sleeper):
         use_up_a_free_key(client)
 
         # Still refused after each wait: max_retries (2) waits, then the 429 is raised.
@@ -142,10 +150,7 @@ def test_a_wait_over_the_cap_raises_at_once(live: Live, keys: dict[str, str]) ->
 
 def test_daily_quota_over_the_cap_raises_quota_exceeded(live: Live, keys: dict[str, str]) -> None:
     key = keys["daily"]
-    holder: list[Client] = []
-    sleeper = Sleeper(lambda: holder[0])
-    with Client(api_key=key, base_url=live.base_url, sleep=sleeper) as client:
-        holder.append(client)
+    with watched_client(key, live.base_url) as (client, sleeper):
         client.properties.get("t-001")
         started = time.monotonic()
         with pytest.raises(QuotaExceededError) as caught:
@@ -159,9 +164,7 @@ def test_daily_quota_over_the_cap_raises_quota_exceeded(live: Live, keys: dict[s
         assert limits is not None and limits.quota_limit == 1 and limits.quota_remaining == 0
 
     # A cap above the announced wait waits it out (here: until the operator lifts the quota).
-    with Client(api_key=key, base_url=live.base_url, sleep=sleeper,
-                max_retry_wait=2 * 86_400) as client:  # fmt: skip
-        holder[0] = client
+    with watched_client(key, live.base_url, max_retry_wait=2 * 86_400) as (client, sleeper):
         sleeper.then = lambda: live.set_plan(key, "enterprise")  # clears the custom quota
         assert client.properties.get("t-002").id == "t-002"
         assert len(sleeper.waits) == 1 and sleeper.waits[0] > 23 * 3600
@@ -281,10 +284,7 @@ def test_503_from_a_store_outage_is_retried_after_retry_after(
                "PROPDATA_DATABASE_URL": store.url.replace(host_port, f"127.0.0.1:{proxy.port}")}  # fmt: skip
         with running_server(env) as base_url:
             key = operator(base_url, store).key("enterprise")
-            holder: list[Client] = []
-            sleeper = Sleeper(lambda: holder[0])
-            with Client(api_key=key, base_url=base_url, sleep=sleeper, max_retries=1) as client:
-                holder.append(client)
+            with watched_client(key, base_url, max_retries=1) as (client, sleeper):
                 assert client.properties.get("t-000").id == "t-000"
                 proxy.cut()
                 with pytest.raises(ServiceUnavailableError) as caught:

@@ -291,19 +291,11 @@ export interface PropertyMatch {
   lastUpdated: string;
 }
 
-/** One item of a property search page. */
-export interface PropertySummary {
-  id: string;
-  status: PropertyStatus;
-  listPrice: number | null;
-  address: ShortAddress;
-  bedroomsTotal: number | null;
-  bathroomsTotal: number | null;
-  livingArea: number | null;
+/** One item of a property search page: what a lookup answers, and more. */
+export interface PropertySummary extends PropertyMatch {
   daysOnMarket: number | null;
   lastSalePrice: number | null;
   lastSaleDate: string | null;
-  lastUpdated: string;
   /** Miles from a radius search's center, two decimals; absent without a radius. */
   distanceMiles?: number | null;
 }
@@ -737,15 +729,7 @@ export interface Webhook {
 }
 
 /** The endpoint `webhooks.create` made: a `Webhook` with its signing secret (shown this once). */
-export interface CreatedWebhook {
-  id: string;
-  url: string;
-  eventTypes: EventType[] | null;
-  searchIds: string[] | null;
-  description: string | null;
-  status: WebhookStatus;
-  disabledReason: DisabledReason | null;
-  createdAt: string;
+export interface CreatedWebhook extends Webhook {
   /** `whsec_` + base64: verify deliveries with it. */
   secret: string;
 }

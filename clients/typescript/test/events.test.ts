@@ -95,6 +95,22 @@ function stub(script: Record<string, Answer[]>) {
   return { c, sent: s.sent, waits: sleeper.waits };
 }
 
+/** A stub client that never connects: every request throws, `tried.calls` counts them. */
+function unreachable() {
+  const tried = { calls: 0 };
+  const sleeper = recorder();
+  const lost = new Client({
+    apiKey: "pmd_live_stub",
+    baseUrl: "http://sdk.test",
+    sleep: sleeper.sleep,
+    fetch: async () => {
+      tried.calls++;
+      throw new TypeError("fetch failed");
+    },
+  });
+  return { lost, tried, waits: sleeper.waits };
+}
+
 function sentBody(init: FetchInit): unknown {
   return JSON.parse(init.body as string);
 }
@@ -151,21 +167,11 @@ describe("saved searches", () => {
     });
     assert.equal((await c.searches.create({ name: "x", filters: { zipCode: "50010" } })).id, "srch_a");
     assert.equal(waits.length, 1);
-    let calls = 0;
-    const sleeper = recorder();
-    const lost = new Client({
-      apiKey: "pmd_live_stub",
-      baseUrl: "http://sdk.test",
-      sleep: sleeper.sleep,
-      fetch: async () => {
-        calls++;
-        throw new TypeError("fetch failed");
-      },
-    });
+    const { lost, tried } = unreachable();
     await assert.rejects(lost.searches.create({ name: "x" }), (e: PropdataError) => e.code === "connection_error");
-    assert.equal(calls, 1);
+    assert.equal(tried.calls, 1);
     await assert.rejects(lost.searches.delete("srch_a"));
-    assert.equal(calls, 4); // a DELETE is idempotent: retried twice
+    assert.equal(tried.calls, 4); // a DELETE is idempotent: retried twice
   });
 });
 
@@ -290,22 +296,14 @@ describe("the stream", () => {
   });
 
   it("gives up after maxReconnects when it cannot connect, and stops when aborted", async () => {
-    const sleeper = recorder();
-    const lost = new Client({
-      apiKey: "pmd_live_stub",
-      baseUrl: "http://sdk.test",
-      sleep: sleeper.sleep,
-      fetch: async () => {
-        throw new TypeError("fetch failed");
-      },
-    });
+    const { lost, waits } = unreachable();
     await assert.rejects(
       (async () => {
         for await (const _ of lost.events.stream({ maxReconnects: 3 })) void _;
       })(),
       (e: PropdataError) => e.code === "connection_error",
     );
-    assert.equal(sleeper.waits.length, 3);
+    assert.equal(waits.length, 3);
     const controller = new AbortController();
     controller.abort();
     const { c } = stub({ "GET /v1/events/stream": [stream(sse("c_1", event(1)))] });

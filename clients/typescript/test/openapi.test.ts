@@ -246,7 +246,12 @@ function declaredFields(name: string): Record<string, Shape> {
   const fields: Record<string, Shape> = {};
   const collect = (node: ts.InterfaceDeclaration, omit: Set<string>) => {
     for (const clause of node.heritageClauses ?? []) {
-      for (const base of clause.types) assert.fail(`${name} extends ${base.getText()}: not compared`);
+      for (const base of clause.types) {
+        // a plain `extends Other` of this file: Other's fields, then the node's own
+        const parent = interfaces.get(base.expression.getText());
+        assert.ok(parent && !base.typeArguments, `${name} extends ${base.getText()}: not compared`);
+        collect(parent, omit);
+      }
     }
     for (const member of node.members) {
       if (!ts.isPropertySignature(member) || !member.type) continue;

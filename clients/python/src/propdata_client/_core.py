@@ -8,7 +8,7 @@ import os
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -268,14 +268,21 @@ def bbox_of(value: str | Sequence[float]) -> str:
     return ",".join(_decimal(n) for n in numbers)
 
 
-def query(names: Mapping[str, str], values: Mapping[str, object]) -> dict[str, str]:
-    """The query string of an operation from the SDK's keyword arguments; None is left out."""
-    params: dict[str, str] = {}
+def _given(names: Mapping[str, str], values: Mapping[str, object]) -> Iterator[tuple[str, object]]:
+    """The SDK's keyword arguments that were given (None is left out); TypeError for a name
+    the operation does not take (`names`: the SDK's names to the wire's)."""
     for name, value in values.items():
         if value is None:
             continue
         if name not in names:
             raise TypeError(f"unknown parameter {name!r}")
+        yield name, value
+
+
+def query(names: Mapping[str, str], values: Mapping[str, object]) -> dict[str, str]:
+    """The query string of an operation from the SDK's keyword arguments; None is left out."""
+    params: dict[str, str] = {}
+    for name, value in _given(names, values):
         if name in ("fields", "types"):
             params[names[name]] = field_list(value)  # type: ignore[arg-type]
             continue
@@ -467,11 +474,7 @@ def search_filters(filters: Mapping[str, object]) -> dict[str, object]:
 def _body(names: Mapping[str, str], values: Mapping[str, object]) -> bytes:
     """A JSON request body from the SDK's keyword arguments; None is left out."""
     body: dict[str, object] = {}
-    for name, value in values.items():
-        if value is None:
-            continue
-        if name not in names:
-            raise TypeError(f"unknown parameter {name!r}")
+    for name, value in _given(names, values):
         if name == "filters":
             value = search_filters(value)  # type: ignore[arg-type]
         elif isinstance(value, (list, tuple)):

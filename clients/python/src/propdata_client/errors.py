@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from propdata_client.models import Candidate, RateLimit
 
@@ -205,27 +205,13 @@ def error_for(
     rate_limit: RateLimit | None = None,
 ) -> PropdataError:
     """The error class for an API error answer."""
+    answer: dict[str, Any] = {"code": code, "status": status, "request_id": request_id,
+                              "retry_after": retry_after, "rate_limit": rate_limit}  # fmt: skip
     if status == 400:
-        return InvalidParameterError(
-            message,
-            code=code,
-            status=status,
-            request_id=request_id,
-            retry_after=retry_after,
-            rate_limit=rate_limit,
-            parameter=parameter,
-        )
+        return InvalidParameterError(message, parameter=parameter, **answer)
     if status == 404 or (status == 409 and code == "ambiguous_address"):
         found = NotFoundError if status == 404 else AmbiguousAddressError
-        return found(
-            message,
-            code=code,
-            status=status,
-            request_id=request_id,
-            retry_after=retry_after,
-            rate_limit=rate_limit,
-            candidates=candidates,
-        )
+        return found(message, candidates=candidates, **answer)
     kind: type[PropdataError] = PropdataError
     if status == 401:
         kind = AuthenticationError
@@ -235,11 +221,4 @@ def error_for(
         kind = QuotaExceededError if code == "quota_exceeded" else RateLimitError
     elif status == 503:
         kind = ServiceUnavailableError
-    return kind(
-        message,
-        code=code,
-        status=status,
-        request_id=request_id,
-        retry_after=retry_after,
-        rate_limit=rate_limit,
-    )
+    return kind(message, **answer)

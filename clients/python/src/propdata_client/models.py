@@ -339,22 +339,34 @@ class PropertyChange(Model):
     last_updated: dt.datetime
 
 
-class ChangesMeta(Model):
+class CursorMeta(Model):
+    """`meta` of a page of a log read in order (the change feed, the events)."""
+
     limit: int
     next_cursor: str
     """Pass it as `since` for the next page; never None (on the last page it is where the
-    changes still to come will start)."""
+    entries still to come will start)."""
 
 
-class ChangesPage(Model):
-    """One page of the change feed; an empty `data` means caught up."""
+class CursorPage(Model, Generic[T]):
+    """One page of a log read in order; an empty `data` means caught up."""
 
-    meta: ChangesMeta
-    data: list[PropertyChange]
+    meta: CursorMeta
+    data: list[T]
 
     @property
     def next_cursor(self) -> str:
         return self.meta.next_cursor
+
+
+class ChangesMeta(CursorMeta):
+    """`meta` of a page of the change feed."""
+
+
+class ChangesPage(CursorPage[PropertyChange]):
+    """One page of the change feed; an empty `data` means caught up."""
+
+    meta: ChangesMeta
 
 
 # -- markets ------------------------------------------------------------------------------
@@ -503,22 +515,14 @@ class Event(Model):
         return value if isinstance(value, str) else None
 
 
-class EventsMeta(Model):
-    limit: int
-    next_cursor: str
-    """Pass it as `since` for the next page; never None (on the last page it is where the
-    events still to come will start)."""
+class EventsMeta(CursorMeta):
+    """`meta` of a page of `GET /v1/events`."""
 
 
-class EventsPage(Model):
+class EventsPage(CursorPage[Event]):
     """One page of `GET /v1/events`, oldest first; an empty `data` means caught up."""
 
     meta: EventsMeta
-    data: list[Event]
-
-    @property
-    def next_cursor(self) -> str:
-        return self.meta.next_cursor
 
 
 class StreamedEvent(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,57 +1,27 @@
 """Every schema step of both stores, in the order they were written: one frozen module each.
 
-A new step is a new module `sNN_<what>.py` (copy one of the same store as a model: literal
-statements for both dialects, `STORE`, `STEP`), listed at the end of `MODULES`; then
-`make schema` writes the layout it makes into `migrations/schema.sql`.
+A new step is a new module `sNN_<what>.py` beside this one (copy one of the same store as a
+model: its statements for both dialects, `STORE`, `STEP`); `MODULES` holds every such module
+in the order of their numbers. Then `make schema` writes the layout they make into
+`migrations/schema.sql`.
 """
 
 from __future__ import annotations
 
+import pkgutil
+import re
+from importlib import import_module
+from types import ModuleType
+
 from propdata.kit.steps import Step
-from propdata.migrations.steps import (
-    s01_data_tables,
-    s02_account_tables,
-    s03_forget_data_fingerprint,
-    s04_forget_accounts_fingerprint,
-    s05_feed_removals,
-    s06_city_keys,
-    s07_event_log,
-    s08_valuation_models,
-    s09_change_images,
-    s10_saved_searches,
-    s11_webhooks,
-    s12_zip_places,
-    s13_tax_images,
-    s14_events_caps,
-    s15_owner_counts,
-    s16_owner_sequences_and_attempts,
-    s17_ingest_counts,
-    s18_parcel_and_features,
-    s19_replication_sources,
-)
 from propdata.migrations.steps.base import ACCOUNTS, DATA, Apply
 
-MODULES = (
-    s01_data_tables,
-    s02_account_tables,
-    s03_forget_data_fingerprint,
-    s04_forget_accounts_fingerprint,
-    s05_feed_removals,
-    s06_city_keys,
-    s07_event_log,
-    s08_valuation_models,
-    s09_change_images,
-    s10_saved_searches,
-    s11_webhooks,
-    s12_zip_places,
-    s13_tax_images,
-    s14_events_caps,
-    s15_owner_counts,
-    s16_owner_sequences_and_attempts,
-    s17_ingest_counts,
-    s18_parcel_and_features,
-    s19_replication_sources,
+MODULES: tuple[ModuleType, ...] = tuple(
+    import_module(f"{__name__}.{name}")
+    for name in sorted(m.name for m in pkgutil.iter_modules(__path__))
+    if re.fullmatch(r"s\d\d_\w+", name)
 )
+"""The step modules `sNN_*.py`, by their numbers."""
 
 STEPS: list[tuple[str, Step[Apply]]] = [(module.STORE, module.STEP) for module in MODULES]
 

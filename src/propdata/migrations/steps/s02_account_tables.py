@@ -15,42 +15,42 @@ import secrets
 
 from propdata.kit.db import Database
 from propdata.kit.steps import Step
-from propdata.migrations.steps.base import ACCOUNTS, run
+from propdata.migrations.steps.base import ACCOUNTS, dialects, run
 
-SQLITE = (
+SQLITE, POSTGRESQL = dialects(
     """CREATE TABLE IF NOT EXISTS meta (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS plans (
         name TEXT PRIMARY KEY,
-        per_minute INTEGER NOT NULL,
-        daily INTEGER,
-        default_page_size INTEGER NOT NULL,
-        max_page_size INTEGER NOT NULL,
-        price_usd INTEGER
+        per_minute {int} NOT NULL,
+        daily {int},
+        default_page_size {int} NOT NULL,
+        max_page_size {int} NOT NULL,
+        price_usd {int}
     )""",
     """CREATE TABLE IF NOT EXISTS api_keys (
-        id TEXT PRIMARY KEY,
+        id {key},
         name TEXT NOT NULL,
         prefix TEXT NOT NULL,
         key_hash TEXT NOT NULL UNIQUE,
         plan TEXT NOT NULL REFERENCES plans(name),
-        per_minute INTEGER,
-        daily INTEGER,
-        default_page_size INTEGER,
-        max_page_size INTEGER,
+        per_minute {int},
+        daily {int},
+        default_page_size {int},
+        max_page_size {int},
         status TEXT NOT NULL,
         created_at TEXT NOT NULL,
         revoked_at TEXT,
         account_id TEXT
     )""",
     """CREATE TABLE IF NOT EXISTS accounts (
-        id TEXT PRIMARY KEY,
+        id {key},
         email TEXT NOT NULL UNIQUE,
         password_hash TEXT NOT NULL,
         status TEXT NOT NULL,
-        is_admin INTEGER NOT NULL,
+        is_admin {int} NOT NULL,
         email_verified_at TEXT,
         created_at TEXT NOT NULL
     )""",
@@ -58,86 +58,17 @@ SQLITE = (
         token_hash TEXT PRIMARY KEY,
         account_id TEXT NOT NULL,
         created_at TEXT NOT NULL,
-        seen_at REAL NOT NULL,
+        seen_at {real} NOT NULL,
         flash TEXT
     )""",
     """CREATE TABLE IF NOT EXISTS account_tokens (
         token_hash TEXT PRIMARY KEY,
         account_id TEXT NOT NULL,
         purpose TEXT NOT NULL,
-        expires_at REAL NOT NULL
+        expires_at {real} NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS audit_log (
-        id TEXT PRIMARY KEY,
-        at TEXT NOT NULL,
-        actor TEXT NOT NULL,
-        account_id TEXT,
-        key_id TEXT,
-        action TEXT NOT NULL,
-        from_value TEXT,
-        to_value TEXT,
-        client TEXT
-    )""",
-    """CREATE INDEX IF NOT EXISTS ix_keys_account ON api_keys (account_id, created_at)""",
-    """CREATE INDEX IF NOT EXISTS ix_sessions_account ON sessions (account_id)""",
-    """CREATE INDEX IF NOT EXISTS ix_sessions_seen ON sessions (seen_at)""",
-    """CREATE INDEX IF NOT EXISTS ix_tokens_account ON account_tokens (account_id, purpose)""",
-    """CREATE INDEX IF NOT EXISTS ix_audit_account ON audit_log (account_id, at)""",
-    """CREATE INDEX IF NOT EXISTS ix_audit_at ON audit_log (at)""",
-)
-
-POSTGRESQL = (
-    """CREATE TABLE IF NOT EXISTS meta (
-        key TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS plans (
-        name TEXT PRIMARY KEY,
-        per_minute BIGINT NOT NULL,
-        daily BIGINT,
-        default_page_size BIGINT NOT NULL,
-        max_page_size BIGINT NOT NULL,
-        price_usd BIGINT
-    )""",
-    """CREATE TABLE IF NOT EXISTS api_keys (
-        id TEXT COLLATE "C" PRIMARY KEY,
-        name TEXT NOT NULL,
-        prefix TEXT NOT NULL,
-        key_hash TEXT NOT NULL UNIQUE,
-        plan TEXT NOT NULL REFERENCES plans(name),
-        per_minute BIGINT,
-        daily BIGINT,
-        default_page_size BIGINT,
-        max_page_size BIGINT,
-        status TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        revoked_at TEXT,
-        account_id TEXT
-    )""",
-    """CREATE TABLE IF NOT EXISTS accounts (
-        id TEXT COLLATE "C" PRIMARY KEY,
-        email TEXT NOT NULL UNIQUE,
-        password_hash TEXT NOT NULL,
-        status TEXT NOT NULL,
-        is_admin BIGINT NOT NULL,
-        email_verified_at TEXT,
-        created_at TEXT NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS sessions (
-        token_hash TEXT PRIMARY KEY,
-        account_id TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        seen_at DOUBLE PRECISION NOT NULL,
-        flash TEXT
-    )""",
-    """CREATE TABLE IF NOT EXISTS account_tokens (
-        token_hash TEXT PRIMARY KEY,
-        account_id TEXT NOT NULL,
-        purpose TEXT NOT NULL,
-        expires_at DOUBLE PRECISION NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS audit_log (
-        id TEXT COLLATE "C" PRIMARY KEY,
+        id {key},
         at TEXT NOT NULL,
         actor TEXT NOT NULL,
         account_id TEXT,

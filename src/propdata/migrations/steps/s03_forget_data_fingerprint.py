@@ -11,7 +11,7 @@ from propdata.migrations.steps.base import DATA, statements
 
 SQLITE = ("""DELETE FROM meta WHERE key IN ('schema:data')""",)
 
-POSTGRESQL = ("""DELETE FROM meta WHERE key IN ('schema:data')""",)
+POSTGRESQL = SQLITE
 
 STORE = DATA
 STEP = Step(3, "forget the schema fingerprint", statements(SQLITE, POSTGRESQL))

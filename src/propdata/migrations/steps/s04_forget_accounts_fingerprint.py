@@ -11,7 +11,7 @@ from propdata.migrations.steps.base import ACCOUNTS, statements
 
 SQLITE = ("""DELETE FROM meta WHERE key IN ('schema:accounts', 'keys_moved')""",)
 
-POSTGRESQL = ("""DELETE FROM meta WHERE key IN ('schema:accounts', 'keys_moved')""",)
+POSTGRESQL = SQLITE
 
 STORE = ACCOUNTS
 STEP = Step(4, "forget the schema fingerprint and the keys' move", statements(SQLITE, POSTGRESQL))

@@ -10,7 +10,7 @@ step (docs/architecture.md, "Schema steps").
 from __future__ import annotations
 
 from propdata.kit.steps import Step
-from propdata.migrations.steps.base import DATA, statements
+from propdata.migrations.steps.base import DATA, feed_rows_postgresql, statements
 
 SQLITE = (
     """DROP TRIGGER IF EXISTS feed_removed""",
@@ -18,21 +18,7 @@ SQLITE = (
         INSERT INTO property_changes (property_id, change_type, last_updated) VALUES (OLD.id, 'removed', OLD.last_updated); END""",
 )
 
-POSTGRESQL = (
-    """CREATE OR REPLACE FUNCTION propdata_feed_rows() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        IF TG_OP = 'DELETE' THEN
-            IF EXISTS (SELECT 1 FROM gone) THEN
-                LOCK TABLE property_changes IN SHARE ROW EXCLUSIVE MODE;
-                INSERT INTO property_changes (property_id, change_type, last_updated) SELECT id, 'removed', last_updated FROM gone;
-            END IF;
-        ELSIF EXISTS (SELECT 1 FROM made) THEN
-            LOCK TABLE property_changes IN SHARE ROW EXCLUSIVE MODE;
-            INSERT INTO property_changes (property_id, change_type, last_updated) SELECT id, 'created', last_updated FROM made;
-        END IF;
-        RETURN NULL;
-    END $$""",
-)
+POSTGRESQL = (feed_rows_postgresql("removed"),)
 
 STORE = DATA
 STEP = Step(5, "the change feed writes a removal as 'removed'", statements(SQLITE, POSTGRESQL))

@@ -13,42 +13,23 @@ step (docs/architecture.md, "Schema steps").
 from __future__ import annotations
 
 from propdata.kit.steps import Step
-from propdata.migrations.steps.base import DATA, statements
+from propdata.migrations.steps.base import DATA, dialects, statements
 
-SQLITE = (
+SQLITE, POSTGRESQL = dialects(
     """CREATE TABLE IF NOT EXISTS valuation_models (
         kind TEXT PRIMARY KEY,
-        version INTEGER NOT NULL,
+        version {int} NOT NULL,
         as_of TEXT NOT NULL,
-        properties INTEGER NOT NULL,
-        learnt INTEGER NOT NULL,
-        changed INTEGER NOT NULL,
-        model BLOB NOT NULL
+        properties {int} NOT NULL,
+        learnt {int} NOT NULL,
+        changed {int} NOT NULL,
+        model {blob} NOT NULL
     )""",
     """CREATE TABLE IF NOT EXISTS valuation_training (
         kind TEXT NOT NULL,
         zip_code TEXT NOT NULL,
         ids TEXT NOT NULL,
-        sales BLOB NOT NULL,
-        PRIMARY KEY (kind, zip_code)
-    )""",
-)
-
-POSTGRESQL = (
-    """CREATE TABLE IF NOT EXISTS valuation_models (
-        kind TEXT PRIMARY KEY,
-        version BIGINT NOT NULL,
-        as_of TEXT NOT NULL,
-        properties BIGINT NOT NULL,
-        learnt BIGINT NOT NULL,
-        changed BIGINT NOT NULL,
-        model BYTEA NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS valuation_training (
-        kind TEXT NOT NULL,
-        zip_code TEXT NOT NULL,
-        ids TEXT NOT NULL,
-        sales BYTEA NOT NULL,
+        sales {blob} NOT NULL,
         PRIMARY KEY (kind, zip_code)
     )""",
 )

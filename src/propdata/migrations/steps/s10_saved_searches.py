@@ -11,11 +11,11 @@ step (docs/architecture.md, "Schema steps").
 from __future__ import annotations
 
 from propdata.kit.steps import Step
-from propdata.migrations.steps.base import ACCOUNTS, statements
+from propdata.migrations.steps.base import ACCOUNTS, dialects, statements
 
-SQLITE = (
+SQLITE, POSTGRESQL = dialects(
     """CREATE TABLE IF NOT EXISTS saved_searches (
-        id TEXT PRIMARY KEY,
+        id {key},
         owner TEXT NOT NULL,
         name TEXT NOT NULL,
         filters TEXT NOT NULL,
@@ -24,35 +24,13 @@ SQLITE = (
     )""",
     """CREATE TABLE IF NOT EXISTS event_counts (
         owner TEXT NOT NULL,
-        minute INTEGER NOT NULL,
-        produced INTEGER NOT NULL,
+        minute {int} NOT NULL,
+        produced {int} NOT NULL,
         PRIMARY KEY (owner, minute)
     )""",
     """CREATE TABLE IF NOT EXISTS event_drops (
         owner TEXT PRIMARY KEY,
-        dropped INTEGER NOT NULL
-    )""",
-    """CREATE INDEX IF NOT EXISTS ix_searches_owner ON saved_searches (owner, created_at, id)""",
-)
-
-POSTGRESQL = (
-    """CREATE TABLE IF NOT EXISTS saved_searches (
-        id TEXT COLLATE "C" PRIMARY KEY,
-        owner TEXT NOT NULL,
-        name TEXT NOT NULL,
-        filters TEXT NOT NULL,
-        property_ids TEXT NOT NULL,
-        created_at TEXT NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS event_counts (
-        owner TEXT NOT NULL,
-        minute BIGINT NOT NULL,
-        produced BIGINT NOT NULL,
-        PRIMARY KEY (owner, minute)
-    )""",
-    """CREATE TABLE IF NOT EXISTS event_drops (
-        owner TEXT PRIMARY KEY,
-        dropped BIGINT NOT NULL
+        dropped {int} NOT NULL
     )""",
     """CREATE INDEX IF NOT EXISTS ix_searches_owner ON saved_searches (owner, created_at, id)""",
 )

@@ -12,25 +12,21 @@ step (docs/architecture.md, "Schema steps").
 from __future__ import annotations
 
 from propdata.kit.steps import Step
-from propdata.migrations.steps.base import DATA, statements
+from propdata.migrations.steps.base import DATA, WATCHING, images_function_postgresql, statements
 
 SQLITE = (
-    """CREATE TRIGGER IF NOT EXISTS property_images_taxes_gone AFTER DELETE
-            ON property_histories WHEN (SELECT value FROM meta WHERE key = 'events_watching') = '1' BEGIN
+    f"""CREATE TRIGGER IF NOT EXISTS property_images_taxes_gone AFTER DELETE
+            ON property_histories WHEN {WATCHING} BEGIN
             INSERT INTO property_images (property_id, before, after) VALUES (OLD.property_id, json_object('tax_history', json(OLD.tax_history)), NULL); END""",
-    """CREATE TRIGGER IF NOT EXISTS property_images_taxes_made AFTER INSERT
-            ON property_histories WHEN (SELECT value FROM meta WHERE key = 'events_watching') = '1' BEGIN
+    f"""CREATE TRIGGER IF NOT EXISTS property_images_taxes_made AFTER INSERT
+            ON property_histories WHEN {WATCHING} BEGIN
             INSERT INTO property_images (property_id, before, after) VALUES (NEW.property_id, NULL, json_object('tax_history', json(NEW.tax_history))); END""",
 )
 
 POSTGRESQL = (
-    """CREATE OR REPLACE FUNCTION propdata_property_images_taxes() RETURNS trigger
-    LANGUAGE plpgsql AS $$
-    BEGIN
-        IF NOT COALESCE((SELECT value FROM meta WHERE key = 'events_watching') = '1', false) THEN
-            RETURN NULL;
-        END IF;
-        IF TG_OP = 'INSERT' THEN
+    images_function_postgresql(
+        "propdata_property_images_taxes",
+        """        IF TG_OP = 'INSERT' THEN
             IF EXISTS (SELECT 1 FROM made) THEN
                 LOCK TABLE property_images IN SHARE ROW EXCLUSIVE MODE;
                 INSERT INTO property_images (property_id, before, after) SELECT n.property_id, NULL, json_build_object('tax_history', n.tax_history::json)::text FROM made n;
@@ -38,9 +34,8 @@ POSTGRESQL = (
         ELSIF EXISTS (SELECT 1 FROM gone) THEN
             LOCK TABLE property_images IN SHARE ROW EXCLUSIVE MODE;
             INSERT INTO property_images (property_id, before, after) SELECT o.property_id, json_build_object('tax_history', o.tax_history::json)::text, NULL FROM gone o;
-        END IF;
-        RETURN NULL;
-    END $$""",
+        END IF;""",
+    ),
     """CREATE OR REPLACE TRIGGER property_images_taxes_made AFTER INSERT
         ON property_histories REFERENCING NEW TABLE AS made FOR EACH STATEMENT
         EXECUTE FUNCTION propdata_property_images_taxes()""",

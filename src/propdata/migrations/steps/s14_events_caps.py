@@ -17,10 +17,7 @@ SQLITE = (
     """ALTER TABLE api_keys ADD COLUMN events_per_day INTEGER""",
 )
 
-POSTGRESQL = (
-    """ALTER TABLE plans ADD COLUMN events_per_day INTEGER""",
-    """ALTER TABLE api_keys ADD COLUMN events_per_day INTEGER""",
-)
+POSTGRESQL = SQLITE
 
 STORE = ACCOUNTS
 STEP = Step(

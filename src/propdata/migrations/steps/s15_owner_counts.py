@@ -20,12 +20,7 @@ SQLITE = (
     """ALTER TABLE api_keys ADD COLUMN webhook_endpoints INTEGER""",
 )
 
-POSTGRESQL = (
-    """ALTER TABLE plans ADD COLUMN saved_searches INTEGER""",
-    """ALTER TABLE plans ADD COLUMN webhook_endpoints INTEGER""",
-    """ALTER TABLE api_keys ADD COLUMN saved_searches INTEGER""",
-    """ALTER TABLE api_keys ADD COLUMN webhook_endpoints INTEGER""",
-)
+POSTGRESQL = SQLITE
 
 STORE = ACCOUNTS
 STEP = Step(

@@ -14,24 +14,12 @@ step (docs/architecture.md, "Schema steps").
 from __future__ import annotations
 
 from propdata.kit.steps import Step
-from propdata.migrations.steps.base import DATA, statements
+from propdata.migrations.steps.base import DATA, dialects, statements
 
-SQLITE = (
+SQLITE, POSTGRESQL = dialects(
     """CREATE TABLE ingest_counts (
         result TEXT PRIMARY KEY,
-        records INTEGER NOT NULL
-    )""",
-    """CREATE TABLE ingest_feeds (
-        name TEXT PRIMARY KEY,
-        kind TEXT NOT NULL,
-        since TEXT NOT NULL
-    )""",
-)
-
-POSTGRESQL = (
-    """CREATE TABLE ingest_counts (
-        result TEXT PRIMARY KEY,
-        records BIGINT NOT NULL
+        records {int} NOT NULL
     )""",
     """CREATE TABLE ingest_feeds (
         name TEXT PRIMARY KEY,

@@ -15,9 +15,9 @@ step (docs/architecture.md, "Schema steps").
 from __future__ import annotations
 
 from propdata.kit.steps import Step
-from propdata.migrations.steps.base import DATA, statements
+from propdata.migrations.steps.base import DATA, dialects, statements
 
-SQLITE = (
+SQLITE, POSTGRESQL = dialects(
     """CREATE TABLE IF NOT EXISTS replication_sources (
         name TEXT PRIMARY KEY,
         url TEXT NOT NULL,
@@ -30,32 +30,9 @@ SQLITE = (
         watermark TEXT,
         watermark_key TEXT,
         committed_at TEXT,
-        records INTEGER NOT NULL DEFAULT 0,
-        rejects INTEGER NOT NULL DEFAULT 0,
-        removed INTEGER NOT NULL DEFAULT 0,
-        last_pass_at TEXT,
-        state TEXT NOT NULL DEFAULT 'new',
-        error TEXT,
-        requests TEXT NOT NULL DEFAULT '{}'
-    )""",
-)
-
-POSTGRESQL = (
-    """CREATE TABLE IF NOT EXISTS replication_sources (
-        name TEXT PRIMARY KEY,
-        url TEXT NOT NULL,
-        auth TEXT NOT NULL,
-        filter TEXT,
-        page_size INTEGER NOT NULL,
-        requests_per_hour INTEGER NOT NULL,
-        overlap_seconds INTEGER NOT NULL,
-        created_at TEXT NOT NULL,
-        watermark TEXT,
-        watermark_key TEXT,
-        committed_at TEXT,
-        records BIGINT NOT NULL DEFAULT 0,
-        rejects BIGINT NOT NULL DEFAULT 0,
-        removed BIGINT NOT NULL DEFAULT 0,
+        records {int} NOT NULL DEFAULT 0,
+        rejects {int} NOT NULL DEFAULT 0,
+        removed {int} NOT NULL DEFAULT 0,
         last_pass_at TEXT,
         state TEXT NOT NULL DEFAULT 'new',
         error TEXT,
