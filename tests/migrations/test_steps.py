@@ -89,6 +89,7 @@ LANDED = {
     17: "33f7babbdbd0",
     18: "d40f67f4fb34",
     19: "17a1f9e89319",
+    20: "331fdb682f6f",
 }
 """The sha256 of what each landed step runs (its first 12 hex digits, `runs`). A landed step
 never changes: a store that ran it will not run it again, so a changed step makes stores that

@@ -94,10 +94,11 @@ async def run(
     tracker: Tracker | None = None,
     *,
     refit_share: float | None = None,
+    defer_markets: bool = False,
 ) -> Outcome:
     """Load every source, each in its own transaction, then bring the estimates and the
-    market statistics up to date when any load changed the store: incrementally (`live`),
-    or by a full `rebuild` when `refit_reason` gives one.
+    market statistics up to date when any load changed the store: incrementally (`live`,
+    with `defer_markets`), or by a full `rebuild` when `refit_reason` gives one.
 
     `refit_share`: the share of REFIT_SHARE's rule (None: REFIT_SHARE itself); `math.inf`
     leaves the refit to the other reasons (a follower's: the day's first commit refits)."""
@@ -126,7 +127,7 @@ async def run(
             db, outcome.reports, as_of, REFIT_SHARE if refit_share is None else refit_share
         )
         if outcome.refit is None:
-            await live(db, outcome.reports, as_of, outcome)
+            await live(db, outcome.reports, as_of, outcome, defer_markets=defer_markets)
             return outcome
     await rebuild(db, as_of, tracker, outcome)
     return outcome
@@ -166,20 +167,29 @@ async def refit_reason(
 
 
 async def live(
-    db: Database, reports: Sequence[LoadReport], as_of: dt.date, outcome: Outcome | None = None
+    db: Database,
+    reports: Sequence[LoadReport],
+    as_of: dt.date,
+    outcome: Outcome | None = None,
+    *,
+    defer_markets: bool = False,
 ) -> Outcome:
     """Finish committed loads incrementally, in one transaction: value the records they
     inserted or updated with the stored models, recompute the statistics of the ZIP codes
-    they touched, count their records against the refit rule, bump the data version and
-    clear the loads' rebuild mark.
+    they touched (and of those an earlier deferred load left), count their records against
+    the refit rule, bump the data version and clear the loads' rebuild mark.
 
     What it stores equals what a full rebuild with the same models gives those records and
     ZIP codes (tests/ingest/test_live.py). A process killed before it commits leaves the
     mark, and the next run rebuilds everything.
+
+    `defer_markets`: the touched ZIP codes are only named (`markets.builder.defer_zips`),
+    their statistics left to `finish_markets` (or the next load that recomputes any), so a
+    caller committing many loads in a row recomputes each ZIP code once for all of them.
     """
     outcome = outcome or Outcome()
     ids = list(dict.fromkeys(i for report in reports for i in report.written))
-    zips = set().union(*(report.zips for report in reports))
+    zips: set[str] = set().union(*(report.zips for report in reports))
     removed = any(report.removed for report in reports)
     properties = PropertyRepository(db)
     async with db.transaction():
@@ -190,14 +200,32 @@ async def live(
             await valuation.forget_removed(db)
         outcome.seconds["estimates"] = time.perf_counter() - start
         start = time.perf_counter()
-        rows = await market_builder.compute_zips(db, zips, as_of)
-        outcome.markets = await market_builder.replace_zips(db, zips, rows)
+        if defer_markets:
+            await market_builder.defer_zips(db, zips)
+        else:
+            zips.update(await market_builder.stale(db))
+            rows = await market_builder.compute_zips(db, zips, as_of)
+            outcome.markets = await market_builder.replace_zips(db, zips, rows)
         outcome.seconds["markets"] = time.perf_counter() - start
         await valuation.count_changes(db, sum(r.loaded + r.removed for r in reports))
         await properties.bump_data_version()
         if pending is not None:
             await properties.clear_rebuild_pending(pending)
     return outcome
+
+
+async def finish_markets(db: Database, as_of: dt.date) -> int:
+    """Recompute the statistics of the ZIP codes deferred loads left (`live`'s
+    `defer_markets`), in one transaction that bumps the data version: then they equal a full
+    rebuild's. Returns how many ZIP codes were recomputed (0: none was left)."""
+    async with db.transaction():
+        zips = await market_builder.stale(db)
+        if not zips:
+            return 0
+        rows = await market_builder.compute_zips(db, zips, as_of)
+        await market_builder.replace_zips(db, zips, rows)
+        await PropertyRepository(db).bump_data_version()
+    return len(zips)
 
 
 async def rebuild(

@@ -307,13 +307,26 @@ async def compute_zips(db: Database, zip_codes: Iterable[str], as_of: dt.date) -
 
 
 async def replace_zips(db: Database, zip_codes: Iterable[str], rows: MarketRows) -> int:
-    """Replace the statistics of the given ZIP codes with `rows` (of `compute_zips`); inside
-    a transaction, which the caller also bumps the data version in. Returns the number of
-    ZIP codes with statistics."""
+    """Replace the statistics of the given ZIP codes with `rows` (of `compute_zips`), which
+    are then no longer `stale`; inside a transaction, which the caller also bumps the data
+    version in. Returns the number of ZIP codes with statistics."""
     stats = MarketStatsWriter(db)
-    await stats.replace_zips(sorted(set(zip_codes)), rows.snapshots, rows.history)
+    wanted = sorted(set(zip_codes))
+    await stats.replace_zips(wanted, rows.snapshots, rows.history)
     await stats.add_zip_places(rows.places)
+    await stats.clear_stale(wanted)
     return len(rows.snapshots)
+
+
+async def defer_zips(db: Database, zip_codes: Iterable[str]) -> None:
+    """Leave the given ZIP codes' statistics to a later `compute_zips` (`stale` names them
+    until `replace_zips` stores theirs, or a rebuild all); inside the load's transaction."""
+    await MarketStatsWriter(db).mark_stale(zip_codes)
+
+
+async def stale(db: Database) -> list[str]:
+    """The ZIP codes `defer_zips` left whose statistics are not recomputed yet."""
+    return await MarketStatsWriter(db).stale()
 
 
 async def stored_as_of(db: Database) -> set[str]:

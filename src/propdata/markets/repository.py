@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from propdata.kit.db import Database, Row
@@ -190,11 +190,34 @@ class MarketStatsWriter:
     async def replace(
         self, snapshots: Sequence[Sequence[Any]], history: Sequence[Sequence[Any]]
     ) -> None:
-        """Swap every stored statistic for the given rows; call inside a transaction."""
+        """Swap every stored statistic for the given rows (none is left to recompute); call
+        inside a transaction."""
         await self.db.execute("DELETE FROM market_snapshots")
         await self.db.execute("DELETE FROM market_history")
+        await self.db.execute("DELETE FROM market_stale")
         await self.db.executemany(SNAPSHOT_INSERT, snapshots)
         await self.db.executemany(HISTORY_INSERT, history)
+
+    async def mark_stale(self, zip_codes: Iterable[str]) -> None:
+        """Name ZIP codes whose statistics a load left to recompute (`stale`)."""
+        await self.db.executemany(
+            "INSERT INTO market_stale (zip_code) VALUES (?) ON CONFLICT (zip_code) DO NOTHING",
+            [(code,) for code in sorted(set(zip_codes))],
+        )
+
+    async def stale(self) -> list[str]:
+        """The ZIP codes named by `mark_stale` and not recomputed since, in order."""
+        rows = await self.db.fetch_all("SELECT zip_code FROM market_stale ORDER BY zip_code")
+        return [str(row[0]) for row in rows]
+
+    async def clear_stale(self, zip_codes: Sequence[str]) -> None:
+        """The given ZIP codes' statistics are recomputed: no longer `stale`."""
+        for at in range(0, len(zip_codes), _IN_LIST):
+            chunk = list(zip_codes[at : at + _IN_LIST])
+            await self.db.execute(
+                f"DELETE FROM market_stale WHERE zip_code IN ({', '.join('?' for _ in chunk)})",
+                chunk,
+            )
 
     async def zip_places(self, zip_codes: Sequence[str]) -> dict[str, tuple[str, str] | None]:
         """The stored answers of the zipcodes package for the given ZIP codes: (city, state),

@@ -21,11 +21,12 @@ __all__ = ["ACCOUNTS", "COPIED_ACCOUNTS", "COPIED_DATA", "DATA", "LEFT_BEHIND", 
 
 COPIED_DATA = (
     "meta", "properties", "property_histories", "market_snapshots", "market_history",
-    "valuation_comparables", "valuation_models", "valuation_training", "zip_places",
-    "replication_sources",
+    "market_stale", "valuation_comparables", "valuation_models", "valuation_training",
+    "zip_places", "replication_sources",
 )  # fmt: skip
-"""The data store's tables `data copy` moves: the records, statistics, the stored valuation
-models, the ZIP places and the replication sources with their watermarks."""
+"""The data store's tables `data copy` moves: the records, statistics (and the ZIP codes
+whose statistics are still to recompute), the stored valuation models, the ZIP places and
+the replication sources with their watermarks."""
 COPIED_ACCOUNTS = (
     "plans", "api_keys", "accounts", "sessions", "account_tokens", "audit_log", "events",
     "event_sequences", "saved_searches", "event_counts", "event_drops", "webhook_endpoints",

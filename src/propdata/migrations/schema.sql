@@ -51,6 +51,8 @@ CREATE TABLE market_snapshots (
         list_to_sold_ratio REAL
     );
 
+CREATE TABLE market_stale (zip_code TEXT PRIMARY KEY);
+
 CREATE TABLE meta (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
@@ -594,6 +596,11 @@ CREATE TABLE market_snapshots (
     inventory_months double precision,
     list_to_sold_ratio double precision,
     CONSTRAINT market_snapshots_pkey PRIMARY KEY (zip_code)
+);
+
+CREATE TABLE market_stale (
+    zip_code text NOT NULL,
+    CONSTRAINT market_stale_pkey PRIMARY KEY (zip_code)
 );
 
 CREATE TABLE meta (

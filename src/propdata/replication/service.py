@@ -3,8 +3,9 @@
 A pass holds the source's lease, reads its pages (`client.FeedClient`), maps each record
 with the one RESO mapping (`ingest.readers.reso`) and commits the page through the live-data
 path (`ingest.pipeline.run`, as `data import --follow` does: served within a second, the
-change feed, events, the touched ZIP codes' statistics), the source's watermark and totals
-moving in the transaction of the records they cover (`loader.load(committed=...)`).
+change feed, events), the source's watermark and totals moving in the transaction of the
+records they cover (`loader.load(committed=...)`). The touched ZIP codes' statistics are
+recomputed together every MARKETS_EVERY seconds and at the end of the pass.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ from propdata.replication.schemas import Source, SourceConfig, Watermark, utc_no
 TRANSACTION_RECORDS = 250
 """Records a transaction holds at most (as `data import --follow`): the write lock is never
 held for long while the API serves."""
+MARKETS_EVERY = 30.0
+"""Seconds between a pass's recomputes of the market statistics of the ZIP codes its pages
+touched, which it also does at its end (`pipeline.finish_markets`): a ZIP code that many
+pages touch is recomputed once for them all. The records, their estimates, the change feed
+and the events follow each page."""
 
 __all__ = ["LeaseHeld", "PassTotals", "Replicator", "SourceService"]
 
@@ -141,7 +147,9 @@ class Replicator:
             await repo.set_state(self.name, "running", None)
             counts: dict[str, int] = {}
             try:
+                await pipeline.finish_markets(self.db, self.as_of())  # a killed pass's
                 finished = await self._pages(repo, source, totals, counts, on_page)
+                await pipeline.finish_markets(self.db, self.as_of())
             except BaseException as exc:
                 await repo.add_requests(self.name, counts)
                 await repo.set_state(self.name, "failed", str(exc) or type(exc).__name__)
@@ -159,6 +167,7 @@ class Replicator:
         held = _position(source.watermark.timestamp, source.watermark.key)
         mark = source.watermark
         line = 0
+        recomputed = time.monotonic()
         async with FeedClient(source.config, self.env, self.transport, count=count) as client:
             async for page in client.pages(source.watermark):
                 as_of = self.as_of()
@@ -179,10 +188,12 @@ class Replicator:
                                                 placed[-1], held))  # fmt: skip
                 # One run a page, as `data import --follow` runs one a commit: each
                 # transaction is a load of its own (with its watermark), and the estimates
-                # and the touched ZIP codes' statistics are computed once for them all.
+                # are computed once for them all; the touched ZIP codes' statistics every
+                # MARKETS_EVERY seconds and at the end of the pass.
                 totals.rejects = []
                 if sources:
-                    outcome = await pipeline.run(self.db, sources, as_of, refit_share=math.inf)
+                    outcome = await pipeline.run(self.db, sources, as_of, refit_share=math.inf,
+                                                 defer_markets=True)  # fmt: skip
                     for report, places in zip(outcome.reports, placed, strict=True):
                         totals.inserted += report.inserted
                         totals.updated += report.updated
@@ -195,6 +206,9 @@ class Replicator:
                 totals.watermark = mark
                 await repo.add_requests(self.name, counts)
                 counts.clear()
+                if time.monotonic() - recomputed >= MARKETS_EVERY:
+                    await pipeline.finish_markets(self.db, as_of)
+                    recomputed = time.monotonic()
                 if on_page is not None:
                     on_page(totals)
                 if self.should_stop():
