@@ -1,17 +1,20 @@
-"""Time a valuation rebuild's compute half on a store: `python bench/valuation_fit.py STORE`.
+"""Time a valuation rebuild's compute half on a store:
+`python bench/valuation_fit.py STORE [--boost-rounds N]`.
 
 Reads the stock (`read_stock`) and fits and values both models (`_value_both`), nothing
 written; prints the two wall times and the process's CPU time (less moved by other jobs
 on a shared machine). Run it for two checkouts side by side on one store (each
-with its own `PYTHONPATH=src`) to compare them in one run.
+with its own `PYTHONPATH=src`) to compare them in one run, or with `--boost-rounds 0`
+beside the default to measure the second stage (`valuation.boost`).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import datetime as dt
-import sys
 import time
+from dataclasses import replace
 
 from propdata.kit.db import connect
 from propdata.valuation import rebuild
@@ -21,7 +24,7 @@ from propdata.valuation.stock import read_stock
 AS_OF = dt.date(2026, 1, 15)
 
 
-async def main(store: str) -> None:
+async def main(store: str, params: Params) -> None:
     db = await connect(store)
     cpu = time.process_time()
     try:
@@ -29,7 +32,7 @@ async def main(store: str) -> None:
         stock = await read_stock(db, AS_OF)
         read = time.perf_counter() - started
         started = time.perf_counter()
-        rebuild._value_both(stock, AS_OF, Params())
+        rebuild._value_both(stock, AS_OF, params)
         fit = time.perf_counter() - started
     finally:
         await db.close()
@@ -38,4 +41,8 @@ async def main(store: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("store")
+    parser.add_argument("--boost-rounds", type=int, default=Params().boost_rounds)
+    args = parser.parse_args()
+    asyncio.run(main(args.store, replace(Params(), boost_rounds=args.boost_rounds)))

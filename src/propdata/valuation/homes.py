@@ -75,9 +75,15 @@ class Params:
     conformal_months: float = 12.0
     """The newest sales, this many months back, calibrate each market's interval as
     forecasts (valued by a model fitted on the sales before them)."""
-    conformal_prior: float = 200.0
+    conformal_prior: float = 50.0
     """Such sales a market (a state) needs before its own coverage correction counts as
     much as its state's (all markets')."""
+    boost_rounds: int = 100
+    """Trees of the second stage (`valuation.boost`); 0: no second stage."""
+    boost_leaves: int = 31
+    """Leaves per tree of the second stage."""
+    boost_min_sales: int = 200
+    """Out-of-fold errors the second stage needs before cross-validation may choose it."""
 
 
 @dataclass(frozen=True, slots=True)

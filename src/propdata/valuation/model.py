@@ -12,10 +12,14 @@ How an estimate is made, in log price:
    subject's market that are nearest in place, size, age, rooms, type and date. Here each
    comparable's price is adjusted to the subject by the regression (the comparable's
    residual), and the weighted mean residual, shrunk toward zero when the comparables are
-   few or far, corrects the regression's estimate. So the estimate is, exactly, the
-   regression's value blended with the adjusted prices of the comparables it lists.
-3. **The 85 % interval** comes from out-of-fold errors: the training sales are split in
-   folds by property, each fold is valued by a model fitted on the others, and the 7.5th
+   few or far, corrects the regression's estimate: the regression's value blended with
+   the adjusted prices of the comparables it lists.
+3. **A gradient-boosted second stage** (`valuation.boost`) learns what those two steps
+   get wrong, from their out-of-fold errors (below), and its correction is added, when
+   cross-validation on the training sales says it helps.
+4. **The 85 % interval** comes from out-of-fold errors: the training sales are split in
+   folds by property, each fold is valued by a model fitted on the others (the second
+   stage's part by its cross-fitted predictions), and the 7.5th
    and 92.5th percentiles of those errors (in units of the market's typical error, within
    bins of the estimate's comparable spread: a valuation whose comparables disagree is
    less certain) give each estimate its low and high. Each market's interval is then
@@ -36,7 +40,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from propdata.valuation import comparables
+from propdata.valuation import boost, comparables
+from propdata.valuation.boost import Boost
 from propdata.valuation.comparables import Neighbours
 from propdata.valuation.homes import FloatArray, Homes, IntArray, Params, supported
 from propdata.valuation.regression import Regression, fit_regression
@@ -124,6 +129,16 @@ class Calibration:
 class Model:
     core: Core
     calibration: Calibration
+    boost: Boost | None = None
+    """The second stage; None where cross-validation chose the first stage alone."""
+
+    def point(self, subjects: Homes) -> Point:
+        """Both stages' central estimates of supported subjects."""
+        point = _point(self.core, subjects)
+        if self.boost is None:
+            return point
+        correction = self.boost.predict(subjects, point.log_value, point.spread)
+        return replace(point, log_value=point.log_value + correction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +166,32 @@ def fit(sales: Homes, log_price: FloatArray, params: Params | None = None) -> Mo
     if not (supported(sales).all() and np.isfinite(log_price).all()):
         raise ValueError("every home learnt from needs a living area, a type other than land"
                          " and a price")  # fmt: skip
-    return Model(_core(sales, log_price, params), _calibrate(sales, log_price, params))
+    oof = OutOfFold(*out_of_fold(sales, log_price, params))
+    stage, setting, crossed = boost.fit(
+        sales.take(oof.positions), log_price[oof.positions] - oof.errors, oof.spreads,
+        oof.errors, params,
+    )  # fmt: skip
+    calibration = _calibrate(sales, log_price, params, replace(oof, errors=oof.errors - crossed),
+                             Forward(oof, setting))  # fmt: skip
+    return Model(_core(sales, log_price, params), calibration, stage)
+
+
+@dataclass(frozen=True, slots=True)
+class OutOfFold:
+    """Training sales valued by the first stage fitted on the other folds (`out_of_fold`)."""
+
+    positions: IntArray
+    errors: FloatArray
+    spreads: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """What the forward check refits its second stage from: the first stage's out-of-fold
+    errors and the setting chosen (None: no second stage)."""
+
+    oof: OutOfFold
+    setting: boost.Setting | None
 
 
 def out_of_fold(
@@ -189,8 +229,11 @@ def out_of_fold(
     return np.concatenate(positions), np.concatenate(errors), np.concatenate(spreads)
 
 
-def _calibrate(sales: Homes, log_price: FloatArray, params: Params) -> Calibration:
-    positions, errors, spreads = out_of_fold(sales, log_price, params)
+def _calibrate(
+    sales: Homes, log_price: FloatArray, params: Params, oof: OutOfFold, forward: Forward
+) -> Calibration:
+    """`oof`'s errors are both stages' (the second's cross-fitted)."""
+    positions, errors, spreads = oof.positions, oof.errors, oof.spreads
     tail = (1 - params.coverage) / 2
     if len(errors) < 20:
         # Too few sales to measure: a wide fixed interval (+-35 %), honest about knowing little.
@@ -221,18 +264,21 @@ def _calibrate(sales: Homes, log_price: FloatArray, params: Params) -> Calibrati
     # Wider with more spread, never narrower: a bin's noise must not reverse the order.
     low, high = np.minimum.accumulate(low), np.maximum.accumulate(high)
     calibration = Calibration(scale, edges, low, high, len(units), np.zeros(0))
-    return replace(calibration, factor=_forward_factor(sales, log_price, params, calibration))
+    factor = _forward_factor(sales, log_price, params, calibration, forward)
+    return replace(calibration, factor=factor)
 
 
 def _forward_factor(
-    sales: Homes, log_price: FloatArray, params: Params, calibration: Calibration
-) -> FloatArray:
-    """Per market: by how much its intervals must be stretched (or shrunk) to hold
+    sales: Homes, log_price: FloatArray, params: Params, calibration: Calibration,
+    forward: Forward,
+) -> FloatArray:  # fmt: skip
+    """Per market: by how much its intervals must be stretched (1 or more) to hold
     `coverage` of the errors of its newest sales valued by a model fitted on the older ones.
 
     Random folds value a sale among its contemporaries; an estimate is a forecast (the
     next sale comes after everything the model learnt from). So the sales of the last
-    `conformal_months` are valued by a model fitted on the sales before them, and each
+    `conformal_months` are valued by a model fitted on the sales before them (its second
+    stage, if chosen, refitted on the older sales' out-of-fold errors), and each
     error's score is the stretch its interval needs to hold it; a market's factor is the
     `coverage` quantile of its scores (split-conformal, with the finite-sample rank),
     shrunk toward its state's, and a state's toward all markets', each with a prior of
@@ -251,6 +297,15 @@ def _forward_factor(
     core = _core(sales.take(~held), log_price[~held], params)
     subjects = sales.take(positions)
     point = _point(core, subjects)
+    oof = forward.oof
+    older = ~held[oof.positions]
+    if forward.setting is not None and older.sum() >= params.boost_min_sales:
+        rows = oof.positions[older]
+        x = boost.features(sales.take(rows), log_price[rows] - oof.errors[older],
+                           oof.spreads[older])  # fmt: skip
+        stage = boost.train(x, oof.errors[older], forward.setting, params.boost_rounds)
+        correction = stage.predict(subjects, point.log_value, point.spread)
+        point = replace(point, log_value=point.log_value + correction)
     market = subjects.market
     lo, hi = calibration.bounds(point.spread, market)
     errors = log_price[positions] - point.log_value
@@ -259,7 +314,11 @@ def _forward_factor(
     known = np.flatnonzero(market < markets)  # a market without out-of-fold errors keeps 1
     market, state, score = market[known], subjects.state[known], score[known]
     prior = params.conformal_prior
-    pooled = _conformal(score, params.coverage)
+    # Never narrower than the random folds' interval, for all markets together or for one
+    # after shrinking (a forecast is no easier than valuing a sale among its contemporaries);
+    # but a state's or a market's own quantile may be below 1 before it is shrunk: flooring
+    # each would let a market's easy year only ever widen the intervals.
+    pooled = max(1.0, _conformal(score, params.coverage))
     states = int(state.max()) + 1 if len(state) else 0
     state_factor = np.full(states, pooled)
     for code, group in _groups(state, states):
@@ -270,18 +329,16 @@ def _forward_factor(
     factor = np.ones(markets)
     for code, group in _groups(market, markets):
         n, toward = len(group), float(state_factor[state[group[0]]])
-        factor[code] = (n * _conformal(score[group], params.coverage) + prior * toward) / (
-            n + prior
-        )
+        own = _conformal(score[group], params.coverage)
+        factor[code] = max(1.0, (n * own + prior * toward) / (n + prior))
     return factor
 
 
 def _conformal(score: FloatArray, coverage: float) -> float:
     """The split-conformal quantile of `score` (the `coverage` one at the finite-sample
-    rank), never below 1: a forecast is no easier than valuing a sale among its
-    contemporaries, and a market's newest year may be an easy one."""
+    rank)."""
     n = len(score)
-    return max(1.0, float(np.quantile(score, min(1.0, math.ceil((n + 1) * coverage) / n))))
+    return float(np.quantile(score, min(1.0, math.ceil((n + 1) * coverage) / n)))
 
 
 def _groups(codes: IntArray, size: int) -> list[tuple[int, IntArray]]:
@@ -308,7 +365,7 @@ def predict(model: Model, subjects: Homes) -> Estimates:
     supported_rows = supported_rows[np.argsort(subjects.market[supported_rows], kind="stable")]
     for at in range(0, len(supported_rows), _SUBJECTS):
         rows = supported_rows[at : at + _SUBJECTS]
-        point = _point(model.core, subjects.take(rows))
+        point = model.point(subjects.take(rows))
         lo, hi = model.calibration.bounds(point.spread, subjects.market[rows])
         value[rows] = np.exp(point.log_value)
         low[rows] = np.exp(point.log_value + np.minimum(lo, 0.0))

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from propdata.valuation import boost
 from propdata.valuation import model as avm
 from propdata.valuation.homes import EXTRAS, FloatArray, Homes, IntArray, Params, no_extras
 from propdata.valuation.regression import Design, Levels, Regression
@@ -99,6 +100,8 @@ def encode(fitted: Fitted) -> tuple[bytes, list[Block]]:
             "low": calibration.low, "high": calibration.high,
             "errors": np.array(calibration.errors), "factor": calibration.factor,
         }  # fmt: skip
+        if fitted.model.boost is not None:
+            arrays["boost"] = np.array(fitted.model.boost.text())
         blocks = _blocks(fitted)
     buffer = io.BytesIO()
     np.savez(buffer, allow_pickle=False, **arrays)
@@ -160,7 +163,8 @@ def decode(header: bytes, blocks: Sequence[Block]) -> Fitted:
     calibration = avm.Calibration(
         a["scale"], a["edges"], a["low"], a["high"], int(a["errors"]), factor
     )
-    model = avm.Model(core, calibration)
+    stage = boost.read(str(a["boost"])) if "boost" in a else None
+    model = avm.Model(core, calibration, stage)
     return Fitted(model, as_of, zips, states, counts, newest, ids, day, price)
 
 
