@@ -74,14 +74,17 @@ def export_of(store_env: dict[str, str], scratch: Path, fmt: str = "parquet") ->
 
 
 class Exporting:
-    """`propdata data export` running in a process of its own, started at once."""
+    """`propdata data export` running in a process of its own, started at once, at its
+    default (idle) CPU priority or `--priority normal`."""
 
-    def __init__(self, store_env: dict[str, str], scratch: Path, fmt: str = "parquet") -> None:
+    def __init__(self, store_env: dict[str, str], scratch: Path, fmt: str = "parquet",
+                 priority: str = "idle") -> None:  # fmt: skip
         self.fmt = fmt
         self._out = tempfile.TemporaryDirectory(dir=scratch)
         self.started = time.perf_counter()
         self.child = subprocess.Popen(
-            [str(PROPDATA), "data", "export", "--format", fmt, "--out", self._out.name],
+            [str(PROPDATA), "data", "export", "--format", fmt, "--out", self._out.name,
+             "--priority", priority],
             env={**os.environ, **store_env}, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
@@ -132,14 +135,14 @@ class Beside:
 
 def search_beside(
     server: harness.Server, store_env: dict[str, str], scratch: Path, paths: Path, args: Any,
-    key: str, fmt: str = "parquet",
+    key: str, fmt: str = "parquet", priority: str = "idle",
 ) -> Beside:  # fmt: skip
     """The search mix (`paths`, wrk as `harness.measure` runs it) on `server` alone, then
-    again while an export of the same store (`store_env`) runs in a process of its own,
-    started BEFORE_WRK_S before wrk."""
+    again while an export of the same store (`store_env`) runs in a process of its own
+    (at `priority`), started BEFORE_WRK_S before wrk."""
     alone = harness.measure(server, paths, args, key, "search mix alone")
     server.wait_idle()
-    running = Exporting(store_env, scratch, fmt)
+    running = Exporting(store_env, scratch, fmt, priority)
     try:
         time.sleep(BEFORE_WRK_S)
         during = harness.wrk(server.base, paths, args.duration, args, key, server=server)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +158,10 @@ def test_the_command_writes_a_snapshot_into_the_export_folder(store: Store, tmp_
     from propdata.cli import app
 
     env = {**store.env(), "PROPDATA_EXPORT_DIR": str(tmp_path / "exports")}
-    result = CliRunner().invoke(app, ["data", "export", "--format", "csv"], env=env)
+    # In this process, which must keep its priority: the idle default is tested apart.
+    result = CliRunner().invoke(
+        app, ["data", "export", "--format", "csv", "--priority", "normal"], env=env
+    )
     assert result.exit_code == 0, result.stderr
     made = Path(result.stdout.strip().splitlines()[-1])
     assert made.parent == tmp_path / "exports"
@@ -164,6 +170,39 @@ def test_the_command_writes_a_snapshot_into_the_export_folder(store: Store, tmp_
     assert "42 records" in result.stderr.replace("\n", " ")
     result = CliRunner().invoke(app, ["data", "export", "--format", "xlsx"], env=env)
     assert result.exit_code == 2 and "parquet or csv" in result.stderr
+    result = CliRunner().invoke(app, ["data", "export", "--priority", "high"], env=env)
+    assert result.exit_code == 2 and "idle or normal" in result.stderr
+
+
+_PRIORITY = """
+import os, sys, threading
+from typer.testing import CliRunner
+from propdata.cli import app
+result = CliRunner().invoke(app, ["data", "export", *sys.argv[1:]])
+assert result.exit_code == 0, result.output
+seen = []
+thread = threading.Thread(target=lambda: seen.append(os.sched_getscheduler(threading.get_native_id())))
+thread.start()
+thread.join()
+print(os.sched_getscheduler(0), seen[0], os.getpriority(os.PRIO_PROCESS, 0))
+"""
+
+
+@pytest.mark.parametrize(("given", "policy"), [([], "idle"), (["--priority", "normal"], "other")])
+def test_an_export_runs_at_idle_cpu_priority_unless_told(
+    store: Store, tmp_path: Path, given: list[str], policy: str
+) -> None:
+    """The command, in a process of its own as an operator or the periodic exporter runs
+    it: afterwards that process, and a thread it starts, are SCHED_IDLE (SCHED_OTHER with
+    `--priority normal`)."""
+    env = {**os.environ, **store.env(), "PROPDATA_EXPORT_DIR": str(tmp_path / "exports")}
+    done = subprocess.run([sys.executable, "-c", _PRIORITY, *given], env=env, timeout=120,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    process, thread, _ = (int(v) for v in done.stdout.split())
+    expected = {"idle": os.SCHED_IDLE, "other": os.SCHED_OTHER}[policy]
+    assert process == thread == expected
+    assert len(list((tmp_path / "exports").iterdir())) == 1
 
 
 async def test_an_interrupted_export_leaves_no_snapshot_listed(

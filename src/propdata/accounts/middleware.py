@@ -259,6 +259,23 @@ class MeteringMiddleware(ASGIMiddleware):
         return f"{namespace}|{scope['path']}?{urlencode(pairs)}|{size or 0}"
 
 
+async def count_one(limiter: Limiter, key: ApiKey) -> Decision:
+    """Admit and count one request of `key` made outside /v1 (a dashboard download counts
+    as one request of the key that gives the account its exports), as the middleware does:
+    the contract's 429 when a window is full. A request that then fails is `refund_one`ed."""
+    decision = await limiter.admit(key.window_id, key.per_minute, key.daily,
+                                   key.failures_per_minute)  # fmt: skip
+    TALLY.inc(_DECISIONS[decision.exceeded if not decision.allowed else None])
+    _refuse(key, decision)
+    return decision
+
+
+async def refund_one(limiter: Limiter, key: ApiKey, decision: Decision) -> None:
+    """Give back a request `count_one` counted (it failed)."""
+    if decision.stamp is not None:
+        await limiter.refund(key.window_id, decision.stamp, key.per_minute, key.daily)
+
+
 def _refuse(key: ApiKey, decision: Decision) -> None:
     """Raise the contract's 429 for a refused decision (with its Retry-After)."""
     if decision.allowed:

@@ -301,15 +301,29 @@ def data_export(
             " PROPDATA_EXPORT_DIR, which GET /v1/exports serves).",
         ),
     ] = None,
+    priority: Annotated[
+        str,
+        typer.Option(
+            "--priority",
+            help="idle (default): use the CPU only when nothing else of this session wants"
+            " it, so a server beside it answers as fast as alone; normal: as any command.",
+            show_default=False,
+        ),
+    ] = "idle",
 ) -> None:
     """Write a snapshot of one data version: properties by state, markets, market history
     and manifest.json; loads may go on meanwhile."""
     from propdata.exports.schemas import FORMATS
-    from propdata.exports.service import export
+    from propdata.exports.service import export, yield_cpu
 
     if fmt not in FORMATS:
         err.print(f"[red]error:[/red] --format must be parquet or csv, not {fmt!r}")
         raise typer.Exit(2)
+    if priority not in ("idle", "normal"):
+        err.print(f"[red]error:[/red] --priority must be idle or normal, not {priority!r}")
+        raise typer.Exit(2)
+    if priority == "idle":
+        yield_cpu()
 
     async def work(db: Database, settings: Settings) -> Any:
         root = out or Path(settings.export_dir)

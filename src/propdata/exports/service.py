@@ -64,6 +64,26 @@ _encode = msgspec.json.Encoder().encode
 log = logging.getLogger("propdata")
 
 
+def yield_cpu() -> str:
+    """Run this process, and the threads it starts from now on, at idle CPU priority: it
+    gets a core only when no other process of its session wants it, so searches served
+    beside an export keep their speed. Linux's SCHED_IDLE where there is one, else the
+    lowest nice value. Returns what it got: "idle", "nice 19" or "unchanged".
+
+    Called first by `propdata data export` (which the periodic exporter runs too), never
+    by a server: an idle thread holding a server's interpreter lock would stall the
+    requests waiting for it.
+    """
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        return "idle"
+    try:
+        os.nice(19 - os.nice(0))
+    except OSError:
+        return "unchanged"
+    return "nice 19"
+
+
 def new_id(now: dt.datetime) -> str:
     return now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond // 1000:03d}Z-{secrets.token_hex(3)}"
 

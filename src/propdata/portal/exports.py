@@ -1,6 +1,10 @@
 """The dashboard's exports: the snapshots of the whole data set with their size, rows and
 date, and a download link per file, for an account that holds a Pro or Enterprise key;
-others see which plan gives them. Who may, `exports.service.refusal` decides."""
+others see which plan gives them. Who may, `exports.service.refusal` decides.
+
+A download counts as one request of the account's key that gives it exports (its active
+key of the highest plan), exactly as `GET /v1/exports/{id}/files/{name}` with that key
+would: the dashboard is no way around a key's limits."""
 
 from __future__ import annotations
 
@@ -10,12 +14,16 @@ import anyio
 from litestar import Request, Response, get
 from litestar.params import FromPath
 
+from propdata.accounts.middleware import count_one, refund_one
+from propdata.accounts.schemas import ApiKey
 from propdata.accounts.service import AccountService
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
+from propdata.errors import ServiceError
 from propdata.exports.endpoints import file_response
 from propdata.exports.service import ExportService, refusal
-from propdata.plans import highest
+from propdata.kit.ratelimit.base import Limiter
+from propdata.plans import BY_NAME, highest
 from propdata.portal.pages import page, see_other, visit, way_up
 
 PAGE = "/dashboard/exports"
@@ -23,8 +31,18 @@ PAGE = "/dashboard/exports"
 
 async def _plan_refusal(accounts: AccountService, account: Any) -> tuple[str, Any]:
     """The account's plan (the highest of its active keys) and why it has no exports."""
-    plan = highest(key.plan for key in await accounts.keys_of(account) if key.status == "active")
+    plan = highest(key.plan for key in await _active(accounts, account))
     return plan.title, refusal(plan.name, "your account")
+
+
+async def _active(accounts: AccountService, account: Any) -> list[ApiKey]:
+    return [key for key in await accounts.keys_of(account) if key.status == "active"]
+
+
+def _paying(keys: list[ApiKey]) -> ApiKey:
+    """The key a download counts against: of the highest plan, the oldest."""
+    top = highest(key.plan for key in keys)
+    return min((k for k in keys if BY_NAME[k.plan] == top), key=lambda k: (k.created_at, k.id))
 
 
 @get(PAGE)
@@ -46,15 +64,23 @@ async def exports_page(request: Request[Any, Any, Any], settings: Injected[Setti
 @get(PAGE + "/{export_id:str}/files/{name:path}")
 async def download(request: Request[Any, Any, Any], settings: Injected[Settings],
                    accounts: Injected[AccountService], exports: Injected[ExportService],
-                   export_id: FromPath[str], name: FromPath[str]) -> Response[Any]:  # fmt: skip
-    """One file of a snapshot, for a signed-in account whose plan has exports."""
+                   limiter: Injected[Limiter], export_id: FromPath[str],
+                   name: FromPath[str]) -> Response[Any]:  # fmt: skip
+    """One file of a snapshot, for a signed-in account whose plan has exports; one request
+    of its paying key (a 429 page when that key has none left)."""
     v = await visit(request, settings, accounts)
     if v.account is None or v.session is None:
         return see_other(v, "/login")
     _, refused = await _plan_refusal(accounts, v.account)
     if refused is not None:
         raise refused
-    answer = await file_response(request, exports, export_id, name)
+    key = _paying(await _active(accounts, v.account))
+    decision = await count_one(limiter, key)
+    try:
+        answer = await file_response(request, exports, export_id, name)
+    except ServiceError:
+        await refund_one(limiter, key, decision)
+        raise
     answer.headers["Content-Disposition"] = (
         f'attachment; filename="{export_id}-{name.strip("/").replace("/", "_")}"'
     )
