@@ -36,7 +36,9 @@ async def test_a_dashboard_download_is_one_request_of_the_paying_key(
     key = new_key_of((await person.client.get("/dashboard")).text)
     assert key is not None
     assert person.db is not None
-    await KeyService(person.db, person.clock).set_plan(key, "enterprise", CustomLimits(per_minute=3))
+    await KeyService(person.db, person.clock).set_plan(
+        key, "enterprise", CustomLimits(per_minute=3)
+    )
     data = await fresh.db()
     try:
         snapshot = await export(data, tmp_path / "exports", "csv")
