@@ -547,8 +547,12 @@ other jobs): fitting and valuing both models took 55.6 s against 42.3 s, peak re
 2.38 GB against 2.19 GB. A load that values its records reads each stored second stage
 back (about 2 ms for LightGBM's text model of 100 trees) and predicts about 8 ms per
 1,000 homes. LightGBM is imported only then (it takes one to three seconds), not by a
-command that values nothing. The valuation endpoint does no model work: it reads what
-the rebuild stored.
+command that values nothing. Its library needs the system's OpenMP runtime (libgomp1 on
+Debian and Ubuntu, there wherever a compiler or most scientific packages are; `brew
+install libomp` on macOS). Where it cannot be loaded the log says so once and the model is
+the first stage alone (the "first stage alone" figures above): the service runs, with
+those estimates, rather than failing. The valuation endpoint does no model work: it reads
+what the rebuild stored.
 """
 
 

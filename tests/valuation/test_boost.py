@@ -3,7 +3,10 @@ cross-validation says it helps, and predicts the same read back from its text.""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -67,3 +70,36 @@ def test_too_few_sales_or_no_rounds_fit_no_second_stage() -> None:
     spread = np.full(len(price), 0.1)
     assert boost.fit(many, price, spread, errors, Params())[0] is not None
     assert boost.fit(many, price, spread, errors, replace(Params(), boost_rounds=0))[0] is None
+
+
+_WITHOUT = """
+import sys
+import numpy as np
+sys.modules["lightgbm"] = None  # as where its library cannot be loaded: import fails
+from propdata.valuation import model as avm
+from tests.valuation.test_boost import _bent
+from tests.valuation.test_model import homes
+sales, log_price = homes(2_000)
+model = avm.fit(sales, _bent(sales, log_price))
+subjects, _ = homes(50, seed=7)
+assert model.boost is None and np.isfinite(avm.predict(model, subjects).value).all()
+header = np.load(sys.argv[1], allow_pickle=False)
+from propdata.valuation import boost
+assert boost.read(str(header["boost"])) is None  # what stored.decode then leaves out
+print("first stage alone")
+"""
+
+
+def test_where_lightgbm_cannot_load_the_first_stage_values_alone(tmp_path: Path) -> None:
+    """A process whose LightGBM import fails fits no second stage and reads a stored one
+    as none: it values with the first stage (and says so once in its log)."""
+    sales, log_price = homes(2_000)
+    model = avm.fit(sales, _bent(sales, log_price))
+    assert model.boost is not None
+    np.savez(tmp_path / "header.npz", boost=np.array(model.boost.text()))
+    done = subprocess.run([sys.executable, "-c", _WITHOUT, str(tmp_path / "header.npz")],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          cwd=Path(__file__).parents[2])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "first stage alone" in done.stdout
+    assert done.stderr.count("LightGBM cannot be loaded") == 1

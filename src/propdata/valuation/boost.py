@@ -12,13 +12,21 @@ The fitted trees are kept as LightGBM's own text model: stored beside the regres
 when a second stage is first fitted or read, not with this module: it takes a second or
 more to import, which no command that values nothing should pay.
 
+LightGBM's library needs the system's OpenMP runtime (libgomp on Linux, libomp on macOS).
+Where it cannot be loaded, the model is the first stage alone: `fit` chooses no second
+stage, and a stored one that cannot be read is left out (each said once in the log), so
+the service runs, with the first stage's estimates, rather than failing.
+
     stage, crossed = fit(homes, log_value, spread, error, params)
     log_value + stage.predict(subjects, subject_log_value, subject_spread)
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +35,8 @@ from propdata.valuation.homes import FloatArray, Homes, Params
 
 if TYPE_CHECKING:
     import lightgbm as lgb
+
+log = logging.getLogger(__name__)
 
 Setting = dict[str, Any]
 _SEED = 7
@@ -73,15 +83,27 @@ class Boost:
         return str(self.booster.model_to_string())
 
 
-def read(text: str) -> Boost:
-    import lightgbm as lgb
+@functools.cache
+def lightgbm() -> ModuleType | None:
+    """LightGBM, or None (said once in the log) where its library cannot be loaded."""
+    try:
+        import lightgbm as lgb
+    except (ImportError, OSError) as exc:
+        log.warning("valuation: no second stage, LightGBM cannot be loaded here (%s); install"
+                    " the OpenMP runtime (libgomp1, or libomp on macOS)", exc)  # fmt: skip
+        return None
+    return lgb
 
-    return Boost(lgb.Booster(model_str=text))
+
+def read(text: str) -> Boost | None:
+    """The stored second stage; None where LightGBM cannot be loaded."""
+    lgb = lightgbm()
+    return None if lgb is None else Boost(lgb.Booster(model_str=text))
 
 
 def train(x: FloatArray, error: FloatArray, setting: Setting, rounds: int) -> Boost:
-    import lightgbm as lgb
-
+    lgb = lightgbm()
+    assert lgb is not None, "fit only where LightGBM loads"
     data = lgb.Dataset(x, label=error, params={"verbosity": -1}, free_raw_data=True)
     return Boost(lgb.train(setting, data, num_boost_round=rounds))
 
@@ -98,7 +120,7 @@ def fit(
     there are too few sales to tell.
     """
     candidates = settings(params)
-    if len(error) < params.boost_min_sales or len(candidates) == 1:
+    if len(error) < params.boost_min_sales or len(candidates) == 1 or lightgbm() is None:
         return None, None, np.zeros(len(error))
     x = features(homes, log_value, spread)
     folds = np.random.default_rng(_SEED).integers(0, _FOLDS, len(error))
