@@ -159,8 +159,7 @@ class MeteringMiddleware(ASGIMiddleware):
                 await _replay(hit, headers.get(b"if-none-match"), send)
                 return
 
-        decision = await limiter.admit(key.window_id, key.per_minute, key.daily, guard)
-        TALLY.inc(_DECISIONS[decision.exceeded if not decision.allowed else None])
+        decision = await _admit(limiter, key)
         add_headers(scope, rate_headers(decision))
         _refuse(key, decision)
 
@@ -263,10 +262,17 @@ async def count_one(limiter: Limiter, key: ApiKey) -> Decision:
     """Admit and count one request of `key` made outside /v1 (a dashboard download counts
     as one request of the key that gives the account its exports), as the middleware does:
     the contract's 429 when a window is full. A request that then fails is `refund_one`ed."""
+    decision = await _admit(limiter, key)
+    _refuse(key, decision)
+    return decision
+
+
+async def _admit(limiter: Limiter, key: ApiKey) -> Decision:
+    """Count one request of `key` if its windows have room, and tally the decision: the
+    one admission of a metered request, in /v1 and from the dashboard alike."""
     decision = await limiter.admit(key.window_id, key.per_minute, key.daily,
                                    key.failures_per_minute)  # fmt: skip
     TALLY.inc(_DECISIONS[decision.exceeded if not decision.allowed else None])
-    _refuse(key, decision)
     return decision
 
 
