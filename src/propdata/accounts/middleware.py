@@ -276,10 +276,13 @@ async def _admit(limiter: Limiter, key: ApiKey) -> Decision:
     return decision
 
 
-async def refund_one(limiter: Limiter, key: ApiKey, decision: Decision) -> None:
-    """Give back a request `count_one` counted (it failed)."""
+async def refund_one(limiter: Limiter, key: ApiKey, decision: Decision, status: int) -> None:
+    """Give back a request `count_one` counted, which failed with `status`: as in /v1, a 4xx
+    (but a 429) counts against the key's failed-request guard."""
     if decision.stamp is not None:
         await limiter.refund(key.window_id, decision.stamp, key.per_minute, key.daily)
+    if 400 <= status < 500 and status != 429:
+        await limiter.fail(key.window_id)
 
 
 def _refuse(key: ApiKey, decision: Decision) -> None:

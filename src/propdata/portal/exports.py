@@ -78,8 +78,8 @@ async def download(request: Request[Any, Any, Any], settings: Injected[Settings]
     decision = await count_one(limiter, key)
     try:
         answer = await file_response(request, exports, export_id, name)
-    except ServiceError:
-        await refund_one(limiter, key, decision)
+    except ServiceError as failed:
+        await refund_one(limiter, key, decision, failed.status)
         raise
     answer.headers["Content-Disposition"] = (
         f'attachment; filename="{export_id}-{name.strip("/").replace("/", "_")}"'
