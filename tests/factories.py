@@ -7,6 +7,8 @@ from typing import Any
 
 import msgspec
 
+from propdata.ingest import pipeline
+from propdata.kit.db import Database
 from propdata.properties.schemas import (
     Address,
     Coordinates,
@@ -155,3 +157,11 @@ def catalogue() -> list[PropertyDetail]:
             )
         )  # fmt: skip
     return records
+
+
+async def import_records(
+    db: Database, records: list[PropertyDetail], *, replace: bool = False
+) -> pipeline.Outcome:
+    """`records` loaded into `db` by one import run of the pipeline, as of AS_OF."""
+    source = pipeline.Source("test", "import", enumerate(records, 1), len(records), replace)
+    return await pipeline.run(db, [source], AS_OF)

@@ -77,6 +77,15 @@ async def _within(seconds: float, condition: Callable[[], Awaitable[bool]]) -> f
     return time.monotonic() - start
 
 
+async def _refused(server: KeyService, header: str) -> bool:
+    """Whether `server` refuses `header` as a revoked key."""
+    try:
+        await server.authenticate(header)
+    except RevokedApiKey:
+        return True
+    return False
+
+
 @pytest.fixture
 async def two_processes(fresh: Fresh) -> AsyncIterator[tuple[KeyService, KeyService]]:
     """A server's keys (its own pool and listener, a poll it never reaches) and an
@@ -128,14 +137,7 @@ async def test_postgresql_keeps_verified_keys_until_a_keys_notice(
 
     await operator.revoke(key.id)
 
-    async def revoked() -> bool:
-        try:
-            await server.authenticate(header)
-        except RevokedApiKey:
-            return True
-        return False
-
-    await _within(5, revoked)
+    await _within(5, lambda: _refused(server, header))
 
 
 async def test_postgresql_reads_the_version_again_within_a_poll_without_a_notice(
@@ -163,14 +165,7 @@ async def test_postgresql_reads_the_version_again_within_a_poll_without_a_notice
                 (meta.KEYS_VERSION.name,),
             )
 
-        async def revoked() -> bool:
-            try:
-                await server.authenticate(header)
-            except RevokedApiKey:
-                return True
-            return False
-
-        assert await _within(5, revoked) < poll * 3
+        assert await _within(5, lambda: _refused(server, header)) < poll * 3
     finally:
         await wakeups.close()
         await server_db.close()

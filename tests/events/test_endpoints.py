@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 
 from propdata.events import cursor
-from propdata.ingest import pipeline
 from tests.conftest import Fresh
-from tests.factories import AS_OF, record
+from tests.factories import import_records, record
 from tests.live import until
 
 
@@ -24,6 +23,17 @@ AMES = {"city": "Ames", "state": "IA"}
 async def fresh_client(fresh: Fresh) -> tuple[Any, dict[str, str]]:
     client, _, make = await fresh()
     return client, bearer(await make())
+
+
+async def _three_new_in_ames(fresh: Fresh) -> None:
+    """Three records new to the store (Ames addresses), loaded by an import."""
+    db = await fresh.db()
+    try:
+        await import_records(
+            db, [record(f"new-{n}", address={"street_address": f"{n} Elm St"}) for n in range(3)]
+        )
+    finally:
+        await db.close()
 
 
 async def test_the_event_log_counts_as_one_lookup_and_is_never_cached(fresh: Fresh) -> None:
@@ -57,13 +67,7 @@ async def test_a_load_becomes_events_the_log_pages_by_cursor(fresh: Fresh) -> No
     await client.post(
         "/v1/searches", headers=other, json={"name": "NY", "filters": {"state": "NY"}}
     )
-    db = await fresh.db()
-    try:
-        records = [record(f"new-{n}", address={"street_address": f"{n} Elm St"}) for n in range(3)]
-        source = pipeline.Source("test", "import", enumerate(records, 1), 3, False)
-        await pipeline.run(db, [source], AS_OF)
-    finally:
-        await db.close()
+    await _three_new_in_ames(fresh)
 
     async def six() -> list[dict[str, Any]] | None:
         seen: list[dict[str, Any]] = (
@@ -100,13 +104,7 @@ async def test_each_owner_s_events_are_numbered_1_2_3_whatever_others_have(fresh
     for n, headers in enumerate(owners):
         body = {"name": f"Ames {n}", "filters": AMES}
         assert (await client.post("/v1/searches", headers=headers, json=body)).status_code == 201
-    db = await fresh.db()
-    try:
-        records = [record(f"new-{n}", address={"street_address": f"{n} Elm St"}) for n in range(3)]
-        await pipeline.run(db, [pipeline.Source("test", "import", enumerate(records, 1), 3, False)],
-                           AS_OF)  # fmt: skip
-    finally:
-        await db.close()
+    await _three_new_in_ames(fresh)
     for headers in owners:
 
         async def six_of(headers: dict[str, str] = headers) -> dict[str, Any] | None:

@@ -23,14 +23,13 @@ from propdata.events.repository import (
     NewEvent,
     ProducerRepository,
 )
-from propdata.ingest import pipeline
 from propdata.kit.clock import iso_ms
 from propdata.kit.db import Database, connect
 from propdata.migrations.schema import migrate, migrate_accounts
 from propdata.properties.schemas import PropertyDetail, TaxRecord
 from propdata.saved_searches.repository import SavedSearchRepository, SavedSearchRow, WatchedRecords
 from tests.conftest import FakeClock, Store, drop_store, new_store
-from tests.factories import AS_OF, event, record
+from tests.factories import event, import_records, record
 
 OWNER = "key:k-test"
 
@@ -42,9 +41,7 @@ class Stores:
     accounts: Database
 
     async def load(self, records: Iterable[PropertyDetail], *, replace: bool = False) -> None:
-        items = list(records)
-        source = pipeline.Source("test", "import", enumerate(items, 1), len(items), replace)
-        outcome = await pipeline.run(self.data, [source], AS_OF)
+        outcome = await import_records(self.data, list(records), replace=replace)
         assert not outcome.reports[0].rejects, outcome.reports[0].rejects
 
     async def watch(self, name: str, filters: dict[str, Any], ids: list[str] | None = None,

@@ -17,6 +17,12 @@ def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 
 
+async def reader(fresh: Any) -> tuple[Any, dict[str, str]]:
+    """A client of a fresh app that caches no key, and the headers of a developer key."""
+    client, _, make_key = await fresh(cache_ttl=0)
+    return client, bearer(await make_key())
+
+
 async def follow(client: Any, headers: dict[str, str], since: str | None = None,
                  limit: int = 7) -> tuple[list[dict[str, Any]], str]:  # fmt: skip
     """Every change after `since`, page by page; the cursor to continue from."""
@@ -60,8 +66,7 @@ async def export(client: Any, headers: dict[str, str]) -> dict[str, Any]:
 
 
 async def test_the_feed_starts_with_every_property_created(fresh: Any) -> None:
-    client, _, make_key = await fresh(cache_ttl=0)
-    headers = bearer(await make_key())
+    client, headers = await reader(fresh)
     changes, _ = await follow(client, headers)
     assert {c["changeType"] for c in changes} == {"created"}
     assert sorted(c["id"] for c in changes) == sorted(r.id for r in catalogue())
@@ -100,8 +105,7 @@ async def test_following_through_two_loads_equals_the_final_store(fresh: Any) ->
 
 
 async def test_a_removed_property_is_a_removal_with_its_id_and_last_updated(fresh: Any) -> None:
-    client, _, make_key = await fresh(cache_ttl=0)
-    headers = bearer(await make_key())
+    client, headers = await reader(fresh)
     _, cursor = await follow(client, headers)
     db = await fresh.db()
     stamp = "2026-11-02T09:30:00Z"
@@ -119,8 +123,7 @@ async def test_a_removed_property_is_a_removal_with_its_id_and_last_updated(fres
 
 
 async def test_a_record_made_again_after_its_removal_is_created(fresh: Any) -> None:
-    client, _, make_key = await fresh(cache_ttl=0)
-    headers = bearer(await make_key())
+    client, headers = await reader(fresh)
     _, cursor = await follow(client, headers)
     db = await fresh.db()
     for pid in ("d-1", "d-2", "d-1"):
@@ -140,8 +143,7 @@ async def test_a_record_made_again_after_its_removal_is_created(fresh: Any) -> N
 
 
 async def test_generating_fewer_properties_removes_the_rest(fresh: Any) -> None:
-    client, _, make_key = await fresh(cache_ttl=0)
-    headers = bearer(await make_key())
+    client, headers = await reader(fresh)
     db = await fresh.db()
     await pipeline.run(db, [pipeline.synthetic_source(12, 3, AS_OF)], AS_OF)
     kept = {row[0] for row in await db.fetch_all(
@@ -159,8 +161,7 @@ async def test_generating_fewer_properties_removes_the_rest(fresh: Any) -> None:
 
 
 async def test_a_load_that_fails_leaves_no_change(fresh: Any) -> None:
-    client, _, make_key = await fresh(cache_ttl=0)
-    headers = bearer(await make_key())
+    client, headers = await reader(fresh)
     _, cursor = await follow(client, headers)
 
     def items() -> Any:
@@ -181,8 +182,7 @@ async def test_a_load_that_fails_leaves_no_change(fresh: Any) -> None:
      "%00", "a" * 101, "ZjE6MTo"],
 )  # fmt: skip
 async def test_a_bad_cursor_is_a_400_naming_since(fresh: Any, since: str) -> None:
-    client, _, make_key = await fresh(cache_ttl=0)
-    headers = bearer(await make_key())
+    client, headers = await reader(fresh)
     answer = await client.get(f"/v1/properties/changes?since={since}", headers=headers)
     assert answer.status_code == 400, answer.text
     error = answer.json()["error"]

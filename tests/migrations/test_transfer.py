@@ -17,7 +17,6 @@ from propdata.events.repository import (
     NewEvent,
     ProducerRepository,
 )
-from propdata.ingest import pipeline
 from propdata.kit.db import Database
 from propdata.migrations import layout
 from propdata.migrations.schema import COPIED_ACCOUNTS, COPIED_DATA, LEFT_BEHIND
@@ -27,7 +26,7 @@ from propdata.valuation.repository import ModelRow, ValuationRepository
 from propdata.webhooks.repository import WebhookRepository
 from propdata.webhooks.schemas import EndpointRow
 from tests.conftest import build_store, drop_store, new_store, settings_for
-from tests.factories import AS_OF, record
+from tests.factories import import_records, record
 
 OWNER = "key:k-moving"
 WHEN = "2026-11-21T00:00:00.000Z"
@@ -133,8 +132,7 @@ def test_the_command_turns_pending_changes_into_events_before_it_copies(tmp_path
                 SavedSearchRow("srch_ames", OWNER, "ames", '{"city": "Ames"}', "[]", WHEN)
             )
             await WatchedRecords(data).set_watching(True)
-            source = pipeline.Source("test", "import", enumerate([record("p-1")], 1), 1, False)
-            await pipeline.run(data, [source], AS_OF)
+            await import_records(data, [record("p-1")])
             assert await ImageRepository(data).pending()
         finally:
             for db in {id(d): d for d in (data, accounts)}.values():

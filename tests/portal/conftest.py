@@ -50,6 +50,16 @@ class Person:
     async def log_in(self, address: str, password: str = STRONG) -> Any:
         return await self.submit("/login", "/login", email=address, password=password)
 
+    async def first_page(self, path: str, address: str) -> Any:
+        """The dashboard page at `path` as a new account first sees it: a visitor without a
+        session is sent to /login; once signed up as `address`, the page is HTML (the answer)."""
+        away = await self.client.get(path, follow_redirects=False)
+        assert away.status_code == 303 and away.headers["location"] == "/login"
+        await self.sign_up(address)
+        page = await self.client.get(path)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        return page
+
     def mails(self) -> list[email.message.EmailMessage]:
         files = sorted(self.outbox.glob("*.eml")) if self.outbox.exists() else []
         return [

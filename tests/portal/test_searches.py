@@ -35,11 +35,7 @@ def error_of(page: str) -> tuple[str, str]:
 
 
 async def test_the_page_needs_a_session_and_lists_nothing_at_first(person: Person) -> None:
-    away = await person.client.get(PAGE, follow_redirects=False)
-    assert away.status_code == 303 and away.headers["location"] == "/login"
-    await person.sign_up("sal@example.com")
-    page = await person.client.get(PAGE)
-    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    page = await person.first_page(PAGE, "sal@example.com")
     assert rows(page.text) == [] and 'data-testid="empty"' in page.text
     assert "0 of 3 on the Free plan" in text(page.text)
     # every filter of GET /v1/properties is a field of the form, under the parameter's name

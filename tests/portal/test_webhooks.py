@@ -88,11 +88,7 @@ async def delivered(person: Person, check: Any, seconds: float = 15) -> str:
 
 
 async def test_the_page_needs_a_session_and_starts_empty(hooked: Person) -> None:
-    away = await hooked.client.get(PAGE, follow_redirects=False)
-    assert away.status_code == 303 and away.headers["location"] == "/login"
-    await hooked.sign_up("wes@example.com")
-    page = await hooked.client.get(PAGE)
-    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    page = await hooked.first_page(PAGE, "wes@example.com")
     assert rows(page.text) == [] and 'data-testid="empty"' in page.text
     assert "0 of 1 on the Free plan" in text(page.text)
     for name in EVENT_TYPES:

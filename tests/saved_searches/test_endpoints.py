@@ -10,9 +10,8 @@ import pytest
 from propdata.accounts.keys import CustomLimits, keys_of
 from propdata.accounts.repository import AccountRepository
 from propdata.accounts.schemas import Account
-from propdata.ingest import pipeline
 from tests.conftest import Fresh, Store
-from tests.factories import AS_OF, record
+from tests.factories import import_records, record
 from tests.live import until
 
 
@@ -105,8 +104,7 @@ async def test_match_counts_are_counted_once_a_data_version_and_say_which(fresh:
     db = await fresh.db()
     try:
         new = [record(f"new-{n}", address={"street_address": f"{n} Oak St"}) for n in range(2)]
-        await pipeline.run(db, [pipeline.Source("test", "import", enumerate(new, 1), 2, False)],
-                           AS_OF)  # fmt: skip
+        await import_records(db, new)
     finally:
         await db.close()
 

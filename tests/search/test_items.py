@@ -16,6 +16,7 @@ from typing import BinaryIO
 import msgspec
 import numpy as np
 
+from propdata.kit.db import Database
 from propdata.search.filters import SearchFilters
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.indexer import IndexBuilder
@@ -30,15 +31,21 @@ from tests.search.test_index import places, searches
 from tests.search.test_index_snapshot import ready
 
 
+async def _items_ready(db: Database, tmp_path: Path) -> tuple[SearchService, SearchIndex]:
+    """A search service over `db` whose index, snapshot items included, is built and read."""
+    service = SearchService(db, snapshots=tmp_path / "index")
+    service.warm()
+    index = await ready(service)
+    assert index.items is not None and index.items.ready
+    return service, index
+
+
 async def test_encoded_pages_are_the_bytes_of_the_store_s_rows(
     mixed: Store, tmp_path: Path
 ) -> None:
     db = await open_db(mixed)
     try:
-        service = SearchService(db, snapshots=tmp_path / "index")
-        service.warm()
-        index = await ready(service)
-        assert index.items is not None and index.items.ready
+        service, _ = await _items_ready(db, tmp_path)
         encoded = 0
         for f, sort, order, limit, offset in searches(await places(db), 250):
             plain = await service.search(SearchQuery(f, sort, order, limit, offset))
@@ -110,10 +117,7 @@ async def built_with_items(repo: SearchRepository, out: BinaryIO) -> SearchIndex
 async def test_items_that_go_away_leave_the_store_to_answer(mixed: Store, tmp_path: Path) -> None:
     db = await open_db(mixed)
     try:
-        service = SearchService(db, snapshots=tmp_path / "index")
-        service.warm()
-        index = await ready(service)
-        assert index.items is not None and index.items.ready
+        service, index = await _items_ready(db, tmp_path)
         query = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
         expected = msgspec.json.encode(await service.search(SearchQuery(*query)))
         index.items.path.unlink()

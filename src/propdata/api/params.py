@@ -27,6 +27,14 @@ STATE_CODE = QueryParameter(
 )
 ZIP_CODE = QueryParameter(pattern=ZIP, description="Five-digit ZIP code, such as 50010")
 
+
+def token_query(description: str) -> QueryParameter:
+    """A query parameter holding a cursor or an id the API handed out, passed as it came."""
+    return QueryParameter(
+        min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_-]+$", description=description
+    )
+
+
 # Used as they are: wrapping an Annotated alias in another QueryParameter would drop its
 # constraints from the OpenAPI document. Required variants are Annotated[str, CITY] etc.
 CityQuery = Annotated[str | None, CITY]

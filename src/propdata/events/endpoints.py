@@ -12,7 +12,7 @@ from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
-from propdata.api.params import PageLimit
+from propdata.api.params import PageLimit, token_query
 from propdata.api.values import TEXT
 from propdata.errors import InvalidParameter
 from propdata.events.schemas import EVENT_TYPES, EventsResponse
@@ -40,11 +40,8 @@ async def list_events(
     request: Request[Any, Any, Any],
     since: Annotated[
         str | None,
-        QueryParameter(
-            min_length=1,
-            max_length=100,
-            pattern=r"^[A-Za-z0-9_-]+$",
-            description="meta.nextCursor of the previous page (or a stream event's id);"
+        token_query(
+            "meta.nextCursor of the previous page (or a stream event's id);"
             " without it the log starts at the oldest event kept (30 days)",
         ),
     ] = None,

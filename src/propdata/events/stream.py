@@ -52,6 +52,7 @@ from propdata.accounts.owners import owner_of
 from propdata.accounts.schemas import ApiKey
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import ApiOperation, errors
+from propdata.api.params import token_query
 from propdata.errors import InvalidParameter, RateLimitExceeded, ServiceUnavailable
 from propdata.events import cursor
 from propdata.events.repository import EventRepository, LoggedEvent
@@ -495,11 +496,8 @@ async def stream_events(
     key: Injected[ApiKey],
     since: Annotated[
         str | None,
-        QueryParameter(
-            min_length=1,
-            max_length=100,
-            pattern=r"^[A-Za-z0-9_-]+$",
-            description="Resume after this cursor (meta.nextCursor of GET /v1/events, or the"
+        token_query(
+            "Resume after this cursor (meta.nextCursor of GET /v1/events, or the"
             " id of an event of this stream); Last-Event-ID takes precedence. Without either"
             " the stream starts from where the log stands: only events produced from now on",
         ),
@@ -514,11 +512,8 @@ async def stream_events(
     ] = None,
     searchId: Annotated[
         str | None,
-        QueryParameter(
-            min_length=1,
-            max_length=100,
-            pattern=r"^[A-Za-z0-9_-]+$",
-            description="Only the events of this saved search",
+        token_query(
+            "Only the events of this saved search",
         ),
     ] = None,
     last_event_id: Annotated[

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, get
-from litestar.params import QueryParameter
 
 from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
-from propdata.api.params import PageLimit
+from propdata.api.params import PageLimit, token_query
 from propdata.errors import InvalidParameter
 from propdata.feed.schemas import ChangesResponse
 from propdata.feed.service import FeedService
@@ -38,11 +37,8 @@ async def list_changes(
     request: Request[Any, Any, Any],
     since: Annotated[
         str | None,
-        QueryParameter(
-            min_length=1,
-            max_length=100,
-            pattern=r"^[A-Za-z0-9_-]+$",
-            description="meta.nextCursor of the previous page; without it the feed starts at"
+        token_query(
+            "meta.nextCursor of the previous page; without it the feed starts at"
             " the oldest change kept",
         ),
     ] = None,

@@ -6,13 +6,13 @@ from importlib import resources
 
 import pytest
 
-from propdata.kit.ratelimit.redis import read_script
+from propdata.kit.ratelimit.redis import SCRIPT_HEAD, read_script
 from tests.conftest import BACKENDS, REDIS_URL, unreachable
 
 SCRIPTS = sorted(
     entry.name
     for entry in resources.files("propdata.kit.ratelimit").joinpath("lua").iterdir()
-    if entry.name.endswith(".lua")
+    if entry.name.endswith(".lua") and entry.name != SCRIPT_HEAD
 )
 
 

@@ -52,10 +52,14 @@ from propdata.kit.ratelimit.base import (
 )
 from propdata.kit.redis_link import Client, connect
 
+SCRIPT_HEAD = "clock.lua"
+"""The functions every script of `lua/` uses (the time, microsecond strings); put before each."""
+
 
 def read_script(name: str) -> str:
-    """A script of `lua/` (package data), with kit.ratelimit.base's constants put in."""
-    text = resources.files("propdata.kit.ratelimit").joinpath("lua", name).read_text()
+    """A script of `lua/` (package data) after its head, with kit.ratelimit.base's constants put in."""
+    lua = resources.files("propdata.kit.ratelimit").joinpath("lua")
+    text = lua.joinpath(SCRIPT_HEAD).read_text() + lua.joinpath(name).read_text()
     return text.replace("@HOUR_US@", str(HOUR_US)).replace("@HOURLY_KEEP@", str(HOURLY_KEEP))
 
 

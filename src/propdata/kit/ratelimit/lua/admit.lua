@@ -12,15 +12,8 @@ local mode = ARGV[1]
 local per_minute = tonumber(ARGV[2])
 local daily = tonumber(ARGV[3])
 local fail_limit = tonumber(ARGV[6])
-local now_us
-if ARGV[5] ~= '' then
-  now_us = tonumber(ARGV[5])
-else
-  local t = redis.call('TIME')
-  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local now_us = now_micros(ARGV[5])
 local MINUTE_US, DAY_US, HOUR_US, KEEP = 60000000, 86400000000, @HOUR_US@, @HOURLY_KEEP@
-local function us(n) return string.format('%.0f', n) end
 local minute_from = now_us - MINUTE_US
 local day_from = now_us - DAY_US
 

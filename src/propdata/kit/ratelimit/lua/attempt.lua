@@ -2,14 +2,7 @@
 if redis.replicate_commands then redis.replicate_commands() end
 local log = KEYS[1]
 local limit, window_us, record = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
-local now_us
-if ARGV[4] ~= '' then
-  now_us = tonumber(ARGV[4])
-else
-  local t = redis.call('TIME')
-  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local function us(n) return string.format('%.0f', n) end
+local now_us = now_micros(ARGV[4])
 local from = '(' .. us(now_us - window_us)
 local used
 if record then

@@ -3,14 +3,7 @@
 if redis.replicate_commands then redis.replicate_commands() end
 local slots = KEYS[1]
 local holder, limit, ttl_us = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local now_us
-if ARGV[4] ~= '' then
-  now_us = tonumber(ARGV[4])
-else
-  local t = redis.call('TIME')
-  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local function us(n) return string.format('%.0f', n) end
+local now_us = now_micros(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', slots, '-inf', us(now_us))
 if not redis.call('ZSCORE', slots, holder) and redis.call('ZCARD', slots) >= limit then
   return 0
