@@ -83,17 +83,18 @@ def running_server(env: dict[str, str], *, workers: int = 1) -> Iterator[str]:
 @contextlib.contextmanager
 def serving_process(
     env: dict[str, str], *, workers: int = 1, stderr: IO[bytes] | None = None,
-    unset: tuple[str, ...] = (),
+    unset: tuple[str, ...] = (), args: tuple[str, ...] = (),
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:  # fmt: skip
     """The same, yielding the base URL and the server's process (one worker: the server
-    itself; more: their supervisor). `unset`: variables of this process it does not get."""
+    itself; more: their supervisor). `unset`: variables of this process it does not get;
+    `args`: more options of `propdata serve`."""
     port = free_port()
     full = {**os.environ, "PROPDATA_LOG_LEVEL": "ERROR", **env}
     for name in unset:
         full.pop(name, None)
     server = subprocess.Popen(
         [sys.executable, "-m", "propdata", "serve", "--port", str(port),
-         "--workers", str(workers)], env=full, stderr=stderr,
+         "--workers", str(workers), *args], env=full, stderr=stderr,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:

@@ -351,20 +351,10 @@ def build_loops(services: Services, settings: Settings) -> Loops:
         # Days on market grow and sales age out without a load (docs/api.md, decision 7).
         TaskLoop("ageing", lambda: services.properties.keep_aged(settings.today)),
         TaskLoop("feedPruning", lambda: services.feed.keep_pruned(settings.today)),
-        # Saved searches' events, from every commit of the data store, announced to the
-        # dispatchers and streams of every process ("events").
-        TaskLoop(
-            "producer",
-            lambda: produce.keep_producing(
-                services.db,
-                services.accounts_db,
-                wait=lambda timeout: services.wakeups.wait("changes", timeout),
-                notify=lambda: services.wakeups.notify("events"),
-            ),
-        ),
-        # Webhook deliveries: every process at scale-out, one worker a host embedded.
-        TaskLoop("dispatcher", lambda: dispatch(services.dispatcher(), services.dispatch_turn())),
+        producer(services),
     ]
+    if settings.deliveries == "workers":
+        loops.append(dispatcher(services))
     if settings.export_every is not None:
         # Periodic exports: every process takes part, the store's lease picks one a turn.
         loops.append(Exporter(
@@ -372,6 +362,32 @@ def build_loops(services: Services, settings: Settings) -> Loops:
             settings.export_keep, env=export_env(settings),
         ))  # fmt: skip
     return Loops(loops)
+
+
+def delivery_loops(services: Services) -> Loops:
+    """What a `propdata deliver` process runs: a producer of its own (so its dispatcher hears
+    of new events at once, as a worker's does) and the dispatcher."""
+    return Loops([services.wakeups, producer(services), dispatcher(services)])
+
+
+def producer(services: Services) -> Loop:
+    """Saved searches' events, from every commit of the data store, announced to the
+    dispatchers and streams of this process ("events"); every process that runs one takes
+    part safely."""
+    return TaskLoop(
+        "producer",
+        lambda: produce.keep_producing(
+            services.db,
+            services.accounts_db,
+            wait=lambda timeout: services.wakeups.wait("changes", timeout),
+            notify=lambda: services.wakeups.notify("events"),
+        ),
+    )
+
+
+def dispatcher(services: Services) -> Loop:
+    """Webhook deliveries: every process at scale-out, one a host embedded."""
+    return TaskLoop("dispatcher", lambda: dispatch(services.dispatcher(), services.dispatch_turn()))
 
 
 def export_env(settings: Settings) -> dict[str, str]:

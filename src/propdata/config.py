@@ -141,6 +141,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     by one process of all the hosts; unset: only on command (`propdata data export`)."""
     export_keep: int = 3
     """PROPDATA_EXPORT_KEEP: the snapshots the periodic exports keep (older ones are removed)."""
+    deliveries: Literal["workers", "apart"] = "workers"
+    """PROPDATA_DELIVERIES: who sends webhook deliveries. `workers`: the server's workers (one
+    a host on SQLite, every one at scale-out), between requests. `apart`: processes of
+    `propdata deliver` only, at a lower CPU priority than the workers; `propdata serve`
+    starts one beside its workers and sets this for them (`--deliveries workers` does not)."""
 
     def today(self) -> dt.date:
         return self.as_of or dt.datetime.now(dt.UTC).date()
@@ -277,6 +282,7 @@ ENV = {
     "export_dir": "PROPDATA_EXPORT_DIR",
     "export_every": "PROPDATA_EXPORT_EVERY",
     "export_keep": "PROPDATA_EXPORT_KEEP",
+    "deliveries": "PROPDATA_DELIVERIES",
 }
 INDEX_TUNING = tuple(name for name in ENV if name.startswith("index_") and name != "index_dir")
 """The search index keeper's numbers (`search.keeper.KeeperSettings`, without the prefix)."""
