@@ -267,6 +267,25 @@ async def test_two_replicators_of_one_source_never_run_at_once(
     assert len(await ids(db)) == COUNT - 1
 
 
+async def test_stores_sharing_a_database_lease_their_own_sources(
+    backend: str, tmp_path: Path
+) -> None:
+    """Two stores in one PostgreSQL database (two schemas) each replicate their own `mls` at
+    once: a lease is its store's, though advisory locks are the database's."""
+    stores = [await new_store(backend, tmp_path / str(n)) for n in range(2)]
+    dbs = [await open_db(store) for store in stores]
+    try:
+        async with SourceRepository(dbs[0]).lease("mls"), SourceRepository(dbs[1]).lease("mls"):
+            with pytest.raises(LeaseHeld):
+                async with SourceRepository(dbs[0]).lease("mls"):
+                    pass
+    finally:
+        for db in dbs:
+            await db.close()
+        for store in stores:
+            await drop_store(store)
+
+
 # -- the command, killed in mid-pass ------------------------------------------------------
 
 

@@ -144,14 +144,17 @@ class SourceRepository:
         """Hold the source's lease for the block; LeaseHeld when another replicator has it.
 
         PostgreSQL: a session advisory lock on a connection of its own, so every host's
-        replicators see it. SQLite: an exclusive lock on a file beside the store."""
+        replicators see it, keyed by the store's schema and the source's name (advisory locks
+        are the whole database's: two stores in one database each have their `mls`).
+        SQLite: an exclusive lock on a file beside the store."""
         if isinstance(self.db, PostgresDatabase):
             import asyncpg
 
-            digest = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=4).digest())
-            key = digest - (1 << 31)
             conn = await asyncpg.connect(self.db.url)
             try:
+                schema = await conn.fetchval("SELECT current_schema()")
+                named = f"{schema}\0{name}".encode()
+                key = int.from_bytes(hashlib.blake2b(named, digest_size=4).digest()) - (1 << 31)
                 if not await conn.fetchval("SELECT pg_try_advisory_lock($1, $2)", LEASE_CLASS, key):
                     raise LeaseHeld(name)
                 yield
