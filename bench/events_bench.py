@@ -13,7 +13,7 @@ On the make bench store (bench/.data/sqlite-p{N}-s7-2026-11-21, built when missi
    whose filters are the make bench search mix's (two thirds) and radius mix's (a third);
    the median of a few runs, and the matching's share (the batches and `matches` alone).
 2. **Commit to first delivery**: on a copy of the store served by `propdata serve` (whose
-   workers run the producer and the dispatcher), one key, one saved search
+   `propdata deliver` process runs a producer and the dispatcher), one key, one saved search
    (`status=forSale`) and one webhook endpoint at a local receiver (bench/webhooks.py's);
    `propdata data import --follow` reads a file to which one listing is appended at a time,
    a random 0.5-1.5 s after the previous one was delivered. A read-only connection polls for
@@ -23,7 +23,7 @@ On the make bench store (bench/.data/sqlite-p{N}-s7-2026-11-21, built when missi
    same owner; events enough for 1.5 times the target rate over a wrk run are committed to
    the server's event log (as the producer commits them) and wrk drives the search mix at
    half its saturated rate (the warm-up's rate, saturated; each connection then pauses after
-   an answer, the pause set by a short run), while the server's dispatcher delivers them. POSTs a second from the first to the
+   an answer, the pause set by a short run), while the server's deliverer sends them. POSTs a second from the first to the
    last that arrived during the run, the search mix's p50 and p99 beside them, and the rate
    of what was left once the run ended (the dispatcher alone).
 4. **Event log pages**: bench/event_log.py (`EventRepository.page` from random cursors of
