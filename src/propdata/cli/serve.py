@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from propdata.cli.base import app, finish_interrupted_load, settings_or_exit
+from propdata.cli.base import app, err, finish_interrupted_load, settings_or_exit
 from propdata.kit import logs
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def serve(
     from propdata.kit.serving.limits import ClientLimits
 
     if deliveries not in ("process", "workers"):
-        logs.notice(f"--deliveries must be process or workers, not {deliveries!r}")
+        err.print(f"[red]error:[/red] --deliveries must be process or workers, not {deliveries!r}")
         raise typer.Exit(2)
     # The workers read it (Settings.deliveries): with a deliverer beside them, they send none.
     os.environ["PROPDATA_DELIVERIES"] = "apart" if deliveries == "process" else "workers"

@@ -4,8 +4,8 @@ the hedonic regression corrected by comparables (`valuation.model`), gets wrong.
 It learns from the first stage's out-of-fold errors of the training sales (each valued by
 a first stage fitted without it, as a new sale would be), given the home, its place and
 month, the first stage's estimate and its comparables' spread, and the record's optional
-fields (`homes.EXTRAS`; LightGBM takes NaN as unknown). Whether to boost at all, and with
-which setting, is chosen by 5-fold cross-validation on those errors only.
+fields (`homes.EXTRAS`; LightGBM takes NaN as unknown). Whether to boost at all is chosen
+by 5-fold cross-validation on those errors only.
 
 The fitted trees are kept as LightGBM's own text model: stored beside the regression
 (`valuation.stored`), read back, they predict exactly as when fitted. LightGBM is imported
@@ -17,7 +17,7 @@ Where it cannot be loaded, the model is the first stage alone: `fit` chooses no 
 stage, and a stored one that cannot be read is left out (each said once in the log), so
 the service runs, with the first stage's estimates, rather than failing.
 
-    stage, crossed = fit(homes, log_value, spread, error, params)
+    stage, setting, crossed = fit(homes, log_value, spread, error, params)
     log_value + stage.predict(subjects, subject_log_value, subject_spread)
 """
 

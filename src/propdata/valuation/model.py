@@ -134,11 +134,15 @@ class Model:
 
     def point(self, subjects: Homes) -> Point:
         """Both stages' central estimates of supported subjects."""
-        point = _point(self.core, subjects)
-        if self.boost is None:
-            return point
-        correction = self.boost.predict(subjects, point.log_value, point.spread)
-        return replace(point, log_value=point.log_value + correction)
+        return _boosted(_point(self.core, subjects), self.boost, subjects)
+
+
+def _boosted(point: Point, stage: Boost | None, subjects: Homes) -> Point:
+    """`point` (the first stage's) with the second stage's correction added, if any."""
+    if stage is None:
+        return point
+    correction = stage.predict(subjects, point.log_value, point.spread)
+    return replace(point, log_value=point.log_value + correction)
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,16 +300,15 @@ def _forward_factor(
         positions = np.sort(rng.choice(positions, params.calibration_cap, replace=False))
     core = _core(sales.take(~held), log_price[~held], params)
     subjects = sales.take(positions)
-    point = _point(core, subjects)
     oof = forward.oof
     older = ~held[oof.positions]
+    stage = None
     if forward.setting is not None and older.sum() >= params.boost_min_sales:
         rows = oof.positions[older]
         x = boost.features(sales.take(rows), log_price[rows] - oof.errors[older],
                            oof.spreads[older])  # fmt: skip
         stage = boost.train(x, oof.errors[older], forward.setting, params.boost_rounds)
-        correction = stage.predict(subjects, point.log_value, point.spread)
-        point = replace(point, log_value=point.log_value + correction)
+    point = _boosted(_point(core, subjects), stage, subjects)
     market = subjects.market
     lo, hi = calibration.bounds(point.spread, market)
     errors = log_price[positions] - point.log_value

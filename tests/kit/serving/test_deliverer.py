@@ -72,3 +72,12 @@ def test_with_deliveries_from_the_workers_no_deliverer_runs(tmp_path: Path) -> N
         loops = httpx.get(f"{base}/health").json()["loops"]
         assert "dispatcher" in loops
         assert _deliverers(server.pid) == []
+
+
+def test_an_unknown_deliveries_value_is_refused_before_anything_starts() -> None:
+    from typer.testing import CliRunner
+
+    from propdata.cli import app
+
+    result = CliRunner().invoke(app, ["serve", "--deliveries", "sometimes"])
+    assert result.exit_code == 2 and "--deliveries must be process or workers" in result.stderr
