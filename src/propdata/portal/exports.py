@@ -29,9 +29,9 @@ from propdata.portal.pages import page, see_other, visit, way_up
 PAGE = "/dashboard/exports"
 
 
-async def _plan_refusal(accounts: AccountService, account: Any) -> tuple[str, Any]:
-    """The account's plan (the highest of its active keys) and why it has no exports."""
-    plan = highest(key.plan for key in await _active(accounts, account))
+def _plan_refusal(keys: list[ApiKey]) -> tuple[str, Any]:
+    """The account's plan (the highest of its active `keys`) and why it has no exports."""
+    plan = highest(key.plan for key in keys)
     return plan.title, refusal(plan.name, "your account")
 
 
@@ -53,7 +53,7 @@ async def exports_page(request: Request[Any, Any, Any], settings: Injected[Setti
     v = await visit(request, settings, accounts)
     if v.account is None or v.session is None:
         return see_other(v, "/login")
-    plan_title, refused = await _plan_refusal(accounts, v.account)
+    plan_title, refused = _plan_refusal(await _active(accounts, v.account))
     snapshots = [] if refused else await anyio.to_thread.run_sync(exports.manifests)
     return await page(
         accounts, v, "exports.html", snapshots=snapshots, refused=refused,
@@ -71,10 +71,11 @@ async def download(request: Request[Any, Any, Any], settings: Injected[Settings]
     v = await visit(request, settings, accounts)
     if v.account is None or v.session is None:
         return see_other(v, "/login")
-    _, refused = await _plan_refusal(accounts, v.account)
+    keys = await _active(accounts, v.account)
+    _, refused = _plan_refusal(keys)
     if refused is not None:
         raise refused
-    key = _paying(await _active(accounts, v.account))
+    key = _paying(keys)
     decision = await count_one(limiter, key)
     try:
         answer = await file_response(request, exports, export_id, name)
