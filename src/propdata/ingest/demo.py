@@ -98,8 +98,7 @@ def ames_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
             raise ValueError(f"openintro's ames row {more['rownames']} is not modeldata's")
         number = int(row["rownames"])
         sale_date = dt.date(int(row["Year_Sold"]), int(row["Mo_Sold"]), 1).isoformat()
-        history = [PriceEvent(date=sale_date, event="sold", price=int(row["Sale_Price"]),
-                              source="publicRecord")]  # fmt: skip
+        history = [_sold(sale_date, int(row["Sale_Price"]))]
         latitude, longitude = float(row["Latitude"]), float(row["Longitude"])
         baths = (
             int(row["Full_Bath"]) + int(row["Bsmt_Full_Bath"])
@@ -153,8 +152,7 @@ def grinnell_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
     zip_code = grinnell_zip()
     for rows in grinnell_houses():
         newest = rows[0]  # the house as it was last sold
-        history = [PriceEvent(date=s.date.isoformat(), event="sold", price=s.price,
-                              source="publicRecord") for s in _legal_sales(rows)]  # fmt: skip
+        history = [_sold(s.date.isoformat(), s.price) for s in _legal_sales(rows)]
         number = min(row.number for row in rows)
         yield (
             number,
@@ -203,11 +201,7 @@ def sacramento_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
             _record(
                 record_id=f"sacramento-{number:04d}",
                 as_of=as_of,
-                history=[
-                    PriceEvent(
-                        date=sold, event="sold", price=int(row["price"]), source="publicRecord"
-                    )
-                ],
+                history=[_sold(sold, int(row["price"]))],
                 address=Address(
                     street_address=None,
                     city=str(row["city"]).replace("_", " ").title(),
@@ -249,11 +243,7 @@ def durham_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
             _record(
                 record_id=f"durham-{number:04d}",
                 as_of=as_of,
-                history=[
-                    PriceEvent(
-                        date=sold, event="sold", price=int(row["price"]), source="publicRecord"
-                    )
-                ],
+                history=[_sold(sold, int(row["price"]))],
                 address=Address(
                     street_address=street,
                     city=city,
@@ -274,6 +264,11 @@ def durham_records(as_of: dt.date) -> Iterator[tuple[int, PropertyDetail]]:
                 original_list_price=None,
             ),
         )
+
+
+def _sold(date: str, price: int) -> PriceEvent:
+    """A sale of the public record: what each of the demo's sources tells of a house."""
+    return PriceEvent(date=date, event="sold", price=price, source="publicRecord")
 
 
 def _one_line(line: str) -> tuple[str, str, str, str]:
