@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from propdata.valuation import boost
 from propdata.valuation import model as avm
@@ -72,6 +73,56 @@ def test_too_few_sales_or_no_rounds_fit_no_second_stage() -> None:
     assert boost.fit(many, price, spread, errors, replace(Params(), boost_rounds=0))[0] is None
 
 
+def _fitted(rows: int, setting: dict[str, object]) -> tuple[boost.Boost, np.ndarray]:
+    """A stage fitted on rows with NaN, zeros and near-zeros in every column but the last
+    (which has none while fitting: LightGBM then treats none of its values as missing), and
+    rows to predict with more of each, the last column's NaN included."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(rows, 6))
+    for column in range(5):
+        x[rng.random(rows) < 0.15, column] = np.nan
+        x[rng.random(rows) < 0.1, column] = 0.0
+        x[rng.random(rows) < 0.02, column] = 1e-40
+    error = np.nan_to_num(x[:, 0]) + np.sin(3 * np.nan_to_num(x[:, 1])) + x[:, 5] ** 2
+    chosen = boost.settings(Params())[-1]
+    assert chosen is not None
+    stage = boost.train(x, error, {**chosen, **setting}, 40)
+    subjects = rng.normal(size=(3_000, 6))
+    for column in range(6):
+        subjects[rng.random(3_000) < 0.15, column] = np.nan
+        subjects[rng.random(3_000) < 0.1, column] = 0.0
+    return stage, subjects
+
+
+def test_the_trees_walked_in_numpy_predict_as_lightgbm_bit_for_bit() -> None:
+    """A few homes are predicted by walking the stored text model in numpy, many by
+    LightGBM: both give the same bits, whatever is missing and however LightGBM was told to
+    treat it."""
+    for setting in ({}, {"zero_as_missing": True}, {"use_missing": False}):
+        stage, subjects = _fitted(3_000, setting)
+        lightgbm = stage._booster
+        assert lightgbm is not None
+        expected = np.asarray(lightgbm.predict(subjects, num_threads=1), dtype=np.float64)
+        read = boost.read(stage.text())
+        assert read._booster is None
+        few = subjects[: boost.NUMPY_ROWS]
+        assert np.array_equal(read.correct(few), expected[: boost.NUMPY_ROWS]), setting
+        assert read._booster is None  # walked in numpy
+        assert np.array_equal(read.correct(subjects), expected), setting
+        assert read._booster is not None  # beyond NUMPY_ROWS: LightGBM
+        assert np.array_equal(read.correct(subjects[:1]), expected[:1])
+        assert len(read.correct(subjects[:0])) == 0
+
+
+def test_a_text_model_numpy_cannot_walk_is_refused() -> None:
+    stage, _ = _fitted(1_000, {})
+    text = stage.text()
+    with pytest.raises(ValueError, match="plain regression"):
+        boost.read(text.replace("objective=regression_l1", "objective=binary sigmoid:1"))
+    with pytest.raises(ValueError, match="categorical"):
+        boost.read(text.replace("num_cat=0", "num_cat=1", 1))
+
+
 _WITHOUT = """
 import sys
 import numpy as np
@@ -83,23 +134,53 @@ sales, log_price = homes(2_000)
 model = avm.fit(sales, _bent(sales, log_price))
 subjects, _ = homes(50, seed=7)
 assert model.boost is None and np.isfinite(avm.predict(model, subjects).value).all()
-header = np.load(sys.argv[1], allow_pickle=False)
+stored = np.load(sys.argv[1], allow_pickle=False)
 from propdata.valuation import boost
-assert boost.read(str(header["boost"])) is None  # what stored.decode then leaves out
-print("first stage alone")
+x = stored["x"]
+assert np.array_equal(boost.read(str(stored["boost"])).correct(x), stored["expected"])
+print("stored stage predicted")
 """
 
 
-def test_where_lightgbm_cannot_load_the_first_stage_values_alone(tmp_path: Path) -> None:
-    """A process whose LightGBM import fails fits no second stage and reads a stored one
-    as none: it values with the first stage (and says so once in its log)."""
+def test_where_lightgbm_cannot_load_no_stage_is_fitted_and_a_stored_one_still_predicts(
+    tmp_path: Path,
+) -> None:
+    """A process whose LightGBM import fails fits no second stage (and says so once in its
+    log), and predicts a stored one in numpy, to the bit, whatever the number of homes."""
     sales, log_price = homes(2_000)
     model = avm.fit(sales, _bent(sales, log_price))
     assert model.boost is not None
-    np.savez(tmp_path / "header.npz", boost=np.array(model.boost.text()))
-    done = subprocess.run([sys.executable, "-c", _WITHOUT, str(tmp_path / "header.npz")],
+    subjects, _ = homes(boost.NUMPY_ROWS + 500, seed=3)
+    point = avm._point(model.core, subjects)
+    x = boost.features(subjects, point.log_value, point.spread)
+    np.savez(tmp_path / "stored.npz", boost=np.array(model.boost.text()), x=x,
+             expected=model.boost.correct(x))  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", _WITHOUT, str(tmp_path / "stored.npz")],
                           capture_output=True, text=True, timeout=120, check=False,
                           cwd=Path(__file__).parents[2])  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "first stage alone" in done.stdout
+    assert "stored stage predicted" in done.stdout
     assert done.stderr.count("LightGBM cannot be loaded") == 1
+
+
+_FEW = """
+import sys
+import numpy as np
+from propdata.valuation import boost
+stored = np.load(sys.argv[1], allow_pickle=False)
+assert np.array_equal(boost.read(str(stored["boost"])).correct(stored["x"]), stored["expected"])
+assert "lightgbm" not in sys.modules, "valuing a few homes imported LightGBM"
+print("valued without LightGBM")
+"""
+
+
+def test_valuing_a_few_homes_does_not_import_lightgbm(tmp_path: Path) -> None:
+    stage, subjects = _fitted(2_000, {})
+    few = subjects[:100]
+    np.savez(tmp_path / "stored.npz", boost=np.array(stage.text()), x=few,
+             expected=stage.correct(few))  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", _FEW, str(tmp_path / "stored.npz")],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          cwd=Path(__file__).parents[2])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "valued without LightGBM" in done.stdout
