@@ -520,8 +520,7 @@ export class Properties {
 
   /** The full record: `GET /v1/properties/{id}`. */
   async get<P extends RecordParams = {}>(id: string, params?: P): Promise<Shaped<Property, P>> {
-    const path = `/v1/properties/${segment(id, "id")}`;
-    return this.#client.data(path, query(RECORD_PARAMS, params ?? {}));
+    return this.#record(id, "", params);
   }
 
   /**
@@ -565,20 +564,18 @@ export class Properties {
   }
 
   /** Price history (newest first) and tax history: `GET /v1/properties/{id}/history`. */
-  async history<P extends RecordParams = {}>(
-    id: string,
-    params?: P,
-  ): Promise<Shaped<PropertyHistory, P>> {
-    const path = `/v1/properties/${segment(id, "id")}/history`;
-    return this.#client.data(path, query(RECORD_PARAMS, params ?? {}));
+  async history<P extends RecordParams = {}>(id: string, params?: P): Promise<Shaped<PropertyHistory, P>> {
+    return this.#record(id, "/history", params);
   }
 
   /** Value and rent estimates, gross yield, comparables: `GET /v1/properties/{id}/valuation`. */
-  async valuation<P extends RecordParams = {}>(
-    id: string,
-    params?: P,
-  ): Promise<Shaped<Valuation, P>> {
-    const path = `/v1/properties/${segment(id, "id")}/valuation`;
+  async valuation<P extends RecordParams = {}>(id: string, params?: P): Promise<Shaped<Valuation, P>> {
+    return this.#record(id, "/valuation", params);
+  }
+
+  /** `GET /v1/properties/{id}` followed by `tail`, with the `fields` of `params`. */
+  #record<T>(id: string, tail: string, params: RecordParams | undefined): Promise<T> {
+    const path = `/v1/properties/${segment(id, "id")}${tail}`;
     return this.#client.data(path, query(RECORD_PARAMS, params ?? {}));
   }
 
@@ -770,11 +767,10 @@ export class Auth {
 export abstract class Collection<T> {
   readonly #client: Client;
   /** `/v1/searches` or `/v1/webhooks`. */
-  protected readonly path: string;
+  protected abstract readonly path: string;
 
-  constructor(client: Client, path: string) {
+  constructor(client: Client) {
     this.#client = client;
-    this.path = path;
   }
 
   protected get client(): Client {
@@ -813,9 +809,7 @@ export abstract class Collection<T> {
  * watches those records; a record must pass both.
  */
 export class Searches extends Collection<SavedSearch> {
-  constructor(client: Client) {
-    super(client, "/v1/searches");
-  }
+  protected readonly path = "/v1/searches";
 
   /** Save a search: `POST /v1/searches`. `matchCount` is how many records match (at `dataVersion`).
    * Throws PlanLimitError past the plan's limit. */
@@ -890,9 +884,7 @@ export class Events {
  * Verify each delivery with `verifyWebhook` from `@propdata/client/webhooks`.
  */
 export class Webhooks extends Collection<Webhook> {
-  constructor(client: Client) {
-    super(client, "/v1/webhooks");
-  }
+  protected readonly path = "/v1/webhooks";
 
   /** Add an endpoint: `POST /v1/webhooks`. Its `secret` is shown this once. */
   async create(params: WebhookCreateParams): Promise<CreatedWebhook> {
