@@ -814,12 +814,12 @@ export class Searches extends Collection<SavedSearch> {
   /** Save a search: `POST /v1/searches`. `matchCount` is how many records match (at `dataVersion`).
    * Throws PlanLimitError past the plan's limit. */
   async create(params: SearchCreateParams): Promise<SavedSearch> {
-    return this.client.write("POST", this.path, searchBody(params, SEARCH_FIELDS));
+    return this.client.write("POST", this.path, searchBody(params));
   }
 
   /** Change a saved search's name, filters or ids: `PATCH /v1/searches/{id}`. */
   async update(id: string, params: SearchUpdateParams): Promise<SavedSearch> {
-    return this.client.write("PATCH", this.itemPath(id), searchBody(params, SEARCH_FIELDS));
+    return this.client.write("PATCH", this.itemPath(id), searchBody(params));
   }
 }
 
@@ -1164,9 +1164,9 @@ function body(values: object, allowed: readonly string[]): Record<string, unknow
   return out;
 }
 
-/** A saved search's body: its `filters` checked by name, `bbox` as the wire's string. */
-function searchBody(values: SearchUpdateParams, allowed: readonly string[]): Record<string, unknown> {
-  const out = body(values, allowed);
+/** A saved search's body: its fields and `filters` checked by name, `bbox` as the wire's string. */
+function searchBody(values: SearchUpdateParams): Record<string, unknown> {
+  const out = body(values, SEARCH_FIELDS);
   if (values.filters !== undefined) {
     if (values.filters === null || typeof values.filters !== "object") {
       throw new TypeError("filters must be an object of filter names to values");
