@@ -14,20 +14,14 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from propdata.kit.addresses import city_key
+from propdata.search import filters
+from propdata.search.parameters import DECLARED
 
-FILTERS = (
-    "zipCode", "city", "state", "status", "propertyType", "minPrice", "maxPrice", "minBeds",
-    "maxBeds", "minBaths", "minSqft", "maxSqft", "minYearBuilt", "maxDaysOnMarket",
-)  # fmt: skip
+FILTERS = tuple(f.parameter for f in filters.FILTERS)
 SORTS = ("lastUpdated", "listPrice", "daysOnMarket", "livingArea")
 GEO = ("latitude", "longitude", "radius", "bbox")
 """The parameters of the radius mix (a box in some of its searches)."""
-SORT_COLUMNS = {
-    "listPrice": "list_price",
-    "daysOnMarket": "days_on_market",
-    "livingArea": "living_area",
-    "lastUpdated": "last_updated",
-}
+SORT_COLUMNS = filters.SORT_COLUMNS
 NULLABLE_SORTS = {"listPrice", "daysOnMarket", "livingArea"}
 STATUSES = ("forSale", "recentlySold", "forRent", "offMarket")
 TYPES = ("singleFamily", "condo", "townhouse", "multiFamily", "land")
@@ -268,35 +262,32 @@ def deep_cursor_searches(count: int, seed: int, page: int = 10_000) -> list[tupl
 # -- datasette --------------------------------------------------------------------------
 
 
+DATASETTE_TESTS = {"eq": "exact", "ge": "gte", "le": "lte"}
+"""Each test of a column filter (`propdata.search.filters`) as a datasette filter operator."""
+_FILTER_OF = {f.parameter: f for f in filters.FILTERS}
+
+
+def _datasette_value(name: str, value: Any) -> Any:
+    """A filter's value as its column holds it."""
+    if name == "city":  # our filter compares the normalised name, stored as city_key
+        return city_key(str(value))
+    if name == "state":
+        return str(value).upper()
+    kind = DECLARED[name].kind
+    return kind(value) if kind in (int, float) else str(value)
+
+
 def datasette_params(search: Search, *, not_null: bool = False) -> list[tuple[str, Any]]:
     """The same search in datasette's table filter syntax (?column__op=value), as pairs.
 
     With `not_null`, rows whose sort value is null are left out: datasette cannot sort them
     last in ascending order, so the comparison asks for the non-null rows alone.
     """
-    simple = {
-        "zipCode": ("zip_code__exact", str),
-        "status": ("status__exact", str),
-        "propertyType": ("property_type__exact", str),
-        "minPrice": ("list_price__gte", int),
-        "maxPrice": ("list_price__lte", int),
-        "minBeds": ("bedrooms__gte", int),
-        "maxBeds": ("bedrooms__lte", int),
-        "minBaths": ("bathrooms__gte", float),
-        "minSqft": ("living_area__gte", int),
-        "maxSqft": ("living_area__lte", int),
-        "minYearBuilt": ("year_built__gte", int),
-        "maxDaysOnMarket": ("days_on_market__lte", int),
-    }
     out: list[tuple[str, Any]] = []
     for name, value in search.params.items():
-        if name in simple:
-            column, kind = simple[name]
-            out.append((column, kind(value)))
-        elif name == "city":  # our filter compares the normalised name, stored as city_key
-            out.append(("city_key__exact", city_key(str(value))))
-        elif name == "state":
-            out.append(("state__exact", str(value).upper()))
+        if name in _FILTER_OF:
+            f = _FILTER_OF[name]
+            out.append((f"{f.column}__{DATASETTE_TESTS[f.test]}", _datasette_value(name, value)))
     column = SORT_COLUMNS[search.sort]
     out.append(("_sort_desc" if search.order == "desc" else "_sort", column))
     if not_null and search.sort in NULLABLE_SORTS:

@@ -30,22 +30,12 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 import bench_data  # noqa: E402  (bench/ is not a package)
-from harness import (  # noqa: E402
-    PG_URL,
-    REDIS_URL,
-    Requests,
-    Server,
-    check_ok,
-    ensure_wrk,
-    log,
-    make_requests,
-    propdata_server,
-    uvicorn_server,
-    wrk,
-)
+import harness  # noqa: E402
 
 
-def record(server: Server, args: argparse.Namespace, name: str) -> list[subprocess.Popen[bytes]]:
+def record(
+    server: harness.Server, args: argparse.Namespace, name: str
+) -> list[subprocess.Popen[bytes]]:
     """py-spy on each worker of `server` for the warm-up and the run, into `args.py_spy`."""
     spy = str(Path(sys.executable).parent / "py-spy")
     seconds = str(round(args.warmup + args.seconds))
@@ -59,23 +49,25 @@ def record(server: Server, args: argparse.Namespace, name: str) -> list[subproce
     return spies
 
 
-def cpu_per_answer(server: Server, paths: Path, args: argparse.Namespace, key: str | None,
+def cpu_per_answer(server: harness.Server, paths: Path, args: argparse.Namespace, key: str | None,
                    what: str) -> tuple[float, float]:  # fmt: skip
     """(answers a second, the workers' CPU µs an answer) of one wrk run after a warm-up."""
     server.wait_idle()
-    wrk(server.base, paths, args.warmup, args, key)
+    harness.wrk(server.base, paths, args.warmup, args, key)
     server.wait_idle()
     before = server.cpu_seconds()
-    load = wrk(server.base, paths, args.seconds, args, key)
+    load = harness.wrk(server.base, paths, args.seconds, args, key)
     used = server.cpu_seconds() - before
     answered = load.requests - load.failed
     cpu = used / max(1, answered) * 1e6
-    log(f"{what}: {load.rps:,.0f} rps, {cpu:.0f} µs CPU an answer, p99 {load.ms('p99'):.2f} ms")
+    harness.log(
+        f"{what}: {load.rps:,.0f} rps, {cpu:.0f} µs CPU an answer, p99 {load.ms('p99'):.2f} ms"
+    )
     return load.rps, cpu
 
 
 def run_store(label: str, store_env: dict[str, str], key: str, args: argparse.Namespace,
-              reqs: Requests, logs: Path) -> dict[str, list[tuple[float, float]]]:  # fmt: skip
+              reqs: harness.Requests, logs: Path) -> dict[str, list[tuple[float, float]]]:  # fmt: skip
     ids, id_paths = reqs.ids, reqs.id_paths
     bodies_file = logs / f"bare-bodies-{label}.tsv"
     ratios: dict[str, list[tuple[float, float]]] = {tree: [] for tree in args.tree}
@@ -83,13 +75,13 @@ def run_store(label: str, store_env: dict[str, str], key: str, args: argparse.Na
         for n, tree in enumerate(args.tree):
             env = {**store_env, "PYTHONPATH": f"{tree}{os.pathsep}{BENCH}"}
             name = f"{label}-tree{n}"
-            with propdata_server(name, env, 0, args, logs) as server:
-                answers = check_ok(server.base, id_paths, key, "get by id")
+            with harness.propdata_server(name, env, 0, args, logs) as server:
+                answers = harness.check_ok(server.base, id_paths, key, "get by id")
                 if not bodies_file.exists():
                     with bodies_file.open("wb") as out:
                         for path, answer in zip(id_paths, answers, strict=True):
                             out.write(path.encode() + b"\t" + answer.content + b"\n")
-                bare_server = uvicorn_server(
+                bare_server = harness.uvicorn_server(
                     "bare", Path(sys.executable), "bare:app",
                     {"BENCH_BARE_BODIES": str(bodies_file)}, args.workers, id_paths[0], logs,
                     http="propdata.kit.serving.protocol:BoundedHttpToolsProtocol",
@@ -105,7 +97,7 @@ def run_store(label: str, store_env: dict[str, str], key: str, args: argparse.Na
                     spy.wait(60)
             ratio = (ours[0] / bare[0], bare[1] / ours[1])
             ratios[tree].append(ratio)
-            log(f"{label} {tree}: throughput {ratio[0]:.3f} of bare's, CPU {ratio[1]:.3f}")
+            harness.log(f"{label} {tree}: throughput {ratio[0]:.3f} of bare's, CPU {ratio[1]:.3f}")
     return ratios
 
 
@@ -126,7 +118,7 @@ def main() -> None:
     args = parser.parse_args()
     args.tree = [str(Path(t).resolve()) for t in args.tree or [ROOT / "src"]]
     args.as_of, args.duration, args.wrk_threads = dt.date(2026, 11, 21), args.seconds, 1
-    args.wrk, args.ids, args.searches, args.cursor_page = ensure_wrk(), 5_000, 100, 20
+    args.wrk, args.ids, args.searches, args.cursor_page = harness.ensure_wrk(), 5_000, 100, 20
     if args.py_spy:
         args.py_spy.mkdir(parents=True, exist_ok=True)
     logs = args.folder / "logs"
@@ -141,14 +133,14 @@ def main() -> None:
         stale.unlink()
     key = asyncio.run(bench_data.create_key(str(db_path)))
     sample = bench_data.sample(str(db_path), args.ids, 200, args.seed)
-    reqs = make_requests(args.folder / "requests", sample, args)
+    reqs = harness.make_requests(args.folder / "requests", sample, args)
     results = {"embedded": run_store("embedded", {"PROPDATA_DATABASE_URL": str(db_path)}, key,
                                      args, reqs, logs)}  # fmt: skip
     if args.scaleout:
-        pg = asyncio.run(bench_data.ensure_postgres(args.folder, PG_URL, args.properties,
+        pg = asyncio.run(bench_data.ensure_postgres(args.folder, harness.PG_URL, args.properties,
                                                     args.seed, args.as_of))  # fmt: skip
         pg_key = asyncio.run(bench_data.create_key(pg.url))
-        env = {"PROPDATA_DATABASE_URL": pg.url, "PROPDATA_REDIS_URL": REDIS_URL}
+        env = {"PROPDATA_DATABASE_URL": pg.url, "PROPDATA_REDIS_URL": harness.REDIS_URL}
         results["scale-out"] = run_store("scale-out", env, pg_key, args, reqs, logs)
     print("| store | tree | throughput / bare's | bare's CPU an answer / ours | rounds |")
     print("|---|---|---|---|---|")

@@ -315,12 +315,8 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
                             errors=run.bare.failed))  # fmt: skip
     for label, run in runs.items():
         if run.search:
-            p99 = run.search.ms("p99")
-            rows.append(Row("2. search mix, cache off", label, run.search.rps,
-                            run.search.ms("p50"), p99, _p99(run.search) + repeats(run.search),
-                            f"p99 ≤ {t['search_p99_ms']:.0f} ms",
-                            bool(run.search.requests) and p99 <= t["search_p99_ms"],
-                            run.search.failed))  # fmt: skip
+            rows.append(_p99_row("2. search mix, cache off", label, run.search,
+                                 repeats(run.search), t["search_p99_ms"]))  # fmt: skip
     embedded = runs.get("embedded")
     if ds is not None:
         if ds.load and embedded and embedded.search:
@@ -343,31 +339,19 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
                             target=f"≥ {t['datasette_ratio']:.0f}{TIMES}, same rows"))  # fmt: skip
     for label, run in runs.items():
         if run.offset:
-            p99 = run.offset.ms("p99")
-            rows.append(Row("4. offset 100,000 with a filter", label, run.offset.rps,
-                            run.offset.ms("p50"), p99,
-                            _p99(run.offset) + "; 5 filter sets, totals kept after each"
-                            " worker's first request, as when paging through one search",
-                            f"p99 ≤ {t['offset_p99_ms']:.0f} ms",
-                            bool(run.offset.requests) and p99 <= t["offset_p99_ms"],
-                            run.offset.failed))  # fmt: skip
+            rows.append(_p99_row("4. offset 100,000 with a filter", label, run.offset,
+                                 "; 5 filter sets, totals kept after each worker's first"
+                                 " request, as when paging through one search",
+                                 t["offset_p99_ms"]))  # fmt: skip
     for label, run in runs.items():
         if run.radius:
-            p99 = run.radius.ms("p99")
-            rows.append(Row("7. radius mix, cache off", label, run.radius.rps,
-                            run.radius.ms("p50"), p99, _p99(run.radius) + repeats(run.radius),
-                            f"p99 ≤ {t['radius_p99_ms']:.0f} ms",
-                            bool(run.radius.requests) and p99 <= t["radius_p99_ms"],
-                            run.radius.failed))  # fmt: skip
+            rows.append(_p99_row("7. radius mix, cache off", label, run.radius,
+                                 repeats(run.radius), t["radius_p99_ms"]))  # fmt: skip
     for label, run in runs.items():
         if run.cursor:
-            p99 = run.cursor.ms("p99")
-            rows.append(Row(f"8. cursor page {cursor_page:,}", label, run.cursor.rps,
-                            run.cursor.ms("p50"), p99,
-                            _p99(run.cursor) + f"; {run.cursor_searches} searches, 10 a page",
-                            f"p99 ≤ {t['cursor_p99_ms']:.0f} ms",
-                            bool(run.cursor.requests) and p99 <= t["cursor_p99_ms"],
-                            run.cursor.failed))  # fmt: skip
+            rows.append(_p99_row(f"8. cursor page {cursor_page:,}", label, run.cursor,
+                                 f"; {run.cursor_searches} searches, 10 a page",
+                                 t["cursor_p99_ms"]))  # fmt: skip
     for label, run in runs.items():
         if run.fields_bytes:
             whole, small = run.fields_bytes
@@ -414,6 +398,14 @@ def build_rows(builds: dict[str, bench_data.Build], runs: dict[str, StoreRun],
     if followed is not None:
         rows += follow.rows(followed)
     return rows
+
+
+def _p99_row(scenario: str, label: str, load: Load, detail: str, p99_ms: float) -> Row:
+    """The row of a load judged by its p99 against `p99_ms`; `detail` follows the figures."""
+    p99 = load.ms("p99")
+    return Row(scenario, label, load.rps, load.ms("p50"), p99, _p99(load) + detail,
+               f"p99 ≤ {p99_ms:.0f} ms", bool(load.requests) and p99 <= p99_ms,
+               load.failed)  # fmt: skip
 
 
 def _p99(load: Load) -> str:

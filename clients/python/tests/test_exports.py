@@ -30,13 +30,20 @@ def exporting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Live, 
         yield Live(base_url, store), folder / "exports"
 
 
-def test_a_snapshot_downloads_checked_and_opens_in_duckdb_and_polars(
-    exporting: tuple[Live, Path], tmp_path: Path
-) -> None:
-    live, _ = exporting
+@pytest.fixture
+def pro(exporting: tuple[Live, Path]) -> Iterator[tuple[Client, Path]]:
+    """A client on a new Pro key (a plan with exports), and the server's export folder."""
+    live, root = exporting
     with Client(live.key("pro"), base_url=live.base_url) as client:
-        (listed,) = client.exports.list()
-        export = client.exports.download(tmp_path / "snapshot")
+        yield client, root
+
+
+def test_a_snapshot_downloads_checked_and_opens_in_duckdb_and_polars(
+    pro: tuple[Client, Path], tmp_path: Path
+) -> None:
+    client, _ = pro
+    (listed,) = client.exports.list()
+    export = client.exports.download(tmp_path / "snapshot")
     assert export == listed and manifest(tmp_path / "snapshot") == export
     for f in export.files:
         data = (tmp_path / "snapshot" / f.name).read_bytes()
@@ -64,19 +71,18 @@ async def test_the_async_client_downloads_the_same(
 
 
 def test_a_file_that_differs_from_its_checksum_is_refused(
-    exporting: tuple[Live, Path], tmp_path: Path
+    pro: tuple[Client, Path], tmp_path: Path
 ) -> None:
-    live, root = exporting
-    with Client(live.key("pro"), base_url=live.base_url) as client:
-        (export,) = client.exports.list()
-        target = root / export.id / "markets.parquet"
-        original = target.read_bytes()
-        target.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
-        try:
-            with pytest.raises(PropdataError) as refused:
-                client.exports.download(tmp_path / "bad")
-        finally:
-            target.write_bytes(original)
+    client, root = pro
+    (export,) = client.exports.list()
+    target = root / export.id / "markets.parquet"
+    original = target.read_bytes()
+    target.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+    try:
+        with pytest.raises(PropdataError) as refused:
+            client.exports.download(tmp_path / "bad")
+    finally:
+        target.write_bytes(original)
     assert refused.value.code == "checksum_mismatch"
     assert not (tmp_path / "bad" / "manifest.json").exists()
     assert not (tmp_path / "bad" / "markets.parquet").exists()

@@ -520,8 +520,7 @@ export class Properties {
 
   /** The full record: `GET /v1/properties/{id}`. */
   async get<P extends RecordParams = {}>(id: string, params?: P): Promise<Shaped<Property, P>> {
-    const path = `/v1/properties/${segment(id, "id")}`;
-    return this.#client.data(path, query(RECORD_PARAMS, params ?? {}));
+    return this.#record(id, "", params);
   }
 
   /**
@@ -565,20 +564,18 @@ export class Properties {
   }
 
   /** Price history (newest first) and tax history: `GET /v1/properties/{id}/history`. */
-  async history<P extends RecordParams = {}>(
-    id: string,
-    params?: P,
-  ): Promise<Shaped<PropertyHistory, P>> {
-    const path = `/v1/properties/${segment(id, "id")}/history`;
-    return this.#client.data(path, query(RECORD_PARAMS, params ?? {}));
+  async history<P extends RecordParams = {}>(id: string, params?: P): Promise<Shaped<PropertyHistory, P>> {
+    return this.#record(id, "/history", params);
   }
 
   /** Value and rent estimates, gross yield, comparables: `GET /v1/properties/{id}/valuation`. */
-  async valuation<P extends RecordParams = {}>(
-    id: string,
-    params?: P,
-  ): Promise<Shaped<Valuation, P>> {
-    const path = `/v1/properties/${segment(id, "id")}/valuation`;
+  async valuation<P extends RecordParams = {}>(id: string, params?: P): Promise<Shaped<Valuation, P>> {
+    return this.#record(id, "/valuation", params);
+  }
+
+  /** `GET /v1/properties/{id}` followed by `tail`, with the `fields` of `params`. */
+  #record<T>(id: string, tail: string, params: RecordParams | undefined): Promise<T> {
+    const path = `/v1/properties/${segment(id, "id")}${tail}`;
     return this.#client.data(path, query(RECORD_PARAMS, params ?? {}));
   }
 
@@ -764,47 +761,65 @@ export class Auth {
 }
 
 /**
- * `client.searches`: saved searches. `filters` takes `GET /v1/properties`' filters by their
- * wire names (`{ zipCode: "50010", maxPrice: 400000 }`); `propertyIds` (at most 1,000)
- * watches those records; a record must pass both.
+ * What `client.searches` and `client.webhooks` share: the account's items at `path`, a page
+ * at a time or all of them, and one item by its id to read or delete.
  */
-export class Searches {
+export abstract class Collection<T> {
   readonly #client: Client;
+  /** `/v1/searches` or `/v1/webhooks`. */
+  protected abstract readonly path: string;
 
   constructor(client: Client) {
     this.#client = client;
   }
 
+  protected get client(): Client {
+    return this.#client;
+  }
+
+  /** `path`/{id}, then `tail`. */
+  protected itemPath(id: string, tail = ""): string {
+    return `${this.path}/${segment(id, "id")}${tail}`;
+  }
+
+  /** One page: `GET /v1/searches` or `GET /v1/webhooks`. */
+  async list(params: ListParams = {}): Promise<Page<T>> {
+    return this.client.page(this.path, query(LIST_PARAMS, params));
+  }
+
+  /** Every item, page after page. */
+  async *listAll(params: ListAllParams = {}): AsyncGenerator<T, void, undefined> {
+    yield* this.client.pages<T>(this.path, allPagesQuery(LIST_PARAMS, params));
+  }
+
+  /** One item: `GET /v1/searches/{id}` or `GET /v1/webhooks/{id}`. */
+  async get(id: string): Promise<T> {
+    return this.client.data(this.itemPath(id));
+  }
+
+  /** Delete an item: `DELETE /v1/searches/{id}` or `DELETE /v1/webhooks/{id}`. */
+  async delete(id: string): Promise<void> {
+    await this.client.send("DELETE", this.itemPath(id));
+  }
+}
+
+/**
+ * `client.searches`: saved searches. `filters` takes `GET /v1/properties`' filters by their
+ * wire names (`{ zipCode: "50010", maxPrice: 400000 }`); `propertyIds` (at most 1,000)
+ * watches those records; a record must pass both.
+ */
+export class Searches extends Collection<SavedSearch> {
+  protected readonly path = "/v1/searches";
+
   /** Save a search: `POST /v1/searches`. `matchCount` is how many records match (at `dataVersion`).
    * Throws PlanLimitError past the plan's limit. */
   async create(params: SearchCreateParams): Promise<SavedSearch> {
-    return this.#client.write("POST", "/v1/searches", searchBody(params, SEARCH_FIELDS));
-  }
-
-  /** One page of the saved searches: `GET /v1/searches`. */
-  async list(params: ListParams = {}): Promise<Page<SavedSearch>> {
-    return this.#client.page("/v1/searches", query(LIST_PARAMS, params));
-  }
-
-  /** Every saved search, page after page. */
-  async *listAll(params: ListAllParams = {}): AsyncGenerator<SavedSearch, void, undefined> {
-    yield* this.#client.pages<SavedSearch>("/v1/searches", allPagesQuery(LIST_PARAMS, params));
-  }
-
-  /** One saved search: `GET /v1/searches/{id}`. */
-  async get(id: string): Promise<SavedSearch> {
-    return this.#client.data(`/v1/searches/${segment(id, "id")}`);
+    return this.client.write("POST", this.path, searchBody(params));
   }
 
   /** Change a saved search's name, filters or ids: `PATCH /v1/searches/{id}`. */
   async update(id: string, params: SearchUpdateParams): Promise<SavedSearch> {
-    const path = `/v1/searches/${segment(id, "id")}`;
-    return this.#client.write("PATCH", path, searchBody(params, SEARCH_FIELDS));
-  }
-
-  /** Delete a saved search: `DELETE /v1/searches/{id}`. */
-  async delete(id: string): Promise<void> {
-    await this.#client.send("DELETE", `/v1/searches/${segment(id, "id")}`);
+    return this.client.write("PATCH", this.itemPath(id), searchBody(params));
   }
 }
 
@@ -868,76 +883,51 @@ export class Events {
  * `client.webhooks`: endpoints the API POSTs events to, signed as Standard Webhooks sign.
  * Verify each delivery with `verifyWebhook` from `@propdata/client/webhooks`.
  */
-export class Webhooks {
-  readonly #client: Client;
-
-  constructor(client: Client) {
-    this.#client = client;
-  }
+export class Webhooks extends Collection<Webhook> {
+  protected readonly path = "/v1/webhooks";
 
   /** Add an endpoint: `POST /v1/webhooks`. Its `secret` is shown this once. */
   async create(params: WebhookCreateParams): Promise<CreatedWebhook> {
-    return this.#client.write("POST", "/v1/webhooks", body(params, WEBHOOK_FIELDS));
-  }
-
-  /** One page of the endpoints: `GET /v1/webhooks`. */
-  async list(params: ListParams = {}): Promise<Page<Webhook>> {
-    return this.#client.page("/v1/webhooks", query(LIST_PARAMS, params));
-  }
-
-  /** Every endpoint, page after page. */
-  async *listAll(params: ListAllParams = {}): AsyncGenerator<Webhook, void, undefined> {
-    yield* this.#client.pages<Webhook>("/v1/webhooks", allPagesQuery(LIST_PARAMS, params));
-  }
-
-  /** One endpoint: `GET /v1/webhooks/{id}`. */
-  async get(id: string): Promise<Webhook> {
-    return this.#client.data(`/v1/webhooks/${segment(id, "id")}`);
+    return this.client.write("POST", this.path, body(params, WEBHOOK_FIELDS));
   }
 
   /** Change an endpoint: `PATCH /v1/webhooks/{id}`. `status: "enabled"` turns it back on
    * (the events kept while it was off are then delivered, oldest first). */
   async update(id: string, params: WebhookUpdateParams): Promise<Webhook> {
-    const path = `/v1/webhooks/${segment(id, "id")}`;
-    return this.#client.write("PATCH", path, body(params, WEBHOOK_UPDATE_FIELDS));
-  }
-
-  /** Delete an endpoint: `DELETE /v1/webhooks/{id}`. */
-  async delete(id: string): Promise<void> {
-    await this.#client.send("DELETE", `/v1/webhooks/${segment(id, "id")}`);
+    return this.client.write("PATCH", this.itemPath(id), body(params, WEBHOOK_UPDATE_FIELDS));
   }
 
   /** A new signing secret: `POST /v1/webhooks/{id}/rotate-secret`. Until `graceSeconds`
    * pass (0-604,800; default a day) deliveries carry signatures by both secrets. */
   async rotateSecret(id: string, params: { graceSeconds?: number } = {}): Promise<string> {
-    const path = `/v1/webhooks/${segment(id, "id")}/rotate-secret`;
-    const made = await this.#client.write<{ secret: string }>("POST", path, body(params, ["graceSeconds"]));
+    const path = this.itemPath(id, "/rotate-secret");
+    const made = await this.client.write<{ secret: string }>("POST", path, body(params, ["graceSeconds"]));
     return made.secret;
   }
 
   /** Send a `webhook.test` event to this endpoint alone: `POST /v1/webhooks/{id}/test`. */
   async test(id: string): Promise<void> {
-    await this.#client.send("POST", `/v1/webhooks/${segment(id, "id")}/test`, [], {});
+    await this.client.send("POST", this.itemPath(id, "/test"), [], {});
   }
 
   /** One page of the endpoint's delivery attempts, newest first (a row per attempt made, one
    * per delivery waiting): `GET /v1/webhooks/{id}/deliveries`. */
   async deliveries(id: string, params: ListParams = {}): Promise<Page<Delivery>> {
-    const path = `/v1/webhooks/${segment(id, "id")}/deliveries`;
-    return this.#client.page(path, query(LIST_PARAMS, params));
+    const path = this.itemPath(id, "/deliveries");
+    return this.client.page(path, query(LIST_PARAMS, params));
   }
 
   /** Every delivery attempt of the endpoint, newest first, page after page. */
   async *deliveriesAll(id: string, params: ListAllParams = {}): AsyncGenerator<Delivery, void, undefined> {
-    const path = `/v1/webhooks/${segment(id, "id")}/deliveries`;
-    yield* this.#client.pages<Delivery>(path, allPagesQuery(LIST_PARAMS, params));
+    const path = this.itemPath(id, "/deliveries");
+    yield* this.client.pages<Delivery>(path, allPagesQuery(LIST_PARAMS, params));
   }
 
   /** Send an event the endpoint was sent once more, with the same `webhook-id` (`webhook.test`
    * events too): `POST /v1/webhooks/{id}/deliveries/{eventId}/resend`. */
   async resend(id: string, eventId: string): Promise<void> {
-    const path = `/v1/webhooks/${segment(id, "id")}/deliveries/${segment(eventId, "eventId")}/resend`;
-    await this.#client.send("POST", path, [], {});
+    const path = this.itemPath(id, `/deliveries/${segment(eventId, "eventId")}/resend`);
+    await this.client.send("POST", path, [], {});
   }
 
   /** Deliver again the kept events after the cursor `since` that reached the endpoint and
@@ -947,8 +937,8 @@ export class Webhooks {
     if (typeof params?.since !== "string" || params.since === "") {
       throw new TypeError("since must be a cursor (a non-empty string)");
     }
-    const path = `/v1/webhooks/${segment(id, "id")}/replay`;
-    const queued = await this.#client.write<{ queued: number }>("POST", path, body(params, ["since"]));
+    const path = this.itemPath(id, "/replay");
+    const queued = await this.client.write<{ queued: number }>("POST", path, body(params, ["since"]));
     return queued.queued;
   }
 }
@@ -1174,9 +1164,9 @@ function body(values: object, allowed: readonly string[]): Record<string, unknow
   return out;
 }
 
-/** A saved search's body: its `filters` checked by name, `bbox` as the wire's string. */
-function searchBody(values: SearchUpdateParams, allowed: readonly string[]): Record<string, unknown> {
-  const out = body(values, allowed);
+/** A saved search's body: its fields and `filters` checked by name, `bbox` as the wire's string. */
+function searchBody(values: SearchUpdateParams): Record<string, unknown> {
+  const out = body(values, SEARCH_FIELDS);
   if (values.filters !== undefined) {
     if (values.filters === null || typeof values.filters !== "object") {
       throw new TypeError("filters must be an object of filter names to values");

@@ -8,6 +8,8 @@ import {
   InvalidParameterError,
   NotFoundError,
   PropdataError,
+  type Client,
+  type LookupParams,
   type PropertySummary,
 } from "@propdata/client";
 
@@ -18,6 +20,11 @@ async function someProperty(): Promise<PropertySummary> {
   const item = page.data.find((p) => p.address.streetAddress !== null);
   assert.ok(item, "the server has a property with a street address");
   return item;
+}
+
+/** The error `properties.lookup(where)` rejects with (its answer, should it resolve). */
+async function lookupError(where: LookupParams, c: Client = client()): Promise<unknown> {
+  return c.properties.lookup(where).catch((e: unknown) => e);
 }
 
 describe("properties.get", () => {
@@ -103,7 +110,7 @@ describe("properties.lookup", () => {
   it("throws AmbiguousAddressError with the candidate ZIP codes", ownServer, async () => {
     const c = client();
     const where = { streetAddress: "5 Broadway", city: "New York", state: "NY" };
-    const error = await c.properties.lookup(where).catch((e: unknown) => e);
+    const error = await lookupError(where, c);
     assert.ok(error instanceof AmbiguousAddressError, String(error));
     assert.equal(error.status, 409);
     assert.equal(error.code, "ambiguous_address");
@@ -119,17 +126,12 @@ describe("properties.lookup", () => {
   });
 
   it("throws NotFoundError with the candidates for another unit", ownServer, async () => {
-    const c = client();
-    const error = await c.properties
-      .lookup({ streetAddress: "100 Oak Street Apt 9", city: "Ames", state: "IA" })
-      .catch((e: unknown) => e);
+    const error = await lookupError({ streetAddress: "100 Oak Street Apt 9", city: "Ames", state: "IA" });
     assert.ok(error instanceof NotFoundError, String(error));
     assert.deepEqual(error.candidates, [
       { id: "t-000", address: { streetAddress: "100 Oak Street", city: "Ames", state: "IA", zipCode: "50010" } },
     ]);
-    const none = await c.properties
-      .lookup({ streetAddress: "1 Nowhere Lane", city: "Ames", state: "IA" })
-      .catch((e: unknown) => e);
+    const none = await lookupError({ streetAddress: "1 Nowhere Lane", city: "Ames", state: "IA" });
     assert.ok(none instanceof NotFoundError);
     assert.deepEqual(none.candidates, []);
   });
@@ -143,17 +145,13 @@ describe("properties.lookup", () => {
   });
 
   it("throws NotFoundError when nothing matches exactly", async () => {
-    const error = await client()
-      .properties.lookup({ streetAddress: "1 Nowhere Lane", city: "Nowhere", state: "IA" })
-      .catch((e: unknown) => e);
+    const error = await lookupError({ streetAddress: "1 Nowhere Lane", city: "Nowhere", state: "IA" });
     assert.ok(error instanceof NotFoundError);
     assert.equal(error.code, "not_found");
   });
 
   it("throws InvalidParameterError naming a bad parameter", async () => {
-    const error = await client()
-      .properties.lookup({ streetAddress: "1 Main St", city: "Ames", state: "ZZ" })
-      .catch((e: unknown) => e);
+    const error = await lookupError({ streetAddress: "1 Main St", city: "Ames", state: "ZZ" });
     assert.ok(error instanceof InvalidParameterError);
     assert.equal(error.status, 400);
     assert.equal(error.parameter, "state");

@@ -12,9 +12,10 @@ Every failure is a tool error in plain words; a 429 says how many seconds to wai
 
 import datetime as dt
 import hmac
+import inspect
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -76,6 +77,54 @@ State = Annotated[
     str,
     Field(min_length=2, max_length=2, description="Two-letter US state code, such as IA."),
 ]
+StreetAddress = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="Street line, such as '101 Oak Street' or '5 Broadway Apt 2'.",
+    ),
+]
+PropertyId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        description="The property id, as lookup_address or search_properties return it.",
+    ),
+]
+FILTERS: dict[str, Any] = {
+    "zip_code": Annotated[
+        str | None, Field(pattern=r"^[0-9]{5}$", description="Five-digit ZIP code.")
+    ],
+    "city": Annotated[str | None, Field(min_length=1, max_length=100)],
+    "state": Annotated[
+        str | None, Field(min_length=2, max_length=2, description="Two-letter state code.")
+    ],
+    "status": Annotated[PropertyStatus | None, Field(description="Listing status.")],
+    "property_type": PropertyType | None,
+    "min_price": Annotated[int | None, Field(ge=0, description="Minimum list price, USD.")],
+    "max_price": Annotated[int | None, Field(ge=0, description="Maximum list price, USD.")],
+    "min_beds": Annotated[int | None, Field(ge=0)],
+    "max_beds": Annotated[int | None, Field(ge=0)],
+    "min_baths": Annotated[float | None, Field(ge=0)],
+    "min_sqft": Annotated[int | None, Field(ge=0, description="Minimum living area.")],
+    "max_sqft": Annotated[int | None, Field(ge=0, description="Maximum living area.")],
+    "min_year_built": Annotated[int | None, Field(ge=0)],
+    "max_days_on_market": Annotated[int | None, Field(ge=0)],
+    "latitude": Annotated[
+        float | None, Field(ge=-90, le=90, description="Centre of a radius search.")
+    ],
+    "longitude": Annotated[
+        float | None, Field(ge=-180, le=180, description="Centre of a radius search.")
+    ],
+    "radius_miles": Annotated[
+        float | None,
+        Field(gt=0, le=100, description="Radius in miles around latitude, longitude."),
+    ],
+}
+"""The property filters search_properties and watch_search both take (each optional), by
+argument name: the API's names but for `radius_miles` (its `radius`)."""
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=True)
 CREATES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                           open_world_hint=True)  # fmt: skip
@@ -130,6 +179,31 @@ def _candidates(candidates: list[Candidate]) -> str:
     )
 
 
+Tool = Callable[..., Awaitable[str]]
+
+
+def with_filters(tool: Tool) -> Tool:
+    """`tool`, which takes `**filters`, with each of FILTERS as an argument of its own (None
+    by default) in the signature the MCP SDK reads: after the tool's required arguments,
+    before those with defaults."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    signature = inspect.signature(tool)
+    own = signature.parameters.values()
+    required = [p for p in own if p.default is p.empty and p.kind is not p.VAR_KEYWORD]
+    optional = [p for p in own if p.default is not p.empty]
+    shared = [inspect.Parameter(name, keyword, default=None, annotation=kind)
+              for name, kind in FILTERS.items()]  # fmt: skip
+    arguments = [p.replace(kind=keyword) for p in (*required, *shared, *optional)]
+    tool.__signature__ = signature.replace(parameters=arguments)  # type: ignore[attr-defined]
+    return tool
+
+
+def api_filters(filters: Mapping[str, Any]) -> dict[str, Any]:
+    """The filters given (not None), by the client's argument names."""
+    names = {"radius_miles": "radius"}
+    return {names.get(k, k): v for k, v in filters.items() if v is not None}
+
+
 _RETRY_CLAUSE = re.compile(r";?\s*retry after \d+ seconds?", re.IGNORECASE)
 
 
@@ -179,7 +253,8 @@ def tool_error(exc: PropdataError) -> ToolError:
 
 
 class _Server(MCPServer):
-    """The SDK's server, with a tool's argument errors in the API's own words."""
+    """The SDK's server, with a tool's argument errors in the API's own words, and the API's
+    failures (a PropdataError out of any tool) as `tool_error` words them."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -189,6 +264,9 @@ class _Server(MCPServer):
                 tool = self._tool_manager.get_tool(name)
                 schema = tool.parameters.get("properties", {}) if tool else {}
                 raise ToolError(argument_error(exc.__cause__, schema)) from None
+            if isinstance(exc.__cause__, PropdataError):
+                said = tool_error(exc.__cause__)  # after the SDK's "Error executing tool <name>"
+                raise ToolError(f"{exc}: {said}") from said
             raise
 
 
@@ -234,14 +312,7 @@ def build_server(client: AsyncClient) -> MCPServer:
     @server.tool(name="lookup_address", title="Look up a property by address",
                  annotations=READ_ONLY)  # fmt: skip
     async def lookup_address(
-        street_address: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=200,
-                description="Street line, such as '101 Oak Street' or '5 Broadway Apt 2'.",
-            ),
-        ],
+        street_address: StreetAddress,
         city: Annotated[str, Field(min_length=1, max_length=100, description="City name.")],
         state: State,
         zip_code: Annotated[
@@ -256,10 +327,7 @@ def build_server(client: AsyncClient) -> MCPServer:
         case, punctuation, Street/St, unit designators). Returns its id, status, list price,
         address, bedrooms, bathrooms and living area; pass the id to get_property for the
         full record. Fails with the candidate ZIP codes when the address is ambiguous."""
-        try:
-            found = await client.properties.lookup(street_address, city, state, zip_code)
-        except PropdataError as exc:
-            raise tool_error(exc) from exc
+        found = await client.properties.lookup(street_address, city, state, zip_code)
         return _json(
             {
                 "id": found.id,
@@ -274,39 +342,8 @@ def build_server(client: AsyncClient) -> MCPServer:
         )
 
     @server.tool(name="search_properties", title="Search properties", annotations=READ_ONLY)
+    @with_filters
     async def search_properties(
-        zip_code: Annotated[
-            str | None, Field(pattern=r"^[0-9]{5}$", description="Five-digit ZIP code.")
-        ] = None,
-        city: Annotated[str | None, Field(min_length=1, max_length=100)] = None,
-        state: Annotated[
-            str | None, Field(min_length=2, max_length=2, description="Two-letter state code.")
-        ] = None,
-        status: Annotated[PropertyStatus | None, Field(description="Listing status.")] = None,
-        property_type: PropertyType | None = None,
-        min_price: Annotated[
-            int | None, Field(ge=0, description="Minimum list price, USD.")
-        ] = None,
-        max_price: Annotated[
-            int | None, Field(ge=0, description="Maximum list price, USD.")
-        ] = None,
-        min_beds: Annotated[int | None, Field(ge=0)] = None,
-        max_beds: Annotated[int | None, Field(ge=0)] = None,
-        min_baths: Annotated[float | None, Field(ge=0)] = None,
-        min_sqft: Annotated[int | None, Field(ge=0, description="Minimum living area.")] = None,
-        max_sqft: Annotated[int | None, Field(ge=0, description="Maximum living area.")] = None,
-        min_year_built: Annotated[int | None, Field(ge=0)] = None,
-        max_days_on_market: Annotated[int | None, Field(ge=0)] = None,
-        latitude: Annotated[
-            float | None, Field(ge=-90, le=90, description="Centre of a radius search.")
-        ] = None,
-        longitude: Annotated[
-            float | None, Field(ge=-180, le=180, description="Centre of a radius search.")
-        ] = None,
-        radius_miles: Annotated[
-            float | None,
-            Field(gt=0, le=100, description="Radius in miles around latitude, longitude."),
-        ] = None,
         bbox: Annotated[
             str | None,
             Field(
@@ -325,6 +362,7 @@ def build_server(client: AsyncClient) -> MCPServer:
         offset: Annotated[
             int, Field(ge=0, description="Rows to skip: the nextOffset of the previous call.")
         ] = 0,
+        **filters: Any,
     ) -> str:
         """Search US properties by location (ZIP code, city, state, a radius in miles around
         a point, or a bounding box), status, type, price, bedrooms, bathrooms,
@@ -333,18 +371,10 @@ def build_server(client: AsyncClient) -> MCPServer:
         days on market, last sale); nextOffset, when present, fetches the next page. Price
         filters apply to the list price (monthly rent for forRent). At least one filter is
         advisable: a page is a metered request."""
-        try:
-            page = await client.properties.search(
-                zip_code=zip_code, city=city, state=state, status=status,
-                property_type=property_type, min_price=min_price, max_price=max_price,
-                min_beds=min_beds, max_beds=max_beds, min_baths=min_baths, min_sqft=min_sqft,
-                max_sqft=max_sqft, min_year_built=min_year_built,
-                max_days_on_market=max_days_on_market, latitude=latitude,
-                longitude=longitude, radius=radius_miles, bbox=bbox,
-                limit=min(limit, MAX_ROWS), offset=offset, sort=sort, order=order,
-            )  # fmt: skip
-        except PropdataError as exc:
-            raise tool_error(exc) from exc
+        page = await client.properties.search(
+            **api_filters(filters), bbox=bbox, limit=min(limit, MAX_ROWS), offset=offset,
+            sort=sort, order=order,
+        )  # fmt: skip
         rows = [
             {
                 "id": item.id,
@@ -373,25 +403,13 @@ def build_server(client: AsyncClient) -> MCPServer:
 
     @server.tool(name="get_property", title="Get a property with history and valuation",
                  annotations=READ_ONLY)  # fmt: skip
-    async def get_property(
-        property_id: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=64,
-                description="The property id, as lookup_address or search_properties return it.",
-            ),
-        ],
-    ) -> str:
+    async def get_property(property_id: PropertyId) -> str:
         """The details of one property: status, prices, address with county, size, year
         built, type, scores, its latest price events and tax years, and its valuation (value
         and monthly rent estimates with 85 % intervals, gross yield, up to 5 comparable
         sales). Two metered requests."""
-        try:
-            record = await client.properties.get(property_id)
-            valuation = await client.properties.valuation(property_id)
-        except PropdataError as exc:
-            raise tool_error(exc) from exc
+        record = await client.properties.get(property_id)
+        valuation = await client.properties.valuation(property_id)
         events = record.price_history
         taxes = record.tax_history
         return _json(
@@ -463,11 +481,8 @@ def build_server(client: AsyncClient) -> MCPServer:
         prices, active and new listings, sales in 30 days, median days on market, price per
         square foot, months of inventory, sold-to-list ratio) and its monthly history (median
         prices, active listings, sales, days on market). Two metered requests."""
-        try:
-            market = await client.markets.get(zip_code)
-            history = await client.markets.history(zip_code, months=min(months, MAX_MARKET_MONTHS))
-        except PropdataError as exc:
-            raise tool_error(exc) from exc
+        market = await client.markets.get(zip_code)
+        history = await client.markets.history(zip_code, months=min(months, MAX_MARKET_MONTHS))
         return _json(
             {
                 "zipCode": market.zip_code,
@@ -483,10 +498,7 @@ def build_server(client: AsyncClient) -> MCPServer:
         """The API key's plan, its limits (requests per minute, daily quota, page sizes) and
         how much of the current minute and 24 hours it has used; resets are UTC times. Free:
         never counted, and it answers even when the key is out of requests."""
-        try:
-            status = await client.auth.status()
-        except PropdataError as exc:
-            raise tool_error(exc) from exc
+        status = await client.auth.status()
 
         def window(used: int, remaining: int, reset: int) -> dict[str, Any]:
             at = dt.datetime.fromtimestamp(reset, dt.timezone.utc)
@@ -513,46 +525,16 @@ def build_server(client: AsyncClient) -> MCPServer:
         )
 
     @server.tool(name="watch_search", title="Watch a search for changes", annotations=CREATES)
+    @with_filters
     async def watch_search(
         name: Annotated[
             str, Field(min_length=1, max_length=100, description="A name for the search.")
         ],
-        zip_code: Annotated[
-            str | None, Field(pattern=r"^[0-9]{5}$", description="Five-digit ZIP code.")
-        ] = None,
-        city: Annotated[str | None, Field(min_length=1, max_length=100)] = None,
-        state: Annotated[
-            str | None, Field(min_length=2, max_length=2, description="Two-letter state code.")
-        ] = None,
-        status: Annotated[PropertyStatus | None, Field(description="Listing status.")] = None,
-        property_type: PropertyType | None = None,
-        min_price: Annotated[
-            int | None, Field(ge=0, description="Minimum list price, USD.")
-        ] = None,
-        max_price: Annotated[
-            int | None, Field(ge=0, description="Maximum list price, USD.")
-        ] = None,
-        min_beds: Annotated[int | None, Field(ge=0)] = None,
-        max_beds: Annotated[int | None, Field(ge=0)] = None,
-        min_baths: Annotated[float | None, Field(ge=0)] = None,
-        min_sqft: Annotated[int | None, Field(ge=0, description="Minimum living area.")] = None,
-        max_sqft: Annotated[int | None, Field(ge=0, description="Maximum living area.")] = None,
-        min_year_built: Annotated[int | None, Field(ge=0)] = None,
-        max_days_on_market: Annotated[int | None, Field(ge=0)] = None,
-        latitude: Annotated[
-            float | None, Field(ge=-90, le=90, description="Centre of a radius search.")
-        ] = None,
-        longitude: Annotated[
-            float | None, Field(ge=-180, le=180, description="Centre of a radius search.")
-        ] = None,
-        radius_miles: Annotated[
-            float | None,
-            Field(gt=0, le=100, description="Radius in miles around latitude, longitude."),
-        ] = None,
         property_ids: Annotated[
             list[str] | None,
             Field(max_length=1000, description="Watch these property ids (at most 1,000)."),
         ] = None,
+        **filters: Any,
     ) -> str:
         """Save a search so that changes of the properties it matches become events: a
         property entering or leaving the search, a new listing, a price, status or estimate
@@ -561,22 +543,9 @@ def build_server(client: AsyncClient) -> MCPServer:
         how many properties match now (the volume of events to expect). Read the events
         with recent_events. Not counted against the quota; the plan limits how many
         searches an account keeps."""
-        filters = {
-            "zip_code": zip_code, "city": city, "state": state, "status": status,
-            "property_type": property_type, "min_price": min_price, "max_price": max_price,
-            "min_beds": min_beds, "max_beds": max_beds, "min_baths": min_baths,
-            "min_sqft": min_sqft, "max_sqft": max_sqft, "min_year_built": min_year_built,
-            "max_days_on_market": max_days_on_market, "latitude": latitude,
-            "longitude": longitude, "radius": radius_miles,
-        }  # fmt: skip
-        try:
-            saved = await client.searches.create(
-                name,
-                filters={k: v for k, v in filters.items() if v is not None},
-                property_ids=property_ids,
-            )
-        except PropdataError as exc:
-            raise tool_error(exc) from exc
+        saved = await client.searches.create(
+            name, filters=api_filters(filters), property_ids=property_ids
+        )
         return _json(
             {
                 "id": saved.id,
@@ -614,18 +583,15 @@ def build_server(client: AsyncClient) -> MCPServer:
         seen: list[Event] = []
         cursor = since
         caught_up = False
-        try:
-            for _ in range(MAX_EVENT_PAGES):
-                page = await client.events.list(
-                    cursor, types=types, search_id=search_id, limit=EVENT_PAGE
-                )
-                seen.extend(page.data)
-                cursor = page.next_cursor
-                if len(page.data) < page.meta.limit:
-                    caught_up = True
-                    break
-        except PropdataError as exc:
-            raise tool_error(exc) from exc
+        for _ in range(MAX_EVENT_PAGES):
+            page = await client.events.list(
+                cursor, types=types, search_id=search_id, limit=EVENT_PAGE
+            )
+            seen.extend(page.data)
+            cursor = page.next_cursor
+            if len(page.data) < page.meta.limit:
+                caught_up = True
+                break
         shown = seen[-limit:]
         return _json(
             {
