@@ -15,6 +15,7 @@ training day (the STALE_DAYS rule), and per training sale its property id, day a
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Sequence
@@ -131,41 +132,70 @@ def _blocks(fitted: Fitted) -> list[Block]:
 def decode(header: bytes, blocks: Sequence[Block]) -> Fitted:
     """The model of `header` with the training sales of `blocks` (all of them, or only the
     markets to be valued: comparables come from the subject's own market only)."""
-    with np.load(io.BytesIO(header), allow_pickle=False) as archive:
-        a = {name: archive[name] for name in archive.files}
-    as_of, zips, states = str(a["as_of"]), a["zips"].tolist(), a["states"].tolist()
-    counts, newest = a["counts"].astype(np.int64), a["newest"].astype(np.int64)
-    block = BLOCK if "extras" in a else _PLAIN_BLOCK
-    records = (
-        np.concatenate([np.frombuffer(b.sales, dtype=block) for b in blocks])
-        if blocks
-        else np.zeros(0, dtype=block)
-    )
+    head = _header(header)
+    records = np.frombuffer(b"".join(b.sales for b in blocks), dtype=head.block)
     ids = [i for b in blocks for i in b.ids]
     day, price = records["day"].astype(np.int64), records["price"].astype(np.float64)
+    if head.model is None:
+        return Fitted(None, head.as_of, head.zips, head.states, head.counts, head.newest, ids,
+                      day, price)  # fmt: skip
+    params, regression, calibration, stage = head.model
+    # A property's code: its place among the distinct ids in the order of their first sale.
+    first = dict.fromkeys(ids)
+    codes = dict(zip(first, range(len(first)), strict=True))
+    columns: dict[str, Any] = {"extras": no_extras(len(records))}
+    columns |= {name: np.ascontiguousarray(records[name]) for name in head.block.names or ()}
+    sales = Homes(
+        owner=np.fromiter(map(codes.__getitem__, ids), dtype=np.int64, count=len(ids)),
+        **{name: columns[name] for name in _HOME_FIELDS},
+    )
+    core = avm.Core(params, regression, sales, np.ascontiguousarray(records["residual"]))
+    model = avm.Model(core, calibration, stage)
+    return Fitted(model, head.as_of, head.zips, head.states, head.counts, head.newest, ids, day,
+                  price)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Header:
+    """What a header holds: all of a `Fitted` but its training sales."""
+
+    as_of: str
+    zips: list[str]
+    states: list[str]
+    counts: IntArray
+    newest: IntArray
+    block: np.dtype[Any]
+    """The dtype of its blocks' records."""
+    model: tuple[Params, Regression, avm.Calibration, boost.Boost | None] | None
+    """The model's parts but its training sales (None: no model)."""
+
+
+@functools.lru_cache(maxsize=4)
+def _header(header: bytes) -> _Header:
+    """A header decoded, remembered: a load valuing page after page reads the same one."""
+    with np.load(io.BytesIO(header), allow_pickle=False) as archive:
+        a = {name: archive[name] for name in archive.files}
+    for array in a.values():
+        array.flags.writeable = False  # shared by every Fitted decoded from this header
+    as_of, zips, states = str(a["as_of"]), a["zips"].tolist(), a["states"].tolist()
+    counts, newest = a["counts"].astype(np.int64), a["newest"].astype(np.int64)
+    counts.flags.writeable = newest.flags.writeable = False
+    block = BLOCK if "extras" in a else _PLAIN_BLOCK
     if "beta" not in a:
-        return Fitted(None, as_of, zips, states, counts, newest, ids, day, price)
+        return _Header(as_of, zips, states, counts, newest, block, None)
     params = Params(**json.loads(str(a["params"])))
     regression = Regression(
         Design(a["fills"], a["knots"]), a["beta"],
         Levels(a["state_level"], a["state_trend"], a["state_center"]),
         Levels(a["zip_level"], a["zip_trend"], a["zip_center"]),
     )  # fmt: skip
-    owners = {property_id: n for n, property_id in enumerate(dict.fromkeys(ids))}
-    columns: dict[str, Any] = {"extras": no_extras(len(records))}
-    columns |= {name: np.ascontiguousarray(records[name]) for name in block.names or ()}
-    sales = Homes(
-        owner=np.fromiter((owners[i] for i in ids), dtype=np.int64, count=len(ids)),
-        **{name: columns[name] for name in _HOME_FIELDS},
-    )
-    core = avm.Core(params, regression, sales, np.ascontiguousarray(records["residual"]))
     factor = a["factor"] if "factor" in a else np.zeros(0)  # stored before the factor: none
     calibration = avm.Calibration(
         a["scale"], a["edges"], a["low"], a["high"], int(a["errors"]), factor
     )
     stage = boost.read(str(a["boost"])) if "boost" in a else None
-    model = avm.Model(core, calibration, stage)
-    return Fitted(model, as_of, zips, states, counts, newest, ids, day, price)
+    return _Header(as_of, zips, states, counts, newest, block,
+                   (params, regression, calibration, stage))  # fmt: skip
 
 
 def owner_codes(fitted: Fitted, ids: Sequence[str]) -> IntArray:
