@@ -12,15 +12,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from litestar import Request, Response
+from litestar import Request, Response, get
 from litestar.datastructures import Cookie
+from litestar.di import Provide
 from litestar.enums import RequestEncodingType
+from litestar.handlers import HTTPRouteHandler
 from litestar.response import Redirect, Template
 
 from propdata.accounts.schemas import Account, ApiKey
 from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
 from propdata.api import clients
+from propdata.api.dependencies import Injected
 from propdata.config import Settings
 from propdata.errors import Forbidden, InvalidField, PlanLimitReached, ServiceError
 from propdata.kit import crypto
@@ -193,7 +196,7 @@ _NOTHING_HELD = Held([], 0, 0, "", None)
 @dataclass(frozen=True, slots=True)
 class Managed:
     """A page listing what an account manages through its key (saved searches, webhook
-    endpoints) with the form that adds one, for one request: `listed_page` shows it,
+    endpoints) with the form that adds one, for one request: `listed_route` shows it,
     `managed_form` sends its forms and shows it again with a refusal."""
 
     accounts: AccountService
@@ -237,14 +240,20 @@ class Managed:
         )  # fmt: skip
 
 
-async def listed_page(
-    request: Request[Any, Any, Any], settings: Settings, managed: Managed
-) -> Response[Any]:
-    """A managed page at the request's offset, for a person signed in."""
-    v = await visit(request, settings, managed.accounts)
-    if v.account is None or v.session is None:
-        return see_other(v, "/login")
-    return await managed.draw(v, offset=offset_of(request))
+def listed_route(path: str, managed: Callable[..., Managed]) -> HTTPRouteHandler:
+    """The GET route of a managed page at `path`, at the request's offset, for a person
+    signed in; `managed` makes the page of the services its parameters name (the app's
+    dependencies)."""
+
+    async def listed(request: Request[Any, Any, Any], settings: Injected[Settings],
+                     managed: Injected[Managed]) -> Response[Any]:  # fmt: skip
+        v = await visit(request, settings, managed.accounts)
+        if v.account is None or v.session is None:
+            return see_other(v, "/login")
+        return await managed.draw(v, offset=offset_of(request))
+
+    listed.__doc__ = managed.__doc__
+    return get(path, dependencies={"managed": Provide(managed, sync_to_thread=False)})(listed)
 
 
 Action = Callable[[ApiKey, dict[str, Any]], Awaitable[Flash]]

@@ -13,7 +13,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from litestar import Request, Response, get, post
+from litestar import Request, Response, post
 from litestar.params import FromPath
 
 from propdata.accounts.schemas import ApiKey
@@ -23,7 +23,7 @@ from propdata.api.dependencies import Injected
 from propdata.api.values import DECIMAL
 from propdata.config import Settings
 from propdata.portal.fields import LABELS, Label
-from propdata.portal.pages import Held, Managed, listed_page, managed_form
+from propdata.portal.pages import Held, Managed, listed_route, managed_form
 from propdata.saved_searches.filters import declared
 from propdata.saved_searches.service import SavedSearchService
 
@@ -85,16 +85,11 @@ def property_ids_of(form: dict[str, str]) -> list[str]:
     return [part for part in _IDS.split(form.get("propertyIds", "")) if part]
 
 
-@get(PAGE)
-async def searches_page(request: Request[Any, Any, Any], settings: Injected[Settings],
-                        accounts: Injected[AccountService],
-                        saved_searches: Injected[SavedSearchService]) -> Response[Any]:  # fmt: skip
-    """The account's saved searches with their match counts, and the form that saves one."""
-    return await listed_page(request, settings, _page(accounts, saved_searches))
-
-
-def _page(accounts: AccountService, saved_searches: SavedSearchService) -> Managed:
-    """The page: the account's saved searches, how many its plan holds, the form."""
+def _page(
+    accounts: Injected[AccountService], saved_searches: Injected[SavedSearchService]
+) -> Managed:
+    """The account's saved searches with their match counts (as many as its plan holds), and
+    the form that saves one."""
 
     async def held(key: ApiKey, offset: int, per_page: int, _: Flash) -> Held:
         plan = await accounts.keys.plan_of(key)
@@ -104,6 +99,9 @@ def _page(accounts: AccountService, saved_searches: SavedSearchService) -> Manag
 
     return Managed(accounts, PAGE, "searches.html", rows="searches", kind="saved searches",
                    held=held, context={"fields": fields()})  # fmt: skip
+
+
+searches_page = listed_route(PAGE, _page)
 
 
 @post(PAGE, status_code=303)

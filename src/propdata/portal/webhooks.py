@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from litestar import Request, Response, get, post
+from litestar import Request, Response, post
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
@@ -24,7 +24,7 @@ from propdata.api.dependencies import Injected
 from propdata.config import Settings
 from propdata.errors import InvalidField, NotFound
 from propdata.events.schemas import EVENT_TYPES
-from propdata.portal.pages import Action, Held, Managed, listed_page, managed_form
+from propdata.portal.pages import Action, Held, Managed, listed_route, managed_form
 from propdata.webhooks.schemas import (
     DEFAULT_GRACE,
     MAX_GRACE,
@@ -70,17 +70,9 @@ class Row:
     deliveries: list[Delivery]
 
 
-@get(PAGE)
-async def webhooks_page(request: Request[Any, Any, Any], settings: Injected[Settings],
-                        accounts: Injected[AccountService],
-                        webhooks: Injected[WebhookService]) -> Response[Any]:  # fmt: skip
-    """The account's endpoints, each with its last deliveries, and the form that adds one."""
-    return await listed_page(request, settings, _page(accounts, webhooks))
-
-
-def _page(accounts: AccountService, webhooks: WebhookService) -> Managed:
-    """The page: the account's endpoints with their last deliveries, how many its plan
-    holds, the form; the secret of an endpoint just added or rotated, once."""
+def _page(accounts: Injected[AccountService], webhooks: Injected[WebhookService]) -> Managed:
+    """The account's endpoints (as many as its plan holds), each with its last deliveries,
+    and the form that adds one; the secret of an endpoint just added or rotated, once."""
 
     async def held(key: ApiKey, offset: int, per_page: int, flash: Flash) -> Held:
         plan = await webhooks.plan_of(key)
@@ -101,6 +93,9 @@ def _page(accounts: AccountService, webhooks: WebhookService) -> Managed:
                    context={"networks": bool(webhooks.gate.allowed), "loopback": webhooks.gate.loopback,
                             "event_types": EVENT_TYPES, "graces": GRACES, "errors": ERRORS,
                             "secret": None, "secret_url": ""})  # fmt: skip
+
+
+webhooks_page = listed_route(PAGE, _page)
 
 
 async def _on_page(
