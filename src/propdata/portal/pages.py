@@ -236,13 +236,14 @@ class Managed:
             headers=error.headers if error else None, total=held.total, offset=offset,
             per_page=PER_PAGE, limit=held.limit, plan_title=held.plan_title, full=held.full,
             way_up=way_up(held.full), no_key=self.no_key if key is None else "", error=error,
-            form=form or {}, notice=flash.notice, **{self.rows: held.rows, **self.context, **held.shown},
+            form=form or {}, notice=flash.notice,
+            **{self.rows: held.rows, **self.context, **held.shown},
         )  # fmt: skip
 
 
-def listed_route(path: str, managed: Callable[..., Managed]) -> HTTPRouteHandler:
+def listed_route(path: str, build: Callable[..., Managed]) -> HTTPRouteHandler:
     """The GET route of a managed page at `path`, at the request's offset, for a person
-    signed in; `managed` makes the page of the services its parameters name (the app's
+    signed in; `build` makes the page of the services its parameters name (the app's
     dependencies)."""
 
     async def listed(request: Request[Any, Any, Any], settings: Injected[Settings],
@@ -252,8 +253,8 @@ def listed_route(path: str, managed: Callable[..., Managed]) -> HTTPRouteHandler
             return see_other(v, "/login")
         return await managed.draw(v, offset=offset_of(request))
 
-    listed.__doc__ = managed.__doc__
-    return get(path, dependencies={"managed": Provide(managed, sync_to_thread=False)})(listed)
+    listed.__doc__ = build.__doc__
+    return get(path, dependencies={"managed": Provide(build, sync_to_thread=False)})(listed)
 
 
 Action = Callable[[ApiKey, dict[str, Any]], Awaitable[Flash]]

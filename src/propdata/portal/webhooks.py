@@ -89,10 +89,13 @@ def _page(accounts: Injected[AccountService], webhooks: Injected[WebhookService]
         secret = {"secret": flash.secret, "secret_url": shown.url} if shown else {}
         return Held(rows, total, plan.webhook_endpoints, plan.title, full, secret)
 
-    return Managed(accounts, PAGE, "webhooks.html", rows="endpoints", kind="webhooks", held=held,
-                   context={"networks": bool(webhooks.gate.allowed), "loopback": webhooks.gate.loopback,
-                            "event_types": EVENT_TYPES, "graces": GRACES, "errors": ERRORS,
-                            "secret": None, "secret_url": ""})  # fmt: skip
+    context = {
+        "networks": bool(webhooks.gate.allowed), "loopback": webhooks.gate.loopback,
+        "event_types": EVENT_TYPES, "graces": GRACES, "errors": ERRORS, "secret": None,
+        "secret_url": "",
+    }  # fmt: skip
+    return Managed(accounts, PAGE, "webhooks.html", rows="endpoints", kind="webhooks",
+                   held=held, context=context)  # fmt: skip
 
 
 webhooks_page = listed_route(PAGE, _page)
