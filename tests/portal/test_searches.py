@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from propdata.portal import searches
+from propdata.portal import pages
 from propdata.saved_searches.filters import declared
 from tests.portal.conftest import Person, attribute, other, text
 
@@ -146,7 +146,7 @@ async def test_delete_and_anothers_search(person: Person, fresh: Any) -> None:
 
 
 async def test_a_long_list_is_paged(person: Person, monkeypatch: Any) -> None:
-    monkeypatch.setattr(searches, "PER_PAGE", 2)
+    monkeypatch.setattr(pages, "PER_PAGE", 2)
     await person.sign_up("sam@example.com")
     for n in range(3):
         assert (await person.submit(PAGE, PAGE, name=f"s{n}", state="IA")).status_code == 303

@@ -14,7 +14,7 @@ from litestar import Request, Response, get, post
 from litestar.params import FromPath
 from litestar.response import Template
 
-from propdata.accounts.billing import month_bounds, statement_csv
+from propdata.accounts.billing import Line, month_bounds, statement_csv
 from propdata.accounts.schemas import ApiKey
 from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
@@ -187,10 +187,32 @@ async def revoke_key(request: Request[Any, Any, Any], key_id: FromPath[str], set
 async def billing_page(request: Request[Any, Any, Any], settings: Injected[Settings],
                        accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
     """Each key's plan days this month and last, and what they cost."""
+    return await _statement(request, settings, accounts, _statement_page)
+
+
+@get("/dashboard/billing.csv")
+async def billing_csv(request: Request[Any, Any, Any], settings: Injected[Settings],
+                      accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
+    """The statement as CSV."""
+    return await _statement(request, settings, accounts, _statement_csv)
+
+
+Statement = Callable[[AccountService, Visit, list[Line]], Awaitable[Response[Any]]]
+"""The billing statement's lines answered in a form (a page, CSV)."""
+
+
+async def _statement(
+    request: Request[Any, Any, Any], settings: Settings, accounts: AccountService,
+    answer: Statement,
+) -> Response[Any]:  # fmt: skip
+    """The signed-in account's billing statement, as `answer` gives it."""
     v = await visit(request, settings, accounts)
     if v.account is None:
         return see_other(v, "/login")
-    lines = await accounts.billing(v.account)
+    return await answer(accounts, v, await accounts.billing(v.account))
+
+
+async def _statement_page(accounts: AccountService, v: Visit, lines: list[Line]) -> Response[Any]:
     months = sorted({line.month for line in lines} | {_month(accounts.clock(), 0),
                      _month(accounts.clock(), 1)}, reverse=True)  # fmt: skip
     totals = {m: sum(line.cost_usd or 0 for line in lines if line.month == m) for m in months}
@@ -203,15 +225,8 @@ def _month(now: float, back: int) -> str:
     return month_bounds(now, back)[0]
 
 
-@get("/dashboard/billing.csv")
-async def billing_csv(request: Request[Any, Any, Any], settings: Injected[Settings],
-                      accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
-    """The statement as CSV."""
-    v = await visit(request, settings, accounts)
-    if v.account is None:
-        return see_other(v, "/login")
-    text = statement_csv(await accounts.billing(v.account))
-    return Response(text, media_type="text/csv; charset=utf-8", headers={
+async def _statement_csv(_: AccountService, v: Visit, lines: list[Line]) -> Response[Any]:
+    return Response(statement_csv(lines), media_type="text/csv; charset=utf-8", headers={
         **NO_STORE, "Content-Disposition": 'attachment; filename="propdata-billing.csv"'})  # fmt: skip
 
 

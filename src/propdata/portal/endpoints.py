@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from litestar import Request, Response, Router, get, post
 from litestar.background_tasks import BackgroundTask
@@ -48,6 +48,7 @@ from propdata.portal.pages import (
 )
 
 log = logging.getLogger("propdata.portal")
+R = TypeVar("R", bound=Response[Any])
 TEMPLATES = Path(str(resources.files("propdata.portal").joinpath("templates")))
 
 
@@ -75,16 +76,15 @@ async def signup_page(request: Request[Any, Any, Any], settings: Injected[Settin
 async def signup(request: Request[Any, Any, Any], settings: Injected[Settings],
                  accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
     """Create an account and its Free key; show the key once on the dashboard."""
-    v, form = await checked(request, settings, accounts)
-    email = form.get("email", "")
-    try:
+
+    async def sign_up(v: Visit, email: str, password: str) -> Response[Any]:
         signed, secret = await accounts.sign_up(
-            email, form.get("password", ""), v.client, link_base(request, settings)
+            email, password, v.client, link_base(request, settings)
         )
-    except ServiceError as exc:
-        return await _form_failed(accounts, v, "signup.html", exc, email=email)
-    await accounts.set_flash(signed.token, Flash(key=secret))
-    return see_other(v, "/dashboard", session=signed.token)
+        await accounts.set_flash(signed.token, Flash(key=secret))
+        return see_other(v, "/dashboard", session=signed.token)
+
+    return await _email_form(request, settings, accounts, "signup.html", sign_up)
 
 
 @get("/login")
@@ -99,15 +99,14 @@ async def login_page(request: Request[Any, Any, Any], settings: Injected[Setting
 async def login(request: Request[Any, Any, Any], settings: Injected[Settings],
                 accounts: Injected[AccountService]) -> Response[Any]:  # fmt: skip
     """Sign in; a new session token each time (never one a visitor brought)."""
-    v, form = await checked(request, settings, accounts)
-    email = form.get("email", "")
-    try:
-        signed = await accounts.log_in(email, form.get("password", ""), v.client)
-    except ServiceError as exc:
-        return await _form_failed(accounts, v, "login.html", exc, email=email)
-    if v.session:
-        await accounts.log_out(v.session)
-    return see_other(v, "/dashboard", session=signed.token)
+
+    async def log_in(v: Visit, email: str, password: str) -> Response[Any]:
+        signed = await accounts.log_in(email, password, v.client)
+        if v.session:
+            await accounts.log_out(v.session)
+        return see_other(v, "/dashboard", session=signed.token)
+
+    return await _email_form(request, settings, accounts, "login.html", log_in)
 
 
 @post("/logout", status_code=303)
@@ -132,20 +131,19 @@ async def forgot_page(request: Request[Any, Any, Any], settings: Injected[Settin
 async def forgot(request: Request[Any, Any, Any], settings: Injected[Settings],
                  accounts: Injected[AccountService]) -> Template:  # fmt: skip
     """Mail a reset link if the account exists; the same answer whether or not it does."""
-    v, form = await checked(request, settings, accounts)
-    email = form.get("email", "")
-    try:
+
+    async def ask(v: Visit, email: str, _: str) -> Template:
         address = await accounts.forgot(email, v.client)
-    except ServiceError as exc:
-        return await _form_failed(accounts, v, "forgot.html", exc, email=email)
-    notice = await page(accounts, v, "notice.html", title="Check your mail",
-                        message="If an account has that address, we have sent it a link to choose"
-                        " a new password. The link works for one hour.")  # fmt: skip
-    # After the answer is sent: its time must not tell whether the address has an account.
-    notice.background = BackgroundTask(
-        _quietly, accounts.mail_reset, address, link_base(request, settings)
-    )
-    return notice
+        notice = await page(accounts, v, "notice.html", title="Check your mail",
+                            message="If an account has that address, we have sent it a link to"
+                            " choose a new password. The link works for one hour.")  # fmt: skip
+        # After the answer is sent: its time must not tell whether the address has an account.
+        notice.background = BackgroundTask(
+            _quietly, accounts.mail_reset, address, link_base(request, settings)
+        )
+        return notice
+
+    return await _email_form(request, settings, accounts, "forgot.html", ask)
 
 
 async def _quietly(job: Callable[..., Awaitable[None]], *args: Any) -> None:
@@ -211,6 +209,20 @@ async def _form_failed(accounts: AccountService, v: Visit, template: str, exc: S
     return await page(
         accounts, v, template, status=exc.status, headers=exc.headers, error=exc, **kept
     )
+
+
+async def _email_form(
+    request: Request[Any, Any, Any], settings: Settings, accounts: AccountService,
+    template: str, answer: Callable[[Visit, str, str], Awaitable[R]],
+) -> R | Template:  # fmt: skip
+    """A form of an `email` (and `password`: sign-up, log-in): `answer` of the visit, the
+    email and the password; refused, the form (`template`) again, with the email typed."""
+    v, form = await checked(request, settings, accounts)
+    email = form.get("email", "")
+    try:
+        return await answer(v, email, form.get("password", ""))
+    except ServiceError as exc:
+        return await _form_failed(accounts, v, template, exc, email=email)
 
 
 def _error_page(request: Request[Any, Any, Any], status: int, title: str, message: str,

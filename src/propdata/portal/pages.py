@@ -9,18 +9,21 @@ token of another session or of before sign-in, before anything changes.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from litestar import Request, Response
+from litestar import Request, Response, get
 from litestar.datastructures import Cookie
+from litestar.di import Provide
 from litestar.enums import RequestEncodingType
+from litestar.handlers import HTTPRouteHandler
 from litestar.response import Redirect, Template
 
 from propdata.accounts.schemas import Account, ApiKey
 from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
 from propdata.api import clients
+from propdata.api.dependencies import Injected
 from propdata.config import Settings
 from propdata.errors import Forbidden, InvalidField, PlanLimitReached, ServiceError
 from propdata.kit import crypto
@@ -173,16 +176,85 @@ def offset_of(request: Request[Any, Any, Any]) -> int:
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else 0
 
 
-async def listed_page(
-    request: Request[Any, Any, Any], settings: Settings, accounts: AccountService,
-    render: Callable[[Visit, int], Awaitable[Template]],
-) -> Response[Any]:  # fmt: skip
-    """A page listing what an account manages through its key (saved searches, webhooks):
-    `render` of the visit and the page's offset, for a person signed in."""
-    v = await visit(request, settings, accounts)
-    if v.account is None or v.session is None:
-        return see_other(v, "/login")
-    return await render(v, offset_of(request))
+@dataclass(frozen=True, slots=True)
+class Held:
+    """One page of what an account manages through its key, and what its plan lets it hold."""
+
+    rows: list[Any]
+    total: int
+    limit: int
+    plan_title: str
+    full: PlanLimitReached | None
+    """Why the account may add no more, when its plan's limit is reached."""
+    shown: Mapping[str, Any] = field(default_factory=dict)
+    """What else the page shows of them (a webhook endpoint's new secret, once)."""
+
+
+_NOTHING_HELD = Held([], 0, 0, "", None)
+
+
+@dataclass(frozen=True, slots=True)
+class Managed:
+    """A page listing what an account manages through its key (saved searches, webhook
+    endpoints) with the form that adds one, for one request: `listed_route` shows it,
+    `managed_form` sends its forms and shows it again with a refusal."""
+
+    accounts: AccountService
+    path: str
+    template: str
+    rows: str
+    """The rows' name in the template."""
+    kind: str
+    """What the page lists, in words ("saved searches")."""
+    held: Callable[[ApiKey, int, int, Flash], Awaitable[Held]]
+    """What the account's key holds: so many rows (`PER_PAGE`) from an offset; given the
+    flash the page shows."""
+    context: Mapping[str, Any] = field(default_factory=dict)
+    """What else the template needs."""
+
+    @property
+    def no_key(self) -> str:
+        """Why an account without an active key manages none: said on the page, and the
+        refusal (403) of its forms."""
+        return (
+            f"Your account holds no active API key, and {self.kind} are managed through one:"
+            " create a key on the API keys page first."
+        )
+
+    async def draw(
+        self, v: Visit, *, offset: int = 0, error: ServiceError | None = None,
+        form: dict[str, Any] | None = None,
+    ) -> Template:  # fmt: skip
+        """The page at `offset` of its rows; or again, with a form's refusal (`error`, its
+        status) and what the form held."""
+        assert v.account is not None and v.session is not None
+        flash = await self.accounts.take_flash(v.session)
+        key = await acting_key(self.accounts, v.account)
+        held = _NOTHING_HELD if key is None else await self.held(key, offset, PER_PAGE, flash)
+        return await page(
+            self.accounts, v, self.template, status=error.status if error else 200,
+            headers=error.headers if error else None, total=held.total, offset=offset,
+            per_page=PER_PAGE, limit=held.limit, plan_title=held.plan_title, full=held.full,
+            way_up=way_up(held.full), no_key=self.no_key if key is None else "", error=error,
+            form=form or {}, notice=flash.notice,
+            **{self.rows: held.rows, **self.context, **held.shown},
+        )  # fmt: skip
+
+
+def listed_route(path: str, build: Callable[..., Managed]) -> HTTPRouteHandler:
+    """The GET route of a managed page at `path`, at the request's offset, for a person
+    signed in; `build` makes the page of the services its parameters name (the app's
+    dependencies)."""
+
+    async def listed(request: Request[Any, Any, Any], settings: Injected[Settings],
+                     managed: Injected[Managed]) -> Response[Any]:  # fmt: skip
+        v = await visit(request, settings, managed.accounts)
+        if v.account is None or v.session is None:
+            return see_other(v, "/login")
+        return await managed.draw(v, offset=offset_of(request))
+
+    listed.__doc__ = build.__doc__
+    return get(path, dependencies={"managed": Provide(build, sync_to_thread=False)})(listed)
 
 
 Action = Callable[[ApiKey, dict[str, Any]], Awaitable[Flash]]
@@ -190,15 +262,14 @@ Action = Callable[[ApiKey, dict[str, Any]], Awaitable[Flash]]
 
 
 async def managed_form(
-    request: Request[Any, Any, Any], settings: Settings, accounts: AccountService, *,
-    path: str, no_key: str, action: Action,
-    again: Callable[[Visit, ServiceError, dict[str, Any]], Awaitable[Template]],
+    request: Request[Any, Any, Any], settings: Settings, managed: Managed, action: Action,
     repeated: tuple[str, ...] = (),
 ) -> Response[Any]:  # fmt: skip
     """A form of a managed page: signed in with the form's token, then `action` through the
-    account's key (in its 60 management requests a minute), whose flash the page at `path`
-    shows next (303); or the page again (`again`) with the service's refusal. `no_key`: the
-    refusal of an account without an active key; `repeated`: fields read as lists."""
+    account's key (in its 60 management requests a minute), whose flash the page shows next
+    (303); or the page again with the service's refusal (an account without an active key:
+    `managed.no_key`). `repeated`: fields read as lists."""
+    accounts = managed.accounts
     v, form = await checked(request, settings, accounts)
     if v.account is None or v.session is None:
         return see_other(v, "/login")
@@ -210,10 +281,10 @@ async def managed_form(
     try:
         key = await acting_key(accounts, v.account)
         if key is None:
-            raise Forbidden(no_key)
+            raise Forbidden(managed.no_key)
         await accounts.manage(key)
         flash = await action(key, fields)
     except ServiceError as exc:
-        return await again(v, exc, fields)
+        return await managed.draw(v, error=exc, form=fields)
     await accounts.set_flash(v.session, flash)
-    return see_other(v, path)
+    return see_other(v, managed.path)

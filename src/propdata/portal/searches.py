@@ -13,9 +13,8 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from litestar import Request, Response, get, post
+from litestar import Request, Response, post
 from litestar.params import FromPath
-from litestar.response import Template
 
 from propdata.accounts.schemas import ApiKey
 from propdata.accounts.service import AccountService
@@ -23,19 +22,9 @@ from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
 from propdata.api.values import DECIMAL
 from propdata.config import Settings
-from propdata.errors import ServiceError
 from propdata.portal.fields import LABELS, Label
-from propdata.portal.pages import (
-    PER_PAGE,
-    Visit,
-    acting_key,
-    listed_page,
-    managed_form,
-    page,
-    way_up,
-)
+from propdata.portal.pages import Held, Managed, listed_route, managed_form
 from propdata.saved_searches.filters import declared
-from propdata.saved_searches.schemas import SavedSearch
 from propdata.saved_searches.service import SavedSearchService
 
 PAGE = "/dashboard/searches"
@@ -96,45 +85,23 @@ def property_ids_of(form: dict[str, str]) -> list[str]:
     return [part for part in _IDS.split(form.get("propertyIds", "")) if part]
 
 
-NO_KEY = (
-    "Your account holds no active API key, and saved searches are managed through one: create"
-    " a key on the API keys page first."
-)
+def _page(
+    accounts: Injected[AccountService], saved_searches: Injected[SavedSearchService]
+) -> Managed:
+    """The account's saved searches with their match counts (as many as its plan holds), and
+    the form that saves one."""
 
-
-@get(PAGE)
-async def searches_page(request: Request[Any, Any, Any], settings: Injected[Settings],
-                        accounts: Injected[AccountService],
-                        saved_searches: Injected[SavedSearchService]) -> Response[Any]:  # fmt: skip
-    """The account's saved searches with their match counts, and the form that saves one."""
-
-    async def render(v: Visit, offset: int) -> Template:
-        return await _page(accounts, saved_searches, v, offset=offset)
-
-    return await listed_page(request, settings, accounts, render)
-
-
-async def _page(
-    accounts: AccountService, saved_searches: SavedSearchService, v: Visit, status: int = 200,
-    error: ServiceError | None = None, form: dict[str, Any] | None = None, offset: int = 0,
-) -> Template:  # fmt: skip
-    assert v.account is not None and v.session is not None
-    flash = await accounts.take_flash(v.session)
-    key = await acting_key(accounts, v.account)
-    listed: list[SavedSearch] = []
-    limit, total, plan_title, full = 0, 0, "", None
-    if key is not None:
+    async def held(key: ApiKey, offset: int, per_page: int, _: Flash) -> Held:
         plan = await accounts.keys.plan_of(key)
-        limit, plan_title = plan.saved_searches, plan.title
-        found = await saved_searches.page(key, PER_PAGE, offset)
-        listed, total = found.data, found.meta.total
+        found = await saved_searches.page(key, per_page, offset)
         full = await saved_searches.refusal(key)
-    return await page(
-        accounts, v, "searches.html", status=status, headers=error.headers if error else None,
-        searches=listed, total=total, offset=offset, per_page=PER_PAGE, limit=limit,
-        plan_title=plan_title, fields=fields(), full=full, way_up=way_up(full),
-        no_key=NO_KEY if key is None else "", error=error, form=form or {}, notice=flash.notice,
-    )  # fmt: skip
+        return Held(found.data, found.meta.total, plan.saved_searches, plan.title, full)
+
+    return Managed(accounts, PAGE, "searches.html", rows="searches", kind="saved searches",
+                   held=held, context={"fields": fields()})  # fmt: skip
+
+
+searches_page = listed_route(PAGE, _page)
 
 
 @post(PAGE, status_code=303)
@@ -157,11 +124,7 @@ async def create_search(request: Request[Any, Any, Any], settings: Injected[Sett
             " whenever one of them changes, or a record enters or leaves it."
         ))  # fmt: skip
 
-    async def again(v: Visit, error: ServiceError, form: dict[str, Any]) -> Template:
-        return await _page(accounts, saved_searches, v, error.status, error, form)
-
-    return await managed_form(request, settings, accounts, path=PAGE, no_key=NO_KEY,
-                              action=create, again=again)  # fmt: skip
+    return await managed_form(request, settings, _page(accounts, saved_searches), create)
 
 
 @post(PAGE + "/{search_id:str}/delete", status_code=303)
@@ -175,11 +138,7 @@ async def delete_search(request: Request[Any, Any, Any], search_id: FromPath[str
         await saved_searches.delete(key, search_id)
         return Flash(notice=f"Deleted “{gone.name}”.")
 
-    async def again(v: Visit, error: ServiceError, _: dict[str, Any]) -> Template:
-        return await _page(accounts, saved_searches, v, error.status, error)
-
-    return await managed_form(request, settings, accounts, path=PAGE, no_key=NO_KEY,
-                              action=delete, again=again)  # fmt: skip
+    return await managed_form(request, settings, _page(accounts, saved_searches), delete)
 
 
 ROUTES = [searches_page, create_search, delete_search]

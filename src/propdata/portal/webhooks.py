@@ -9,30 +9,22 @@ button does, `webhooks.service` decides; its refusals are shown on the page in w
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from litestar import Request, Response, get, post
+from litestar import Request, Response, post
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
-from litestar.response import Template
 
 from propdata.accounts.schemas import ApiKey
 from propdata.accounts.service import AccountService
 from propdata.accounts.sessions import Flash
 from propdata.api.dependencies import Injected
 from propdata.config import Settings
-from propdata.errors import InvalidField, NotFound, ServiceError
+from propdata.errors import InvalidField, NotFound
 from propdata.events.schemas import EVENT_TYPES
-from propdata.portal.pages import (
-    PER_PAGE,
-    Action,
-    Visit,
-    acting_key,
-    listed_page,
-    managed_form,
-    page,
-    way_up,
-)
+from propdata.portal.pages import Action, Held, Managed, listed_route, managed_form
 from propdata.webhooks.schemas import (
     DEFAULT_GRACE,
     MAX_GRACE,
@@ -78,57 +70,35 @@ class Row:
     deliveries: list[Delivery]
 
 
-NO_KEY = (
-    "Your account holds no active API key, and webhooks are managed through one: create a key"
-    " on the API keys page first."
-)
+def _page(accounts: Injected[AccountService], webhooks: Injected[WebhookService]) -> Managed:
+    """The account's endpoints (as many as its plan holds), each with its last deliveries,
+    and the form that adds one; the secret of an endpoint just added or rotated, once."""
 
-
-@get(PAGE)
-async def webhooks_page(request: Request[Any, Any, Any], settings: Injected[Settings],
-                        accounts: Injected[AccountService],
-                        webhooks: Injected[WebhookService]) -> Response[Any]:  # fmt: skip
-    """The account's endpoints, each with its last deliveries, and the form that adds one."""
-
-    async def render(v: Visit, offset: int) -> Template:
-        return await _page(accounts, webhooks, v, offset=offset)
-
-    return await listed_page(request, settings, accounts, render)
-
-
-async def _page(
-    accounts: AccountService, webhooks: WebhookService, v: Visit, status: int = 200,
-    error: ServiceError | None = None, form: dict[str, Any] | None = None, offset: int = 0,
-) -> Template:  # fmt: skip
-    assert v.account is not None and v.session is not None
-    flash = await accounts.take_flash(v.session)
-    key = await acting_key(accounts, v.account)
-    rows: list[Row] = []
-    limit, total, plan_title, full = 0, 0, "", None
-    if key is not None:
+    async def held(key: ApiKey, offset: int, per_page: int, flash: Flash) -> Held:
         plan = await webhooks.plan_of(key)
-        limit, plan_title = plan.webhook_endpoints, plan.title
         full = await webhooks.refusal(key)
-        total, held = await webhooks.page(key, PER_PAGE, offset)
-        for hook in (endpoint_view(row) for row in held):
+        total, listed = await webhooks.page(key, per_page, offset)
+        rows = []
+        for hook in (endpoint_view(row) for row in listed):
             _, deliveries = await webhooks.deliveries(key, hook.id, DELIVERIES_SHOWN, 0)
-            why = WHY_DISABLED.get(hook.disabled_reason or "", "")
-            rows.append(Row(hook, why, deliveries))
-    form = form or {}
-    shown = None  # the endpoint whose new secret this page shows once
-    if key is not None and flash.secret is not None and flash.secret_of is not None:
-        with contextlib.suppress(NotFound):
-            shown = await webhooks.get(key, flash.secret_of)
-    return await page(
-        accounts, v, "webhooks.html", status=status, headers=error.headers if error else None,
-        endpoints=rows, total=total, offset=offset, per_page=PER_PAGE, limit=limit,
-        plan_title=plan_title, no_key=NO_KEY if key is None else "", full=full,
-        way_up=way_up(full), networks=bool(webhooks.gate.allowed),
-        loopback=webhooks.gate.loopback,
-        event_types=EVENT_TYPES, chosen_types=form.get("eventTypes", []), graces=GRACES,
-        errors=ERRORS, error=error, form=form, notice=flash.notice,
-        secret=flash.secret if shown else None, secret_url=shown.url if shown else "",
-    )  # fmt: skip
+            rows.append(Row(hook, WHY_DISABLED.get(hook.disabled_reason or "", ""), deliveries))
+        shown = None  # the endpoint whose new secret this page shows once
+        if flash.secret is not None and flash.secret_of is not None:
+            with contextlib.suppress(NotFound):
+                shown = await webhooks.get(key, flash.secret_of)
+        secret = {"secret": flash.secret, "secret_url": shown.url} if shown else {}
+        return Held(rows, total, plan.webhook_endpoints, plan.title, full, secret)
+
+    context = {
+        "networks": bool(webhooks.gate.allowed), "loopback": webhooks.gate.loopback,
+        "event_types": EVENT_TYPES, "graces": GRACES, "errors": ERRORS, "secret": None,
+        "secret_url": "",
+    }  # fmt: skip
+    return Managed(accounts, PAGE, "webhooks.html", rows="endpoints", kind="webhooks",
+                   held=held, context=context)  # fmt: skip
+
+
+webhooks_page = listed_route(PAGE, _page)
 
 
 async def _on_page(
@@ -136,12 +106,8 @@ async def _on_page(
     webhooks: WebhookService, action: Action,
 ) -> Response[Any]:  # fmt: skip
     """A form of the page (`pages.managed_form`), its `eventTypes` checkboxes a list."""
-
-    async def again(v: Visit, error: ServiceError, fields: dict[str, Any]) -> Template:
-        return await _page(accounts, webhooks, v, error.status, error, fields)
-
-    return await managed_form(request, settings, accounts, path=PAGE, no_key=NO_KEY,
-                              action=action, again=again, repeated=("eventTypes",))  # fmt: skip
+    return await managed_form(request, settings, _page(accounts, webhooks), action,
+                              repeated=("eventTypes",))  # fmt: skip
 
 
 @post(PAGE, status_code=303)
@@ -165,62 +131,44 @@ async def create_webhook(request: Request[Any, Any, Any], settings: Injected[Set
     return await _on_page(request, settings, accounts, webhooks, create)
 
 
-@post(PAGE + "/{endpoint_id:str}/test", status_code=303)
-async def test_webhook(request: Request[Any, Any, Any], endpoint_id: FromPath[str],
-                       settings: Injected[Settings], accounts: Injected[AccountService],
-                       webhooks: Injected[WebhookService]) -> Response[Any]:  # fmt: skip
+@dataclass(frozen=True, slots=True)
+class Press:
+    """A press of an endpoint's button: through the account's key, with the form sent."""
+
+    webhooks: WebhookService
+    key: ApiKey
+    endpoint_id: str
+    form: dict[str, Any]
+
+
+async def _test(p: Press) -> Flash:
     """Send a `webhook.test` event to this endpoint alone."""
-
-    async def test(key: ApiKey, form: dict[str, Any]) -> Flash:
-        await webhooks.test(key, endpoint_id)
-        return Flash(
-            notice="A test event is on its way: its delivery is listed below (reload to follow it)."
-        )
-
-    return await _on_page(request, settings, accounts, webhooks, test)
+    await p.webhooks.test(p.key, p.endpoint_id)
+    return Flash(
+        notice="A test event is on its way: its delivery is listed below (reload to follow it)."
+    )
 
 
-@post(PAGE + "/{endpoint_id:str}/enable", status_code=303)
-async def enable_webhook(request: Request[Any, Any, Any], endpoint_id: FromPath[str],
-                         settings: Injected[Settings], accounts: Injected[AccountService],
-                         webhooks: Injected[WebhookService]) -> Response[Any]:  # fmt: skip
+async def _enable(p: Press) -> Flash:
     """Enable an endpoint: the events kept while it was disabled are delivered, oldest first."""
-
-    async def enable(key: ApiKey, form: dict[str, Any]) -> Flash:
-        hook = await webhooks.change(key, endpoint_id, EndpointChange(status="enabled"))
-        return Flash(notice=f"Enabled {hook.url}.")
-
-    return await _on_page(request, settings, accounts, webhooks, enable)
+    hook = await p.webhooks.change(p.key, p.endpoint_id, EndpointChange(status="enabled"))
+    return Flash(notice=f"Enabled {hook.url}.")
 
 
-@post(PAGE + "/{endpoint_id:str}/disable", status_code=303)
-async def disable_webhook(request: Request[Any, Any, Any], endpoint_id: FromPath[str],
-                          settings: Injected[Settings], accounts: Injected[AccountService],
-                          webhooks: Injected[WebhookService]) -> Response[Any]:  # fmt: skip
+async def _disable(p: Press) -> Flash:
     """Disable an endpoint: nothing is delivered to it; its events are kept meanwhile."""
-
-    async def disable(key: ApiKey, form: dict[str, Any]) -> Flash:
-        hook = await webhooks.change(key, endpoint_id, EndpointChange(status="disabled"))
-        return Flash(notice=f"Disabled {hook.url}. Its events are kept until you enable it.")
-
-    return await _on_page(request, settings, accounts, webhooks, disable)
+    hook = await p.webhooks.change(p.key, p.endpoint_id, EndpointChange(status="disabled"))
+    return Flash(notice=f"Disabled {hook.url}. Its events are kept until you enable it.")
 
 
-@post(PAGE + "/{endpoint_id:str}/rotate-secret", status_code=303)
-async def rotate_secret(request: Request[Any, Any, Any], endpoint_id: FromPath[str],
-                        settings: Injected[Settings], accounts: Injected[AccountService],
-                        webhooks: Injected[WebhookService]) -> Response[Any]:  # fmt: skip
+async def _rotate(p: Press) -> Flash:
     """A new signing secret, shown once; the old one goes on signing for `graceSeconds`."""
-
-    async def rotate(key: ApiKey, form: dict[str, Any]) -> Flash:
-        grace = _grace(str(form.get("graceSeconds", "")))
-        secret = await webhooks.rotate(key, endpoint_id, grace)
-        words = next((w for s, w in GRACES if s == grace), f"{grace:,} seconds")
-        more = ("Deliveries are signed with it alone from now." if grace == 0 else
-                f"For {words}, deliveries carry signatures by both the old and the new secret.")  # fmt: skip
-        return Flash(secret=secret, secret_of=endpoint_id, notice=f"A new signing secret. {more}")
-
-    return await _on_page(request, settings, accounts, webhooks, rotate)
+    grace = _grace(str(p.form.get("graceSeconds", "")))
+    secret = await p.webhooks.rotate(p.key, p.endpoint_id, grace)
+    words = next((w for s, w in GRACES if s == grace), f"{grace:,} seconds")
+    more = ("Deliveries are signed with it alone from now." if grace == 0 else
+            f"For {words}, deliveries carry signatures by both the old and the new secret.")  # fmt: skip
+    return Flash(secret=secret, secret_of=p.endpoint_id, notice=f"A new signing secret. {more}")
 
 
 def _grace(text: str) -> int:
@@ -235,18 +183,33 @@ def _grace(text: str) -> int:
     return int(text)
 
 
-@post(PAGE + "/{endpoint_id:str}/delete", status_code=303)
-async def delete_webhook(request: Request[Any, Any, Any], endpoint_id: FromPath[str],
-                         settings: Injected[Settings], accounts: Injected[AccountService],
-                         webhooks: Injected[WebhookService]) -> Response[Any]:  # fmt: skip
+async def _delete(p: Press) -> Flash:
     """Delete an endpoint: nothing more is delivered to it."""
+    hook = await p.webhooks.get(p.key, p.endpoint_id)
+    await p.webhooks.delete(p.key, p.endpoint_id)
+    return Flash(notice=f"Deleted {hook.url}.")
 
-    async def delete(key: ApiKey, form: dict[str, Any]) -> Flash:
-        hook = await webhooks.get(key, endpoint_id)
-        await webhooks.delete(key, endpoint_id)
-        return Flash(notice=f"Deleted {hook.url}.")
 
-    return await _on_page(request, settings, accounts, webhooks, delete)
+BUTTONS: dict[str, Callable[[Press], Awaitable[Flash]]] = {
+    "test": _test, "enable": _enable, "disable": _disable, "rotate-secret": _rotate,
+    "delete": _delete,
+}  # fmt: skip
+"""An endpoint's buttons, by the last part of the path each posts to."""
+
+
+def _button(name: str, act: Callable[[Press], Awaitable[Flash]]) -> HTTPRouteHandler:
+    """The route of the endpoint's button `name` (`POST {PAGE}/{endpoint_id}/name`): `act`."""
+
+    async def pressed(request: Request[Any, Any, Any], endpoint_id: FromPath[str],
+                      settings: Injected[Settings], accounts: Injected[AccountService],
+                      webhooks: Injected[WebhookService]) -> Response[Any]:  # fmt: skip
+        async def action(key: ApiKey, form: dict[str, Any]) -> Flash:
+            return await act(Press(webhooks, key, endpoint_id, form))
+
+        return await _on_page(request, settings, accounts, webhooks, action)
+
+    pressed.__doc__ = act.__doc__
+    return post(f"{PAGE}/{{endpoint_id:str}}/{name}", status_code=303)(pressed)
 
 
 @post(PAGE + "/{endpoint_id:str}/deliveries/{event_id:str}/resend", status_code=303)
@@ -263,5 +226,5 @@ async def resend(request: Request[Any, Any, Any], endpoint_id: FromPath[str],
     return await _on_page(request, settings, accounts, webhooks, again)
 
 
-ROUTES = [webhooks_page, create_webhook, test_webhook, enable_webhook, disable_webhook,
-          rotate_secret, delete_webhook, resend]  # fmt: skip
+ROUTES = [webhooks_page, create_webhook, *(_button(name, act) for name, act in BUTTONS.items()),
+          resend]  # fmt: skip
