@@ -25,6 +25,9 @@ WRITES = {
     ("POST", "/v1/webhooks/{id}/replay"): {"since": cursor.encode(0)},
 }
 """Each write that takes a body, with a body it takes."""
+each_write = pytest.mark.parametrize(
+    ("method", "path"), list(WRITES), ids=[" ".join(w) for w in WRITES]
+)
 
 
 def bearer(secret: str) -> dict[str, str]:
@@ -37,12 +40,13 @@ def nested(good: dict[str, Any], levels: int) -> bytes:
     return json.dumps({**good, "x": 0}).replace("0}", "[" * levels + "]" * levels + "}").encode()
 
 
-async def _paths(client: Any, secret: str) -> dict[str, str]:
-    """The ids the writes' paths take: one saved search and one webhook endpoint of the key."""
+async def _url(client: Any, secret: str, path: str) -> str:
+    """`path` with its id filled: one saved search and one webhook endpoint of the key."""
     search = await client.post("/v1/searches", json=SEARCH, headers=bearer(secret))
     webhook = await client.post("/v1/webhooks", json={"url": PUBLIC}, headers=bearer(secret))
     assert search.status_code == webhook.status_code == 201, (search.text, webhook.text)
-    return {"searches": search.json()["data"]["id"], "webhooks": webhook.json()["data"]["id"]}
+    ids = {"searches": search.json()["data"]["id"], "webhooks": webhook.json()["data"]["id"]}
+    return path.replace("{id}", ids[path.split("/")[2]])
 
 
 async def _state(client: Any, secret: str) -> tuple[Any, Any]:
@@ -81,13 +85,12 @@ def _bad_bodies(good: dict[str, Any]) -> list[tuple[bytes, str, str]]:
     return bodies
 
 
-@pytest.mark.parametrize(("method", "path"), list(WRITES), ids=[" ".join(w) for w in WRITES])
+@each_write
 async def test_a_body_past_the_rules_is_a_400_naming_the_field_and_changes_nothing(
     client: Any, make_key: KeyMaker, method: str, path: str
 ) -> None:
     secret = await make_key()
-    ids = await _paths(client, secret)
-    url = path.replace("{id}", ids[path.split("/")[2]])
+    url = await _url(client, secret, path)
     before = await _state(client, secret)
     for body, parameter, said in _bad_bodies(WRITES[(method, path)]):
         answer = await client.request(method, url, content=body, headers={
@@ -99,14 +102,13 @@ async def test_a_body_past_the_rules_is_a_400_naming_the_field_and_changes_nothi
     assert await _state(client, secret) == before
 
 
-@pytest.mark.parametrize(("method", "path"), list(WRITES), ids=[" ".join(w) for w in WRITES])
+@each_write
 async def test_a_body_within_the_rules_is_taken(
     client: Any, make_key: KeyMaker, method: str, path: str
 ) -> None:
     """Each write's own body; right-to-left text without controls; 32 levels."""
     secret = await make_key()
-    ids = await _paths(client, secret)
-    url = path.replace("{id}", ids[path.split("/")[2]])
+    url = await _url(client, secret, path)
     answer = await client.request(method, url, json=WRITES[(method, path)], headers=bearer(secret))
     assert answer.status_code in (200, 201, 202), answer.text
     if method == "POST" and path == "/v1/searches":

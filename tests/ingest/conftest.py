@@ -17,3 +17,9 @@ async def fresh_db(tmp_path: Path) -> AsyncIterator[SQLiteDatabase]:
     await migrate(db)
     yield db
     await db.close()
+
+
+@pytest.fixture
+def db(fresh_db: SQLiteDatabase) -> SQLiteDatabase:
+    """The same store under the name most tests give it (a module may define its own)."""
+    return fresh_db
