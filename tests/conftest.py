@@ -26,7 +26,7 @@ from propdata.app import HeadAsGet, create_app
 from propdata.config import Settings
 from propdata.ingest.loader import load
 from propdata.kit import redis_link
-from propdata.kit.db import Database, connect
+from propdata.kit.db import Database, SQLiteDatabase, connect
 from propdata.migrations.schema import migrate
 from tests.factories import AS_OF, catalogue
 
@@ -254,6 +254,15 @@ async def fresh(backend: str, tmp_path: Path) -> AsyncIterator[Fresh]:
     for c in opener.clients:
         await c.__aexit__(None, None, None)
     await drop_store(made)
+
+
+@pytest.fixture
+async def fresh_db(tmp_path: Path) -> AsyncIterator[SQLiteDatabase]:
+    """An empty, migrated SQLite store of the test's own (the embedded configuration only)."""
+    db = SQLiteDatabase(str(tmp_path / "t.db"))
+    await migrate(db)
+    yield db
+    await db.close()
 
 
 @pytest.fixture
