@@ -241,6 +241,14 @@ class Fresh:
 
         return c, clock, make
 
+    async def keyed(
+        self, plan: str = "enterprise", **overrides: Any
+    ) -> tuple[AsyncTestClient[Any], dict[str, str]]:
+        """An app opened as by `fresh(**overrides)` (its clock left alone), and the headers of
+        a new key of `plan`."""
+        client, _, make = await self(**overrides)
+        return client, {"Authorization": f"Bearer {await make(plan)}"}
+
     async def db(self) -> Database:
         return await open_db(self.store)
 

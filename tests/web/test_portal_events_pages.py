@@ -13,9 +13,7 @@ from typing import Any
 import pytest
 
 from tests.portal.conftest import Receiver
-from tests.web.conftest import IMAGES, serving_store
-
-PASSWORD = "correct horse battery staple 42"
+from tests.web.conftest import IMAGES, serving_store, sign_up
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +58,7 @@ def test_save_a_search_and_watch_a_webhook_deliver(
         fits(name)
         page.screenshot(path=str(IMAGES / f"{prefix}{name}.png"), full_page=True)
 
-    page.goto(server + "/signup")
-    page.fill("#email", f"events{width}@example.com")
-    page.fill("#password", PASSWORD)
-    page.get_by_role("button", name="Create account").click()
-    page.wait_for_url(server + "/dashboard")
+    sign_up(page, server, f"events{width}@example.com")
 
     # a saved search, from the dashboard's navigation
     page.get_by_role("link", name="Saved searches").click()
