@@ -9,6 +9,7 @@ fails the run when CI is set, and skips the scale-out cases otherwise.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import uuid
@@ -127,6 +128,23 @@ async def open_db(store: Store) -> Database:
     db = await connect(store.url)
     await migrate(db)
     return db
+
+
+@contextlib.asynccontextmanager
+async def scratch_db(
+    backend: str, folder: Path, opener: Callable[[Store], Awaitable[Database]] = open_db
+) -> AsyncIterator[Database]:
+    """A database of a new store of `backend` in `folder` as `opener` opens it (migrated, by
+    default); closed and the store dropped at the end."""
+    store = await new_store(backend, folder)
+    try:
+        db = await opener(store)
+        try:
+            yield db
+        finally:
+            await db.close()
+    finally:
+        await drop_store(store)
 
 
 async def build_store(store: Store, records: list[Any] | None = None) -> None:
@@ -276,11 +294,8 @@ async def fresh_db(tmp_path: Path) -> AsyncIterator[SQLiteDatabase]:
 @pytest.fixture
 async def empty_db(backend: str, tmp_path: Path) -> AsyncIterator[Database]:
     """An empty, migrated store of each configuration (SQLite; PostgreSQL when reachable)."""
-    made = await new_store(backend, tmp_path)
-    db = await open_db(made)
-    yield db
-    await db.close()
-    await drop_store(made)
+    async with scratch_db(backend, tmp_path) as db:
+        yield db
 
 
 def run(coro: Awaitable[Any]) -> Any:

@@ -73,3 +73,10 @@ def sign_up(page: Any, server: str, address: str) -> None:
     page.fill("#password", PASSWORD)
     page.get_by_role("button", name="Create account").click()
     page.wait_for_url(server + "/dashboard")
+
+
+def save_search(page: Any, **fields: str) -> None:
+    """Fill the saved-search form (`minBeds="3"` fills #f-minBeds) and press Save search."""
+    for name, value in fields.items():
+        page.fill(f"#f-{name}", value)
+    page.get_by_role("button", name="Save search").click()

@@ -17,7 +17,7 @@ import pytest
 from propdata.plans import PLANS
 from tests.conftest import Store, build_store, drop_store, new_store
 from tests.live import run_apart, running_server
-from tests.web.conftest import IMAGES, ROOT, sign_up
+from tests.web.conftest import IMAGES, ROOT, save_search, sign_up
 
 pytestmark = pytest.mark.slow
 
@@ -136,9 +136,7 @@ def test_a_free_account_at_its_limits_is_told_why_and_what_raises_them(
 
     # A refused field is said in its label, and the form keeps what was typed.
     page.goto(visit.server + "/dashboard/searches")
-    page.fill("#f-name", "Texas homes")
-    page.fill("#f-state", "Texas")
-    page.get_by_role("button", name="Save search").click()
+    save_search(page, name="Texas homes", state="Texas")
     error = page.get_by_test_id("form-error")
     assert error.inner_text() == "State: the two-letter code, such as TX."
     assert error.get_attribute("data-field") == "filters.state"
@@ -149,9 +147,7 @@ def test_a_free_account_at_its_limits_is_told_why_and_what_raises_them(
     # Three saved searches fill the Free plan: the form gives way to the limit.
     for n, state in enumerate(("IA", "TX", "WA")):
         assert page.get_by_role("button", name="Save search").count() == 1, n
-        page.fill("#f-name", f"Homes in {state}")
-        page.fill("#f-state", state)
-        page.get_by_role("button", name="Save search").click()
+        save_search(page, name=f"Homes in {state}", state=state)
         page.wait_for_url(visit.server + "/dashboard/searches")
     assert page.get_by_test_id("search-row").count() == 3
     assert page.get_by_role("button", name="Save search").count() == 0
