@@ -9,6 +9,7 @@ fails the run when CI is set, and skips the scale-out cases otherwise.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import uuid
@@ -26,7 +27,7 @@ from propdata.app import HeadAsGet, create_app
 from propdata.config import Settings
 from propdata.ingest.loader import load
 from propdata.kit import redis_link
-from propdata.kit.db import Database, connect
+from propdata.kit.db import Database, SQLiteDatabase, connect
 from propdata.migrations.schema import migrate
 from tests.factories import AS_OF, catalogue
 
@@ -127,6 +128,23 @@ async def open_db(store: Store) -> Database:
     db = await connect(store.url)
     await migrate(db)
     return db
+
+
+@contextlib.asynccontextmanager
+async def scratch_db(
+    backend: str, folder: Path, opener: Callable[[Store], Awaitable[Database]] = open_db
+) -> AsyncIterator[Database]:
+    """A database of a new store of `backend` in `folder` as `opener` opens it (migrated, by
+    default); closed and the store dropped at the end."""
+    store = await new_store(backend, folder)
+    try:
+        db = await opener(store)
+        try:
+            yield db
+        finally:
+            await db.close()
+    finally:
+        await drop_store(store)
 
 
 async def build_store(store: Store, records: list[Any] | None = None) -> None:
@@ -241,6 +259,14 @@ class Fresh:
 
         return c, clock, make
 
+    async def keyed(
+        self, plan: str = "enterprise", **overrides: Any
+    ) -> tuple[AsyncTestClient[Any], dict[str, str]]:
+        """An app opened as by `fresh(**overrides)` (its clock left alone), and the headers of
+        a new key of `plan`."""
+        client, _, make = await self(**overrides)
+        return client, {"Authorization": f"Bearer {await make(plan)}"}
+
     async def db(self) -> Database:
         return await open_db(self.store)
 
@@ -257,13 +283,19 @@ async def fresh(backend: str, tmp_path: Path) -> AsyncIterator[Fresh]:
 
 
 @pytest.fixture
-async def empty_db(backend: str, tmp_path: Path) -> AsyncIterator[Database]:
-    """An empty, migrated store of each configuration (SQLite; PostgreSQL when reachable)."""
-    made = await new_store(backend, tmp_path)
-    db = await open_db(made)
+async def fresh_db(tmp_path: Path) -> AsyncIterator[SQLiteDatabase]:
+    """An empty, migrated SQLite store of the test's own (the embedded configuration only)."""
+    db = SQLiteDatabase(str(tmp_path / "t.db"))
+    await migrate(db)
     yield db
     await db.close()
-    await drop_store(made)
+
+
+@pytest.fixture
+async def empty_db(backend: str, tmp_path: Path) -> AsyncIterator[Database]:
+    """An empty, migrated store of each configuration (SQLite; PostgreSQL when reachable)."""
+    async with scratch_db(backend, tmp_path) as db:
+        yield db
 
 
 def run(coro: Awaitable[Any]) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import datetime as dt
 import importlib.util
 import inspect
 import os
@@ -110,6 +111,37 @@ def run_apart(coroutine: Coroutine[Any, Any, T]) -> T:
     runs an event loop (Playwright's sync API keeps one)."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
+
+
+BUILT = dt.date.today() - dt.timedelta(days=45)
+"""The day a served demo is built as of: not today, so nothing may hang on the build day."""
+
+
+@contextlib.contextmanager
+def serving_demo(
+    backend: str, folder: Path, *options: str, timeout: float
+) -> Iterator[httpx.Client]:
+    """A client, with an Enterprise key, of a server of a new store of `backend` in `folder`
+    holding the demo (`propdata data demo *options`) built as of BUILT."""
+    from typer.testing import CliRunner
+
+    from propdata.cli import app as cli
+    from tests.conftest import create_key, drop_store, new_store
+
+    store = run_apart(new_store(backend, folder))
+    env = {**store.env(), "PROPDATA_AS_OF": BUILT.isoformat()}
+    try:
+        result = CliRunner().invoke(cli, ["data", "demo", *options], env=env)
+        assert result.exit_code == 0, result.output
+        key = run_apart(create_key(store, "enterprise"))
+        headers = {"Authorization": f"Bearer {key}"}
+        with (
+            running_server(env) as base,
+            httpx.Client(base_url=base, headers=headers, timeout=timeout) as client,
+        ):
+            yield client
+    finally:
+        run_apart(drop_store(store))
 
 
 class Proxy:

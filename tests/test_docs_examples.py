@@ -21,11 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
 
-from propdata.cli import app as cli
-from tests.conftest import create_key, drop_store, new_store
-from tests.live import run_apart, running_server
+from tests.live import BUILT, serving_demo
 from tests.test_docs_names import BASE, KEY, ROOT
 
 TEXTS = [
@@ -33,7 +30,6 @@ TEXTS = [
     *sorted((ROOT / "docs").glob("*.md")),
     *sorted((ROOT / "clients").glob("*/README.md")),
 ]
-BUILT = dt.date.today() - dt.timedelta(days=45)
 
 NOT_DATA = {
     " -X ": "a write (POST, PATCH, DELETE): not a question the demo's data answers",
@@ -180,21 +176,9 @@ def test_the_examples_are_found() -> None:
 @pytest.fixture(scope="module")
 def demo(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     """A server of the default demo built as of BUILT, and an Enterprise key."""
-    store = run_apart(new_store(backend, tmp_path_factory.mktemp(f"examples-{backend}")))
-    env = {**store.env(), "PROPDATA_AS_OF": BUILT.isoformat()}
-    try:
-        result = CliRunner().invoke(cli, ["data", "demo"], env=env)
-        assert result.exit_code == 0, result.output
-        key = run_apart(create_key(store, "enterprise"))
-        with (
-            running_server(env) as base,
-            httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
-            ) as client,
-        ):
-            yield client
-    finally:
-        run_apart(drop_store(store))
+    folder = tmp_path_factory.mktemp(f"examples-{backend}")
+    with serving_demo(backend, folder, timeout=60) as client:
+        yield client
 
 
 def _has_data(body: Any) -> bool:

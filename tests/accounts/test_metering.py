@@ -121,8 +121,7 @@ async def test_downgrade_with_a_full_window(fresh: Any) -> None:
 
 
 async def test_errors_are_refunded(fresh: Any) -> None:
-    client, _clock, make_key = await fresh(cache_ttl=0)
-    headers = bearer(await make_key("free"))
+    client, headers = await fresh.keyed("free", cache_ttl=0)
     for path in ("/v1/properties/zzz", "/v1/properties?limit=0", "/v1/markets/00000",
                  "/v1/properties/lookup?streetAddress=1%20X%20St&city=Ames&state=IA"):  # fmt: skip
         response = await client.get(path, headers=headers)
@@ -148,8 +147,7 @@ async def test_auth_status_is_never_counted(fresh: Any) -> None:
 
 
 async def test_cache_hits_are_not_counted_and_are_served_over_quota(fresh: Any) -> None:
-    client, _clock, make_key = await fresh(cache_ttl=60)
-    headers = bearer(await make_key("free"))
+    client, headers = await fresh.keyed("free", cache_ttl=60)
     first = await client.get("/v1/properties/t-000", headers=headers)
     assert first.headers["x-cache"] == "MISS" and first.headers["x-ratelimit-remaining"] == "9"
     hit = await client.get("/v1/properties/t-000", headers=headers)
@@ -179,8 +177,7 @@ async def test_cache_key_is_path_canonical_query_and_page_size(fresh: Any) -> No
 
 
 async def test_cache_entries_expire(fresh: Any) -> None:
-    client, _clock, make_key = await fresh(cache_ttl=0.2)
-    headers = bearer(await make_key("pro"))
+    client, headers = await fresh.keyed("pro", cache_ttl=0.2)
     await client.get("/v1/properties/t-000", headers=headers)
     assert (await client.get("/v1/properties/t-000", headers=headers)).headers["x-cache"] == "HIT"
     import asyncio
@@ -190,8 +187,7 @@ async def test_cache_entries_expire(fresh: Any) -> None:
 
 
 async def test_a_load_invalidates_the_cache(fresh: Any) -> None:
-    client, _clock, make_key = await fresh(cache_ttl=60)
-    headers = bearer(await make_key("pro"))
+    client, headers = await fresh.keyed("pro", cache_ttl=60)
     await client.get("/v1/properties/t-000", headers=headers)
     assert (await client.get("/v1/properties/t-000", headers=headers)).headers["x-cache"] == "HIT"
     db = await fresh.db()
@@ -201,8 +197,7 @@ async def test_a_load_invalidates_the_cache(fresh: Any) -> None:
 
 
 async def test_errors_are_not_cached(fresh: Any) -> None:
-    client, _clock, make_key = await fresh(cache_ttl=60)
-    headers = bearer(await make_key("pro"))
+    client, headers = await fresh.keyed("pro", cache_ttl=60)
     for _ in range(2):
         response = await client.get("/v1/properties/zzz", headers=headers)
         assert response.status_code == 404 and response.headers["x-cache"] == "MISS"
@@ -244,8 +239,7 @@ async def test_custom_enterprise_limits_apply_on_the_next_request(fresh: Any) ->
 
 async def test_kept_search_totals_follow_a_load(fresh: Any) -> None:
     """Totals are kept per data version: a load changes meta.total on the very next search."""
-    client, _clock, make_key = await fresh(cache_ttl=0)
-    headers = bearer(await make_key("enterprise"))
+    client, headers = await fresh.keyed("enterprise", cache_ttl=0)
     before = (await client.get("/v1/properties?zipCode=50010", headers=headers)).json()["meta"][
         "total"
     ]
@@ -290,8 +284,7 @@ async def test_failed_requests_are_limited_without_touching_the_metered_counts(
 
 
 async def test_bad_parameters_count_as_failures_too(fresh: Any) -> None:
-    client, _clock, make_key = await fresh(cache_ttl=0)
-    headers = bearer(await make_key("free"))
+    client, headers = await fresh.keyed("free", cache_ttl=0)
     for i in range(20):
         path = "/v1/properties?limit=0" if i % 2 else "/v1/properties?minPrice=1e3"
         assert (await client.get(path, headers=headers)).status_code == 400
@@ -308,8 +301,7 @@ async def test_the_guard_scales_with_the_per_minute_limit(fresh: Any) -> None:
 
 
 async def test_a_closed_guard_refuses_cached_answers_too(fresh: Any) -> None:
-    client, _clock, make_key = await fresh(cache_ttl=600)
-    headers = bearer(await make_key("free"))
+    client, headers = await fresh.keyed("free", cache_ttl=600)
     assert (await client.get("/v1/properties/t-000", headers=headers)).status_code == 200
     assert (await client.get("/v1/properties/t-000", headers=headers)).headers["x-cache"] == "HIT"
     for i in range(20):

@@ -6,6 +6,7 @@ nothing."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from tests.conftest import KeyMaker
 
 PUBLIC = "https://93.184.215.14/hook"
 SEARCH = {"name": "Ames", "filters": {"city": "Ames", "state": "IA"}}
-WRITES = {
+WRITES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/searches"): {**SEARCH},
     ("PATCH", "/v1/searches/{id}"): {"name": "Ames again"},
     ("POST", "/v1/webhooks"): {"url": PUBLIC},
@@ -37,12 +38,31 @@ def nested(good: dict[str, Any], levels: int) -> bytes:
     return json.dumps({**good, "x": 0}).replace("0}", "[" * levels + "]" * levels + "}").encode()
 
 
-async def _paths(client: Any, secret: str) -> dict[str, str]:
-    """The ids the writes' paths take: one saved search and one webhook endpoint of the key."""
+@dataclass(frozen=True)
+class Write:
+    """One write of WRITES with a key of its own, `url` its path with the key's ids."""
+
+    method: str
+    path: str
+    secret: str
+    url: str
+
+    @property
+    def good(self) -> dict[str, Any]:
+        """The body of WRITES it takes."""
+        return WRITES[(self.method, self.path)]
+
+
+@pytest.fixture(params=list(WRITES), ids=[" ".join(w) for w in WRITES])
+async def write(request: pytest.FixtureRequest, client: Any, make_key: KeyMaker) -> Write:
+    """Each write, on a new key holding one saved search and one webhook endpoint."""
+    method, path = request.param
+    secret = await make_key()
     search = await client.post("/v1/searches", json=SEARCH, headers=bearer(secret))
     webhook = await client.post("/v1/webhooks", json={"url": PUBLIC}, headers=bearer(secret))
     assert search.status_code == webhook.status_code == 201, (search.text, webhook.text)
-    return {"searches": search.json()["data"]["id"], "webhooks": webhook.json()["data"]["id"]}
+    ids = {"searches": search.json()["data"]["id"], "webhooks": webhook.json()["data"]["id"]}
+    return Write(method, path, secret, path.replace("{id}", ids[path.split("/")[2]]))
 
 
 async def _state(client: Any, secret: str) -> tuple[Any, Any]:
@@ -81,16 +101,13 @@ def _bad_bodies(good: dict[str, Any]) -> list[tuple[bytes, str, str]]:
     return bodies
 
 
-@pytest.mark.parametrize(("method", "path"), list(WRITES), ids=[" ".join(w) for w in WRITES])
 async def test_a_body_past_the_rules_is_a_400_naming_the_field_and_changes_nothing(
-    client: Any, make_key: KeyMaker, method: str, path: str
+    client: Any, write: Write
 ) -> None:
-    secret = await make_key()
-    ids = await _paths(client, secret)
-    url = path.replace("{id}", ids[path.split("/")[2]])
+    secret = write.secret
     before = await _state(client, secret)
-    for body, parameter, said in _bad_bodies(WRITES[(method, path)]):
-        answer = await client.request(method, url, content=body, headers={
+    for body, parameter, said in _bad_bodies(write.good):
+        answer = await client.request(write.method, write.url, content=body, headers={
             **bearer(secret), "Content-Type": "application/json"})  # fmt: skip
         assert answer.status_code == 400, (body[:80], answer.text)
         error = answer.json()["error"]
@@ -99,17 +116,12 @@ async def test_a_body_past_the_rules_is_a_400_naming_the_field_and_changes_nothi
     assert await _state(client, secret) == before
 
 
-@pytest.mark.parametrize(("method", "path"), list(WRITES), ids=[" ".join(w) for w in WRITES])
-async def test_a_body_within_the_rules_is_taken(
-    client: Any, make_key: KeyMaker, method: str, path: str
-) -> None:
+async def test_a_body_within_the_rules_is_taken(client: Any, write: Write) -> None:
     """Each write's own body; right-to-left text without controls; 32 levels."""
-    secret = await make_key()
-    ids = await _paths(client, secret)
-    url = path.replace("{id}", ids[path.split("/")[2]])
-    answer = await client.request(method, url, json=WRITES[(method, path)], headers=bearer(secret))
+    secret = write.secret
+    answer = await client.request(write.method, write.url, json=write.good, headers=bearer(secret))
     assert answer.status_code in (200, 201, 202), answer.text
-    if method == "POST" and path == "/v1/searches":
+    if (write.method, write.path) == ("POST", "/v1/searches"):
         arabic = {**SEARCH, "name": "منازل أميس"}
         named = await client.post("/v1/searches", json=arabic, headers=bearer(secret))
         assert named.status_code == 201 and named.json()["data"]["name"] == "منازل أميس"

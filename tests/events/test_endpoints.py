@@ -21,8 +21,7 @@ AMES = {"city": "Ames", "state": "IA"}
 
 @pytest.fixture
 async def fresh_client(fresh: Fresh) -> tuple[Any, dict[str, str]]:
-    client, _, make = await fresh()
-    return client, bearer(await make())
+    return await fresh.keyed()
 
 
 async def _three_new_in_ames(fresh: Fresh) -> None:
@@ -37,8 +36,7 @@ async def _three_new_in_ames(fresh: Fresh) -> None:
 
 
 async def test_the_event_log_counts_as_one_lookup_and_is_never_cached(fresh: Fresh) -> None:
-    client, _, make = await fresh(cache_ttl=60)
-    headers = bearer(await make("developer"))
+    client, headers = await fresh.keyed("developer", cache_ttl=60)
     for n in range(2):
         answer = await client.get("/v1/events", headers=headers)
         assert answer.status_code == 200 and answer.headers["X-Cache"] == "MISS"

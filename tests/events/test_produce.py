@@ -215,31 +215,29 @@ async def test_a_tax_history_change_alone_is_updated_and_rides_along_otherwise(
     assert "taxHistory" not in new[1]["data"]["changes"]
 
 
-async def test_derived_fields_and_days_on_market_growth_alone_produce_nothing(
-    stores: Stores,
-) -> None:
+async def _updated_in_place(stores: Stores, assignments: str) -> list[dict[str, Any]]:
+    """The events of an UPDATE of watched `p-1` (5 days on the market) that sets
+    `assignments` and a later last_updated, as a load would not write it."""
     await stores.watch("ames", {"city": "Ames"})
     start = await loaded(stores, ames("p-1", days_on_market=5))
     async with stores.data.transaction():
         await stores.data.execute(
-            "UPDATE properties SET days_on_market = days_on_market + 1,"
-            " original_list_price = 260000, last_updated = '2026-11-22T00:00:00Z'"
+            f"UPDATE properties SET {assignments}, last_updated = '2026-11-22T00:00:00Z'"
             " WHERE id = 'p-1'"
         )
     await stores.produce()
-    assert (await stores.events())[start:] == []
+    return (await stores.events())[start:]
+
+
+async def test_derived_fields_and_days_on_market_growth_alone_produce_nothing(
+    stores: Stores,
+) -> None:
+    changed = "days_on_market = days_on_market + 1, original_list_price = 260000"
+    assert await _updated_in_place(stores, changed) == []
 
 
 async def test_days_on_market_growing_beside_a_change_is_not_named(stores: Stores) -> None:
-    await stores.watch("ames", {"city": "Ames"})
-    start = await loaded(stores, ames("p-1", days_on_market=5))
-    async with stores.data.transaction():
-        await stores.data.execute(
-            "UPDATE properties SET days_on_market = 6, bedrooms = 4,"
-            " last_updated = '2026-11-22T00:00:00Z' WHERE id = 'p-1'"
-        )
-    await stores.produce()
-    (updated,) = (await stores.events())[start:]
+    (updated,) = await _updated_in_place(stores, "days_on_market = 6, bedrooms = 4")
     assert updated["type"] == "property.updated"
     assert updated["data"]["changes"] == ["bedroomsTotal"]
     assert updated["data"]["previous"] == {"bedroomsTotal": 3}

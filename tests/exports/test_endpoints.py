@@ -14,8 +14,8 @@ from litestar.testing import AsyncTestClient
 
 from propdata.app import HeadAsGet, create_app
 from propdata.exports.schemas import Manifest
-from propdata.exports.service import export
-from tests.conftest import KeyMaker, Store, open_db, settings_for
+from tests.conftest import KeyMaker, Store, settings_for
+from tests.exports.test_export import exported
 
 
 @pytest.fixture(scope="module")
@@ -23,12 +23,8 @@ async def served(
     store: Store, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("served")
-    db = await open_db(store)
-    try:
-        older = await export(db, root, "csv")
-        newer = await export(db, root, "parquet")
-    finally:
-        await db.close()
+    made = await exported(store, root, "csv", "parquet")
+    older, newer = made["csv"], made["parquet"]
     app = HeadAsGet(create_app(settings_for(store, cache_ttl=0, export_dir=str(root))))
     async with AsyncTestClient(app=app) as client:  # type: ignore[arg-type]
         yield {"client": client, "root": root, "older": older, "newer": newer}

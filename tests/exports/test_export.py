@@ -32,16 +32,19 @@ def flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+async def exported(store: Store, root: Path, *formats: str) -> dict[str, Manifest]:
+    """A snapshot of `store` in `root` in each format, made in that order."""
+    db = await open_db(store)
+    try:
+        return {fmt: await export(db, root, fmt) for fmt in formats}
+    finally:
+        await db.close()
+
+
 @pytest.fixture(scope="module")
 async def snapshots(store: Store, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("exports")
-    db = await open_db(store)
-    try:
-        parquet = await export(db, root, "parquet")
-        csv = await export(db, root, "csv")
-    finally:
-        await db.close()
-    return {"root": root, "parquet": parquet, "csv": csv}
+    return {"root": root, **await exported(store, root, "parquet", "csv")}
 
 
 def folder(snapshots: dict[str, Any], fmt: str) -> Path:

@@ -10,6 +10,7 @@ import pytest
 from propdata.feed.service import FeedService
 from propdata.ingest import pipeline
 from propdata.ingest.loader import load
+from propdata.properties.schemas import PropertyDetail
 from tests.factories import AS_OF, catalogue, record
 
 
@@ -104,15 +105,26 @@ async def test_following_through_two_loads_equals_the_final_store(fresh: Any) ->
     assert fresh_copy == copy
 
 
-async def test_a_removed_property_is_a_removal_with_its_id_and_last_updated(fresh: Any) -> None:
+async def demo_loads(
+    fresh: Any, *runs: tuple[PropertyDetail, bool]
+) -> tuple[Any, dict[str, str], list[dict[str, Any]]]:
+    """A reader's client and headers, and the changes of one demo load per run (a record,
+    and whether its load replaces every demo record)."""
     client, headers = await reader(fresh)
     _, cursor = await follow(client, headers)
     db = await fresh.db()
-    stamp = "2026-11-02T09:30:00Z"
-    await load(db, [(1, record("d-1", last_updated=stamp))], origin="demo", as_of=AS_OF)
-    await load(db, [(1, record("d-2"))], origin="demo", as_of=AS_OF, replace_origin=True)
+    for item, replace in runs:
+        await load(db, [(1, item)], origin="demo", as_of=AS_OF, replace_origin=replace)
     await db.close()
     changes, _ = await follow(client, headers, cursor)
+    return client, headers, changes
+
+
+async def test_a_removed_property_is_a_removal_with_its_id_and_last_updated(fresh: Any) -> None:
+    stamp = "2026-11-02T09:30:00Z"
+    client, headers, changes = await demo_loads(
+        fresh, (record("d-1", last_updated=stamp), False), (record("d-2"), True)
+    )
     assert [(c["id"], c["changeType"]) for c in changes] == [
         ("d-1", "created"),
         ("d-1", "removed"),
@@ -123,13 +135,9 @@ async def test_a_removed_property_is_a_removal_with_its_id_and_last_updated(fres
 
 
 async def test_a_record_made_again_after_its_removal_is_created(fresh: Any) -> None:
-    client, headers = await reader(fresh)
-    _, cursor = await follow(client, headers)
-    db = await fresh.db()
-    for pid in ("d-1", "d-2", "d-1"):
-        await load(db, [(1, record(pid))], origin="demo", as_of=AS_OF, replace_origin=True)
-    await db.close()
-    changes, _ = await follow(client, headers, cursor)
+    client, headers, changes = await demo_loads(
+        fresh, *[(record(pid), True) for pid in ("d-1", "d-2", "d-1")]
+    )
     assert [(c["id"], c["changeType"]) for c in changes] == [
         ("d-1", "created"),
         ("d-1", "removed"),

@@ -7,40 +7,21 @@ statistics and valuations answer with its data.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
 
-from propdata.cli import app as cli
-from tests.conftest import Store, create_key, drop_store, new_store
-from tests.live import run_apart, running_server
-
-BUILT = dt.date.today() - dt.timedelta(days=45)
-"""The day the demo is built as of: not today, so nothing may hang on the build day."""
+from tests.live import serving_demo
 
 
 @pytest.fixture(scope="module")
 def demo(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     """A client of a server of the demo (300 synthetic homes) with an Enterprise key."""
-    store: Store = run_apart(new_store(backend, tmp_path_factory.mktemp(f"demo-{backend}")))
-    env = {**store.env(), "PROPDATA_AS_OF": BUILT.isoformat()}
-    try:
-        result = CliRunner().invoke(cli, ["data", "demo", "--properties", "300"], env=env)
-        assert result.exit_code == 0, result.output
-        key = run_apart(create_key(store, "enterprise"))
-        with (
-            running_server(env) as base,
-            httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=30
-            ) as client,
-        ):
-            yield client
-    finally:
-        run_apart(drop_store(store))
+    folder = tmp_path_factory.mktemp(f"demo-{backend}")
+    with serving_demo(backend, folder, "--properties", "300", timeout=30) as client:
+        yield client
 
 
 def data(client: httpx.Client, path: str, **params: Any) -> Any:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import pytest
 
 from propdata.ingest.loader import LoadReport, load
 from propdata.ingest.readers import API_COLUMNS, read_file, write_rejects
@@ -30,14 +29,10 @@ from propdata.properties.schemas import (
     Scores,
     TaxRecord,
 )
+from tests.factories import record
 
 AS_OF = dt.date(2024, 6, 1)
 TABLES = ("properties", "property_histories", "meta")
-
-
-@pytest.fixture
-def db(fresh_db: SQLiteDatabase) -> SQLiteDatabase:
-    return fresh_db
 
 
 async def import_file(db: SQLiteDatabase, path: Path, as_of: dt.date = AS_OF) -> LoadReport:
@@ -114,24 +109,14 @@ async def export(db: SQLiteDatabase, record_id: str) -> PropertyDetail:
     )  # fmt: skip
 
 
-FULL = PropertyDetail(
-    id="full-1",
-    status="forSale",
+FULL = record(
+    "full-1",
     list_price=340000,
-    address=Address(
-        street_address="1510 First Avenue, Apt 112",
-        city="Ames",
-        state="IA",
-        zip_code="50010",
-        county="Story",
-        fips_code="19169",
-    ),
-    bedrooms_total=3,
+    address={"street_address": "1510 First Avenue, Apt 112"},  # Ames, IA 50010, Story County
     bathrooms_total=2.5,
     living_area=2000,
     lot_size=8712,
     year_built=1999,
-    property_type="singleFamily",
     days_on_market=138,
     price_history=[
         PriceEvent(date="2024-03-01", event="priceChange", price=340000, source="agent"),
@@ -145,16 +130,13 @@ FULL = PropertyDetail(
     scores=Scores(walkability=60, transit=None, bike=70),
     coordinates=Coordinates(latitude=42.0308, longitude=-93.6319),
     last_updated="2024-05-30T12:00:00Z",
-    listing_type="standard",
     original_list_price=350000,
     previous_list_price=350000,
     last_price_change_date="2024-03-01",
-    removed_date=None,
     rent_estimate=Estimate(value=2000, low=1800, high=2200, as_of_date="2024-05-01"),
     value_estimate=Estimate(value=345000, low=320000, high=370000, as_of_date="2024-05-01"),
     gross_yield=0.0696,
     price_per_square_foot=170,
-    stories=2,
     parcel_id="0527127150",
     garage_spaces=1.5,
     basement_finished_area=640,

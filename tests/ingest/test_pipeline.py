@@ -22,7 +22,7 @@ from propdata.ingest.loader import load
 from propdata.kit.db import connect
 from propdata.migrations.schema import migrate
 from propdata.properties.repository import PropertyRepository
-from tests.conftest import drop_store, new_store, open_db
+from tests.conftest import scratch_db
 from tests.factories import AS_OF
 from tests.live import run_apart, running_server
 
@@ -156,9 +156,7 @@ async def _rebuild_with(backend: str, folder: Path, apart: bool, mp: pytest.Monk
             raise AssertionError("computed in the parent")
 
         mp.setattr(pipeline.market_builder, "compute", not_here)
-    store = await new_store(backend, folder)
-    db = await open_db(store)
-    try:
+    async with scratch_db(backend, folder) as db:
         await load(db, synthetic.generate(600, 4, AS_OF), origin="synthetic", as_of=AS_OF)
         before = await PropertyRepository(db).data_version()
         outcome = await pipeline.rebuild(db, AS_OF)
@@ -176,9 +174,6 @@ async def _rebuild_with(backend: str, folder: Path, apart: bool, mp: pytest.Monk
             "history": await db.fetch_all("SELECT * FROM market_history ORDER BY zip_code, month"),
         }
         return outcome.estimates, outcome.markets, tables
-    finally:
-        await db.close()
-        await drop_store(store)
 
 
 async def test_estimates_and_statistics_side_by_side_store_the_same(

@@ -44,24 +44,6 @@ async def test_history_is_newest_first_and_capped(client: Any, auth: dict[str, s
     assert len(sixty["data"]["history"]) <= 60
 
 
-@pytest.mark.parametrize(("query", "parameter"), [("months=0", "months"), ("months=61", "months"),
-                                                   ("months=x", "months"), ("weeks=2", "weeks")])  # fmt: skip
-async def test_history_bad_parameters(
-    client: Any, auth: dict[str, str], query: str, parameter: str
-) -> None:
-    response = await client.get(f"/v1/markets/50010/history?{query}", headers=auth)
-    assert response.status_code == 400
-    assert response.json()["error"]["parameter"] == parameter
-
-
-@pytest.mark.parametrize("path", ["/v1/markets/5001", "/v1/markets/500100", "/v1/markets/abcde",
-                                  "/v1/markets/5001/history"])  # fmt: skip
-async def test_zip_codes_must_be_five_digits(client: Any, auth: dict[str, str], path: str) -> None:
-    response = await client.get(path, headers=auth)
-    assert response.status_code == 400
-    assert response.json()["error"]["parameter"] == "zipCode"
-
-
 async def test_zip_without_data_is_404(client: Any, auth: dict[str, str]) -> None:
     for path in ("/v1/markets/99999", "/v1/markets/99999/history"):
         response = await client.get(path, headers=auth)
@@ -110,12 +92,31 @@ async def test_search_pages_by_plan(client: Any, make_key: Any) -> None:
     assert (await client.get("/v1/markets/search?offset=9", headers=headers)).json()["data"] == []
 
 
-@pytest.mark.parametrize(("query", "parameter"), [("zipCode=123456", "zipCode"), ("zipCode=1a", "zipCode"),
-                                                   ("state=XX", "state"), ("limit=0", "limit"),
-                                                   ("offset=-1", "offset"), ("status=forSale", "status")])  # fmt: skip
-async def test_search_bad_parameters(
-    client: Any, auth: dict[str, str], query: str, parameter: str
+HISTORY, SEARCH = "/v1/markets/50010/history?", "/v1/markets/search?"
+
+
+@pytest.mark.parametrize(
+    ("path", "parameter"),
+    [
+        (HISTORY + "months=0", "months"),
+        (HISTORY + "months=61", "months"),
+        (HISTORY + "months=x", "months"),
+        (HISTORY + "weeks=2", "weeks"),
+        ("/v1/markets/5001", "zipCode"),  # ZIP codes are five digits
+        ("/v1/markets/500100", "zipCode"),
+        ("/v1/markets/abcde", "zipCode"),
+        ("/v1/markets/5001/history", "zipCode"),
+        (SEARCH + "zipCode=123456", "zipCode"),
+        (SEARCH + "zipCode=1a", "zipCode"),
+        (SEARCH + "state=XX", "state"),
+        (SEARCH + "limit=0", "limit"),
+        (SEARCH + "offset=-1", "offset"),
+        (SEARCH + "status=forSale", "status"),
+    ],
+)
+async def test_bad_parameters_are_a_400_naming_the_parameter(
+    client: Any, auth: dict[str, str], path: str, parameter: str
 ) -> None:
-    response = await client.get(f"/v1/markets/search?{query}", headers=auth)
+    response = await client.get(path, headers=auth)
     assert response.status_code == 400
     assert response.json()["error"]["parameter"] == parameter

@@ -27,7 +27,7 @@ from propdata.migrations import layout as layouts
 from propdata.migrations import steps as step_modules
 from propdata.migrations.schema import ACCOUNTS, DATA, STEPS, migrate, migrate_accounts, steps_of
 from propdata.webhooks.repository import WebhookRepository
-from tests.conftest import PG_URL, build_store, drop_store, new_store, open_db
+from tests.conftest import PG_URL, Store, build_store, drop_store, new_store, open_db, scratch_db
 from tests.factories import record
 
 
@@ -162,16 +162,13 @@ async def test_a_store_at_every_step_upgrades_to_the_last(
     migrator = migrate if part == DATA else migrate_accounts
     ends = []
     for reached in range(len(steps) + 1):
-        store = await new_store(backend, tmp_path / f"{part}-{reached}")
-        db = await connect(store.url)
-        try:
+        async with scratch_db(
+            backend, tmp_path / f"{part}-{reached}", lambda s: connect(s.url)
+        ) as db:
             assert await upgrade(db, steps[:reached]) == [s.version for s in steps[:reached]]
             await migrator(db)
             assert [v for v, _ in await recorded(db)] == [s.version for s in steps]
             ends.append(await layout(db))
-        finally:
-            await db.close()
-            await drop_store(store)
     assert all(end == ends[0] for end in ends)
 
 
@@ -293,12 +290,14 @@ async def test_a_store_made_before_removals_were_told_apart_writes_them_once_upg
 
 
 async def test_the_city_key_step_recomputes_stored_keys(backend: str, tmp_path: Path) -> None:
-    store = await new_store(backend, tmp_path)
     address = {"street_address": "18 Market St", "city": "Saint Paul", "state": "MN",
                "zip_code": "55101", "county": None, "fips_code": None}  # fmt: skip
-    await build_store(store, [record("p-1", address=address), record("p-2")])
-    db = await open_db(store)
-    try:
+
+    async def built(store: Store) -> Database:
+        await build_store(store, [record("p-1", address=address), record("p-2")])
+        return await open_db(store)
+
+    async with scratch_db(backend, tmp_path, built) as db:
         step = next(s for s in steps_of(DATA) if s.name.startswith("city keys"))
         # A store keyed by the rule the step replaces: "Saint" kept as it was written.
         for table in ("properties", "market_snapshots"):
@@ -315,9 +314,6 @@ async def test_the_city_key_step_recomputes_stored_keys(backend: str, tmp_path: 
         await db.execute("DELETE FROM schema_steps WHERE version = ?", [step.version])
         await migrate(db)  # nothing to change: the data version stays
         assert int((await meta(db))["data_version"]) == int(version) + 1
-    finally:
-        await db.close()
-        await drop_store(store)
 
 
 async def test_a_store_at_step_15_with_events_and_deliveries_upgrades(
@@ -327,9 +323,7 @@ async def test_a_store_at_step_15_with_events_and_deliveries_upgrades(
     their JSON too; a test event none, and 0); each delivery's last attempt becomes an attempt
     row; the duplicate pending deliveries a replay queued merge into one; the numbering goes
     on where each owner's stopped."""
-    store = await new_store(backend, tmp_path)
-    db = await connect(accounts_url(store.url))
-    try:
+    async with scratch_db(backend, tmp_path, lambda store: connect(accounts_url(store.url))) as db:
         await upgrade(db, [s for s in steps_of(ACCOUNTS) if s.version <= 15])
         events = [  # row, owner, type, endpoint (a test event's)
             (1, "acct:a", "property.listed", None), (2, "acct:b", "property.listed", None),
@@ -391,6 +385,3 @@ async def test_a_store_at_step_15_with_events_and_deliveries_upgrades(
         assert [(r[0], round(float(r[1]))) for r in attempted] == [
             ("evt_1", 1_795_132_801), ("evt_3", 1_795_133_100),
         ]  # fmt: skip
-    finally:
-        await db.close()
-        await drop_store(store)

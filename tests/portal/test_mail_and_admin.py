@@ -51,20 +51,22 @@ async def test_forgot_answers_alike_and_reset_ends_other_sessions(
     assert (await person.client.get(link)).status_code == 400
 
 
-async def test_a_reset_link_lasts_one_hour(person: Person) -> None:
-    await person.sign_up("quin@example.com")
+async def _reset_link(person: Person, email: str) -> str:
+    """The reset link mailed to a new account of `email` that signed up and logged out."""
+    await person.sign_up(email)
     await person.submit("/dashboard", "/logout")
-    await person.submit("/forgot", "/forgot", email="quin@example.com")
-    link = person.link("reset")
+    await person.submit("/forgot", "/forgot", email=email)
+    return person.link("reset")
+
+
+async def test_a_reset_link_lasts_one_hour(person: Person) -> None:
+    link = await _reset_link(person, "quin@example.com")
     person.clock.advance(3601)
     assert (await person.client.get(link)).status_code == 400
 
 
 async def test_a_refused_password_leaves_the_reset_link_as_it_was(person: Person) -> None:
-    await person.sign_up("rex@example.com")
-    await person.submit("/dashboard", "/logout")
-    await person.submit("/forgot", "/forgot", email="rex@example.com")
-    link = person.link("reset")
+    link = await _reset_link(person, "rex@example.com")
     person.clock.advance(50 * 60)
     assert (await person.submit(link, link, password="short")).status_code == 400
     person.clock.advance(5 * 60)  # not shortened by the refusal

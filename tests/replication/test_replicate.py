@@ -78,9 +78,10 @@ async def db(empty_db: Database) -> AsyncIterator[Database]:
 
 
 async def add(db: Database, url: str, **options: Any) -> None:
-    config = SourceConfig(name="mls", url=url, page_size=5, requests_per_hour=360_000,
-                          overlap=600, **options)  # fmt: skip
-    await SourceService(db).add(config)
+    """A source of `url`: "mls", 5 records a page, 100 requests a second and 600 s of
+    overlap, unless `options` say otherwise."""
+    config = {"name": "mls", "page_size": 5, "requests_per_hour": 360_000, "overlap": 600}
+    await SourceService(db).add(SourceConfig(url=url, **(config | options)))
 
 
 async def replicate(db: Database, transport: httpx.AsyncBaseTransport | None = None,
@@ -296,6 +297,14 @@ async def store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
     await drop_store(made)
 
 
+@pytest.fixture
+async def store_db(store: Store) -> AsyncIterator[Database]:
+    """`store`, open in the test (its commands open it in processes of their own)."""
+    db = await open_db(store)
+    yield db
+    await db.close()
+
+
 def command(store: Store, *args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, **store.env(), "PROPDATA_AS_OF": AS_OF.isoformat()}
     # run in the store's folder: a rejects file without --rejects lands there, not in the tree
@@ -304,58 +313,52 @@ def command(store: Store, *args: str) -> subprocess.Popen[bytes]:
 
 
 async def test_kill_9_in_mid_pass_loses_nothing_and_counts_nothing_twice(
-    store: Store, server: ODataServer, tmp_path: Path
+    store: Store, store_db: Database, server: ODataServer, tmp_path: Path
 ) -> None:
-    db = await open_db(store)
-    try:
-        # 2 records a page, 1 request a second: a pass of 12+ requests, killed after a few.
-        await SourceService(db).add(SourceConfig(name="mls", url=server.url, page_size=2,
-                                                 requests_per_hour=3_600, overlap=600))  # fmt: skip
-        first = command(store, "data", "replicate", "mls", "--rejects", str(tmp_path / "r.csv"))
+    # 2 records a page, 1 request a second: a pass of 12+ requests, killed after a few.
+    await add(store_db, server.url, page_size=2, requests_per_hour=3_600)
+    first = command(store, "data", "replicate", "mls", "--rejects", str(tmp_path / "r.csv"))
 
-        async def four_committed() -> bool:
-            assert first.poll() is None
-            return (await SourceService(db).get("mls")).records >= 4
+    async def four_committed() -> bool:
+        assert first.poll() is None
+        return (await SourceService(store_db).get("mls")).records >= 4
 
-        await until(four_committed, "four records committed", 60)
-        first.send_signal(signal.SIGKILL)
-        first.communicate(timeout=10)
-        killed_at = (await SourceService(db).get("mls")).records
-        assert 4 <= killed_at < COUNT - 1
-        second = command(store, "data", "replicate", "mls", "--rejects", str(tmp_path / "r.csv"))
-        _, err = second.communicate(timeout=120)
-        assert second.returncode == 0, err.decode()
-        source = await SourceService(db).get("mls")
-        assert (source.records, source.rejects) == (COUNT - 1, 1)
-        assert len(await ids(db)) == COUNT - 1
-        inserted = await db.fetch_one(
-            "SELECT COUNT(*) FROM property_changes WHERE change_type = 'created'"
-        )
-        assert inserted is not None and inserted[0] == COUNT - 1  # each record once
+    await until(four_committed, "four records committed", 60)
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=10)
+    killed_at = (await SourceService(store_db).get("mls")).records
+    assert 4 <= killed_at < COUNT - 1
+    second = command(store, "data", "replicate", "mls", "--rejects", str(tmp_path / "r.csv"))
+    _, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err.decode()
+    source = await SourceService(store_db).get("mls")
+    assert (source.records, source.rejects) == (COUNT - 1, 1)
+    assert len(await ids(store_db)) == COUNT - 1
+    inserted = await store_db.fetch_one(
+        "SELECT COUNT(*) FROM property_changes WHERE change_type = 'created'"
+    )
+    assert inserted is not None and inserted[0] == COUNT - 1  # each record once
 
-        # a second replicator says so and exits while one runs
-        await SourceService(db).add(SourceConfig(name="slow", url=server.url, page_size=1,
-                                                 requests_per_hour=3_600))  # fmt: skip
-        running = command(store, "data", "replicate", "slow")
+    # a second replicator says so and exits while one runs
+    await add(store_db, server.url, name="slow", page_size=1, requests_per_hour=3_600, overlap=300)
+    running = command(store, "data", "replicate", "slow")
 
-        async def holding() -> bool:
-            assert running.poll() is None
-            return (await SourceService(db).get("slow")).state == "running"
+    async def holding() -> bool:
+        assert running.poll() is None
+        return (await SourceService(store_db).get("slow")).state == "running"
 
-        await until(holding, "the first replicator running")
-        other = command(store, "data", "replicate", "slow")
-        _, said = other.communicate(timeout=60)
-        assert other.returncode == 3 and b"holds the lease" in said
-        running.send_signal(signal.SIGTERM)  # finishes the page in hand, exits 0
-        _, said = running.communicate(timeout=60)
-        assert running.returncode == 0, said.decode()
-        assert (await SourceService(db).get("slow")).state == "stopped"
-    finally:
-        await db.close()
+    await until(holding, "the first replicator running")
+    other = command(store, "data", "replicate", "slow")
+    _, said = other.communicate(timeout=60)
+    assert other.returncode == 3 and b"holds the lease" in said
+    running.send_signal(signal.SIGTERM)  # finishes the page in hand, exits 0
+    _, said = running.communicate(timeout=60)
+    assert running.returncode == 0, said.decode()
+    assert (await SourceService(store_db).get("slow")).state == "stopped"
 
 
 async def test_metrics_show_the_passes_of_another_process(
-    store: Store, server: ODataServer, tmp_path: Path
+    store: Store, store_db: Database, server: ODataServer, tmp_path: Path
 ) -> None:
     from litestar.testing import AsyncTestClient
     from prometheus_client.parser import text_string_to_metric_families
@@ -363,12 +366,7 @@ async def test_metrics_show_the_passes_of_another_process(
     from propdata.app import create_app
     from tests.conftest import settings_for
 
-    db = await open_db(store)
-    try:
-        await SourceService(db).add(SourceConfig(name="mls", url=server.url, page_size=10,
-                                                 requests_per_hour=360_000))  # fmt: skip
-    finally:
-        await db.close()
+    await add(store_db, server.url, page_size=10, overlap=300)
     done = command(store, "data", "replicate", "mls", "--rejects", str(tmp_path / "r.csv"))
     _, said = done.communicate(timeout=120)
     assert done.returncode == 0, said.decode()
@@ -425,33 +423,30 @@ async def test_removing_a_source_with_its_records(db: Database, server: ODataSer
     assert await SourceRepository(db).get("mls") is None
 
 
-async def test_every_runs_passes_until_sigterm(store: Store, server: ODataServer) -> None:
-    db = await open_db(store)
-    try:
-        await SourceService(db).add(SourceConfig(name="mls", url=server.url, page_size=10,
-                                                 requests_per_hour=360_000))  # fmt: skip
-        running = command(store, "data", "replicate", "mls", "--every", "1")
-        passes = set()
+async def test_every_runs_passes_until_sigterm(
+    store: Store, store_db: Database, server: ODataServer
+) -> None:
+    await add(store_db, server.url, page_size=10, overlap=300)
+    running = command(store, "data", "replicate", "mls", "--every", "1")
+    passes = set()
 
-        async def two_passes() -> bool:  # ended: the pause, then again
-            assert running.poll() is None
-            source = await SourceService(db).get("mls")
-            if source.state == "caught up" and source.last_pass_at is not None:
-                passes.add(source.last_pass_at)
-            return len(passes) >= 2
+    async def two_passes() -> bool:  # ended: the pause, then again
+        assert running.poll() is None
+        source = await SourceService(store_db).get("mls")
+        if source.state == "caught up" and source.last_pass_at is not None:
+            passes.add(source.last_pass_at)
+        return len(passes) >= 2
 
-        await until(two_passes, "two passes ended", 60)
-        server.patch("L005", ListPrice=1_000, ModificationTimestamp=stamp(COUNT))
+    await until(two_passes, "two passes ended", 60)
+    server.patch("L005", ListPrice=1_000, ModificationTimestamp=stamp(COUNT))
 
-        async def changed() -> bool:
-            row = await db.fetch_one("SELECT list_price FROM properties WHERE id = 'mls-L005'")
-            return row is not None and row[0] == 1_000
+    async def changed() -> bool:
+        row = await store_db.fetch_one("SELECT list_price FROM properties WHERE id = 'mls-L005'")
+        return row is not None and row[0] == 1_000
 
-        await until(changed, "the changed price replicated", 60)
-        running.send_signal(signal.SIGTERM)
-        _, said = running.communicate(timeout=60)
-        assert running.returncode == 0, said.decode()
-        assert b"records read" in said
-        assert (await SourceService(db).get("mls")).records == COUNT  # 23 new, 1 changed
-    finally:
-        await db.close()
+    await until(changed, "the changed price replicated", 60)
+    running.send_signal(signal.SIGTERM)
+    _, said = running.communicate(timeout=60)
+    assert running.returncode == 0, said.decode()
+    assert b"records read" in said
+    assert (await SourceService(store_db).get("mls")).records == COUNT  # 23 new, 1 changed

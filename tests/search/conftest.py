@@ -10,6 +10,7 @@ closed, and on PostgreSQL open its pool again.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +32,15 @@ async def mixed(backend: str, tmp_path_factory: pytest.TempPathFactory) -> Async
     report = await load(db, synthetic.generate(1_500, 3, AS_OF), origin="synthetic", as_of=AS_OF)
     assert not report.rejects
     await db.close()
+    yield made
+    await drop_store(made)
+
+
+@pytest.fixture
+async def fresh_store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
+    """The test catalogue in a store of its own (a test that loads into it)."""
+    made = await new_store(backend, tmp_path / "store")
+    await build_store(made)
     yield made
     await drop_store(made)
 

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,7 @@ from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 from propdata.search.service import SearchService
 from propdata.search.snapshot import ITEMS, BuildLock, Snapshots
-from tests.conftest import Store, build_store, drop_store, new_store, open_db
+from tests.conftest import Store, open_db
 from tests.live import until
 from tests.search.test_index_snapshot import (
     QUERY,
@@ -84,14 +83,6 @@ from propdata.search.live import Delta
 build_snapshot.PAGE = 5  # many pages: the parent is checked between them
 {REAL}
 """
-
-
-@pytest.fixture
-async def fresh_store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
-    made = await new_store(backend, tmp_path / "store")
-    await build_store(made)
-    yield made
-    await drop_store(made)
 
 
 def program(code: str) -> KeeperSettings:

@@ -321,6 +321,14 @@ async def _reprice(store: Store, prices: dict[int, int], day: str) -> None:
     await db.close()
 
 
+@pytest.fixture
+async def walk_store(fresh_store: Store) -> Store:
+    """A store of its own with 40 homes in 50014 to walk (w-000 at 100,000, each next one
+    1,000 more)."""
+    await _reprice(fresh_store, {n: 100_000 + 1_000 * n for n in range(40)}, "2026-02-01")
+    return fresh_store
+
+
 WALKS = [
     "zipCode=50014&sort=listPrice&order=asc",
     "zipCode=50014&sort=lastUpdated&order=desc",
@@ -331,97 +339,79 @@ WALKS = [
 @pytest.mark.parametrize("query", WALKS)
 @pytest.mark.slow
 async def test_a_cursor_walk_outlives_loads_without_overlap_or_skip(
-    backend: str, tmp_path: Any, query: str
+    walk_store: Store, query: str
 ) -> None:
     """A load between pages moves records across the page boundary (prices, dates); the
     walk still lists each record of the version it began on exactly once, in that order."""
-    made = await new_store(backend, tmp_path)
-    await build_store(made)
-    await _reprice(made, {n: 100_000 + 1_000 * n for n in range(40)}, "2026-02-01")
+    made = walk_store
     key = await create_key(made, "enterprise")
     app = HeadAsGet(create_app(settings_for(made, cache_ttl=0)))
-    try:
-        async with AsyncTestClient(app=app) as client:  # type: ignore[arg-type]
-            api = (client, {"Authorization": f"Bearer {key}"})
-            await index_ready(client)
-            expected = [i["id"] for i in await walk(api, f"{query}&limit=40")]
-            assert len(expected) == 40
-            body = (await get(api, f"{query}&limit=6")).json()
-            seen = [i["id"] for i in body["data"]]
-            for turn in range(KEEP_OLDER):  # the versions a walk may outlive
-                # The next homes in the walk's order jump behind the page already seen, the
-                # seen ones jump ahead: a keyset on today's data would skip and repeat them.
-                ahead = [int(i[2:]) for i in expected[len(seen) : len(seen) + 3]]
-                behind = [int(i[2:]) for i in seen[-3:]]
-                await _reprice(made, {**{n: 500 + n + turn for n in ahead},
-                                      **{n: 900_000 + n + turn for n in behind}},
-                               f"2026-03-{turn + 10}")  # fmt: skip
-                if turn % 2:
-                    await index_ready(client)  # half the pages after the new index is in use
-                cursor = body["meta"]["nextCursor"]
-                body = (await get(api, f"{query}&limit=6&cursor={quote(cursor)}")).json()
-                assert "error" not in body, body
-                assert body["meta"]["total"] == 40  # the total of the walk's version
-                seen += [i["id"] for i in body["data"]]
-            while body["meta"]["nextCursor"]:
-                cursor = body["meta"]["nextCursor"]
-                body = (await get(api, f"{query}&limit=6&cursor={quote(cursor)}")).json()
-                seen += [i["id"] for i in body["data"]]
-            assert seen == expected
-            # A new walk follows today's data: the prices moved it.
-            assert [i["id"] for i in await walk(api, f"{query}&limit=40")] != expected or (
-                "distance" in query
-            )
-    finally:
-        await drop_store(made)
+    async with AsyncTestClient(app=app) as client:  # type: ignore[arg-type]
+        api = (client, {"Authorization": f"Bearer {key}"})
+        await index_ready(client)
+        expected = [i["id"] for i in await walk(api, f"{query}&limit=40")]
+        assert len(expected) == 40
+        body = (await get(api, f"{query}&limit=6")).json()
+        seen = [i["id"] for i in body["data"]]
+        for turn in range(KEEP_OLDER):  # the versions a walk may outlive
+            # The next homes in the walk's order jump behind the page already seen, the
+            # seen ones jump ahead: a keyset on today's data would skip and repeat them.
+            ahead = [int(i[2:]) for i in expected[len(seen) : len(seen) + 3]]
+            behind = [int(i[2:]) for i in seen[-3:]]
+            await _reprice(made, {**{n: 500 + n + turn for n in ahead},
+                                  **{n: 900_000 + n + turn for n in behind}},
+                           f"2026-03-{turn + 10}")  # fmt: skip
+            if turn % 2:
+                await index_ready(client)  # half the pages after the new index is in use
+            cursor = body["meta"]["nextCursor"]
+            body = (await get(api, f"{query}&limit=6&cursor={quote(cursor)}")).json()
+            assert "error" not in body, body
+            assert body["meta"]["total"] == 40  # the total of the walk's version
+            seen += [i["id"] for i in body["data"]]
+        while body["meta"]["nextCursor"]:
+            cursor = body["meta"]["nextCursor"]
+            body = (await get(api, f"{query}&limit=6&cursor={quote(cursor)}")).json()
+            seen += [i["id"] for i in body["data"]]
+        assert seen == expected
+        # A new walk follows today's data: the prices moved it.
+        assert [i["id"] for i in await walk(api, f"{query}&limit=40")] != expected or (
+            "distance" in query
+        )
 
 
-async def test_a_walk_whose_version_is_gone_goes_on_by_keyset(backend: str, tmp_path: Any) -> None:
+async def test_a_walk_whose_version_is_gone_goes_on_by_keyset(walk_store: Store) -> None:
     """Index off (or the version pruned): the walk continues after the last row's values
     on today's data; records whose sort value did not move are seen exactly once."""
-    made = await new_store(backend, tmp_path)
-    await build_store(made)
-    await _reprice(made, {n: 100_000 + 1_000 * n for n in range(40)}, "2026-02-01")
+    made = walk_store
     key = await create_key(made, "enterprise")
     app = HeadAsGet(create_app(settings_for(made, cache_ttl=0, search_index=False)))
     query = "zipCode=50014&sort=listPrice&order=asc&limit=6"
-    try:
-        async with AsyncTestClient(app=app) as client:  # type: ignore[arg-type]
-            api = (client, {"Authorization": f"Bearer {key}"})
-            body = (await get(api, query)).json()
-            seen = [i["id"] for i in body["data"]]
-            moved: set[str] = set()
-            for turn in range(3):
-                n = 20 + turn
-                moved.add(f"w-{n:03d}")
-                await _reprice(made, {n: 1 + turn}, f"2026-03-{turn + 10}")
-                body = (
-                    await get(api, f"{query}&cursor={quote(body['meta']['nextCursor'])}")
-                ).json()
-                seen += [i["id"] for i in body["data"]]
-            while body["meta"]["nextCursor"]:
-                body = (
-                    await get(api, f"{query}&cursor={quote(body['meta']['nextCursor'])}")
-                ).json()
-                seen += [i["id"] for i in body["data"]]
-            still = [f"w-{n:03d}" for n in range(40) if f"w-{n:03d}" not in moved]
-            assert [i for i in seen if i in still] == still
-    finally:
-        await drop_store(made)
+    async with AsyncTestClient(app=app) as client:  # type: ignore[arg-type]
+        api = (client, {"Authorization": f"Bearer {key}"})
+        body = (await get(api, query)).json()
+        seen = [i["id"] for i in body["data"]]
+        moved: set[str] = set()
+        for turn in range(3):
+            n = 20 + turn
+            moved.add(f"w-{n:03d}")
+            await _reprice(made, {n: 1 + turn}, f"2026-03-{turn + 10}")
+            body = (await get(api, f"{query}&cursor={quote(body['meta']['nextCursor'])}")).json()
+            seen += [i["id"] for i in body["data"]]
+        while body["meta"]["nextCursor"]:
+            body = (await get(api, f"{query}&cursor={quote(body['meta']['nextCursor'])}")).json()
+            seen += [i["id"] for i in body["data"]]
+        still = [f"w-{n:03d}" for n in range(40) if f"w-{n:03d}" not in moved]
+        assert [i for i in seen if i in still] == still
 
 
-async def test_a_private_index_keeps_the_walk_s_version_over_one_load(
-    backend: str, tmp_path: Any
-) -> None:
+async def test_a_private_index_keeps_the_walk_s_version_over_one_load(walk_store: Store) -> None:
     """Without snapshots (each worker builds its own index) the index a load replaced is
     kept for the walks begun on it (one version)."""
     from propdata.search.filters import SearchFilters
     from propdata.search.query import SearchQuery
     from propdata.search.service import SearchService
 
-    made = await new_store(backend, tmp_path)
-    await build_store(made)
-    await _reprice(made, {n: 100_000 + 1_000 * n for n in range(40)}, "2026-02-01")
+    made = walk_store
     db = await open_db(made)
     try:
         service = SearchService(db, snapshots=None)
@@ -438,7 +428,6 @@ async def test_a_private_index_keeps_the_walk_s_version_over_one_load(
         await service.close()
     finally:
         await db.close()
-        await drop_store(made)
 
 
 async def test_fields_select_distance_and_keep_the_cursor(

@@ -3,8 +3,9 @@ the same distances to the bit, and the same page after a cursor."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +42,17 @@ TUNINGS = [
 under: each of its ways to answer is taken."""
 
 
-def tune(monkeypatch: pytest.MonkeyPatch, tuning: dict[str, int]) -> None:
-    """Set one of TUNINGS for the test."""
-    for name, value in tuning.items():
+@pytest.fixture(params=TUNINGS)
+async def tuned_db(
+    request: pytest.FixtureRequest, mixed: Store, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Database]:
+    """The `mixed` store, open, with one of TUNINGS set for the test."""
+    for name, value in request.param.items():
         monkeypatch.setattr(arrays if name in ("_FIRST_CHUNK", "_LAST_CHUNK") else index_module,
                             name, value)  # fmt: skip
+    db = await open_db(mixed)
+    yield db
+    await db.close()
 
 
 STATUSES = ("forSale", "recentlySold", "forRent", "offMarket", "pending")
@@ -79,9 +86,7 @@ async def places(db: Database) -> list[tuple[str, str, str, float, float]]:
     return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
-def searches(
-    places: list[tuple[str, str, str, float, float]], count: int
-) -> Iterator[tuple[Any, ...]]:
+def searches(places: list[tuple[str, str, str, float, float]], count: int) -> Iterator[SearchQuery]:
     """Generated searches; about a third also have a radius (half of those sorted by
     distance) and one in eight a box, both around a stored record's point."""
     rng = random.Random(11)
@@ -134,88 +139,66 @@ def searches(
         order = rng.choice(("asc", "desc"))
         limit = rng.choice((1, 5, 10, 25, 100))
         offset = rng.choice((0, 0, 0, 3, 20, 150, 900, 5_000))
-        yield f, sort, order, limit, offset
+        yield SearchQuery(f, sort, order, limit, offset)
 
 
 async def sql_page(
-    db: Database,
-    f: SearchFilters,
-    sort: str,
-    order: str,
-    limit: int,
-    offset: int,
-    after: tuple[Any, float | None, str] | None = None,
+    db: Database, query: SearchQuery, after: tuple[Any, float | None, str] | None = None
 ) -> tuple[int, list[str], list[float] | None, Any]:
     """What the SQL path answers: (total, ids, exact distances, the last row's sort value);
-    `after` is a cursor's (value, distance, id)."""
+    `after` is a cursor's (value, distance, id), which the query's offset does not count."""
     service = SearchService(db, search_index=False)
     repo = service.repo
     walk = None if after is None else Cursor(0, "", 0, after[0], after[1], after[2])
-    if f.near is not None:
-        total, found = await service.sql.near(SearchQuery(f, sort, order, limit, offset), walk)
+    if query.filters.near is not None:
+        total, found = await service.sql.near(query, walk)
         rows = [row for row, _ in found]
         distances: list[float] | None = [d for _, d in found]
     else:
         key = None if after is None else (after[0], after[2])
-        query = SearchQuery(f, sort, order, limit, 0 if after else offset)
-        rows = await repo.search_page(query, key)
-        total, distances = await repo.count_matches(f), None
+        rows = await repo.search_page(dataclasses.replace(query, offset=0) if after else query, key)
+        total, distances = await repo.count_matches(query.filters), None
     field = {"distance": "id", **SORT_COLUMNS, "livingArea": "living_area",
-             "listPrice": "list_price", "daysOnMarket": "days_on_market"}[sort]  # fmt: skip
+             "listPrice": "list_price", "daysOnMarket": "days_on_market"}[query.sort]  # fmt: skip
     last = getattr(rows[-1], field) if rows else None
     return total, [r.id for r in rows], distances, last
 
 
-async def compare(
-    index: SearchIndex,
-    db: Database,
-    f: SearchFilters,
-    sort: str,
-    order: str,
-    limit: int,
-    offset: int,
-) -> bool:
+async def compare(index: SearchIndex, db: Database, query: SearchQuery) -> bool:
     """Index and SQL agree on this page and, by cursor, on the page after it, also when the
     cursor's total lets that page resume past its row; True when the page has rows."""
-    page = index.search(SearchQuery(f, sort, order, limit, offset))
+    page = index.search(query)
     assert page is not None
-    total, ids, distances, last = await sql_page(db, f, sort, order, limit, offset)
-    where = (f, sort, order, limit, offset)
-    assert page.total == total, where
-    assert page.ids == ids, where
-    assert page.distances == distances, where  # the same float64s, bit for bit
+    total, ids, distances, last = await sql_page(db, query)
+    first = dataclasses.replace(query, offset=0)
+    assert page.total == total, query
+    assert page.ids == ids, query
+    assert page.distances == distances, query  # the same float64s, bit for bit
     if ids:
         mark = (last, None if distances is None else distances[-1], ids[-1])
-        after = index.search(SearchQuery(f, sort, order, limit, 0), ids[-1])
-        assert after is not None, where
-        by_offset = index.search(SearchQuery(f, sort, order, limit, offset + limit))
-        assert by_offset is not None and after.ids == by_offset.ids, where
-        resumed = index.search(SearchQuery(f, sort, order, limit, 0), ids[-1], total=total)
-        assert resumed == after, where  # the same total, ids, distances and sort values
-        _, sql_ids, sql_distances, _ = await sql_page(db, f, sort, order, limit, 0, mark)
-        assert after.ids == sql_ids and after.distances == sql_distances, where
+        after = index.search(first, ids[-1])
+        assert after is not None, query
+        by_offset = index.search(dataclasses.replace(query, offset=query.offset + query.limit))
+        assert by_offset is not None and after.ids == by_offset.ids, query
+        resumed = index.search(first, ids[-1], total=total)
+        assert resumed == after, query  # the same total, ids, distances and sort values
+        _, sql_ids, sql_distances, _ = await sql_page(db, first, mark)
+        assert after.ids == sql_ids and after.distances == sql_distances, query
     return bool(ids)
 
 
-@pytest.mark.parametrize("tuning", TUNINGS)
-async def test_index_answers_what_sql_answers(
-    mixed: Store, tuning: dict[str, int], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    tune(monkeypatch, tuning)
-    db = await open_db(mixed)
-    try:
-        repo = SearchRepository(db)
-        index = await built(repo)
-        assert index.size == await repo.store.count()
-        nonempty = geo = 0
-        for f, sort, order, limit, offset in searches(await places(db), 250):
-            found = await compare(index, db, f, sort, order, limit, offset)
-            nonempty += found
-            geo += found and (f.near is not None or f.bbox is not None)
-        assert nonempty > 100  # the searches find something, so the comparison means something
-        assert geo > 30
-    finally:
-        await db.close()
+async def compared(index: SearchIndex, db: Database) -> list[SearchQuery]:
+    """`compare` over 250 generated searches: those that found rows."""
+    return [q for q in searches(await places(db), 250) if await compare(index, db, q)]
+
+
+async def test_index_answers_what_sql_answers(tuned_db: Database) -> None:
+    repo = SearchRepository(tuned_db)
+    index = await built(repo)
+    assert index.size == await repo.store.count()
+    found = await compared(index, tuned_db)
+    assert len(found) > 100  # the searches find something, so the comparison means something
+    assert sum(q.filters.near is not None or q.filters.bbox is not None for q in found) > 30
 
 
 async def test_a_walk_resumed_past_each_cursor_is_the_walk_by_offset(

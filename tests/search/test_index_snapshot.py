@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,26 +36,15 @@ from propdata.search.service import SearchService
 from propdata.search.snapshot import MANIFEST, BuildLock, Snapshots
 from tests.conftest import (
     Store,
-    build_store,
     create_key,
-    drop_store,
-    new_store,
     open_db,
     settings_for,
 )
 from tests.factories import AS_OF, record
-from tests.search.test_index import TUNINGS, built, compare, index_ready, places, searches, tune
+from tests.search.test_index import built, compared, index_ready, places, searches
+from tests.search.test_index import tuned_db as tuned_db
 
 QUERY = (SearchFilters(state="IA"), "listPrice", "asc", 5, 0)
-
-
-@pytest.fixture
-async def fresh_store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
-    """The test catalogue in a store of its own (tests here load into it)."""
-    made = await new_store(backend, tmp_path)
-    await build_store(made)
-    yield made
-    await drop_store(made)
 
 
 def counted(service: SearchService, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -105,30 +94,21 @@ def mapped(index: SearchIndex) -> bool:
     return all(isinstance(a.base, np.memmap) and not a.flags.writeable for a in arrays)
 
 
-@pytest.mark.parametrize("tuning", TUNINGS)
 async def test_a_snapshot_from_disk_answers_what_sql_and_the_built_index_answer(
-    mixed: Store, tuning: dict[str, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    tuned_db: Database, tmp_path: Path
 ) -> None:
-    tune(monkeypatch, tuning)
-    db = await open_db(mixed)
-    try:
-        repo = SearchRepository(db)
-        fresh = await built(repo)
-        snapshots = Snapshots(tmp_path / "index")
-        snapshots.write(fresh)
-        loaded = snapshots.load(fresh.namespace)
-        assert loaded is not None and mapped(loaded)
-        assert loaded.size == fresh.size == await repo.store.count()
-        assert loaded.codes == fresh.codes and loaded.known == fresh.known
-        assert loaded.nbytes == fresh.nbytes
-        nonempty = 0
-        for f, sort, order, limit, offset in searches(await places(db), 250):
-            query = SearchQuery(f, sort, order, limit, offset)
-            assert loaded.search(query) == fresh.search(query)
-            nonempty += await compare(loaded, db, f, sort, order, limit, offset)
-        assert nonempty > 100
-    finally:
-        await db.close()
+    repo = SearchRepository(tuned_db)
+    fresh = await built(repo)
+    snapshots = Snapshots(tmp_path / "index")
+    snapshots.write(fresh)
+    loaded = snapshots.load(fresh.namespace)
+    assert loaded is not None and mapped(loaded)
+    assert loaded.size == fresh.size == await repo.store.count()
+    assert loaded.codes == fresh.codes and loaded.known == fresh.known
+    assert loaded.nbytes == fresh.nbytes
+    for query in searches(await places(tuned_db), 250):
+        assert loaded.search(query) == fresh.search(query)
+    assert len(await compared(loaded, tuned_db)) > 100
 
 
 async def test_an_empty_store_round_trips(empty_db: Database, tmp_path: Path) -> None:

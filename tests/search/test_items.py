@@ -8,6 +8,7 @@ pages a cursor walk gives, must encode to exactly what the store's rows give.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 from pathlib import Path
@@ -47,21 +48,20 @@ async def test_encoded_pages_are_the_bytes_of_the_store_s_rows(
     try:
         service, _ = await _items_ready(db, tmp_path)
         encoded = 0
-        for f, sort, order, limit, offset in searches(await places(db), 250):
-            plain = await service.search(SearchQuery(f, sort, order, limit, offset))
-            fast = await service.search(SearchQuery(f, sort, order, limit, offset), encoded=True)
+        for query in searches(await places(db), 250):
+            plain = await service.search(query)
+            fast = await service.search(query, encoded=True)
             assert isinstance(plain, SearchResponse)
             encoded += isinstance(fast, EncodedSearchResponse)
-            assert msgspec.json.encode(fast) == msgspec.json.encode(plain), (f, sort, order)
+            assert msgspec.json.encode(fast) == msgspec.json.encode(plain), query
             for _ in range(3):  # the next pages by cursor, both ways
                 cursor = plain.meta.next_cursor
                 assert fast.meta.next_cursor == cursor
                 if cursor is None:
                     break
-                plain = await service.search(SearchQuery(f, sort, order, limit, 0, cursor))
-                fast = await service.search(
-                    SearchQuery(f, sort, order, limit, 0, cursor), encoded=True
-                )
+                after = dataclasses.replace(query, offset=0, cursor=cursor)
+                plain = await service.search(after)
+                fast = await service.search(after, encoded=True)
                 assert isinstance(plain, SearchResponse)
                 assert msgspec.json.encode(fast) == msgspec.json.encode(plain)
         assert encoded == 250

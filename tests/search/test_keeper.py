@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +37,6 @@ QUERIES = [
     SearchQuery(SearchFilters(min_price=200_000), "livingArea", "asc", 3, 1),
     SearchQuery(SearchFilters(near=(42.03, -93.62, 25.0)), "distance", "asc", 7, 0),
 ]
-
-
-@pytest.fixture
-async def own_store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
-    made = await new_store(backend, tmp_path / "store")
-    await build_store(made)
-    yield made
-    await drop_store(made)
 
 
 def off_market(pid: str, **overrides: Any) -> Any:
@@ -79,9 +70,9 @@ async def _same_as_sql(service: SearchService, db: Database) -> None:
 
 
 async def test_loads_reach_the_index_as_a_delta_and_a_fold_changes_no_answer(
-    own_store: Store, tmp_path: Path
+    fresh_store: Store, tmp_path: Path
 ) -> None:
-    db = await open_db(own_store)
+    db = await open_db(fresh_store)
     try:
         service = SearchService(db, snapshots=tmp_path / "index")
         service.indexes.fold_rows = 3  # a fold after more than three changed records
@@ -110,11 +101,11 @@ async def test_loads_reach_the_index_as_a_delta_and_a_fold_changes_no_answer(
 
 
 async def test_a_cursor_walk_keeps_its_version_s_order_across_commits(
-    own_store: Store, tmp_path: Path
+    fresh_store: Store, tmp_path: Path
 ) -> None:
     """Commits between pages (each a new data version, taken as a delta) neither repeat nor
     skip a row of the walk: it follows the order of the version it began on."""
-    db = await open_db(own_store)
+    db = await open_db(fresh_store)
     try:
         service = SearchService(db, snapshots=tmp_path / "index")
         service.warm()

@@ -115,7 +115,7 @@ async def _next_version(db: Database, delta: Delta) -> LiveIndex:
 
 
 @st.composite
-def queries(draw: st.DrawFn, rows: list[PropertyRow]) -> list[tuple[Any, ...]]:
+def queries(draw: st.DrawFn, rows: list[PropertyRow]) -> list[SearchQuery]:
     """Searches of every kind: filters alone and together, every sort and order, offsets
     that start in the delta's part or past it."""
     found = []
@@ -125,7 +125,7 @@ def queries(draw: st.DrawFn, rows: list[PropertyRow]) -> list[tuple[Any, ...]]:
         order = draw(st.sampled_from(["asc", "desc"]))
         limit = draw(st.sampled_from([1, 2, 5, 100]))
         offset = draw(st.sampled_from([0, 0, 1, 3, 8, 20]))
-        found.append((filters, sort, order, limit, offset))
+        found.append(SearchQuery(filters, sort, order, limit, offset))
     return found
 
 
@@ -147,18 +147,18 @@ def test_the_base_and_a_delta_answer_what_sql_answers(rig: Rig, data: st.DataObj
         live = rig.run(_next_version(rig.db, delta))
         assert live.size == len(stored)
         for query in data.draw(queries(list(stored.values()))):
-            rig.run(compare(live, rig.db, *query))  # type: ignore[arg-type]
+            rig.run(compare(live, rig.db, query))  # type: ignore[arg-type]
             with pytest.MonkeyPatch.context() as tuned:  # every side walks its orders
                 tuned.setattr(live_module, "_SORT_DIRECTLY", 0)
                 tuned.setattr(index_module, "_RESUME_SHARE", 1)  # every cursor page resumes
                 tuned.setattr(arrays, "_FIRST_CHUNK", 2)
                 tuned.setattr(arrays, "_LAST_CHUNK", 4)
-                rig.run(compare(live, rig.db, *query))  # type: ignore[arg-type]
+                rig.run(compare(live, rig.db, query))  # type: ignore[arg-type]
         every = SearchFilters()
         for sort in SORT_COLUMNS:
             for order in ("asc", "desc"):
                 for offset in (0, 3, len(stored) // 2):
-                    rig.run(compare(live, rig.db, every, sort, order, 4, offset))  # type: ignore[arg-type]
+                    rig.run(compare(live, rig.db, SearchQuery(every, sort, order, 4, offset)))  # type: ignore[arg-type]
 
 
 async def _replace_all(db: Database, rows: list[PropertyRow]) -> None:

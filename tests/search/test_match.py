@@ -31,7 +31,7 @@ async def test_wire_records_match_what_sql_finds(mixed: Store) -> None:
         batch = Batch.of(details)
         sql = SqlEngine(SearchRepository(db), offset_cap=None)
         checked = 0
-        for f, *_ in searches(await places(db), 120):
+        for f in (query.filters for query in searches(await places(db), 120)):
             found = await sql.find(SearchQuery(f, limit=len(ids)), None)
             expected = {r.id for r in found.rows}
             kept = matches(f, batch).tolist()

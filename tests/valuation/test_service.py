@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -44,6 +43,14 @@ async def valued(
     await drop_store(store)
 
 
+@pytest.fixture
+async def valued_db(valued: tuple[Store, int]) -> AsyncIterator[Database]:
+    """The valued store, open for the test."""
+    db = await open_db(valued[0])
+    yield db
+    await db.close()
+
+
 async def _version(db: Database) -> int:
     row = await db.fetch_one("SELECT value FROM meta WHERE key = 'data_version'")
     assert row is not None
@@ -56,13 +63,11 @@ ESTIMATES = (
 )
 
 
-async def test_estimates_are_stored_ordered_and_dated(valued: tuple[Store, int]) -> None:
-    store, count = valued
-    db = await open_db(store)
-    try:
-        rows = await db.fetch_all(ESTIMATES)
-    finally:
-        await db.close()
+async def test_estimates_are_stored_ordered_and_dated(
+    valued: tuple[Store, int], valued_db: Database
+) -> None:
+    _, count = valued
+    rows = await valued_db.fetch_all(ESTIMATES)
     with_value = [r for r in rows if r[3] is not None]
     assert len(with_value) == count > 300
     for _pid, _kind, _area, value, low, high, as_of, rent, rent_low, rent_high, rent_as_of in rows:
@@ -72,13 +77,8 @@ async def test_estimates_are_stored_ordered_and_dated(valued: tuple[Store, int])
             assert rent_low <= rent <= rent_high and rent_as_of == AS_OF.isoformat()
 
 
-async def test_land_and_homes_without_living_area_are_null(valued: tuple[Store, int]) -> None:
-    store, _ = valued
-    db = await open_db(store)
-    try:
-        rows = await db.fetch_all(ESTIMATES)
-    finally:
-        await db.close()
+async def test_land_and_homes_without_living_area_are_null(valued_db: Database) -> None:
+    rows = await valued_db.fetch_all(ESTIMATES)
     unsupported = [r for r in rows if r[1] == "land" or r[2] is None]
     assert any(r[0] == "bare-1" for r in unsupported)
     assert any(r[1] == "land" for r in unsupported)
@@ -86,56 +86,41 @@ async def test_land_and_homes_without_living_area_are_null(valued: tuple[Store, 
         assert row[3:] == (None,) * 8, row
 
 
-async def test_comparables_are_the_stored_ones(valued: tuple[Store, int]) -> None:
-    store, _ = valued
-    db = await open_db(store)
-    try:
-        stored = await db.fetch_all(
-            "SELECT c.property_id, c.comparables, p.zip_code FROM valuation_comparables c"
-            " JOIN properties p ON p.id = c.property_id ORDER BY c.property_id LIMIT 20"
-        )
-        assert stored
-        for property_id, text, zip_code in stored:
-            found = await ValuationService(db).comparables(property_id)
-            assert all(isinstance(c, Comparable) for c in found)
-            assert [[c.id, c.sale_date, c.sale_price, c.distance_miles, c.similarity]
-                    for c in found] == json.loads(text)  # fmt: skip
-            assert 1 <= len(found) <= 5
-            assert all(c.address.zip_code == zip_code for c in found)
-            assert all(0 < c.similarity <= 1 for c in found)
-            stored = await PropertyRepository(db).price_history(found[0].id)
-            sale = (found[0].sale_date, "sold", found[0].sale_price)
-            assert sale in [(e.date, e.event, e.price) for e in stored]  # a real stored sale
-        assert await ValuationService(db).comparables("bare-1") == []
-    finally:
-        await db.close()
+async def test_comparables_are_the_stored_ones(valued_db: Database) -> None:
+    stored = await valued_db.fetch_all(
+        "SELECT c.property_id, c.comparables, p.zip_code FROM valuation_comparables c"
+        " JOIN properties p ON p.id = c.property_id ORDER BY c.property_id LIMIT 20"
+    )
+    assert stored
+    for property_id, text, zip_code in stored:
+        found = await ValuationService(valued_db).comparables(property_id)
+        assert all(isinstance(c, Comparable) for c in found)
+        assert [[c.id, c.sale_date, c.sale_price, c.distance_miles, c.similarity]
+                for c in found] == json.loads(text)  # fmt: skip
+        assert 1 <= len(found) <= 5
+        assert all(c.address.zip_code == zip_code for c in found)
+        assert all(0 < c.similarity <= 1 for c in found)
+        stored = await PropertyRepository(valued_db).price_history(found[0].id)
+        sale = (found[0].sale_date, "sold", found[0].sale_price)
+        assert sale in [(e.date, e.event, e.price) for e in stored]  # a real stored sale
+    assert await ValuationService(valued_db).comparables("bare-1") == []
 
 
-async def test_a_store_without_sales_gets_null_estimates(tmp_path: Path) -> None:
-    store = await new_store("embedded", tmp_path)
-    db = await open_db(store)
-    try:
-        await load(db, [(1, record("lonely-1"))], origin="import", as_of=AS_OF)
-        summary = await rebuild_valuations(db, AS_OF)
-        assert (summary.values, summary.rents) == (0, 0)
-        row = await db.fetch_one("SELECT value_value, rent_value FROM properties")
-        assert row == (None, None)
-    finally:
-        await db.close()
+async def test_a_store_without_sales_gets_null_estimates(fresh_db: Database) -> None:
+    await load(fresh_db, [(1, record("lonely-1"))], origin="import", as_of=AS_OF)
+    summary = await rebuild_valuations(fresh_db, AS_OF)
+    assert (summary.values, summary.rents) == (0, 0)
+    row = await fresh_db.fetch_one("SELECT value_value, rent_value FROM properties")
+    assert row == (None, None)
 
 
-async def test_a_store_with_no_sale_at_all_rebuilds(tmp_path: Path) -> None:
+async def test_a_store_with_no_sale_at_all_rebuilds(fresh_db: Database) -> None:
     """No sale or rental anywhere (a first import of off-market homes): nothing to learn
     from, every estimate null, and the rebuild does not fail."""
-    store = await new_store("embedded", tmp_path)
-    db = await open_db(store)
-    try:
-        home = record("unsold-1", status="offMarket", list_price=None, listing_type=None,
-                      original_list_price=None, price_history=[])  # fmt: skip
-        report = await load(db, [(1, home)], origin="import", as_of=AS_OF)
-        assert not report.rejects, report.rejects
-        summary = await rebuild_valuations(db, AS_OF)
-        assert (summary.values, summary.rents, summary.sales) == (0, 0, 0)
-        assert await ValuationService(db).comparables("unsold-1") == []
-    finally:
-        await db.close()
+    home = record("unsold-1", status="offMarket", list_price=None, listing_type=None,
+                  original_list_price=None, price_history=[])  # fmt: skip
+    report = await load(fresh_db, [(1, home)], origin="import", as_of=AS_OF)
+    assert not report.rejects, report.rejects
+    summary = await rebuild_valuations(fresh_db, AS_OF)
+    assert (summary.values, summary.rents, summary.sales) == (0, 0, 0)
+    assert await ValuationService(fresh_db).comparables("unsold-1") == []

@@ -12,6 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,8 @@ from tests.live import run_apart, running_server
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 IMAGES = ROOT / "docs" / "images"
+PASSWORD = "correct horse battery staple 42"
+"""The password of every account the browser tests sign up."""
 FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -61,3 +64,19 @@ def serving_store(folder: Path, env: dict[str, str] | None = None) -> Iterator[t
             yield base, store
     finally:
         run_apart(drop_store(store))
+
+
+def sign_up(page: Any, server: str, address: str) -> None:
+    """Sign `address` up (with PASSWORD) in the browser's `page`; it ends on the dashboard."""
+    page.goto(server + "/signup")
+    page.fill("#email", address)
+    page.fill("#password", PASSWORD)
+    page.get_by_role("button", name="Create account").click()
+    page.wait_for_url(server + "/dashboard")
+
+
+def save_search(page: Any, **fields: str) -> None:
+    """Fill the saved-search form (`minBeds="3"` fills #f-minBeds) and press Save search."""
+    for name, value in fields.items():
+        page.fill(f"#f-{name}", value)
+    page.get_by_role("button", name="Save search").click()

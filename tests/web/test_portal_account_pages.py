@@ -16,9 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.web.conftest import IMAGES, serving_store
-
-PASSWORD = "correct horse battery staple 42"
+from tests.web.conftest import IMAGES, serving_store, sign_up
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +56,7 @@ def test_account_pages(browser: Any, served: tuple[str, Path], width: int) -> No
         page.screenshot(path=str(IMAGES / f"{prefix}{name}.png"), full_page=full)
 
     address = f"pages{width}@example.com"
-    page.goto(server + "/signup")
-    page.fill("#email", address)
-    page.fill("#password", PASSWORD)
-    page.get_by_role("button", name="Create account").click()
-    page.wait_for_url(server + "/dashboard")
+    sign_up(page, server, address)
     key = page.get_by_test_id("new-key").inner_text().strip()
     row = page.get_by_test_id("key-row")
     assert "never used" in row.inner_text() and "last used" not in row.inner_text()

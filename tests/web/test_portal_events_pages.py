@@ -13,9 +13,7 @@ from typing import Any
 import pytest
 
 from tests.portal.conftest import Receiver
-from tests.web.conftest import IMAGES, serving_store
-
-PASSWORD = "correct horse battery staple 42"
+from tests.web.conftest import IMAGES, save_search, serving_store, sign_up
 
 
 @pytest.fixture(scope="module")
@@ -60,30 +58,20 @@ def test_save_a_search_and_watch_a_webhook_deliver(
         fits(name)
         page.screenshot(path=str(IMAGES / f"{prefix}{name}.png"), full_page=True)
 
-    page.goto(server + "/signup")
-    page.fill("#email", f"events{width}@example.com")
-    page.fill("#password", PASSWORD)
-    page.get_by_role("button", name="Create account").click()
-    page.wait_for_url(server + "/dashboard")
+    sign_up(page, server, f"events{width}@example.com")
 
     # a saved search, from the dashboard's navigation
     page.get_by_role("link", name="Saved searches").click()
     page.wait_for_url(server + "/dashboard/searches")
     assert page.get_by_test_id("empty").is_visible()
     fits("searches-empty")
-    page.fill("#f-name", "Family homes in Ames")
-    page.fill("#f-city", "Ames")
-    page.fill("#f-state", "IA")
-    page.fill("#f-minBeds", "3")
-    page.get_by_role("button", name="Save search").click()
+    save_search(page, name="Family homes in Ames", city="Ames", state="IA", minBeds="3")
     page.wait_for_url(server + "/dashboard/searches")
     row = page.get_by_test_id("search-row")
     assert row.count() == 1 and "Family homes in Ames" in row.inner_text()
     count = row.get_by_test_id("match-count").inner_text()
     assert count.replace(",", "").isdigit()
-    page.fill("#f-name", "Broken")
-    page.fill("#f-minBeds", "three")
-    page.get_by_role("button", name="Save search").click()
+    save_search(page, name="Broken", minBeds="three")
     error = page.get_by_test_id("form-error")
     assert error.inner_text() == "Beds, at least: a whole number, such as 3."
     assert page.input_value("#f-minBeds") == "three"

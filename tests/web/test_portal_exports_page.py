@@ -18,11 +18,10 @@ import pytest
 
 from tests.conftest import build_store, drop_store, new_store
 from tests.live import run_apart, running_server
-from tests.web.conftest import ROOT
+from tests.web.conftest import PASSWORD, ROOT, sign_up
 
 pytestmark = pytest.mark.slow
 
-PASSWORD = "correct horse battery staple 42"
 SHOTS = ROOT / "var" / "screenshots"
 PRO = "pro-exports@example.com"
 
@@ -96,11 +95,7 @@ def test_a_free_account_is_told_which_plan_gives_exports(
     base, _ = served
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    page.goto(base + "/signup")
-    page.fill("#email", "free-exports@example.com")
-    page.fill("#password", PASSWORD)
-    page.get_by_role("button", name="Create account").click()
-    page.wait_for_url(base + "/dashboard")
+    sign_up(page, base, "free-exports@example.com")
     page.goto(base + "/dashboard/exports")
     said = page.get_by_test_id("exports-refused").inner_text()
     assert "Pro" in said and "Free" in said

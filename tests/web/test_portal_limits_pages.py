@@ -17,14 +17,15 @@ import pytest
 from propdata.plans import PLANS
 from tests.conftest import Store, build_store, drop_store, new_store
 from tests.live import run_apart, running_server
-from tests.web.conftest import IMAGES, ROOT
+from tests.web.conftest import IMAGES, ROOT, save_search, sign_up
 
 pytestmark = pytest.mark.slow
 
-PASSWORD = "correct horse battery staple 42"
 SHOTS = ROOT / "var" / "screenshots"
 SHOWN = {"dashboard-key-limit", "searches-limit", "search-form-error", "webhooks-limit"}
 """The screenshots docs/portal.md shows."""
+each_width = pytest.mark.parametrize("width", [1280, 390])
+"""A desktop's width and a phone's."""
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +63,11 @@ class Visit:
         self.problems: list[str] = []
         self.page.on("pageerror", lambda error: self.problems.append(str(error)))
 
-    def sign_up(self, address: str) -> None:
-        self.page.goto(self.server + "/signup")
-        self.page.fill("#email", address)
-        self.page.fill("#password", PASSWORD)
-        self.page.get_by_role("button", name="Create account").click()
-        self.page.wait_for_url(self.server + "/dashboard")
+    @classmethod
+    def signed_up(cls, browser: Any, server: str, width: int, address: str) -> Visit:
+        visit = cls(browser, server, width)
+        sign_up(visit.page, server, address)
+        return visit
 
     def shot(self, name: str) -> Path:
         """A full-page screenshot, after checking nothing runs off a phone's screen."""
@@ -84,12 +84,20 @@ class Visit:
         box = locator.bounding_box()
         return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= self.width
 
+    def add_the_one_endpoint(self, url: str) -> None:
+        """Add a webhook endpoint to `url`: the Free plan's one, so the form gives way."""
+        self.page.fill("#w-url", url)
+        self.page.get_by_role("button", name="Add endpoint").click()
+        self.page.wait_for_url(self.server + "/dashboard/webhooks")
+        assert self.page.get_by_test_id("webhook-row").count() == 1
+        assert self.page.get_by_role("button", name="Add endpoint").count() == 0
+
     def close(self) -> None:
         assert self.problems == []
         self.context.close()
 
 
-@pytest.mark.parametrize("width", [1280, 390])
+@each_width
 def test_the_landing_pages_plans_show_every_column(
     browser: Any, served: dict[str, str], width: int
 ) -> None:
@@ -112,13 +120,12 @@ def test_the_landing_pages_plans_show_every_column(
     visit.close()
 
 
-@pytest.mark.parametrize("width", [1280, 390])
+@each_width
 def test_a_free_account_at_its_limits_is_told_why_and_what_raises_them(
     browser: Any, served: dict[str, str], width: int
 ) -> None:
-    visit = Visit(browser, served["public"], width)
+    visit = Visit.signed_up(browser, served["public"], width, f"limits{width}@example.com")
     page = visit.page
-    visit.sign_up(f"limits{width}@example.com")
 
     # A second Free key can never be made: no form, the reason and the way out instead.
     assert page.get_by_role("button", name="Create key").count() == 0
@@ -129,9 +136,7 @@ def test_a_free_account_at_its_limits_is_told_why_and_what_raises_them(
 
     # A refused field is said in its label, and the form keeps what was typed.
     page.goto(visit.server + "/dashboard/searches")
-    page.fill("#f-name", "Texas homes")
-    page.fill("#f-state", "Texas")
-    page.get_by_role("button", name="Save search").click()
+    save_search(page, name="Texas homes", state="Texas")
     error = page.get_by_test_id("form-error")
     assert error.inner_text() == "State: the two-letter code, such as TX."
     assert error.get_attribute("data-field") == "filters.state"
@@ -142,9 +147,7 @@ def test_a_free_account_at_its_limits_is_told_why_and_what_raises_them(
     # Three saved searches fill the Free plan: the form gives way to the limit.
     for n, state in enumerate(("IA", "TX", "WA")):
         assert page.get_by_role("button", name="Save search").count() == 1, n
-        page.fill("#f-name", f"Homes in {state}")
-        page.fill("#f-state", state)
-        page.get_by_role("button", name="Save search").click()
+        save_search(page, name=f"Homes in {state}", state=state)
         page.wait_for_url(visit.server + "/dashboard/searches")
     assert page.get_by_test_id("search-row").count() == 3
     assert page.get_by_role("button", name="Save search").count() == 0
@@ -166,11 +169,7 @@ def test_a_free_account_at_its_limits_is_told_why_and_what_raises_them(
     error = page.get_by_test_id("form-error")
     assert "PROPDATA_WEBHOOK_ALLOWED_NETWORKS" in error.inner_text()
     visit.shot("webhook-url-error")
-    page.fill("#w-url", "https://93.184.215.14/hook")
-    page.get_by_role("button", name="Add endpoint").click()
-    page.wait_for_url(visit.server + "/dashboard/webhooks")
-    assert page.get_by_test_id("webhook-row").count() == 1
-    assert page.get_by_role("button", name="Add endpoint").count() == 0
+    visit.add_the_one_endpoint("https://93.184.215.14/hook")
     why = page.get_by_test_id("limit-reached").inner_text()
     assert "The Free plan holds at most 1 webhook endpoint; the Developer plan holds 5" in why
     assert "propdata-client listen" in page.get_by_test_id("receive-help").inner_text()
@@ -186,13 +185,12 @@ def test_a_free_account_at_its_limits_is_told_why_and_what_raises_them(
     visit.close()
 
 
-@pytest.mark.parametrize("width", [1280, 390])
+@each_width
 def test_where_loopback_is_allowed_the_hint_offers_a_local_receiver(
     browser: Any, served: dict[str, str], width: int
 ) -> None:
-    visit = Visit(browser, served["loopback"], width)
+    visit = Visit.signed_up(browser, served["loopback"], width, f"local{width}@example.com")
     page = visit.page
-    visit.sign_up(f"local{width}@example.com")
     page.goto(visit.server + "/dashboard/webhooks")
     label = page.locator("label[for=w-url]").inner_text()
     assert "http:// to a receiver on this service's machine" in label
@@ -200,11 +198,7 @@ def test_where_loopback_is_allowed_the_hint_offers_a_local_receiver(
     hint = page.get_by_test_id("receive-help").inner_text()
     assert "public addresses only" not in hint and "verify_webhook" in hint
     visit.shot("webhooks-loopback")
-    page.fill("#w-url", "http://127.0.0.1:3000/hook")
-    page.get_by_role("button", name="Add endpoint").click()
-    page.wait_for_url(visit.server + "/dashboard/webhooks")
-    assert page.get_by_test_id("webhook-row").count() == 1
-    assert page.get_by_role("button", name="Add endpoint").count() == 0
+    visit.add_the_one_endpoint("http://127.0.0.1:3000/hook")
     assert "at most 1 webhook endpoint" in page.get_by_test_id("limit-reached").inner_text()
     visit.shot("webhooks-limit")
     visit.close()

@@ -11,11 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.web.conftest import IMAGES, serving_store
+from tests.web.conftest import IMAGES, PASSWORD, serving_store, sign_up
 
 pytestmark = pytest.mark.slow
-
-PASSWORD = "correct horse battery staple 42"
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +88,7 @@ def test_every_form_works_without_javascript(browser: Any, server: str) -> None:
         java_script_enabled=False, viewport={"width": 1000, "height": 800}
     )
     page = context.new_page()
-    page.goto(server + "/signup")
-    page.fill("#email", "nojs@example.com")
-    page.fill("#password", PASSWORD)
-    page.get_by_role("button", name="Create account").click()
-    page.wait_for_url(server + "/dashboard")
+    sign_up(page, server, "nojs@example.com")
     assert page.get_by_test_id("new-key").inner_text().startswith("pmd_live_")
     # a second Free key could never be made: the dashboard says why instead of a form
     assert page.get_by_role("button", name="Create key").count() == 0

@@ -18,7 +18,7 @@ from propdata.webhooks.addresses import Gate, Target
 from propdata.webhooks.dispatcher import FAILING_FOR, PER_RECEIVER, HostTurn, Sender, iso
 from propdata.webhooks.schemas import EndpointChange, NewEndpoint
 from tests.webhooks.helpers import LOCAL, Rig, api_key, table_resolver
-from tests.webhooks.receiver import receiving
+from tests.webhooks.receiver import Received, receiving
 
 KEY = api_key()
 OWNER = owner_of(KEY)
@@ -190,16 +190,21 @@ async def test_attempts_are_counted_in_the_metrics(rig: Rig) -> None:
     assert (count("succeeded") - before[0], count("failed") - before[1]) == (1, 1)
 
 
-async def test_both_signatures_verify_during_the_grace_then_only_the_new(rig: Rig) -> None:
+async def _rotated(rig: Rig, grace: int, *later: float) -> tuple[str, str, list[Received]]:
+    """A new endpoint's secret rotated with `grace` seconds: the old secret, the new one, and
+    the deliveries of an event at once and of one more `later` seconds after each."""
     async with receiving() as receiver:
         row, old = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
-        new = await rig.service.rotate(KEY, row.id, 60)
-        await rig.events(OWNER)
-        await rig.dispatcher().run_once()
-        rig.clock.advance(61)
-        await rig.events(OWNER)
-        await rig.dispatcher().run_once()
-    during, after = receiver.received
+        new = await rig.service.rotate(KEY, row.id, grace)
+        for wait in (0, *later):
+            rig.clock.advance(wait)
+            await rig.events(OWNER)
+            await rig.dispatcher().run_once()
+    return old, new, receiver.received
+
+
+async def test_both_signatures_verify_during_the_grace_then_only_the_new(rig: Rig) -> None:
+    old, new, (during, after) = await _rotated(rig, 60, 61)
     assert len(during.headers["webhook-signature"].split(" ")) == 2
     for secret in (old, new):
         Webhook(secret).verify(during.body, during.headers)
@@ -210,12 +215,7 @@ async def test_both_signatures_verify_during_the_grace_then_only_the_new(rig: Ri
 
 
 async def test_a_rotation_without_grace_signs_with_the_new_secret_alone(rig: Rig) -> None:
-    async with receiving() as receiver:
-        row, old = await rig.service.create(KEY, NewEndpoint(url=receiver.url))
-        new = await rig.service.rotate(KEY, row.id, 0)
-        await rig.events(OWNER)
-        await rig.dispatcher().run_once()
-    (got,) = receiver.received
+    old, new, (got,) = await _rotated(rig, 0)
     Webhook(new).verify(got.body, got.headers)
     with pytest.raises(WebhookVerificationError):
         Webhook(old).verify(got.body, got.headers)

@@ -44,13 +44,23 @@ def name(rig: Rig) -> Iterator[str]:
         forget_names(value)
 
 
+async def _spaced(
+    rig: Rig, name: str, count: int, limit: int, window: float, every: float
+) -> tuple[float, list[Attempts]]:
+    """`count` attempts on `name`, `every` seconds apart: the clock at the first, and what
+    each was answered."""
+    start = rig.clock.now
+    answers = []
+    for _ in range(count):
+        answers.append(await rig.limiter.attempt(name, limit, window))
+        rig.clock.advance(every)
+    return start, answers
+
+
 async def test_the_limit_holds_and_retry_after_names_the_oldest(rig: Rig, name: str) -> None:
     limiter, clock = rig.limiter, rig.clock
-    first = clock.now
-    for n in range(5):
-        got = await limiter.attempt(name, 5, 900)
-        assert got == Attempts(True, n + 1, 5)
-        clock.advance(60)
+    first, got = await _spaced(rig, name, 5, 5, 900, every=60)
+    assert got == [Attempts(True, n + 1, 5) for n in range(5)]
     refused = await limiter.attempt(name, 5, 900)
     assert not refused.allowed and refused.used == 5 and refused.limit == 5
     assert refused.retry_after == math.ceil(first + 900 - clock.now) == 600
@@ -63,10 +73,7 @@ async def test_the_limit_holds_and_retry_after_names_the_oldest(rig: Rig, name: 
 
 async def test_entries_leave_exactly_one_window_later(rig: Rig, name: str) -> None:
     limiter, clock = rig.limiter, rig.clock
-    start = clock.now
-    for _ in range(3):
-        await limiter.attempt(name, 3, 3600)
-        clock.advance(10)
+    start, _ = await _spaced(rig, name, 3, 3, 3600, every=10)
     clock.now = start + 3600 - 1e-6  # a microsecond early: still in the window
     early = await limiter.attempt(name, 3, 3600)
     assert not early.allowed and early.retry_after == 1  # never below 1
@@ -78,10 +85,7 @@ async def test_entries_leave_exactly_one_window_later(rig: Rig, name: str) -> No
 
 async def test_a_lower_limit_waits_for_enough_to_leave(rig: Rig, name: str) -> None:
     limiter, clock = rig.limiter, rig.clock
-    start = clock.now
-    for _ in range(4):
-        await limiter.attempt(name, 10, 60)
-        clock.advance(10)
+    start, _ = await _spaced(rig, name, 4, 10, 60, every=10)
     clock.now = start + 35
     # 4 in the window, limit 2: the 3rd oldest (at start + 20) must leave for one more.
     refused = await limiter.attempt(name, 2, 60)
@@ -281,10 +285,8 @@ async def test_resilient_attempts_fall_back_per_process(tmp_path: Path) -> None:
 
 async def test_forget_takes_back_the_newest_attempt_only(rig: Rig, name: str) -> None:
     limiter, clock = rig.limiter, rig.clock
-    first = clock.now
-    for _ in range(3):
-        assert (await limiter.attempt(name, 3, 900)).allowed
-        clock.advance(10)
+    first, earlier = await _spaced(rig, name, 3, 3, 900, every=10)
+    assert all(a.allowed for a in earlier)
     assert not (await limiter.attempt(name, 3, 900)).allowed
     await limiter.forget(name)  # the newest (at first + 20) goes; the oldest still binds
     got = await limiter.attempt(name, 3, 900)
