@@ -13,6 +13,7 @@ import os
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -233,3 +234,40 @@ def test_a_deep_cursor_page_resumes_past_its_row_without_evaluating_the_search()
             recounted = index.search(query, before.ids[-1])  # a cursor without its total
             assert recounted == resumed and recounted is not None
             assert recounted.tested == index.size
+
+
+def test_a_delta_grown_commit_by_commit_is_the_index_of_its_rows_built_at_once() -> None:
+    """Each commit's rows are merged into the delta's id order (not all sorted again) and
+    its sort orders are made when a search first walks one: after commits of new,
+    changed (ids before, between and after the others) and removed records, the delta's
+    index is, array for array, the one a builder makes of its rows in one go."""
+    base = IndexBuilder("s.1")
+    base.add([row[: len(INDEX_COLUMNS)] for row in _generated(2_000, 1)])
+    delta = Delta(base.finish())
+    rng = random.Random(3)
+    latest: dict[str, Any] = {}
+    for commit in range(12):
+        fresh = _generated(60, 10 + commit, prefix=rng.choice(["a", "g-0", "g-1", "z"]))
+        alive = sorted(i for i, row in latest.items() if row is not None)
+        again = rng.sample(alive, min(len(alive), 20))
+        edits = _generated(len(again), 40 + commit)
+        changed: list[tuple[str, Any]] = [(row[0], row) for row in fresh]
+        changed += [(i, None if n % 4 == 0 else (i, *edit[1:]))
+                    for n, (i, edit) in enumerate(zip(again, edits, strict=True))]  # fmt: skip
+        for i, row in changed:
+            latest[i] = row
+        live = delta.apply("s.2", commit + 1, changed)
+        rows = sorted((row for row in latest.values() if row is not None), key=lambda r: r[0])
+        once = IndexBuilder("s.2")
+        once.add(rows)
+        expected = once.finish()
+        got = live.delta
+        assert got.size == expected.size == len(rows)
+        assert bytes(got.id_bytes) == bytes(expected.id_bytes)
+        assert np.array_equal(got.id_offsets, expected.id_offsets)
+        for column in SORT_COLUMNS.values():
+            assert np.array_equal(got.orders[column], expected.orders[column]), column
+        assert np.array_equal(got.updated_rank, expected.updated_rank)
+        assert np.array_equal(got.geo_order, expected.geo_order)
+        for name in expected.nums:
+            assert np.array_equal(got.nums[name], expected.nums[name], equal_nan=True), name

@@ -133,7 +133,10 @@ class IndexBuilder:
             return
         self._item_lengths.append(np.fromiter(map(len, parts), np.int64, count=len(parts)))
 
-    def finish(self) -> SearchIndex:
+    def finish(self, order: npt.NDArray[np.int64] | None = None) -> SearchIndex:
+        """The index of the rows taken. `order`: their order by id, by their order of
+        arrival, where the caller knows it (a delta merges a commit's few rows into rows
+        already in id order); else rows that did not come in id order are sorted."""
         size = self.size
         item_offsets = None
         if self.items is not None:
@@ -155,11 +158,12 @@ class IndexBuilder:
         lons = np.concatenate(self._lons) if self._lons else _floats()
         self._lats.clear()
         self._lons.clear()
-        if not self.ordered:  # rows taken from elsewhere: put them in id order
+        if not self.ordered or order is not None:  # rows taken from elsewhere: in id order
             starts = offsets.astype(np.int64)
             width = int(np.diff(starts).max()) if size else 1
             grid, lengths = id_grid(id_bytes, starts, np.arange(size), width)
-            order = np.argsort(grid.view(f"S{width}").ravel(), kind="stable")
+            if order is None:
+                order = np.argsort(grid.view(f"S{width}").ravel(), kind="stable")
             self.permutation = order
             grid, lengths = grid[order], lengths[order]
             id_bytes = grid[np.arange(width)[None, :] < lengths[:, None]]  # row by row
@@ -170,16 +174,14 @@ class IndexBuilder:
         cats = {name: _narrow(raw_cats[name], len(codes)) for name, codes in self._codes.items()}
         grouped = {name: group(cats[name], len(self._codes[name])) for name in GROUPED}
         nums = {name: _compact(values) for name, values in raw_nums.items()}
-        orders: dict[str, npt.NDArray[np.int32]] = {}
-        known: dict[str, int] = {}
+        orders = _Orders(nums)
+        orders["last_updated"] = np.argsort(text, kind="stable").astype(np.int32)
+        known = {"last_updated": size}
         for column in SORT_COLUMNS.values():
-            if column == "last_updated":
-                orders[column] = np.argsort(text, kind="stable").astype(np.int32)
-                known[column] = size
-            else:
-                values = nums[column]
-                orders[column] = np.argsort(values, kind="stable").astype(np.int32)  # NaN last
-                known[column] = int(np.count_nonzero(~np.isnan(values)))
+            if column != "last_updated":
+                known[column] = int(np.count_nonzero(~np.isnan(nums[column])))
+                if order is None:  # a delta's are made when a search first walks one
+                    orders[column] = orders.make(column)
         ranks = np.empty(size, np.int32)
         ranks[orders["last_updated"]] = np.arange(size, dtype=np.int32)
         placed = np.flatnonzero(~np.isnan(lats))
@@ -194,6 +196,22 @@ class IndexBuilder:
             geo_order=placed[by_cell].astype(np.int32), geo_keys=cells[by_cell],
             item_offsets=item_offsets, updated=text,
         )  # fmt: skip
+
+
+class _Orders(dict[str, npt.NDArray[np.int32]]):
+    """Per sort column, its rows' positions ascending, nulls (NaN) last, ties by position;
+    each made on first use where not made already."""
+
+    def __init__(self, nums: dict[str, npt.NDArray[Any]]) -> None:
+        super().__init__()
+        self._nums = nums
+
+    def __missing__(self, column: str) -> npt.NDArray[np.int32]:
+        made = self[column] = self.make(column)
+        return made
+
+    def make(self, column: str) -> npt.NDArray[np.int32]:
+        return np.argsort(self._nums[column], kind="stable").astype(np.int32)
 
 
 def _ints() -> npt.NDArray[np.int32]:

@@ -459,6 +459,15 @@ def _objects(values: Sequence[Any]) -> Objects:
     return out
 
 
+def _merged(kept: Objects, added: list[str]) -> npt.NDArray[np.int64]:
+    """The id order of `kept` (in id order) followed by `added` (ids none of `kept` has, in
+    any order), by that order of arrival: the added rows merged in, not all sorted again."""
+    by_id = sorted(range(len(added)), key=added.__getitem__)
+    places = np.searchsorted(kept, np.array([added[n] for n in by_id], dtype=object))
+    arrivals = len(kept) + np.array(by_id, dtype=np.int64)
+    return np.insert(np.arange(len(kept), dtype=np.int64), places, arrivals)
+
+
 def _find(ids: Objects, wanted: str) -> int | None:
     """The position of `wanted` among `ids` (sorted), None when absent."""
     at = bisect.bisect_left(ids, wanted)
@@ -515,10 +524,9 @@ class Delta:
         builder = IndexBuilder(namespace)
         builder.absorb(view.delta, keep)
         builder.add(present)
-        builder.ordered = False
-        index = builder.finish()
-        order = builder.permutation if builder.permutation is not None else _NONE
         kept = len(keep)
+        index = builder.finish(_merged(ids[keep], [row[0] for row in present]))
+        order = builder.permutation if builder.permutation is not None else _NONE
         items = _objects(search_items.encoded([SearchRow._make(PICK(row)) for row in present]))
         items = np.concatenate([view.delta_items[keep], items])[order]
         self.ids = np.concatenate([ids[keep], _objects([row[0] for row in present])])[order]
