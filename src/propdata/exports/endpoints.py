@@ -18,7 +18,7 @@ from litestar.response import Stream
 from propdata.accounts.middleware import STREAMED
 from propdata.accounts.schemas import ApiKey
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ApiOperation, errors
+from propdata.api.openapi import documented, errors
 from propdata.errors import NotFound, RangeNotSatisfiable
 from propdata.exports.files import MEDIA_TYPE
 from propdata.exports.schemas import ExportsResponse
@@ -28,7 +28,6 @@ from propdata.kit.conditional import none_match
 CHUNK = 1 << 20
 """Bytes a read of a file being sent."""
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
-_TAGS = ["exports"]
 _PRO_ONLY = refusal("developer")
 assert _PRO_ONLY is not None
 ExportId = Annotated[
@@ -53,10 +52,12 @@ FileName = Annotated[
     "/exports",
     opt={"metered": False},
     responses=errors(403, metered=False, examples=[_PRO_ONLY]),
-    operation_class=ApiOperation,
-    tags=_TAGS,
-    summary="Bulk export snapshots, newest first (Pro and Enterprise; never counted)",
-    operation_id="listExports",
+    **documented(
+        "exports",
+        "Bulk export snapshots, newest first (Pro and Enterprise; never counted)",
+        "listExports",
+        headers=None,
+    ),
 )
 async def list_exports(exports: Injected[ExportService], key: Injected[ApiKey]) -> ExportsResponse:
     """List the snapshots of the whole data set, each with its manifest, newest first.
@@ -101,10 +102,12 @@ async def list_exports(exports: Injected[ExportService], key: Injected[ApiKey]) 
             ],
         ),
     },
-    operation_class=ApiOperation,
-    tags=_TAGS,
-    summary="One file of a snapshot, streamed (Range and If-None-Match honoured)",
-    operation_id="getExportFile",
+    **documented(
+        "exports",
+        "One file of a snapshot, streamed (Range and If-None-Match honoured)",
+        "getExportFile",
+        headers=None,
+    ),
 )
 async def get_export_file(
     request: Request[Any, Any, Any],

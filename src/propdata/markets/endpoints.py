@@ -9,7 +9,7 @@ from litestar.params import QueryParameter
 
 from propdata.api import paging
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
+from propdata.api.openapi import documented, errors
 from propdata.api.params import (
     CityQuery,
     PageLimit,
@@ -35,11 +35,7 @@ from propdata.markets.service import MarketService
             ),
         ]
     ),
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["markets"],
-    summary="Search markets",
-    operation_id="searchMarkets",
+    **documented("markets", "Search markets", "searchMarkets"),
 )
 async def search_markets(
     markets: Injected[MarketService],
@@ -75,11 +71,7 @@ async def search_markets(
             NotFound("No market data for ZIP code 99999."),
         ],
     ),
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["markets"],
-    summary="Market snapshot for a ZIP code",
-    operation_id="getMarket",
+    **documented("markets", "Market snapshot for a ZIP code", "getMarket"),
 )
 async def get_market(markets: Injected[MarketService], zipCode: ZipPath) -> MarketResponse:
     """Return the current market snapshot of a ZIP code."""
@@ -101,11 +93,7 @@ async def get_market(markets: Injected[MarketService], zipCode: ZipPath) -> Mark
             NotFound("No market data for ZIP code 99999."),
         ],
     ),
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["markets"],
-    summary="Monthly market history for a ZIP code",
-    operation_id="getMarketHistory",
+    **documented("markets", "Monthly market history for a ZIP code", "getMarketHistory"),
 )
 async def get_market_history(
     markets: Injected[MarketService],

@@ -17,7 +17,7 @@ from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.managed import managed_errors
-from propdata.api.openapi import RATE_HEADERS, ApiOperation, with_body
+from propdata.api.openapi import RATE_HEADERS, ApiOperation, documented, with_body
 from propdata.api.params import PageLimit, PageOffset
 from propdata.errors import (
     InvalidParameter,
@@ -66,12 +66,19 @@ BODIES = (SavedSearchInput, SavedSearchChange)
 
 _NOT_FOUND = NotFound("No saved search with id 'srch_0123456789abcdef01234567'.")
 _MANAGED = {**MANAGED}
-_TAGS = ["searches"]
+
+
+def _documented(
+    summary: str, operation_id: str, operation_class: type[ApiOperation] = ApiOperation
+) -> dict[str, Any]:
+    """A saved-search operation in the document: its answers carry the rate headers, no ETag."""
+    return documented("searches", summary, operation_id, headers=RATE_HEADERS,
+                      operation_class=operation_class)  # fmt: skip
 
 
 @post(
-    "/searches", opt=_MANAGED, status_code=201, tags=_TAGS, operation_class=_CREATE,
-    summary="Save a search", operation_id="createSavedSearch", response_headers=RATE_HEADERS,
+    "/searches", opt=_MANAGED, status_code=201,
+    **_documented("Save a search", "createSavedSearch", _CREATE),
     responses=managed_errors(403, 413, examples=[*_BODY_ERRORS, PlanLimitReached(
         "The Free plan holds at most 3 saved searches; the Developer plan holds 25.")]),
 )  # fmt: skip
@@ -89,9 +96,8 @@ async def create_search(
 
 
 @get(
-    "/searches", opt={**_MANAGED, "paged": True}, tags=_TAGS, operation_class=ApiOperation,
-    summary="List saved searches", operation_id="listSavedSearches",
-    response_headers=RATE_HEADERS, responses=managed_errors(),
+    "/searches", opt={**_MANAGED, "paged": True}, responses=managed_errors(),
+    **_documented("List saved searches", "listSavedSearches"),
 )  # fmt: skip
 async def list_searches(
     saved_searches: Injected[SavedSearchService],
@@ -142,9 +148,8 @@ async def _in_parts(page: RawSavedSearchList) -> AsyncIterator[bytes]:
 
 
 @get(
-    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
-    summary="Get a saved search", operation_id="getSavedSearch",
-    response_headers=RATE_HEADERS, responses=managed_errors(404, examples=[_NOT_FOUND]),
+    "/searches/{id:str}", opt=_MANAGED, responses=managed_errors(404, examples=[_NOT_FOUND]),
+    **_documented("Get a saved search", "getSavedSearch"),
 )  # fmt: skip
 async def get_search(
     saved_searches: Injected[SavedSearchService],
@@ -156,9 +161,8 @@ async def get_search(
 
 
 @patch(
-    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=_CHANGE,
-    summary="Change a saved search", operation_id="updateSavedSearch",
-    response_headers=RATE_HEADERS,
+    "/searches/{id:str}", opt=_MANAGED,
+    **_documented("Change a saved search", "updateSavedSearch", _CHANGE),
     responses=managed_errors(404, 413, examples=[*_BODY_ERRORS, _NOT_FOUND]),
 )  # fmt: skip
 async def update_search(
@@ -172,9 +176,8 @@ async def update_search(
 
 
 @delete(
-    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
-    summary="Delete a saved search", operation_id="deleteSavedSearch",
-    response_headers=RATE_HEADERS, responses=managed_errors(404, examples=[_NOT_FOUND]),
+    "/searches/{id:str}", opt=_MANAGED, responses=managed_errors(404, examples=[_NOT_FOUND]),
+    **_documented("Delete a saved search", "deleteSavedSearch"),
 )  # fmt: skip
 async def delete_search(
     saved_searches: Injected[SavedSearchService],

@@ -11,10 +11,9 @@ from litestar.params import JSONBody, Parameter
 from propdata.accounts.middleware import MANAGED
 from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
-from propdata.api.body import too_large
 from propdata.api.dependencies import Injected
-from propdata.api.managed import MANAGED_429
-from propdata.api.openapi import RATE_HEADERS, ApiOperation, errors
+from propdata.api.managed import managed_errors
+from propdata.api.openapi import RATE_HEADERS, documented
 from propdata.api.params import PageLimit, PageOffset
 from propdata.api.schemas import PageMeta
 from propdata.errors import (
@@ -74,12 +73,9 @@ def _common(
 ) -> dict[str, Any]:  # fmt: skip
     return {
         "opt": {**_MANAGE, "paged": True} if paged else _MANAGE,
-        "operation_class": ApiOperation, "tags": ["webhooks"],
-        "summary": summary, "operation_id": operation_id, "response_headers": RATE_HEADERS,
-        # Not counted, but at most 60 such requests a minute: 429 (contract.md "Metering").
-        "responses": errors(429, *statuses, metered=False, examples=[
-            *(examples or []), MANAGED_429, *([too_large()] if 413 in statuses else [])]),
-    }  # fmt: skip
+        "responses": managed_errors(*statuses, examples=examples),
+        **documented("webhooks", summary, operation_id, headers=RATE_HEADERS),
+    }
 
 
 @post("/webhooks", status_code=201,
