@@ -20,7 +20,7 @@ from propdata.feed.service import FeedService
     opt={"paged": True},
     responses=errors(
         examples=[
-            InvalidParameter("limit", "'limit' must be at least 1."),
+            paging.below_one(),
             InvalidParameter(
                 "since", "'since' is not a cursor of this feed: pass meta.nextCursor as it came."
             ),

@@ -18,9 +18,13 @@ from propdata.api.params import (
     ZipPath,
 )
 from propdata.api.values import city_filter, state_code, zip_code
-from propdata.errors import InvalidParameter, NotFound
+from propdata.errors import InvalidParameter
 from propdata.markets.schemas import MarketHistoryResponse, MarketResponse, MarketSearchResponse
-from propdata.markets.service import MarketService
+from propdata.markets.service import MarketService, no_market
+
+_BAD_ZIP = InvalidParameter(
+    "zipCode", "Invalid value for 'zipCode'; expected: five-digit ZIP code, such as 50010."
+)
 
 
 @get(
@@ -28,7 +32,7 @@ from propdata.markets.service import MarketService
     opt={"paged": True},
     responses=errors(
         examples=[
-            InvalidParameter("limit", "'limit' must be at least 1."),
+            paging.below_one(),
             InvalidParameter(
                 "zipCode",
                 "Invalid value for 'zipCode'; expected: ZIP code or its first 1 to 4 digits.",
@@ -64,11 +68,8 @@ async def search_markets(
     responses=errors(
         404,
         examples=[
-            InvalidParameter(
-                "zipCode",
-                "Invalid value for 'zipCode'; expected: five-digit ZIP code, such as 50010.",
-            ),
-            NotFound("No market data for ZIP code 99999."),
+            _BAD_ZIP,
+            no_market("99999"),
         ],
     ),
     **documented("markets", "Market snapshot for a ZIP code", "getMarket"),
@@ -83,14 +84,11 @@ async def get_market(markets: Injected[MarketService], zipCode: ZipPath) -> Mark
     responses=errors(
         404,
         examples=[
-            InvalidParameter(
-                "zipCode",
-                "Invalid value for 'zipCode'; expected: five-digit ZIP code, such as 50010.",
-            ),
+            _BAD_ZIP,
             InvalidParameter(
                 "months", "Invalid value for 'months'; expected: a whole number from 1 to 60."
             ),
-            NotFound("No market data for ZIP code 99999."),
+            no_market("99999"),
         ],
     ),
     **documented("markets", "Monthly market history for a ZIP code", "getMarketHistory"),

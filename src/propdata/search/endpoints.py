@@ -145,7 +145,7 @@ async def search_properties(
 
 
 SEARCH_ERRORS = errors(examples=[
-    InvalidParameter("limit", "'limit' must be at least 1."),
+    paging.below_one(),
     InvalidParameter("status", "Invalid value for 'status'; expected: one of forSale,"
                      " recentlySold, forRent, offMarket."),
     InvalidParameter("minPrice", "'minPrice' (500000) is greater than 'maxPrice' (100000)."),
