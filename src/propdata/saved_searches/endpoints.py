@@ -8,8 +8,7 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, patch, post
-from litestar.openapi.spec import Example
-from litestar.params import JSONBody, PathParameter
+from litestar.params import JSONBody
 from litestar.response import Stream
 
 from propdata.accounts.middleware import MANAGED
@@ -18,7 +17,7 @@ from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.managed import managed_errors
 from propdata.api.openapi import RATE_HEADERS, ApiOperation, documented, with_body
-from propdata.api.params import PageLimit, PageOffset
+from propdata.api.params import PageLimit, PageOffset, path_parameter
 from propdata.errors import (
     InvalidParameter,
     NotFound,
@@ -35,14 +34,9 @@ from propdata.saved_searches.schemas import (
 )
 from propdata.saved_searches.service import SavedSearchService
 
-SearchId = Annotated[
-    str,
-    PathParameter(
-        min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$",
-        description="The saved search's id (srch_...)",
-        examples=[Example(value="srch_de1b5b28624607aaffc8a493")],
-    ),
-]  # fmt: skip
+SearchId = Annotated[str, path_parameter(
+    "The saved search's id (srch_...)", "srch_de1b5b28624607aaffc8a493",
+    pattern=r"^[A-Za-z0-9_.-]+$", min_length=1, max_length=100)]  # fmt: skip
 _BODY_ERRORS = [
     InvalidParameter("filters.maxPrice", "Invalid value for 'filters.maxPrice'; expected: a"
                      " whole number from 0 to 9,007,199,254,740,991."),

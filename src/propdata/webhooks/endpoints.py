@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, patch, post
-from litestar.openapi.spec import Example
-from litestar.params import JSONBody, Parameter
+from litestar.params import JSONBody
 
 from propdata.accounts.middleware import MANAGED
 from propdata.accounts.schemas import ApiKey
@@ -14,7 +13,7 @@ from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.managed import managed_errors
 from propdata.api.openapi import RATE_HEADERS, documented
-from propdata.api.params import PageLimit, PageOffset
+from propdata.api.params import PageLimit, PageOffset, path_parameter
 from propdata.api.schemas import PageMeta
 from propdata.errors import (
     Conflict,
@@ -42,23 +41,15 @@ from propdata.webhooks.schemas import (
 from propdata.webhooks.service import WebhookService, endpoint_view
 
 ENDPOINT_ID = r"^[A-Za-z0-9_-]{1,100}$"
-EndpointId = Annotated[
-    str,
-    Parameter(
-        description="Webhook endpoint id (wh_ and 24 letters or digits)", max_length=100,
-        pattern=ENDPOINT_ID, examples=[Example(value="wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze")],
-    ),
-]  # fmt: skip
+EndpointId = Annotated[str, path_parameter(
+    "Webhook endpoint id (wh_ and 24 letters or digits)", "wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze",
+    pattern=ENDPOINT_ID, max_length=100)]  # fmt: skip
 _MANAGE: dict[str, Any] = {**MANAGED}
 """Managing webhooks is never counted, but at most 60 such requests a minute an owner
 (contract.md "Metering")."""
-EventId = Annotated[
-    str,
-    Parameter(
-        description="The event's id (evt_...), as its deliveries list it", max_length=100,
-        pattern=ENDPOINT_ID, examples=[Example(value="evt_0123456789abcdefghijklmnop")],
-    ),
-]  # fmt: skip
+EventId = Annotated[str, path_parameter(
+    "The event's id (evt_...), as its deliveries list it", "evt_0123456789abcdefghijklmnop",
+    pattern=ENDPOINT_ID, max_length=100)]  # fmt: skip
 _NOT_FOUND = NotFound("No webhook endpoint wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze.")
 _FULL = Conflict("This endpoint has 10,000 deliveries waiting, as many as it may: wait for them"
                  " to be attempted (GET its deliveries to follow them).")  # fmt: skip
