@@ -27,7 +27,7 @@ from propdata.api import openapi as api_openapi
 from propdata.api.body import MAX_BODY
 from propdata.api.dependencies import Injected
 from propdata.api.guards import check_request
-from propdata.api.openapi import ApiOperation, errors
+from propdata.api.openapi import documented, errors
 from propdata.config import ENV, INDEX_TUNING, Settings, load_settings
 from propdata.errors import ORIGINAL_METHOD, exception_handlers, http_error_handler
 from propdata.events import endpoints as event_endpoints
@@ -257,8 +257,8 @@ HEALTH_DOWN = Health(status="down", checks={"database": "down: StoreUnavailable"
                                              "cache": "ok"})  # fmt: skip
 
 
-@get("/health", include_in_schema=True, summary="Service health", operation_id="getHealth",
-     tags=["operations"], operation_class=ApiOperation,
+@get("/health", include_in_schema=True,
+     **documented("operations", "Service health", "getHealth", headers=None),
      responses={
          503: ResponseSpec(Health, generate_examples=False, examples=[
              Example(summary="down", value=msgspec.to_builtins(HEALTH_DOWN))],

@@ -13,7 +13,7 @@ from propdata.accounts.schemas import (
     WindowUsage,
 )
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import RATE_HEADERS, ApiOperation, errors
+from propdata.api.openapi import RATE_HEADERS, documented, errors
 from propdata.kit.ratelimit.base import Limiter
 
 
@@ -21,11 +21,7 @@ from propdata.kit.ratelimit.base import Limiter
     "/auth/status",
     opt={"metered": False},
     responses=errors(metered=False),
-    operation_class=ApiOperation,
-    response_headers=RATE_HEADERS,
-    tags=["account"],
-    summary="Check the key and its usage",
-    operation_id="getAuthStatus",
+    **documented("account", "Check the key and its usage", "getAuthStatus", headers=RATE_HEADERS),
 )
 async def auth_status(key: Injected[ApiKey], limiter: Injected[Limiter]) -> AuthStatusResponse:
     """Describe the calling key: plan, limits and the usage of both windows."""

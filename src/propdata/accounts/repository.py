@@ -7,7 +7,7 @@ from typing import Any
 
 from propdata.accounts.schemas import Account, ApiKey, AuditEntry, Held
 from propdata.kit import meta
-from propdata.kit.db import Database
+from propdata.kit.db import Database, in_lists
 from propdata.plans import OWNER_LIMITS
 
 _IN_FORCE = {
@@ -65,23 +65,20 @@ class KeyRepository:
         the key's owner limits in force (its own, else its plan's)."""
         limits = ", ".join(_IN_FORCE[name] for name in OWNER_LIMITS)  # Held's order
         accounts: dict[str, set[Held]] = {}
-        for start in range(0, len(account_ids), 500):
-            part = account_ids[start : start + 500]
+        for part, marks in in_lists(account_ids):
             rows = await self.db.fetch_all(
                 f"SELECT DISTINCT k.account_id, k.plan, {limits} FROM api_keys k"
                 f" JOIN plans p ON p.name = k.plan JOIN accounts a ON a.id = k.account_id"
-                f" WHERE k.status = 'active' AND a.status = 'active'"
-                f" AND k.account_id IN ({', '.join('?' for _ in part)})",
+                f" WHERE k.status = 'active' AND a.status = 'active' AND k.account_id IN ({marks})",
                 part,
             )
             for account_id, *held in rows:
                 accounts.setdefault(str(account_id), set()).add(Held(*held))
         keys: dict[str, Held] = {}
-        for start in range(0, len(key_ids), 500):
-            part = key_ids[start : start + 500]
+        for part, marks in in_lists(key_ids):
             rows = await self.db.fetch_all(
                 f"SELECT k.id, k.plan, {limits} FROM api_keys k JOIN plans p ON p.name = k.plan"
-                f" WHERE k.id IN ({', '.join('?' for _ in part)})",
+                f" WHERE k.id IN ({marks})",
                 part,
             )
             keys.update((str(key_id), Held(*held)) for key_id, *held in rows)
@@ -159,24 +156,20 @@ class KeyRepository:
             (account_ids, found[0], "SELECT id FROM accounts WHERE status = 'disabled' AND id IN"),
             (key_ids, found[1], "SELECT id FROM api_keys WHERE status <> 'active' AND id IN"),
         ):
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                rows = await self.db.fetch_all(
-                    f"{sql} ({', '.join('?' for _ in chunk)})", tuple(chunk)
-                )
+            for chunk, marks in in_lists(ids):
+                rows = await self.db.fetch_all(f"{sql} ({marks})", chunk)
                 into.update(str(row[0]) for row in rows)
         return found
 
     async def active_among(self, key_ids: Sequence[str]) -> set[str]:
         """Those of the keys that still answer: not revoked, their account not disabled."""
         active: set[str] = set()
-        for start in range(0, len(key_ids), 500):
-            chunk = key_ids[start : start + 500]
+        for chunk, marks in in_lists(key_ids):
             rows = await self.db.fetch_all(
                 "SELECT k.id FROM api_keys k LEFT JOIN accounts a ON a.id = k.account_id"
-                f" WHERE k.id IN ({', '.join('?' for _ in chunk)}) AND k.status = 'active'"
+                f" WHERE k.id IN ({marks}) AND k.status = 'active'"
                 " AND (a.status IS NULL OR a.status <> 'disabled')",
-                tuple(chunk),
+                chunk,
             )
             active.update(str(row[0]) for row in rows)
         return active

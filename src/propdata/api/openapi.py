@@ -312,6 +312,28 @@ class ApiOperation(Operation):
         media.examples = {**(media.examples or {}), "unknownParameter": example}
 
 
+def documented(
+    tag: str,
+    summary: str,
+    operation_id: str,
+    *,
+    headers: list[ResponseHeader] | None = ANSWER_HEADERS,
+    operation_class: type[ApiOperation] = ApiOperation,
+) -> dict[str, Any]:
+    """The keywords of a route handler that make it an operation of the document, under
+    `tag`: described by `operation_class`, its answers naming `headers` (a data answer's by
+    default: the rate headers and the ETag; RATE_HEADERS for an answer without an ETag, None
+    for one without either).
+
+        @get("/markets/{zipCode:str}", responses=errors(404),
+             **documented("markets", "Market snapshot for a ZIP code", "getMarket"))
+    """
+    return {
+        "operation_class": operation_class, "response_headers": headers, "tags": [tag],
+        "summary": summary, "operation_id": operation_id,
+    }  # fmt: skip
+
+
 def with_body(
     struct: type[msgspec.Struct], description: str, example: dict[str, Any]
 ) -> type[ApiOperation]:

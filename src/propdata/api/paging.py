@@ -27,10 +27,15 @@ def page_size(raw: str | None, default: int, maximum: int) -> int:
         raise InvalidParameter(LIMIT, f"'{LIMIT}' must be a whole number such as 25.")
     value = int(raw)
     if value < 1:
-        raise InvalidParameter(LIMIT, f"'{LIMIT}' must be at least 1.")
+        raise below_one()
     if value > MAX_INT:
         raise InvalidParameter(LIMIT, f"'{LIMIT}' must be at most {MAX_INT}.")
     return min(value, maximum)
+
+
+def below_one() -> InvalidParameter:
+    """The 400 for a `limit` under 1 (the example a paged operation's document shows)."""
+    return InvalidParameter(LIMIT, f"'{LIMIT}' must be at least 1.")
 
 
 def remember(scope: Any, size: int) -> None:

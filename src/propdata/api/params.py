@@ -40,13 +40,24 @@ def token_query(description: str) -> QueryParameter:
 CityQuery = Annotated[str | None, CITY]
 StateQuery = Annotated[str | None, STATE_CODE]
 ZipQuery = Annotated[str | None, ZIP_CODE]
-ZipPath = Annotated[
-    str,
-    PathParameter(
-        pattern=ZIP, description="Five-digit ZIP code, such as 50010",
-        examples=[Example(value="50010")],
-    ),
-]  # fmt: skip
+
+
+def path_parameter(
+    description: str,
+    example: str,
+    *,
+    pattern: str,
+    max_length: int | None = None,
+    min_length: int | None = None,
+) -> PathParameter:
+    """A path parameter, with the example the reference shows (and /docs fills in)."""
+    return PathParameter(
+        min_length=min_length, max_length=max_length, pattern=pattern,
+        description=description, examples=[Example(value=example)],
+    )  # fmt: skip
+
+
+ZipPath = Annotated[str, path_parameter("Five-digit ZIP code, such as 50010", "50010", pattern=ZIP)]
 PageLimit = Annotated[
     int | None,
     QueryParameter(

@@ -11,7 +11,7 @@ from litestar.params import QueryParameter
 from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
+from propdata.api.openapi import documented, errors
 from propdata.api.params import PageLimit, token_query
 from propdata.api.values import TEXT
 from propdata.errors import InvalidParameter
@@ -24,9 +24,8 @@ _TYPES = rf"^({_ONE_TYPE})(,({_ONE_TYPE}))*$"
 
 
 @get(
-    "/events", opt={"paged": True, "cached": False}, tags=["events"],
-    operation_class=ApiOperation, summary="The event log", operation_id="listEvents",
-    response_headers=ANSWER_HEADERS,
+    "/events", opt={"paged": True, "cached": False},
+    **documented("events", "The event log", "listEvents"),
     responses=errors(examples=[
         InvalidParameter("since", "'since' is not an event cursor: pass meta.nextCursor (or"
                          " an event's stream id) as it came."),

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import msgspec
 
 from propdata.kit import meta
-from propdata.kit.db import Database
+from propdata.kit.db import Database, in_lists
 
 
 class LoggedEvent(NamedTuple):
@@ -45,8 +45,6 @@ class Numbered(NamedTuple):
 
 
 _COLUMNS = ", ".join(LoggedEvent._fields)
-_CHUNK = 500
-"""Values bound in one IN (...) list."""
 
 
 def numbered(body: str, sequence: int) -> str:
@@ -109,12 +107,9 @@ class EventRepository:
 
     async def _last_sequences(self, owners: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
-        for start in range(0, len(owners), _CHUNK):
-            part = list(owners[start : start + _CHUNK])
+        for part, marks in in_lists(owners):
             rows = await self.db.fetch_all(
-                "SELECT owner, sequence FROM event_sequences"
-                f" WHERE owner IN ({', '.join('?' for _ in part)})",
-                part,
+                f"SELECT owner, sequence FROM event_sequences WHERE owner IN ({marks})", part
             )
             found.update((str(owner), int(n)) for owner, n in rows)
         return found

@@ -51,7 +51,7 @@ from propdata.accounts.middleware import STREAMED
 from propdata.accounts.owners import owner_of
 from propdata.accounts.schemas import ApiKey
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ApiOperation, errors
+from propdata.api.openapi import documented, errors
 from propdata.api.params import token_query
 from propdata.errors import InvalidParameter, RateLimitExceeded, ServiceUnavailable
 from propdata.events import cursor
@@ -485,10 +485,12 @@ _ERRORS = {
         ),
         **_ERRORS,
     },
-    operation_class=ApiOperation,
-    tags=["events"],
-    summary="The owner's events as they are produced (Server-Sent Events)",
-    operation_id="streamEvents",
+    **documented(
+        "events",
+        "The owner's events as they are produced (Server-Sent Events)",
+        "streamEvents",
+        headers=None,
+    ),
 )
 async def stream_events(
     request: Request[Any, Any, Any],

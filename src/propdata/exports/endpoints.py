@@ -11,14 +11,13 @@ from typing import Annotated, Any
 import anyio
 from litestar import Request, Response, get
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import Example
-from litestar.params import PathParameter
 from litestar.response import Stream
 
 from propdata.accounts.middleware import STREAMED
 from propdata.accounts.schemas import ApiKey
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ApiOperation, errors
+from propdata.api.openapi import documented, errors
+from propdata.api.params import path_parameter
 from propdata.errors import NotFound, RangeNotSatisfiable
 from propdata.exports.files import MEDIA_TYPE
 from propdata.exports.schemas import ExportsResponse
@@ -28,35 +27,27 @@ from propdata.kit.conditional import none_match
 CHUNK = 1 << 20
 """Bytes a read of a file being sent."""
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
-_TAGS = ["exports"]
 _PRO_ONLY = refusal("developer")
 assert _PRO_ONLY is not None
-ExportId = Annotated[
-    str,
-    PathParameter(
-        min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$",
-        description="The snapshot's id (GET /v1/exports lists them)",
-        examples=[Example(value="20261128T060000000Z-3f9a1c")],
-    ),
-]  # fmt: skip
-FileName = Annotated[
-    str,
-    PathParameter(
-        min_length=1, max_length=300, pattern=r"^[A-Za-z0-9._=/-]+$",
-        description="A file's name as the snapshot's manifest lists it (slashes as they are)",
-        examples=[Example(value="properties/state=TX/part-0.parquet")],
-    ),
-]  # fmt: skip
+ExportId = Annotated[str, path_parameter(
+    "The snapshot's id (GET /v1/exports lists them)", "20261128T060000000Z-3f9a1c",
+    pattern=r"^[A-Za-z0-9_-]+$", min_length=1, max_length=64)]  # fmt: skip
+FileName = Annotated[str, path_parameter(
+    "A file's name as the snapshot's manifest lists it (slashes as they are)",
+    "properties/state=TX/part-0.parquet",
+    pattern=r"^[A-Za-z0-9._=/-]+$", min_length=1, max_length=300)]  # fmt: skip
 
 
 @get(
     "/exports",
     opt={"metered": False},
     responses=errors(403, metered=False, examples=[_PRO_ONLY]),
-    operation_class=ApiOperation,
-    tags=_TAGS,
-    summary="Bulk export snapshots, newest first (Pro and Enterprise; never counted)",
-    operation_id="listExports",
+    **documented(
+        "exports",
+        "Bulk export snapshots, newest first (Pro and Enterprise; never counted)",
+        "listExports",
+        headers=None,
+    ),
 )
 async def list_exports(exports: Injected[ExportService], key: Injected[ApiKey]) -> ExportsResponse:
     """List the snapshots of the whole data set, each with its manifest, newest first.
@@ -101,10 +92,12 @@ async def list_exports(exports: Injected[ExportService], key: Injected[ApiKey]) 
             ],
         ),
     },
-    operation_class=ApiOperation,
-    tags=_TAGS,
-    summary="One file of a snapshot, streamed (Range and If-None-Match honoured)",
-    operation_id="getExportFile",
+    **documented(
+        "exports",
+        "One file of a snapshot, streamed (Range and If-None-Match honoured)",
+        "getExportFile",
+        headers=None,
+    ),
 )
 async def get_export_file(
     request: Request[Any, Any, Any],

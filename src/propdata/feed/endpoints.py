@@ -8,7 +8,7 @@ from litestar import Request, get
 
 from propdata.api import paging
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
+from propdata.api.openapi import documented, errors
 from propdata.api.params import PageLimit, token_query
 from propdata.errors import InvalidParameter
 from propdata.feed.schemas import ChangesResponse
@@ -20,17 +20,17 @@ from propdata.feed.service import FeedService
     opt={"paged": True},
     responses=errors(
         examples=[
-            InvalidParameter("limit", "'limit' must be at least 1."),
+            paging.below_one(),
             InvalidParameter(
                 "since", "'since' is not a cursor of this feed: pass meta.nextCursor as it came."
             ),
         ]
     ),
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["properties"],
-    summary="Changes to property records, in the order the store made them",
-    operation_id="listPropertyChanges",
+    **documented(
+        "properties",
+        "Changes to property records, in the order the store made them",
+        "listPropertyChanges",
+    ),
 )
 async def list_changes(
     feed: Injected[FeedService],

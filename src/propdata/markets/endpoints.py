@@ -9,7 +9,7 @@ from litestar.params import QueryParameter
 
 from propdata.api import paging
 from propdata.api.dependencies import Injected
-from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
+from propdata.api.openapi import documented, errors
 from propdata.api.params import (
     CityQuery,
     PageLimit,
@@ -18,9 +18,13 @@ from propdata.api.params import (
     ZipPath,
 )
 from propdata.api.values import city_filter, state_code, zip_code
-from propdata.errors import InvalidParameter, NotFound
+from propdata.errors import InvalidParameter
 from propdata.markets.schemas import MarketHistoryResponse, MarketResponse, MarketSearchResponse
-from propdata.markets.service import MarketService
+from propdata.markets.service import MarketService, no_market
+
+_BAD_ZIP = InvalidParameter(
+    "zipCode", "Invalid value for 'zipCode'; expected: five-digit ZIP code, such as 50010."
+)
 
 
 @get(
@@ -28,18 +32,14 @@ from propdata.markets.service import MarketService
     opt={"paged": True},
     responses=errors(
         examples=[
-            InvalidParameter("limit", "'limit' must be at least 1."),
+            paging.below_one(),
             InvalidParameter(
                 "zipCode",
                 "Invalid value for 'zipCode'; expected: ZIP code or its first 1 to 4 digits.",
             ),
         ]
     ),
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["markets"],
-    summary="Search markets",
-    operation_id="searchMarkets",
+    **documented("markets", "Search markets", "searchMarkets"),
 )
 async def search_markets(
     markets: Injected[MarketService],
@@ -68,18 +68,11 @@ async def search_markets(
     responses=errors(
         404,
         examples=[
-            InvalidParameter(
-                "zipCode",
-                "Invalid value for 'zipCode'; expected: five-digit ZIP code, such as 50010.",
-            ),
-            NotFound("No market data for ZIP code 99999."),
+            _BAD_ZIP,
+            no_market("99999"),
         ],
     ),
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["markets"],
-    summary="Market snapshot for a ZIP code",
-    operation_id="getMarket",
+    **documented("markets", "Market snapshot for a ZIP code", "getMarket"),
 )
 async def get_market(markets: Injected[MarketService], zipCode: ZipPath) -> MarketResponse:
     """Return the current market snapshot of a ZIP code."""
@@ -91,21 +84,14 @@ async def get_market(markets: Injected[MarketService], zipCode: ZipPath) -> Mark
     responses=errors(
         404,
         examples=[
-            InvalidParameter(
-                "zipCode",
-                "Invalid value for 'zipCode'; expected: five-digit ZIP code, such as 50010.",
-            ),
+            _BAD_ZIP,
             InvalidParameter(
                 "months", "Invalid value for 'months'; expected: a whole number from 1 to 60."
             ),
-            NotFound("No market data for ZIP code 99999."),
+            no_market("99999"),
         ],
     ),
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["markets"],
-    summary="Monthly market history for a ZIP code",
-    operation_id="getMarketHistory",
+    **documented("markets", "Monthly market history for a ZIP code", "getMarketHistory"),
 )
 async def get_market_history(
     markets: Injected[MarketService],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from propdata.kit.db import Database, Row
+from propdata.kit.db import Database, Row, in_lists
 from propdata.properties.repository import unpack_events
 
 
@@ -117,8 +117,6 @@ ZIP_PLACES_INSERT = (
     "INSERT INTO zip_places (zip_code, city, state) VALUES (?, ?, ?)"
     " ON CONFLICT (zip_code) DO NOTHING"
 )
-_IN_LIST = 500
-"""ZIP codes per IN (...) list: far below SQLite's and PostgreSQL's parameter limits."""
 
 
 EVENT_COLUMNS = ("property_id", "seq", "date", "event", "price", "source")
@@ -176,12 +174,10 @@ class MarketStatsWriter:
     async def place_counts(self, zip_codes: Sequence[str]) -> list[PlaceCount]:
         """How many records of the given ZIP codes name each (city, state)."""
         rows: list[PlaceCount] = []
-        for at in range(0, len(zip_codes), _IN_LIST):
-            chunk = list(zip_codes[at : at + _IN_LIST])
+        for chunk, marks in in_lists(zip_codes):
             found = await self.db.fetch_all(
                 "SELECT zip_code, city, state, count(*) FROM properties"
-                f" WHERE zip_code IN ({', '.join('?' for _ in chunk)})"
-                " GROUP BY zip_code, city, state",
+                f" WHERE zip_code IN ({marks}) GROUP BY zip_code, city, state",
                 chunk,
             )
             rows.extend(PlaceCount._make(row) for row in found)
@@ -212,23 +208,16 @@ class MarketStatsWriter:
 
     async def clear_stale(self, zip_codes: Sequence[str]) -> None:
         """The given ZIP codes' statistics are recomputed: no longer `stale`."""
-        for at in range(0, len(zip_codes), _IN_LIST):
-            chunk = list(zip_codes[at : at + _IN_LIST])
-            await self.db.execute(
-                f"DELETE FROM market_stale WHERE zip_code IN ({', '.join('?' for _ in chunk)})",
-                chunk,
-            )
+        for chunk, marks in in_lists(zip_codes):
+            await self.db.execute(f"DELETE FROM market_stale WHERE zip_code IN ({marks})", chunk)
 
     async def zip_places(self, zip_codes: Sequence[str]) -> dict[str, tuple[str, str] | None]:
         """The stored answers of the zipcodes package for the given ZIP codes: (city, state),
         or None for a ZIP the package does not know; ZIPs never looked up are absent."""
         found: dict[str, tuple[str, str] | None] = {}
-        for at in range(0, len(zip_codes), _IN_LIST):
-            chunk = list(zip_codes[at : at + _IN_LIST])
+        for chunk, marks in in_lists(zip_codes):
             rows = await self.db.fetch_all(
-                "SELECT zip_code, city, state FROM zip_places"
-                f" WHERE zip_code IN ({', '.join('?' for _ in chunk)})",
-                chunk,
+                f"SELECT zip_code, city, state FROM zip_places WHERE zip_code IN ({marks})", chunk
             )
             for zip_code, city, state in rows:
                 found[zip_code] = None if city is None else (city, state)
@@ -249,23 +238,19 @@ class MarketStatsWriter:
         """`columns` (id first) of every property of the given ZIP codes, in descending id
         order (a load's touched ZIPs: the ZIP code index serves it)."""
         rows: list[Row] = []
-        for at in range(0, len(zip_codes), _IN_LIST):
-            chunk = list(zip_codes[at : at + _IN_LIST])
+        for chunk, marks in in_lists(zip_codes):
             rows += await self.db.fetch_all(
-                f"SELECT {', '.join(columns)} FROM properties"
-                f" WHERE zip_code IN ({', '.join('?' for _ in chunk)})",
-                chunk,
+                f"SELECT {', '.join(columns)} FROM properties WHERE zip_code IN ({marks})", chunk
             )
         return sorted(rows, key=lambda row: str(row[0]), reverse=True)
 
     async def events_of(self, columns: Sequence[str], ids: Sequence[str], until: str) -> list[Row]:
         """As `events_between`, for the given properties (descending id order)."""
         found: list[Row] = []
-        for at in range(0, len(ids), _IN_LIST):
-            chunk = list(ids[at : at + _IN_LIST])
+        for chunk, marks in in_lists(ids):
             found += await self.db.fetch_all(
                 "SELECT property_id, price_history FROM property_histories"
-                f" WHERE property_id IN ({', '.join('?' for _ in chunk)})",
+                f" WHERE property_id IN ({marks})",
                 chunk,
             )
         found.sort(key=lambda row: str(row[0]), reverse=True)
@@ -279,9 +264,7 @@ class MarketStatsWriter:
     ) -> None:
         """Swap the statistics of the given ZIP codes for the given rows; inside a
         transaction."""
-        for at in range(0, len(zip_codes), _IN_LIST):
-            chunk = list(zip_codes[at : at + _IN_LIST])
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_lists(zip_codes):
             await self.db.execute(
                 f"DELETE FROM market_snapshots WHERE zip_code IN ({marks})", chunk
             )

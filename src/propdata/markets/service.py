@@ -20,15 +20,10 @@ class MarketService:
         self.repo = MarketRepository(db)
 
     async def market(self, zip_code: str) -> Market:
-        row = await self.repo.snapshot(zip_code)
-        if row is None:
-            raise NotFound(f"No market data for ZIP code {zip_code}.")
-        return market_of(row)
+        return market_of(await self._snapshot(zip_code))
 
     async def history(self, zip_code: str, months: int) -> MarketHistory:
-        row = await self.repo.snapshot(zip_code)
-        if row is None:
-            raise NotFound(f"No market data for ZIP code {zip_code}.")
+        row = await self._snapshot(zip_code)
         entries = [
             HistoryEntry(
                 month=r.month,
@@ -43,6 +38,12 @@ class MarketService:
         ]
         return MarketHistory(zip_code=row.zip_code, city=row.city, state=row.state, history=entries)
 
+    async def _snapshot(self, zip_code: str) -> SnapshotRow:
+        row = await self.repo.snapshot(zip_code)
+        if row is None:
+            raise no_market(zip_code)
+        return row
+
     async def search(
         self,
         city_key: str | None,
@@ -56,6 +57,11 @@ class MarketService:
             meta=PageMeta(total=total, limit=limit, offset=offset),
             data=[market_of(r) for r in rows],
         )
+
+
+def no_market(zip_code: str) -> NotFound:
+    """The 404 for a ZIP code without statistics."""
+    return NotFound(f"No market data for ZIP code {zip_code}.")
 
 
 def market_of(r: SnapshotRow) -> Market:

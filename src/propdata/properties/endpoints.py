@@ -11,7 +11,7 @@ from litestar.params import PathParameter, QueryParameter
 
 from propdata.api.dependencies import Injected
 from propdata.api.fields import answer, parameter, select
-from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
+from propdata.api.openapi import documented, errors
 from propdata.api.params import CITY, STATE_CODE
 from propdata.api.values import TEXT, state_code
 from propdata.errors import (
@@ -119,11 +119,7 @@ _OTHER_UNIT = Candidate(
             ),
         ],
     ),
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["properties"],
-    summary="Look up a property by street address",
-    operation_id="lookupProperty",
+    **documented("properties", "Look up a property by street address", "lookupProperty"),
 )
 async def lookup_property(
     properties: Injected[PropertyService],
@@ -234,11 +230,7 @@ async def lookup_property(
 @get(
     "/properties/{id:str}",
     responses=BY_ID_ERRORS,
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["properties"],
-    summary="Get a property",
-    operation_id="getProperty",
+    **documented("properties", "Get a property", "getProperty"),
 )
 async def get_property(
     properties: Injected[PropertyService], id: PropertyId, fields: DetailFields = None
@@ -251,11 +243,7 @@ async def get_property(
 @get(
     "/properties/{id:str}/history",
     responses=BY_ID_ERRORS,
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["properties"],
-    summary="Price and tax history of a property",
-    operation_id="getPropertyHistory",
+    **documented("properties", "Price and tax history of a property", "getPropertyHistory"),
 )
 async def get_property_history(
     properties: Injected[PropertyService], id: PropertyId, fields: HistoryFields = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 from collections.abc import AsyncIterator
@@ -12,6 +11,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from propdata.kit.db import Database, PostgresDatabase, SQLiteDatabase
+from propdata.kit.flock import try_lock
 from propdata.replication.schemas import Auth, Source, SourceConfig, Watermark
 
 
@@ -167,12 +167,10 @@ class SourceRepository:
         if path is None or path.startswith(":memory:"):
             yield
             return
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = try_lock(path)
+        if fd is None:
+            raise LeaseHeld(name)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise LeaseHeld(name) from None
             yield
         finally:
             os.close(fd)

@@ -8,8 +8,7 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, patch, post
-from litestar.openapi.spec import Example
-from litestar.params import JSONBody, PathParameter
+from litestar.params import JSONBody
 from litestar.response import Stream
 
 from propdata.accounts.middleware import MANAGED
@@ -17,8 +16,8 @@ from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.managed import managed_errors
-from propdata.api.openapi import RATE_HEADERS, ApiOperation, with_body
-from propdata.api.params import PageLimit, PageOffset
+from propdata.api.openapi import RATE_HEADERS, ApiOperation, documented, with_body
+from propdata.api.params import PageLimit, PageOffset, path_parameter
 from propdata.errors import (
     InvalidParameter,
     NotFound,
@@ -35,14 +34,9 @@ from propdata.saved_searches.schemas import (
 )
 from propdata.saved_searches.service import SavedSearchService
 
-SearchId = Annotated[
-    str,
-    PathParameter(
-        min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$",
-        description="The saved search's id (srch_...)",
-        examples=[Example(value="srch_de1b5b28624607aaffc8a493")],
-    ),
-]  # fmt: skip
+SearchId = Annotated[str, path_parameter(
+    "The saved search's id (srch_...)", "srch_de1b5b28624607aaffc8a493",
+    pattern=r"^[A-Za-z0-9_.-]+$", min_length=1, max_length=100)]  # fmt: skip
 _BODY_ERRORS = [
     InvalidParameter("filters.maxPrice", "Invalid value for 'filters.maxPrice'; expected: a"
                      " whole number from 0 to 9,007,199,254,740,991."),
@@ -66,12 +60,19 @@ BODIES = (SavedSearchInput, SavedSearchChange)
 
 _NOT_FOUND = NotFound("No saved search with id 'srch_0123456789abcdef01234567'.")
 _MANAGED = {**MANAGED}
-_TAGS = ["searches"]
+
+
+def _documented(
+    summary: str, operation_id: str, operation_class: type[ApiOperation] = ApiOperation
+) -> dict[str, Any]:
+    """A saved-search operation in the document: its answers carry the rate headers, no ETag."""
+    return documented("searches", summary, operation_id, headers=RATE_HEADERS,
+                      operation_class=operation_class)  # fmt: skip
 
 
 @post(
-    "/searches", opt=_MANAGED, status_code=201, tags=_TAGS, operation_class=_CREATE,
-    summary="Save a search", operation_id="createSavedSearch", response_headers=RATE_HEADERS,
+    "/searches", opt=_MANAGED, status_code=201,
+    **_documented("Save a search", "createSavedSearch", _CREATE),
     responses=managed_errors(403, 413, examples=[*_BODY_ERRORS, PlanLimitReached(
         "The Free plan holds at most 3 saved searches; the Developer plan holds 25.")]),
 )  # fmt: skip
@@ -89,9 +90,8 @@ async def create_search(
 
 
 @get(
-    "/searches", opt={**_MANAGED, "paged": True}, tags=_TAGS, operation_class=ApiOperation,
-    summary="List saved searches", operation_id="listSavedSearches",
-    response_headers=RATE_HEADERS, responses=managed_errors(),
+    "/searches", opt={**_MANAGED, "paged": True}, responses=managed_errors(),
+    **_documented("List saved searches", "listSavedSearches"),
 )  # fmt: skip
 async def list_searches(
     saved_searches: Injected[SavedSearchService],
@@ -142,9 +142,8 @@ async def _in_parts(page: RawSavedSearchList) -> AsyncIterator[bytes]:
 
 
 @get(
-    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
-    summary="Get a saved search", operation_id="getSavedSearch",
-    response_headers=RATE_HEADERS, responses=managed_errors(404, examples=[_NOT_FOUND]),
+    "/searches/{id:str}", opt=_MANAGED, responses=managed_errors(404, examples=[_NOT_FOUND]),
+    **_documented("Get a saved search", "getSavedSearch"),
 )  # fmt: skip
 async def get_search(
     saved_searches: Injected[SavedSearchService],
@@ -156,9 +155,8 @@ async def get_search(
 
 
 @patch(
-    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=_CHANGE,
-    summary="Change a saved search", operation_id="updateSavedSearch",
-    response_headers=RATE_HEADERS,
+    "/searches/{id:str}", opt=_MANAGED,
+    **_documented("Change a saved search", "updateSavedSearch", _CHANGE),
     responses=managed_errors(404, 413, examples=[*_BODY_ERRORS, _NOT_FOUND]),
 )  # fmt: skip
 async def update_search(
@@ -172,9 +170,8 @@ async def update_search(
 
 
 @delete(
-    "/searches/{id:str}", opt=_MANAGED, tags=_TAGS, operation_class=ApiOperation,
-    summary="Delete a saved search", operation_id="deleteSavedSearch",
-    response_headers=RATE_HEADERS, responses=managed_errors(404, examples=[_NOT_FOUND]),
+    "/searches/{id:str}", opt=_MANAGED, responses=managed_errors(404, examples=[_NOT_FOUND]),
+    **_documented("Delete a saved search", "deleteSavedSearch"),
 )  # fmt: skip
 async def delete_search(
     saved_searches: Injected[SavedSearchService],

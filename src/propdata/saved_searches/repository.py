@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from propdata.kit import meta
-from propdata.kit.db import Database
+from propdata.kit.db import Database, in_lists
 from propdata.properties.repository import PropertyRow
 
 
@@ -137,11 +137,9 @@ class WatchedRecords:
         """The stored rows of these properties (those that exist), in `PropertyRow`'s order,
         read off the event loop (a thread of its own on SQLite)."""
         found: list[tuple[Any, ...]] = []
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
+        for part, marks in in_lists(ids):
             found += await self.db.fetch_all(
-                f"SELECT {_PROPERTY_COLUMNS} FROM properties"
-                f" WHERE id IN ({', '.join('?' for _ in part)})",
+                f"SELECT {_PROPERTY_COLUMNS} FROM properties WHERE id IN ({marks})",
                 part,
                 slow=True,
             )

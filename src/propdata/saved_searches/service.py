@@ -6,8 +6,8 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -22,7 +22,7 @@ from propdata.kit.db import Database
 from propdata.plans import Plan
 from propdata.properties.schemas import PROPERTY_ID
 from propdata.saved_searches import filters
-from propdata.saved_searches.counts import Counted, MatchCounts
+from propdata.saved_searches.counts import Counted, MatchCounts, Stored
 from propdata.saved_searches.repository import (
     SavedSearchRepository,
     SavedSearchRow,
@@ -37,6 +37,8 @@ from propdata.saved_searches.schemas import (
     SavedSearchList,
 )
 from propdata.search.service import SearchService
+
+S = TypeVar("S", bound=Stored)
 
 FIELDS = ("name", "filters", "propertyIds")
 """What a saved search's body takes."""
@@ -94,23 +96,14 @@ class SavedSearchService:
 
     async def page(self, key: ApiKey, limit: int, offset: int) -> SavedSearchList:
         """A page of the owner's searches, oldest first, with their match counts."""
-        owner = owner_of(key)
-        rows = await self.repo.page(owner, limit, offset)
-        total = await self.repo.count(owner)
-        counted = await self.counts.of(rows)
-        return SavedSearchList(
-            meta=PageMeta(total=total, limit=limit, offset=offset),
-            data=[_wire(row, counted[row.id]) for row in rows],
-        )
+        meta, rows, counted = await self._page(self.repo.page, key, limit, offset)
+        return SavedSearchList(meta=meta, data=[_wire(row, counted[row.id]) for row in rows])
 
     async def raw_page(self, key: ApiKey, limit: int, offset: int) -> RawSavedSearchList:
         """`page` with each search's filters and ids as stored (the API's answer)."""
-        owner = owner_of(key)
-        rows = await self.repo.raw_page(owner, limit, offset)
-        total = await self.repo.count(owner)
-        counted = await self.counts.of(rows)
+        meta, rows, counted = await self._page(self.repo.raw_page, key, limit, offset)
         return RawSavedSearchList(
-            meta=PageMeta(total=total, limit=limit, offset=offset),
+            meta=meta,
             data=[
                 RawSavedSearch(
                     id=row.id, name=row.name, filters=msgspec.Raw(row.filters),
@@ -121,6 +114,19 @@ class SavedSearchService:
                 for row in rows
             ],
         )  # fmt: skip
+
+    async def _page(
+        self,
+        read: Callable[[str, int, int], Awaitable[list[S]]],
+        key: ApiKey,
+        limit: int,
+        offset: int,
+    ) -> tuple[PageMeta, list[S], dict[str, Counted]]:
+        """The page's meta, the owner's searches on it as `read` gives them, their counts."""
+        owner = owner_of(key)
+        rows = await read(owner, limit, offset)
+        meta = PageMeta(total=await self.repo.count(owner), limit=limit, offset=offset)
+        return meta, rows, await self.counts.of(rows)
 
     async def get(self, key: ApiKey, search_id: str) -> SavedSearch:
         return await self._wire(await self._row(key, search_id))

@@ -10,7 +10,7 @@ from litestar.params import QueryParameter
 from propdata.api import paging
 from propdata.api.dependencies import Injected
 from propdata.api.fields import answer, parameter, select
-from propdata.api.openapi import ANSWER_HEADERS, ApiOperation, errors
+from propdata.api.openapi import documented, errors
 from propdata.api.params import NON_NEGATIVE, CityQuery, PageLimit, StateQuery, ZipQuery
 from propdata.api.values import MAX_INT
 from propdata.errors import InvalidParameter, ServiceUnavailable
@@ -145,7 +145,7 @@ async def search_properties(
 
 
 SEARCH_ERRORS = errors(examples=[
-    InvalidParameter("limit", "'limit' must be at least 1."),
+    paging.below_one(),
     InvalidParameter("status", "Invalid value for 'status'; expected: one of forSale,"
                      " recentlySold, forRent, offMarket."),
     InvalidParameter("minPrice", "'minPrice' (500000) is greater than 'maxPrice' (100000)."),
@@ -155,15 +155,13 @@ SEARCH_ERRORS = errors(examples=[
                        " any depth meanwhile."),
 ])  # fmt: skip
 list_properties = get(
-    "/properties", summary="Search properties", operation_id="searchProperties",
-    opt={"paged": True}, responses=SEARCH_ERRORS, response_headers=ANSWER_HEADERS,
-    tags=["properties"], operation_class=ApiOperation,
+    "/properties", opt={"paged": True}, responses=SEARCH_ERRORS,
+    **documented("properties", "Search properties", "searchProperties"),
 )(search_properties)  # fmt: skip
 search_properties_alias = get(
-    "/properties/search", summary="Search properties (same as /v1/properties)",
-    operation_id="searchPropertiesAlias",
-    opt={"paged": True}, responses=SEARCH_ERRORS, response_headers=ANSWER_HEADERS,
-    tags=["properties"], operation_class=ApiOperation,
+    "/properties/search", opt={"paged": True}, responses=SEARCH_ERRORS,
+    **documented("properties", "Search properties (same as /v1/properties)",
+                 "searchPropertiesAlias"),
 )(search_properties)  # fmt: skip
 
 HANDLERS = [list_properties, search_properties_alias]

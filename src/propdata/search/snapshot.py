@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from propdata.kit.flock import try_lock
 from propdata.search.arrays import Group
 from propdata.search.filters import CATEGORICAL, NUMERIC, SORT_COLUMNS
 from propdata.search.index import GROUPED, SearchIndex
@@ -134,15 +135,9 @@ class BuildLock:
     def acquire(self) -> bool:
         """True when this holder has it now; False while another process (or another holder
         in this one) does. OSError when the folder cannot be written."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        fd = try_lock(self.path, 0o644)
+        if fd is None:
             return False
-        except BaseException:
-            os.close(fd)
-            raise
         self._fd = fd
         return True
 

@@ -8,7 +8,7 @@ from litestar import Response, get
 
 from propdata.api.dependencies import Injected
 from propdata.api.fields import answer, parameter, select
-from propdata.api.openapi import ANSWER_HEADERS, ApiOperation
+from propdata.api.openapi import documented
 from propdata.properties.endpoints import BY_ID_ERRORS, PropertyId
 from propdata.valuation.schemas import Valuation, ValuationResponse
 from propdata.valuation.service import ValuationService
@@ -17,11 +17,9 @@ from propdata.valuation.service import ValuationService
 @get(
     "/properties/{id:str}/valuation",
     responses=BY_ID_ERRORS,
-    operation_class=ApiOperation,
-    response_headers=ANSWER_HEADERS,
-    tags=["properties"],
-    summary="Value and rent estimates with comparable sales",
-    operation_id="getPropertyValuation",
+    **documented(
+        "properties", "Value and rent estimates with comparable sales", "getPropertyValuation"
+    ),
 )
 async def get_property_valuation(
     valuations: Injected[ValuationService],

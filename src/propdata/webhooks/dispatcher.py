@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import fcntl
 import logging
 import os
 import ssl
@@ -40,6 +39,7 @@ from propdata.accounts.keys import KeyService
 from propdata.events.produce import stopped_owners
 from propdata.events.repository import EventRepository
 from propdata.kit.db import Database, StoreUnavailable
+from propdata.kit.flock import try_lock
 from propdata.kit.mail import Mailer
 from propdata.kit.metrics import WEBHOOK_BACKLOG, WEBHOOK_DELIVERIES, WEBHOOK_LAG
 from propdata.kit.wakeup import POLL, Wakeups
@@ -571,17 +571,10 @@ class HostTurn:
         self._fd: int | None = None
 
     def take(self) -> bool:
-        if self._fd is not None:
-            return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
-        self._fd = fd
-        return True
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = try_lock(self.path)
+        return self._fd is not None
 
     def release(self) -> None:
         if self._fd is not None:

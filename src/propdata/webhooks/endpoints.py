@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, patch, post
-from litestar.openapi.spec import Example
-from litestar.params import JSONBody, Parameter
+from litestar.params import JSONBody
 
 from propdata.accounts.middleware import MANAGED
 from propdata.accounts.schemas import ApiKey
 from propdata.api import paging
-from propdata.api.body import too_large
 from propdata.api.dependencies import Injected
-from propdata.api.managed import MANAGED_429
-from propdata.api.openapi import RATE_HEADERS, ApiOperation, errors
-from propdata.api.params import PageLimit, PageOffset
+from propdata.api.managed import managed_errors
+from propdata.api.openapi import RATE_HEADERS, documented
+from propdata.api.params import PageLimit, PageOffset, path_parameter
 from propdata.api.schemas import PageMeta
 from propdata.errors import (
     Conflict,
@@ -43,23 +41,15 @@ from propdata.webhooks.schemas import (
 from propdata.webhooks.service import WebhookService, endpoint_view
 
 ENDPOINT_ID = r"^[A-Za-z0-9_-]{1,100}$"
-EndpointId = Annotated[
-    str,
-    Parameter(
-        description="Webhook endpoint id (wh_ and 24 letters or digits)", max_length=100,
-        pattern=ENDPOINT_ID, examples=[Example(value="wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze")],
-    ),
-]  # fmt: skip
+EndpointId = Annotated[str, path_parameter(
+    "Webhook endpoint id (wh_ and 24 letters or digits)", "wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze",
+    pattern=ENDPOINT_ID, max_length=100)]  # fmt: skip
 _MANAGE: dict[str, Any] = {**MANAGED}
 """Managing webhooks is never counted, but at most 60 such requests a minute an owner
 (contract.md "Metering")."""
-EventId = Annotated[
-    str,
-    Parameter(
-        description="The event's id (evt_...), as its deliveries list it", max_length=100,
-        pattern=ENDPOINT_ID, examples=[Example(value="evt_0123456789abcdefghijklmnop")],
-    ),
-]  # fmt: skip
+EventId = Annotated[str, path_parameter(
+    "The event's id (evt_...), as its deliveries list it", "evt_0123456789abcdefghijklmnop",
+    pattern=ENDPOINT_ID, max_length=100)]  # fmt: skip
 _NOT_FOUND = NotFound("No webhook endpoint wh_4x9QmT2s8Lr5Vb0cN7aYk3Ze.")
 _FULL = Conflict("This endpoint has 10,000 deliveries waiting, as many as it may: wait for them"
                  " to be attempted (GET its deliveries to follow them).")  # fmt: skip
@@ -74,12 +64,9 @@ def _common(
 ) -> dict[str, Any]:  # fmt: skip
     return {
         "opt": {**_MANAGE, "paged": True} if paged else _MANAGE,
-        "operation_class": ApiOperation, "tags": ["webhooks"],
-        "summary": summary, "operation_id": operation_id, "response_headers": RATE_HEADERS,
-        # Not counted, but at most 60 such requests a minute: 429 (contract.md "Metering").
-        "responses": errors(429, *statuses, metered=False, examples=[
-            *(examples or []), MANAGED_429, *([too_large()] if 413 in statuses else [])]),
-    }  # fmt: skip
+        "responses": managed_errors(*statuses, examples=examples),
+        **documented("webhooks", summary, operation_id, headers=RATE_HEADERS),
+    }
 
 
 @post("/webhooks", status_code=201,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from propdata.kit.db import Database
+from propdata.kit.db import Database, in_lists
 from propdata.webhooks.schemas import DeliveryRow, Due, EndpointRow, Outcome
 
 _ENDPOINT = ", ".join(EndpointRow._fields)
@@ -98,11 +98,9 @@ class WebhookRepository:
     async def owned_searches(self, owner: str, ids: Sequence[str]) -> set[str]:
         """Which of these saved search ids the owner has."""
         found: set[str] = set()
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
+        for part, marks in in_lists(ids):
             rows = await self.db.fetch_all(
-                f"SELECT id FROM saved_searches WHERE owner = ?"
-                f" AND id IN ({', '.join('?' for _ in part)})",
+                f"SELECT id FROM saved_searches WHERE owner = ? AND id IN ({marks})",
                 (owner, *part),
             )
             found.update(str(row[0]) for row in rows)
@@ -314,9 +312,7 @@ class WebhookRepository:
         """Fail every pending delivery of these endpoints for good, error `owner` (their
         owner was stopped), each with its attempt's row; how many."""
         cancelled = 0
-        for start in range(0, len(endpoint_ids), 500):
-            part = list(endpoint_ids[start : start + 500])
-            marks = ", ".join("?" for _ in part)
+        for part, marks in in_lists(endpoint_ids):
             waiting = f"endpoint_id IN ({marks}) AND state = 'pending'"
             await self.db.execute(
                 "INSERT INTO webhook_attempts (endpoint_id, event_seq, event_id, type, attempt,"
@@ -344,12 +340,9 @@ class WebhookRepository:
     async def endpoints_of(self, owners: Sequence[str]) -> list[str]:
         """The ids of these owners' endpoints."""
         found: list[str] = []
-        for start in range(0, len(owners), 500):
-            part = list(owners[start : start + 500])
+        for part, marks in in_lists(owners):
             rows = await self.db.fetch_all(
-                "SELECT id FROM webhook_endpoints"
-                f" WHERE owner IN ({', '.join('?' for _ in part)}) ORDER BY id",
-                part,
+                f"SELECT id FROM webhook_endpoints WHERE owner IN ({marks}) ORDER BY id", part
             )
             found += [str(row[0]) for row in rows]
         return found

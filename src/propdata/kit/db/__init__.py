@@ -12,7 +12,7 @@ Repositories write SQL with `?` placeholders and call `fetch_all` / `fetch_one` 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TypeVar
 
 from propdata.kit.db.base import (
@@ -31,9 +31,25 @@ R = TypeVar("R")
 
 __all__ = [
     "Database", "PostgresDatabase", "ReadSnapshot", "Row", "SQLiteDatabase", "StoreBusy",
-    "StoreRejected", "StoreUnavailable", "address", "busy", "connect", "optimistic",
-    "use_wal", "when_unlocked",
+    "StoreRejected", "StoreUnavailable", "address", "busy", "connect", "in_lists",
+    "optimistic", "use_wal", "when_unlocked",
 ]  # fmt: skip
+
+IN_LIST = 500
+"""Values bound in one `IN (...)` list at the most: far below SQLite's and PostgreSQL's
+parameter limits."""
+
+
+def in_lists(values: Sequence[T], size: int = IN_LIST) -> Iterator[tuple[list[T], str]]:
+    """`values` `size` at a time, each part with its placeholders (`?, ?, ?`), for one
+    statement a part:
+
+        for part, marks in in_lists(ids):
+            rows += await db.fetch_all(f"SELECT ... WHERE id IN ({marks})", part)
+    """
+    for at in range(0, len(values), size):
+        part = list(values[at : at + size])
+        yield part, ", ".join("?" * len(part))
 
 
 async def optimistic(
