@@ -274,6 +274,10 @@ class StreamHub:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        # Slots being given back (shielded from the cancel above) are given back before the
+        # hub is closed: the limiter may be closed right after, and a call then would open a
+        # connection that nothing closes.
+        await asyncio.gather(*self._releasing, return_exceptions=True)
 
     def end_all(self) -> None:
         """End every open stream and refuse new ones (the server is shutting down)."""
