@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from propdata.kit.db import Database, Row
+from propdata.kit.db import Database, Row, in_lists
 from propdata.properties.repository import unpack_events
 
 HOME_COLUMNS = (
@@ -65,7 +65,6 @@ EVENT_COLUMNS = ("property_id", "seq", "date", "event", "price", "source")
 """What `priced_events` can give of an event (seq 0 is a property's newest event)."""
 _USUAL = ("property_id", "date", "event", "price")
 _PRICED = frozenset({SALE, RENTAL})
-_IN_LIST = 500
 
 
 class ValuationRepository:
@@ -144,12 +143,10 @@ class ValuationRepository:
     async def addresses(self, ids: Sequence[str]) -> dict[str, AddressRow]:
         """The addresses of the given properties, by id (ids not stored are absent)."""
         found: dict[str, AddressRow] = {}
-        for at in range(0, len(ids), _IN_LIST):
-            chunk = list(ids[at : at + _IN_LIST])
+        for part, marks in in_lists(ids):
             rows = await self.db.fetch_all(
-                f"SELECT {', '.join(AddressRow._fields)} FROM properties"
-                f" WHERE id IN ({', '.join('?' for _ in chunk)})",
-                chunk,
+                f"SELECT {', '.join(AddressRow._fields)} FROM properties WHERE id IN ({marks})",
+                part,
             )
             found.update({row[0]: AddressRow._make(row) for row in rows})
         return found
@@ -157,23 +154,17 @@ class ValuationRepository:
     async def homes(self, ids: Sequence[str]) -> list[Row]:
         """HOME_COLUMNS of the given properties (ids not stored are absent), in id order."""
         found: list[Row] = []
-        for at in range(0, len(ids), _IN_LIST):
-            chunk = list(ids[at : at + _IN_LIST])
+        for part, marks in in_lists(ids):
             found += await self.db.fetch_all(
-                f"SELECT {', '.join(HOME_COLUMNS)} FROM properties"
-                f" WHERE id IN ({', '.join('?' for _ in chunk)})",
-                chunk,
+                f"SELECT {', '.join(HOME_COLUMNS)} FROM properties WHERE id IN ({marks})", part
             )
         return sorted(found, key=lambda row: str(row[0]))
 
     async def clear_comparables_of(self, ids: Sequence[str]) -> None:
         """Drop the comparables of the given properties; inside a transaction."""
-        for at in range(0, len(ids), _IN_LIST):
-            chunk = list(ids[at : at + _IN_LIST])
+        for part, marks in in_lists(ids):
             await self.db.execute(
-                "DELETE FROM valuation_comparables"
-                f" WHERE property_id IN ({', '.join('?' for _ in chunk)})",
-                chunk,
+                f"DELETE FROM valuation_comparables WHERE property_id IN ({marks})", part
             )
 
     async def clear_orphan_comparables(self) -> None:
@@ -215,12 +206,11 @@ class ValuationRepository:
             )
         else:
             rows = []
-            for at in range(0, len(zip_codes), _IN_LIST):
-                chunk = list(zip_codes[at : at + _IN_LIST])
+            for part, marks in in_lists(zip_codes):
                 rows += await self.db.fetch_all(
                     "SELECT zip_code, ids, sales FROM valuation_training WHERE kind = ?"
-                    f" AND zip_code IN ({', '.join('?' for _ in chunk)})",
-                    [kind, *chunk],
+                    f" AND zip_code IN ({marks})",
+                    [kind, *part],
                 )
             rows.sort(key=lambda row: str(row[0]))
         return [(str(z), str(ids).split("\n"), bytes(sales)) for z, ids, sales in rows]
