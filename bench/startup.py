@@ -21,7 +21,7 @@ or --cache-ttl): S seconds each of the search mix, get by id, offset 100,000 and
 mix (wrk, 16 connections, the make bench request lists), enough to fill each worker's share
 of PROPDATA_CACHE_MB, each followed by every worker's anonymous memory and Pss; then each
 worker's /proc/<pid>/smaps_rollup (Rss, Pss, Anonymous) and, from /proc/<pid>/smaps, what the
-index snapshot's mapped files add to its Rss and Pss. It also prints the start's times, which
+index snapshot's mapped files add to its Rss and Pss, and its largest mappings by Pss. It also prints the start's times, which
 worker held the snapshot's lock (had it built: remove the store's `<name>-index` folder
 first for a start that builds), and each worker's memory once every index is ready.
 
@@ -181,6 +181,24 @@ def smaps(pid: int, marker: str) -> dict[str, float]:
     return found
 
 
+def by_mapping(pid: int, top: int = 8) -> str:
+    """The mappings of /proc/<pid>/smaps with the most Pss, MB: the heap, anonymous memory,
+    the index snapshot's files, and each library grouped by its package."""
+    found: dict[str, float] = {}
+    name = ""
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split()
+        if head and re.fullmatch(r"[0-9a-f]+-[0-9a-f]+", head[0]):
+            path = head[5] if len(head) > 5 else "[anonymous]"
+            package = re.search(r"site-packages/([^/.]+)", path)
+            name = ("index snapshot" if "-index/" in path else
+                    package.group(1) if package else Path(path).name)  # fmt: skip
+        elif head and head[0] == "Pss:":
+            found[name] = found.get(name, 0.0) + int(head[1]) / 1024
+    biggest = sorted(found.items(), key=lambda item: -item[1])[:top]
+    return ", ".join(f"{name} {mb:.1f}" for name, mb in biggest)
+
+
 def memory_run(args: Any, env: dict[str, str], key: str) -> list[dict[str, float]]:
     requests = args.store.parent.parent / "requests"
     args.wrk, args.connections, args.wrk_threads = harness.ensure_wrk(), 16, 1
@@ -207,6 +225,8 @@ def memory_run(args: Any, env: dict[str, str], key: str) -> list[dict[str, float
             print(f"  {name}: {load.rps:,.0f} rps, p99 {load.ms('p99'):.1f} ms; then anonymous"
                   f" {anonymous} MB, Pss {pss} MB", flush=True)  # fmt: skip
         time.sleep(1)
+        for n, pid in enumerate(server.worker_pids(args.workers_now), 1):
+            print(f"  worker {n}'s Pss by mapping (MB): {by_mapping(pid)}", flush=True)
         return [smaps(pid, "-index/") for pid in server.worker_pids(args.workers_now)]
     finally:
         server.stop()

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from propdata.exports.files import SUFFIX
 from propdata.exports.repository import SnapshotRepository
-from propdata.exports.schemas import Format
-from propdata.exports.service import PROPERTIES
+from propdata.exports.schemas import SUFFIX, Format
+from propdata.exports.snapshot import PROPERTIES
 from propdata.ingest.loader import load
 from propdata.kit.db import Database, Row
 from propdata.properties.repository import PropertyRow

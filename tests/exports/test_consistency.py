@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 
 from propdata.exports.schemas import Manifest
-from propdata.exports.service import export
+from propdata.exports.snapshot import export
 from propdata.ingest.loader import load
 from propdata.properties.repository import PropertyRepository
 from tests.conftest import Fresh, open_db

@@ -17,7 +17,8 @@ import polars as pl
 import pytest
 
 from propdata.exports.schemas import Manifest
-from propdata.exports.service import ExportService, export
+from propdata.exports.service import ExportService
+from propdata.exports.snapshot import export
 from tests.conftest import Store, open_db
 
 
@@ -211,13 +212,13 @@ def test_an_export_runs_at_idle_cpu_priority_unless_told(
 async def test_an_interrupted_export_leaves_no_snapshot_listed(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from propdata.exports import service
+    from propdata.exports import snapshot
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise OSError("disk full")
 
     db = await open_db(store)
-    monkeypatch.setattr(service, "_market_history", broken)
+    monkeypatch.setattr(snapshot, "_market_history", broken)
     try:
         with pytest.raises(OSError, match="disk full"):
             await export(db, tmp_path, "parquet")

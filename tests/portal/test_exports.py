@@ -12,7 +12,7 @@ import pytest
 
 from propdata.accounts.keys import CustomLimits, KeyService
 from propdata.config import accounts_url
-from propdata.exports.service import export
+from propdata.exports.snapshot import export
 from propdata.kit.db import connect
 from tests.portal.conftest import Person, new_key_of
 

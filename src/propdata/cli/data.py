@@ -314,7 +314,7 @@ def data_export(
     """Write a snapshot of one data version: properties by state, markets, market history
     and manifest.json; loads may go on meanwhile."""
     from propdata.exports.schemas import FORMATS
-    from propdata.exports.service import export, yield_cpu
+    from propdata.exports.snapshot import export, yield_cpu
 
     if fmt not in FORMATS:
         err.print(f"[red]error:[/red] --format must be parquet or csv, not {fmt!r}")

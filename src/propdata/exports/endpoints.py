@@ -19,8 +19,7 @@ from propdata.api.dependencies import Injected
 from propdata.api.openapi import documented, errors
 from propdata.api.params import path_parameter
 from propdata.errors import NotFound, RangeNotSatisfiable
-from propdata.exports.files import MEDIA_TYPE
-from propdata.exports.schemas import ExportsResponse
+from propdata.exports.schemas import MEDIA_TYPE, ExportsResponse
 from propdata.exports.service import ExportService, may_export, refusal
 from propdata.kit.conditional import none_match
 

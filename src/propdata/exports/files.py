@@ -36,8 +36,6 @@ from propdata.kit.db import Row
 from propdata.properties.schemas import PropertyDetail
 from propdata.properties.service import price_per_square_foot, yield_of
 
-SUFFIX = {"parquet": ".parquet", "csv": ".csv"}
-MEDIA_TYPE = {"parquet": "application/vnd.apache.parquet", "csv": "text/csv"}
 _encoder = msgspec.json.Encoder()
 _json = _encoder.encode
 

@@ -8,6 +8,8 @@ from propdata.api.schemas import Base
 
 Format = Literal["parquet", "csv"]
 FORMATS: tuple[str, ...] = get_args(Format)
+SUFFIX = {"parquet": ".parquet", "csv": ".csv"}
+MEDIA_TYPE = {"parquet": "application/vnd.apache.parquet", "csv": "text/csv"}
 
 
 class ExportFile(Base):

@@ -175,3 +175,29 @@ def test_a_trusted_proxy_names_the_client(server_with: Callable[[str], str]) -> 
     assert _reset_requests(base, each_its_own) == [200] * 21  # 21 clients, one request each
     one_client = [{"X-Forwarded-For": "203.0.113.200"}] * 21
     assert _reset_requests(base, one_client) == [200] * 20 + [429]
+
+
+@pytest.mark.parametrize("kept_out", [True, False])
+def test_a_spawned_worker_does_not_run_the_main_script_again(
+    tmp_path: Path, kept_out: bool
+) -> None:
+    # The `propdata` console script's main imports the whole command line; without
+    # main_not_rerun, multiprocessing's spawn runs it again in every worker.
+    script = tmp_path / "main.py"
+    script.write_text(
+        "import contextlib, multiprocessing, os, sys\n"
+        "from propdata.kit.serving.server import main_not_rerun\n"
+        "with open(sys.argv[1], 'a') as ran:\n"
+        "    ran.write(f'{os.getpid()}\\n')\n"
+        "if __name__ == '__main__':\n"
+        "    worker = multiprocessing.get_context('spawn').Process(target=os.getpid)\n"
+        "    with main_not_rerun() if sys.argv[2] == 'yes' else contextlib.nullcontext():\n"
+        "        worker.start()\n"
+        "        worker.join(60)\n"
+        "    sys.exit(worker.exitcode)\n"
+    )
+    ran = tmp_path / "ran.txt"
+    done = subprocess.run([sys.executable, str(script), str(ran), "yes" if kept_out else "no"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(ran.read_text().split()) == (1 if kept_out else 2)

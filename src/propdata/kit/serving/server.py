@@ -10,8 +10,10 @@ application's own (PROPDATA_TRUSTED_PROXIES).
 
 from __future__ import annotations
 
+import contextlib
+import importlib.machinery
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from uvicorn import Server
@@ -41,7 +43,8 @@ def run(
         server = Server(config)
         try:
             if config.workers > 1:
-                Multiprocess(config, sockets=[sock]).run()
+                with main_not_rerun():
+                    Multiprocess(config, sockets=[sock]).run()
             else:
                 server.run(sockets=[sock])
         except KeyboardInterrupt:
@@ -50,3 +53,24 @@ def run(
             sock.close()
     if config.workers == 1 and not server.started:
         sys.exit(STARTUP_FAILURE)
+
+
+@contextlib.contextmanager
+def main_not_rerun() -> Iterator[None]:
+    """Processes spawned inside (uvicorn's workers) do not run this process's main script again.
+
+    A spawned process first runs its parent's main script as `__mp_main__`, unless the main
+    module is named `__main__` or a package's `__main__` (as under `python -m`). The
+    `propdata` console script's main imports the whole command line (typer, click, rich,
+    pygments), about 4 MB of every worker's heap that no request uses; a worker needs
+    nothing from it (its target and settings are pickled by reference to their modules).
+    """
+    main = sys.modules["__main__"]
+    if getattr(main, "__spec__", None) is not None:
+        yield
+        return
+    main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+    try:
+        yield
+    finally:
+        main.__spec__ = None
