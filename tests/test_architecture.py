@@ -6,6 +6,7 @@ check as `lint-imports`. Running it here too makes CI, which runs only the tests
 
 from __future__ import annotations
 
+import logging
 import re
 import tomllib
 from pathlib import Path
@@ -18,7 +19,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_imports_follow_the_layers(capsys: pytest.CaptureFixture[str]) -> None:
-    code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
+    # import-linter configures logging with disable_existing_loggers: every logger this
+    # process made so far would stay silent for the tests that run after this one here.
+    enabled = [logger for logger in logging.Logger.manager.loggerDict.values()
+               if isinstance(logger, logging.Logger) and not logger.disabled]  # fmt: skip
+    try:
+        code = lint_imports(
+            config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True
+        )
+    finally:
+        for logger in enabled:
+            logger.disabled = False
     assert code == 0, capsys.readouterr().out
 
 
