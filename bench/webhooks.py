@@ -47,8 +47,8 @@ from propdata.kit.db import Database, connect  # noqa: E402
 from propdata.kit.wakeup import open_wakeups  # noqa: E402
 from propdata.migrations.schema import migrate_accounts  # noqa: E402
 from propdata.webhooks.addresses import Gate  # noqa: E402
-from propdata.webhooks.dispatcher import Dispatcher, iso  # noqa: E402
-from propdata.webhooks.schemas import NewEndpoint  # noqa: E402
+from propdata.webhooks.dispatcher import Dispatcher  # noqa: E402
+from propdata.webhooks.schemas import NewEndpoint, iso  # noqa: E402
 from propdata.webhooks.service import WebhookService  # noqa: E402
 
 PG_URL = os.environ.get("PROPDATA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import msgspec
 from litestar import Litestar, Request, Response, Router, get
@@ -40,14 +40,12 @@ from propdata.exports.service import Exporter, ExportService
 from propdata.feed import endpoints as feed_endpoints
 from propdata.feed.service import FeedService
 from propdata.kit import memory, metrics, multiproc
-from propdata.kit.cache import MemoryCache, RedisCache, ResilientCache, ResponseCache
+from propdata.kit.cache import MemoryCache, ResponseCache
 from propdata.kit.db import Database, PostgresDatabase, StoreUnavailable, connect
 from propdata.kit.logs import RequestLog, configure
 from propdata.kit.loops import Loop, Loops, TaskLoop
 from propdata.kit.mail import Mailer, mailer_for
 from propdata.kit.ratelimit.base import Clock, Limiter
-from propdata.kit.ratelimit.redis import RedisLimiter
-from propdata.kit.ratelimit.resilient import ResilientLimiter
 from propdata.kit.ratelimit.sqlite import SQLiteLimiter
 from propdata.kit.requests import extra_headers, request_id
 from propdata.kit.wakeup import Wakeups, open_wakeups
@@ -69,8 +67,10 @@ from propdata.valuation.service import ValuationService
 from propdata.web import DocsPage
 from propdata.webhooks import endpoints as webhook_endpoints
 from propdata.webhooks.addresses import DnsResolver, Gate
-from propdata.webhooks.dispatcher import Dispatcher, HostTurn, dispatch
 from propdata.webhooks.service import WebhookService
+
+if TYPE_CHECKING:
+    from propdata.webhooks.dispatcher import Dispatcher, HostTurn
 
 log = logging.getLogger("propdata")
 
@@ -120,7 +120,10 @@ class Services:
         return await self.properties.cache_namespace()
 
     def dispatcher(self) -> Dispatcher:
-        """A webhook dispatcher over the accounts store (one per process that delivers)."""
+        """A webhook dispatcher over the accounts store (one per process that delivers;
+        imported by those only: its HTTP client, httpx, is 6.6 MB of a process)."""
+        from propdata.webhooks.dispatcher import Dispatcher
+
         return Dispatcher(
             self.accounts_db, self.webhooks.gate, self.wakeups, self.mailer,
             self.webhooks.mail_to, clock=self.webhooks.clock,
@@ -129,6 +132,8 @@ class Services:
     def dispatch_turn(self) -> HostTurn | None:
         """On SQLite, the lock that makes one worker of the host the dispatcher; None at
         scale-out, where every process dispatches."""
+        from propdata.webhooks.dispatcher import HostTurn
+
         path = getattr(self.accounts_db, "path", None)
         if self.accounts_db.dialect == "postgresql" or path in (None, ":memory:"):
             return None
@@ -192,6 +197,11 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
     if settings.redis_url:
         # Redis for both, each with a per-process fallback while Redis is unreachable. The
         # clock is the tests' (create_app(clock=...)); production leaves it to Redis's TIME.
+        # Imported here: Redis's client is 6.5 MB of every process that loads it.
+        from propdata.kit.ratelimit.redis import RedisLimiter
+        from propdata.kit.ratelimit.resilient import ResilientLimiter
+        from propdata.kit.redis_cache import RedisCache, ResilientCache
+
         limiter = ResilientLimiter(RedisLimiter.from_url(settings.redis_url, clock))
         cache = ResilientCache(RedisCache.from_url(settings.redis_url))
     else:
@@ -387,6 +397,8 @@ def producer(services: Services) -> Loop:
 
 def dispatcher(services: Services) -> Loop:
     """Webhook deliveries: every process at scale-out, one a host embedded."""
+    from propdata.webhooks.dispatcher import dispatch
+
     return TaskLoop("dispatcher", lambda: dispatch(services.dispatcher(), services.dispatch_turn()))
 
 

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from propdata.app import export_env
@@ -73,15 +70,3 @@ def test_the_settings_read_durations_and_bounds() -> None:
             assert next(iter(bad)) in str(exc)
         else:
             raise AssertionError(bad)
-
-
-def test_a_server_s_app_never_imports_pyarrow(tmp_path: Path) -> None:
-    # Snapshots are written by `propdata data export`, a child process; pyarrow in a worker
-    # would be 25 MB of libraries and 6 MB of heap that no request uses.
-    env = {**os.environ, "PROPDATA_DATABASE_URL": str(tmp_path / "propdata.db")}
-    code = "import sys; from propdata.app import asgi; asgi(); print(sorted(sys.modules))"
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    loaded = done.stdout.split("'")
-    assert "propdata.exports.service" in loaded  # the app was built, exports included
-    assert not [m for m in loaded if m == "pyarrow" or m.startswith("pyarrow.")]

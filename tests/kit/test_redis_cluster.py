@@ -22,8 +22,9 @@ from litestar.testing import AsyncTestClient
 from redis.asyncio.cluster import RedisCluster
 
 from propdata.app import HeadAsGet, create_app
-from propdata.kit.cache import Cached, RedisCache, ResilientCache
+from propdata.kit.cache import Cached
 from propdata.kit.ratelimit.redis import RedisLimiter
+from propdata.kit.redis_cache import RedisCache, ResilientCache
 from propdata.kit.redis_link import connect
 from tests.conftest import FakeClock
 from tests.redis_support import RedisServer, new_key, sqlite_store, unavailable

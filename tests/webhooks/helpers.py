@@ -16,8 +16,9 @@ from propdata.events.repository import EventRepository, NewEvent
 from propdata.kit.db import Database
 from propdata.kit.wakeup import LocalWakeups
 from propdata.webhooks.addresses import Gate, IPAddress, Resolver, system_resolver
-from propdata.webhooks.dispatcher import Dispatcher, iso
+from propdata.webhooks.dispatcher import Dispatcher
 from propdata.webhooks.retries import Retries
+from propdata.webhooks.schemas import iso
 from propdata.webhooks.service import WebhookService
 
 LOCAL = (ipaddress.ip_network("127.0.0.1/32"),)

@@ -15,8 +15,8 @@ from standardwebhooks import Webhook, WebhookVerificationError
 from propdata.accounts.owners import owner_of
 from propdata.errors import Conflict, RateLimitExceeded
 from propdata.webhooks.addresses import Gate, Target
-from propdata.webhooks.dispatcher import FAILING_FOR, PER_RECEIVER, HostTurn, Sender, iso
-from propdata.webhooks.schemas import EndpointChange, NewEndpoint
+from propdata.webhooks.dispatcher import FAILING_FOR, PER_RECEIVER, HostTurn, Sender
+from propdata.webhooks.schemas import EndpointChange, NewEndpoint, iso
 from tests.webhooks.helpers import LOCAL, Rig, api_key, table_resolver
 from tests.webhooks.receiver import Received, receiving
 
@@ -422,7 +422,7 @@ async def test_an_event_waiting_for_an_endpoint_is_never_queued_twice(rig: Rig) 
 
 
 async def test_an_endpoint_holds_at_most_10000_waiting_deliveries(rig: Rig) -> None:
-    from propdata.webhooks.dispatcher import MAX_PENDING
+    from propdata.webhooks.schemas import MAX_PENDING
 
     async with receiving() as receiver:
         url = receiver.url

@@ -1,7 +1,7 @@
 """Response cache: answers kept for a time under a key; the embedded one lives in the process.
 
-The scale-out one (RedisCache, behind ResilientCache) is shared by every process and host,
-and falls back to a per-process MemoryCache while Redis is unreachable.
+The scale-out one (kit.redis_cache) is shared by every process and host, and falls back to
+a per-process MemoryCache while Redis is unreachable.
 
 Keys carry the data version, so a load or rebuild (which bumps it) makes every older entry
 unreachable at once, in every process, without a broadcast.
@@ -9,13 +9,10 @@ unreachable at once, in every process, without a broadcast.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Protocol, cast
-
-from propdata.kit.redis_link import Client, Outage, connect
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,71 +113,3 @@ class MemoryCache:
     async def close(self) -> None:
         self._items.clear()
         self._bytes = 0
-
-
-class RedisCache:
-    """The scale-out cache: one Redis string per entry, shared by every process and host.
-
-    An entry is `<status>\\n<content type>\\n<body>` under `pd:cache:` + SHA-256 of the cache
-    key (keys hold a path and query of any length; the hash keeps Redis keys short), stored
-    with SET PX, so Redis drops it when it expires.
-
-        cache = RedisCache(connect("redis://127.0.0.1:6379/0"))
-    """
-
-    def __init__(self, client: Client, prefix: str = "pd:cache:") -> None:
-        self.client = client
-        self.prefix = prefix
-
-    @classmethod
-    def from_url(cls, url: str) -> RedisCache:
-        return cls(connect(url))
-
-    def redis_key(self, key: str) -> str:
-        return self.prefix + hashlib.sha256(key.encode()).hexdigest()
-
-    async def get(self, key: str) -> Cached | None:
-        # The client is built without decode_responses: values come back as bytes.
-        raw = cast("bytes | None", await self.client.get(self.redis_key(key)))
-        if raw is None:
-            return None
-        status, content_type, body = raw.split(b"\n", 2)
-        return Cached(int(status), content_type, body)
-
-    async def set(self, key: str, value: Cached, ttl: float) -> None:
-        ms = int(ttl * 1000)
-        if ms <= 0:
-            return
-        raw = b"%d\n%s\n%s" % (value.status, value.content_type, value.body)
-        await self.client.set(self.redis_key(key), raw, px=ms)
-
-    def status(self) -> str:
-        """ "ok"; a backend that can fall back (the Resilient ones) says "degraded" then."""
-        return "ok"
-
-    async def close(self) -> None:
-        await self.client.aclose()
-
-
-class ResilientCache:
-    """Redis while it answers; a per-process MemoryCache while it does not (see kit.redis_link)."""
-
-    def __init__(self, redis: RedisCache, fallback: MemoryCache | None = None) -> None:
-        self.redis = redis
-        self.fallback = fallback or MemoryCache()
-        self.outage = Outage("cache")
-
-    def status(self) -> str:
-        return "degraded" if self.outage.down else "ok"
-
-    async def get(self, key: str) -> Cached | None:
-        return await self.outage.call(lambda: self.redis.get(key), lambda: self.fallback.get(key))
-
-    async def set(self, key: str, value: Cached, ttl: float) -> None:
-        await self.outage.call(
-            lambda: self.redis.set(key, value, ttl), lambda: self.fallback.set(key, value, ttl)
-        )
-
-    async def close(self) -> None:
-        await self.redis.close()
-        await self.fallback.close()

@@ -27,14 +27,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import asyncpg
-import redis.asyncio as aioredis
-
-from propdata.kit import redis_link
 from propdata.kit.db import Database, PostgresDatabase
 from propdata.kit.loops import OK, STOPPED, task_health
+
+if TYPE_CHECKING:
+    import asyncpg
 
 log = logging.getLogger("propdata")
 
@@ -175,6 +174,8 @@ class PostgresWakeups(LocalWakeups):
         async with self._opening:
             if self._listener is not None and not self._listener.is_closed():
                 return
+            import asyncpg  # PostgreSQL stores only, as in kit.db.postgres
+
             conn: asyncpg.Connection | None = None
             try:
                 conn = await asyncpg.connect(self.db.url, timeout=2)
@@ -232,12 +233,18 @@ class RedisWakeups(LocalWakeups):
     wait and started again when Redis drops it."""
 
     def __init__(self, url: str, poll: float = POLL) -> None:
+        # Redis's client is loaded by the processes that use it only (6.5 MB of each).
+        from propdata.kit import redis_link
+
         super().__init__(poll)
         self.url = url
         self._client = redis_link.connect(url)
+        self._outage_errors = redis_link.OUTAGE_ERRORS
         self._reader: asyncio.Task[None] | None = None
 
     async def _read(self) -> None:
+        import redis.asyncio as aioredis
+
         client: aioredis.Redis = aioredis.Redis.from_url(self.url, socket_connect_timeout=1)
         pubsub = client.pubsub(ignore_subscribe_messages=True)
         try:
@@ -259,7 +266,7 @@ class RedisWakeups(LocalWakeups):
         self.wake(topic)
         try:
             await self._client.publish(f"propdata:{topic}", "")
-        except redis_link.OUTAGE_ERRORS as exc:
+        except self._outage_errors as exc:
             log.debug("wake-ups: PUBLISH failed (%s)", exc)
 
     async def wait(self, topic: str, timeout: float) -> None:  # noqa: ASYNC109 (the design's API)

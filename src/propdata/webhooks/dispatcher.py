@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import msgspec
 from standardwebhooks import Webhook
 
 from propdata.accounts.keys import KeyService
@@ -46,7 +45,7 @@ from propdata.kit.wakeup import POLL, Wakeups
 from propdata.webhooks.addresses import Gate, IPAddress, Refused, Target, Unresolvable, parse
 from propdata.webhooks.repository import WebhookRepository
 from propdata.webhooks.retries import Retries, retry_after
-from propdata.webhooks.schemas import Due, EndpointRow, Outcome
+from propdata.webhooks.schemas import MAX_PENDING, Due, Outcome, iso, passes
 
 log = logging.getLogger("propdata.webhooks")
 
@@ -63,16 +62,8 @@ FAN_OUT_PAGE = 500
 """Events read per endpoint per fan-out pass."""
 SWEEP_EVERY = 1.0
 """Seconds between two looks for the pending deliveries of stopped owners (cancelled)."""
-MAX_PENDING = 10_000
-"""Deliveries one endpoint may have waiting; past it the endpoint's events wait in the log
-(its cursor stays) until some are attempted."""
 _RESPONSE_READ = 65_536
 """Bytes of a receiver's answer read (and thrown away) so its connection can be kept."""
-
-
-def iso(at: float) -> str:
-    """Unix seconds as the API's ISO-8601 UTC time with milliseconds."""
-    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def _unix(text: str) -> float | None:
@@ -80,17 +71,6 @@ def _unix(text: str) -> float | None:
         return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
-
-
-def passes(endpoint: EndpointRow, event_type: str, search_id: str | None) -> bool:
-    """Whether an event passes an endpoint's filters (absent lists pass everything)."""
-    if endpoint.event_types is not None and event_type not in msgspec.json.decode(
-        endpoint.event_types
-    ):
-        return False
-    if endpoint.search_ids is not None:
-        return search_id in msgspec.json.decode(endpoint.search_ids)
-    return True
 
 
 class _Signers:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Literal, NamedTuple
 
 import msgspec
@@ -214,3 +215,24 @@ class Outcome(NamedTuple):
     gone: bool
     at: float
     """Unix seconds of the attempt."""
+
+
+MAX_PENDING = 10_000
+"""Deliveries one endpoint may have waiting; past it the endpoint's events wait in the log
+(its cursor stays) until some are attempted."""
+
+
+def iso(at: float) -> str:
+    """Unix seconds as the API's ISO-8601 UTC time with milliseconds."""
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def passes(endpoint: EndpointRow, event_type: str, search_id: str | None) -> bool:
+    """Whether an event passes an endpoint's filters (absent lists pass everything)."""
+    if endpoint.event_types is not None and event_type not in msgspec.json.decode(
+        endpoint.event_types
+    ):
+        return False
+    if endpoint.search_ids is not None:
+        return search_id in msgspec.json.decode(endpoint.search_ids)
+    return True

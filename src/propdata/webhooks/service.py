@@ -30,14 +30,16 @@ from propdata.kit.db import Database
 from propdata.kit.wakeup import Wakeups
 from propdata.plans import Plan
 from propdata.webhooks.addresses import Gate, Refused, Unresolvable, parse
-from propdata.webhooks.dispatcher import MAX_PENDING, iso, passes
 from propdata.webhooks.repository import WebhookRepository
 from propdata.webhooks.schemas import (
+    MAX_PENDING,
     Delivery,
     Endpoint,
     EndpointChange,
     EndpointRow,
     NewEndpoint,
+    iso,
+    passes,
 )
 
 BACKLOG_KEPT = 50_000
