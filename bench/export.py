@@ -4,6 +4,11 @@ peak memory of the process that makes it, and the snapshot's size.
     .venv/bin/python bench/export.py --properties 100000
     .venv/bin/python bench/export.py --store var/propdata.db --format csv
     .venv/bin/python bench/export.py --properties 100000 --download   # and a file's download rate
+    .venv/bin/python bench/export.py --store var/propdata.db --beside  # row 21 alone: the mix beside
+
+`--beside` serves the store (two workers, make bench's search mix) and runs `search_beside`
+on it, `--rounds` times; the export's code is the one the environment imports (PYTHONPATH),
+so two checkouts compare by running it with each in turn.
 
 Without `--store`, a store of N synthetic properties (seed 1) is generated once under
 var/bench-export-N/ and kept for the next run. The export runs as the command does, in a
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import json
 import os
 import shutil
@@ -232,14 +238,54 @@ def rows(
     return out
 
 
+def beside(store: Path, rounds: int, priority: str) -> None:
+    """`search_beside` on `store`, served as make bench serves it, `rounds` times: a line of
+    figures each (JSON), with the load averages before and after."""
+    import bench_mix
+
+    args = argparse.Namespace(
+        workers=2, connections=16, wrk_threads=1, duration=20.0, warmup=5.0, seed=7,
+        as_of=dt.date(2026, 11, 21), folder=store.parent, wrk=harness.ensure_wrk(),
+    )  # fmt: skip
+    sample = bench_data.sample(str(store), 0, 2_000, args.seed)
+    paths = harness.write_paths(
+        store.parent / "search.txt",
+        [s.path for s in bench_mix.search_mix(sample.rows, 40_000, args.seed)],
+    )
+    key = asyncio.run(bench_data.create_key(str(store)))
+    store_env = {"PROPDATA_DATABASE_URL": str(store)}
+    logs = store.parent / "logs"
+    logs.mkdir(exist_ok=True)
+    with harness.propdata_server("export-beside", store_env, 0, args, logs) as server:
+        for _ in range(rounds):
+            load = os.getloadavg()
+            found = search_beside(server, store_env, store.parent, paths, args, key,
+                                  priority=priority)  # fmt: skip
+            print(json.dumps({
+                "priority": priority, "p99_beside_ms": round(found.during.ms("p99"), 1),
+                "p99_alone_ms": round(found.alone.ms("p99"), 1),
+                "rps_beside": round(found.during.rps), "rps_alone": round(found.alone.rps),
+                "export_s": found.export["seconds"], "export_cpu_s": found.export["cpu_s"],
+                "outlasted": found.outlasted, "load_before": [round(v, 2) for v in load],
+                "load_after": [round(v, 2) for v in os.getloadavg()],
+            }), flush=True)  # fmt: skip
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--properties", type=int, default=100_000)
     p.add_argument("--store", type=Path, help="a SQLite store to export (default: generated)")
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet")
     p.add_argument("--download", action="store_true", help="also a file's download rate")
+    p.add_argument("--beside", action="store_true",
+                   help="instead, the search mix alone and beside an export (row 21)")  # fmt: skip
+    p.add_argument("--rounds", type=int, default=1, help="of --beside")
+    p.add_argument("--priority", choices=("idle", "normal"), default="idle")
     args = p.parse_args()
     store = args.store or ensure_store(args.properties)
+    if args.beside:
+        beside(store, args.rounds, args.priority)
+        return 0
     figures = export(store, args.format)
     if args.download:
         figures["download"] = download_rate(store)

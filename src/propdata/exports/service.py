@@ -36,6 +36,7 @@ from propdata.feed.service import cursor_at
 from propdata.kit import memory
 from propdata.kit.db import Database, ReadSnapshot, Row, StoreUnavailable
 from propdata.kit.loops import task_health
+from propdata.kit.pacing import Pace, Pacer
 from propdata.markets.repository import HistoryRow, SnapshotRow
 from propdata.markets.schemas import HistoryEntry, Market
 from propdata.markets.service import market_of
@@ -53,6 +54,14 @@ STALE_DRAFT = dt.timedelta(hours=6)
 """A draft older than this was left by an export that died; the next export removes it."""
 LEASE = dt.timedelta(hours=1)
 """How long the periodic exporter's turn lasts before another process may take it."""
+PACE = Pace(quiet_cores=0.25, share=0.5, floor_cores=0.1)
+"""How an export at idle priority gives way between its batches (`kit.pacing`). Idle
+priority alone leaves searches served beside it twice their p99 alone: the export runs in
+every gap a worker leaves and its streaming through the store evicts the workers' index
+from the caches the cores share. So while other processes use a quarter of a core or more
+it holds itself to half the cores they leave, and to a tenth of a core at the least, which
+bounds its time under load to ten times its CPU time; below a quarter of a core (daemons, an
+idle server) it does not pause, and an export on a quiet machine takes as long as unpaced."""
 
 Progress = Callable[[int, int], None]
 """Called with (records written, records in the snapshot) as an export goes on."""
@@ -95,9 +104,11 @@ async def export(
     *,
     progress: Progress | None = None,
     now: dt.datetime | None = None,
+    pacer: Pacer | None = None,
 ) -> Manifest:
     """Write a snapshot of the store's current data version under `root` and return its
-    manifest; every read is of one read snapshot, whatever loads commit meanwhile."""
+    manifest; every read is of one read snapshot, whatever loads commit meanwhile. With a
+    `pacer` it gives way to other work between its batches (`PACE`)."""
     created = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
     ident = new_id(created)
     draft = await asyncio.to_thread(_draft, root, ident, created)
@@ -107,7 +118,7 @@ async def export(
         # spent unpacking them).
         with memory.no_cycle_collection():
             async with db.read_snapshot() as snapshot:
-                manifest = await _write(snapshot, draft, fmt, ident, created, progress)
+                manifest = await _write(snapshot, draft, fmt, ident, created, progress, pacer)
         await asyncio.to_thread(_publish, draft, root / ident, manifest)
     except BaseException:
         shutil.rmtree(draft, ignore_errors=True)
@@ -138,6 +149,7 @@ async def _write(
     ident: str,
     created: dt.datetime,
     progress: Progress | None,
+    pacer: Pacer | None,
 ) -> Manifest:
     repo = SnapshotRepository(snapshot)
     position = await repo.position()
@@ -161,6 +173,8 @@ async def _write(
                 done += table.num_rows
                 if progress is not None:
                     progress(done, total)
+                if pacer is not None:
+                    await pacer.between()
         if writing is not None:
             await writing
         parts.close()
