@@ -7,8 +7,10 @@ peak memory of the process that makes it, and the snapshot's size.
     .venv/bin/python bench/export.py --store var/propdata.db --beside  # row 21 alone: the mix beside
 
 `--beside` serves the store (two workers, make bench's search mix) and runs `search_beside`
-on it, `--rounds` times; the export's code is the one the environment imports (PYTHONPATH),
-so two checkouts compare by running it with each in turn.
+on it, then a lone export, `--rounds` times; with `--code A/src B/src` each round runs the
+export with each checkout's code in turn (its PYTHONPATH), the server the same:
+
+    .venv/bin/python bench/export.py --store S --beside --rounds 2 --code ../main/src src
 
 Without `--store`, a store of N synthetic properties (seed 1) is generated once under
 var/bench-export-N/ and kept for the next run. The export runs as the command does, in a
@@ -26,6 +28,7 @@ import asyncio
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -87,12 +90,13 @@ class Exporting:
                  priority: str = "idle") -> None:  # fmt: skip
         self.fmt = fmt
         self._out = tempfile.TemporaryDirectory(dir=scratch)
+        self._said = tempfile.TemporaryFile()  # noqa: SIM115 (closed by finish)
         self.started = time.perf_counter()
         self.child = subprocess.Popen(
             [str(PROPDATA), "data", "export", "--format", fmt, "--out", self._out.name,
              "--priority", priority],
             env={**os.environ, **store_env}, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True,
+            stderr=self._said, text=True,
         )  # fmt: skip
 
     def running(self) -> bool:
@@ -120,10 +124,15 @@ class Exporting:
             if self.child.stdout is not None:
                 self.child.stdout.close()
             self._out.cleanup()
+        self._said.seek(0)
+        said = self._said.read().decode(errors="replace")
+        self._said.close()
+        gave_way = re.search(r"gave way to other work ([0-9,]+) times, ([0-9,.]+) s", said)
+        paused = float(gave_way.group(2).replace(",", "")) if gave_way else 0.0
         size = sum(f["bytes"] for f in manifest["files"])
         return {"format": self.fmt, "properties": manifest["rows"],
                 "seconds": round(seconds, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-                "peak_mb": round(usage.ru_maxrss / 1024),
+                "peak_mb": round(usage.ru_maxrss / 1024), "paused_s": paused,
                 "files": len(manifest["files"]), "snapshot_mb": round(size / 1e6, 1),
                 "records_per_s": round(manifest["rows"] / seconds)}  # fmt: skip
 
@@ -238,9 +247,11 @@ def rows(
     return out
 
 
-def beside(store: Path, rounds: int, priority: str) -> None:
-    """`search_beside` on `store`, served as make bench serves it, `rounds` times: a line of
-    figures each (JSON), with the load averages before and after."""
+def beside(store: Path, rounds: int, priority: str, codes: list[str]) -> None:
+    """`search_beside` on `store`, served as make bench serves it, and an export alone
+    (`export_of`), `rounds` times with each of `codes` (PYTHONPATH's first entry for the
+    export; "" for this environment's): a line of figures each (JSON), with the load
+    averages before and after."""
     import bench_mix
 
     args = argparse.Namespace(
@@ -256,17 +267,23 @@ def beside(store: Path, rounds: int, priority: str) -> None:
     store_env = {"PROPDATA_DATABASE_URL": str(store)}
     logs = store.parent / "logs"
     logs.mkdir(exist_ok=True)
+    python_path = os.environ.get("PYTHONPATH", "")
     with harness.propdata_server("export-beside", store_env, 0, args, logs) as server:
-        for _ in range(rounds):
+        for _, code in ((n, c) for n in range(rounds) for c in codes):
+            env = {**store_env, "PYTHONPATH": f"{code}:{python_path}" if code else python_path}
             load = os.getloadavg()
-            found = search_beside(server, store_env, store.parent, paths, args, key,
+            found = search_beside(server, env, store.parent, paths, args, key,
                                   priority=priority)  # fmt: skip
+            lone = export_of(env, store.parent)
             print(json.dumps({
-                "priority": priority, "p99_beside_ms": round(found.during.ms("p99"), 1),
+                "code": code, "priority": priority,
+                "p99_beside_ms": round(found.during.ms("p99"), 1),
                 "p99_alone_ms": round(found.alone.ms("p99"), 1),
                 "rps_beside": round(found.during.rps), "rps_alone": round(found.alone.rps),
                 "export_s": found.export["seconds"], "export_cpu_s": found.export["cpu_s"],
-                "outlasted": found.outlasted, "load_before": [round(v, 2) for v in load],
+                "paused_s": found.export["paused_s"], "outlasted": found.outlasted,
+                "export_alone_s": lone["seconds"], "export_alone_paused_s": lone["paused_s"],
+                "export_alone_cpu_s": lone["cpu_s"], "load_before": [round(v, 2) for v in load],
                 "load_after": [round(v, 2) for v in os.getloadavg()],
             }), flush=True)  # fmt: skip
 
@@ -281,10 +298,11 @@ def main() -> int:
                    help="instead, the search mix alone and beside an export (row 21)")  # fmt: skip
     p.add_argument("--rounds", type=int, default=1, help="of --beside")
     p.add_argument("--priority", choices=("idle", "normal"), default="idle")
+    p.add_argument("--code", nargs="+", default=[""], help="of --beside: checkouts' src folders")
     args = p.parse_args()
     store = args.store or ensure_store(args.properties)
     if args.beside:
-        beside(store, args.rounds, args.priority)
+        beside(store, args.rounds, args.priority, args.code)
         return 0
     figures = export(store, args.format)
     if args.download:
