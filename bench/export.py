@@ -4,6 +4,13 @@ peak memory of the process that makes it, and the snapshot's size.
     .venv/bin/python bench/export.py --properties 100000
     .venv/bin/python bench/export.py --store var/propdata.db --format csv
     .venv/bin/python bench/export.py --properties 100000 --download   # and a file's download rate
+    .venv/bin/python bench/export.py --store var/propdata.db --beside  # row 21 alone: the mix beside
+
+`--beside` serves the store (two workers, make bench's search mix) and runs `search_beside`
+on it, then a lone export, `--rounds` times; with `--code A/src B/src` each round runs the
+export with each checkout's code in turn (its PYTHONPATH), the server the same:
+
+    .venv/bin/python bench/export.py --store S --beside --rounds 2 --code ../main/src src
 
 Without `--store`, a store of N synthetic properties (seed 1) is generated once under
 var/bench-export-N/ and kept for the next run. The export runs as the command does, in a
@@ -18,8 +25,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,12 +90,13 @@ class Exporting:
                  priority: str = "idle") -> None:  # fmt: skip
         self.fmt = fmt
         self._out = tempfile.TemporaryDirectory(dir=scratch)
+        self._said = tempfile.TemporaryFile()  # noqa: SIM115 (closed by finish)
         self.started = time.perf_counter()
         self.child = subprocess.Popen(
             [str(PROPDATA), "data", "export", "--format", fmt, "--out", self._out.name,
              "--priority", priority],
             env={**os.environ, **store_env}, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True,
+            stderr=self._said, text=True,
         )  # fmt: skip
 
     def running(self) -> bool:
@@ -114,10 +124,15 @@ class Exporting:
             if self.child.stdout is not None:
                 self.child.stdout.close()
             self._out.cleanup()
+        self._said.seek(0)
+        said = self._said.read().decode(errors="replace")
+        self._said.close()
+        gave_way = re.search(r"gave way to other work ([0-9,]+) times, ([0-9,.]+) s", said)
+        paused = float(gave_way.group(2).replace(",", "")) if gave_way else 0.0
         size = sum(f["bytes"] for f in manifest["files"])
         return {"format": self.fmt, "properties": manifest["rows"],
                 "seconds": round(seconds, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-                "peak_mb": round(usage.ru_maxrss / 1024),
+                "peak_mb": round(usage.ru_maxrss / 1024), "paused_s": paused,
                 "files": len(manifest["files"]), "snapshot_mb": round(size / 1e6, 1),
                 "records_per_s": round(manifest["rows"] / seconds)}  # fmt: skip
 
@@ -232,14 +247,63 @@ def rows(
     return out
 
 
+def beside(store: Path, rounds: int, priority: str, codes: list[str]) -> None:
+    """`search_beside` on `store`, served as make bench serves it, and an export alone
+    (`export_of`), `rounds` times with each of `codes` (PYTHONPATH's first entry for the
+    export; "" for this environment's): a line of figures each (JSON), with the load
+    averages before and after."""
+    import bench_mix
+
+    args = argparse.Namespace(
+        workers=2, connections=16, wrk_threads=1, duration=20.0, warmup=5.0, seed=7,
+        as_of=dt.date(2026, 11, 21), folder=store.parent, wrk=harness.ensure_wrk(),
+    )  # fmt: skip
+    sample = bench_data.sample(str(store), 0, 2_000, args.seed)
+    paths = harness.write_paths(
+        store.parent / "search.txt",
+        [s.path for s in bench_mix.search_mix(sample.rows, 40_000, args.seed)],
+    )
+    key = asyncio.run(bench_data.create_key(str(store)))
+    store_env = {"PROPDATA_DATABASE_URL": str(store)}
+    logs = store.parent / "logs"
+    logs.mkdir(exist_ok=True)
+    python_path = os.environ.get("PYTHONPATH", "")
+    with harness.propdata_server("export-beside", store_env, 0, args, logs) as server:
+        for _, code in ((n, c) for n in range(rounds) for c in codes):
+            env = {**store_env, "PYTHONPATH": f"{code}:{python_path}" if code else python_path}
+            load = os.getloadavg()
+            found = search_beside(server, env, store.parent, paths, args, key,
+                                  priority=priority)  # fmt: skip
+            lone = export_of(env, store.parent)
+            print(json.dumps({
+                "code": code, "priority": priority,
+                "p99_beside_ms": round(found.during.ms("p99"), 1),
+                "p99_alone_ms": round(found.alone.ms("p99"), 1),
+                "rps_beside": round(found.during.rps), "rps_alone": round(found.alone.rps),
+                "export_s": found.export["seconds"], "export_cpu_s": found.export["cpu_s"],
+                "paused_s": found.export["paused_s"], "outlasted": found.outlasted,
+                "export_alone_s": lone["seconds"], "export_alone_paused_s": lone["paused_s"],
+                "export_alone_cpu_s": lone["cpu_s"], "load_before": [round(v, 2) for v in load],
+                "load_after": [round(v, 2) for v in os.getloadavg()],
+            }), flush=True)  # fmt: skip
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--properties", type=int, default=100_000)
     p.add_argument("--store", type=Path, help="a SQLite store to export (default: generated)")
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet")
     p.add_argument("--download", action="store_true", help="also a file's download rate")
+    p.add_argument("--beside", action="store_true",
+                   help="instead, the search mix alone and beside an export (row 21)")  # fmt: skip
+    p.add_argument("--rounds", type=int, default=1, help="of --beside")
+    p.add_argument("--priority", choices=("idle", "normal"), default="idle")
+    p.add_argument("--code", nargs="+", default=[""], help="of --beside: checkouts' src folders")
     args = p.parse_args()
     store = args.store or ensure_store(args.properties)
+    if args.beside:
+        beside(store, args.rounds, args.priority, args.code)
+        return 0
     figures = export(store, args.format)
     if args.download:
         figures["download"] = download_rate(store)

@@ -12,6 +12,9 @@ import asyncio
 import contextlib
 import datetime as dt
 import os
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -301,3 +304,18 @@ async def empty_db(backend: str, tmp_path: Path) -> AsyncIterator[Database]:
 def run(coro: Awaitable[Any]) -> Any:
     """Run a coroutine from a synchronous test (server-process tests)."""
     return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def spinning() -> Iterator[None]:
+    """A CPU-spinning process pinned to each core of the machine, for the test's length."""
+    spin = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass"
+    cores = sorted(os.sched_getaffinity(0))
+    children = [subprocess.Popen([sys.executable, "-c", spin, str(c)]) for c in cores]
+    time.sleep(0.3)
+    try:
+        yield
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()

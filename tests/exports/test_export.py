@@ -5,6 +5,7 @@ the CSV the same as the Parquet, markets and their history whole. Both stores.""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,7 +19,8 @@ import pytest
 
 from propdata.exports.schemas import Manifest
 from propdata.exports.service import ExportService
-from propdata.exports.snapshot import export
+from propdata.exports.snapshot import PACE, export
+from propdata.kit.pacing import Pacer
 from tests.conftest import Store, open_db
 
 
@@ -226,3 +228,42 @@ async def test_an_interrupted_export_leaves_no_snapshot_listed(
         await db.close()
     assert ExportService(tmp_path).manifests() == []
     assert not any(await asyncio.to_thread(lambda: list(tmp_path.iterdir())))
+
+
+def _quiet_stat(path: Path) -> Path:
+    """A /proc/stat whose counters stand still: a machine nothing else uses."""
+    path.write_text("cpu  100 0 50 900 1 0 2 0 0 0\n")
+    return path
+
+
+async def test_an_export_on_a_quiet_machine_never_pauses(store: Store, tmp_path: Path) -> None:
+    pacer = Pacer(PACE, _quiet_stat(tmp_path / "stat"), cores=2)
+    db = await open_db(store)
+    try:
+        manifest = await export(db, tmp_path / "exports", "parquet", pacer=pacer)
+    finally:
+        await db.close()
+    assert manifest.rows == 42
+    assert pacer.steps >= 2  # it looked after each batch (a state's records at least)
+    assert (pacer.pauses, pacer.slept) == (0, 0.0)
+
+
+async def test_an_export_beside_processes_busy_on_every_core_pauses(
+    store: Store, tmp_path: Path, spinning: None
+) -> None:
+    """A CPU-spinning process pinned to each core: the export, reading the machine's real
+    /proc/stat, gives way between its batches (by its own count, not by the clock). The
+    test store's few records take a few ticks of CPU (and on PostgreSQL the reads' are the
+    server's), so this process first takes a tenth of a second of it, as an export's start
+    does, and the bounds are a twentieth of a core: the export's pause stays short."""
+    pacer = Pacer(dataclasses.replace(PACE, share=0.02, floor_cores=0.05))
+    start = sum(os.times()[:2])
+    while sum(os.times()[:2]) - start < 0.1:
+        sum(range(10_000))
+    db = await open_db(store)
+    try:
+        manifest = await export(db, tmp_path / "exports", "parquet", pacer=pacer)
+    finally:
+        await db.close()
+    assert manifest.rows == 42
+    assert pacer.pauses >= 1 and pacer.slept > 0

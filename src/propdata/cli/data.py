@@ -306,7 +306,8 @@ def data_export(
         typer.Option(
             "--priority",
             help="idle (default): use the CPU only when nothing else of this session wants"
-            " it, so a server beside it answers as fast as alone; normal: as any command.",
+            " it, and pause between batches while other processes are busy (docs/export.md);"
+            " normal: as any command, never pausing.",
             show_default=False,
         ),
     ] = "idle",
@@ -314,7 +315,8 @@ def data_export(
     """Write a snapshot of one data version: properties by state, markets, market history
     and manifest.json; loads may go on meanwhile."""
     from propdata.exports.schemas import FORMATS
-    from propdata.exports.snapshot import export, yield_cpu
+    from propdata.exports.snapshot import PACE, export, yield_cpu
+    from propdata.kit.pacing import Pacer
 
     if fmt not in FORMATS:
         err.print(f"[red]error:[/red] --format must be parquet or csv, not {fmt!r}")
@@ -322,8 +324,10 @@ def data_export(
     if priority not in ("idle", "normal"):
         err.print(f"[red]error:[/red] --priority must be idle or normal, not {priority!r}")
         raise typer.Exit(2)
+    pacer = None
     if priority == "idle":
         yield_cpu()
+        pacer = Pacer.of_this_machine(PACE)
 
     async def work(db: Database, settings: Settings) -> Any:
         root = out or Path(settings.export_dir)
@@ -333,7 +337,8 @@ def data_export(
             def advance(done: int, total: int) -> None:
                 progress.update(task, completed=done, total=total)
 
-            return await export(db, root, fmt, progress=advance), root  # type: ignore[arg-type]
+            made = await export(db, root, fmt, progress=advance, pacer=pacer)  # type: ignore[arg-type]
+            return made, root
 
     manifest, root = run(work)
     size = sum(f.bytes for f in manifest.files)
@@ -342,6 +347,8 @@ def data_export(
         f" {manifest.data_version} in {len(manifest.files)} files ({size / 1e6:,.1f} MB),"
         f" {root / manifest.id}. Follow the change feed from feedCursor {manifest.feed_cursor}."
     )
+    if pacer is not None and pacer.pauses:
+        err.print(f"It gave way to other work {pacer.pauses} times, {pacer.slept:,.1f} s in all.")
     print(root / manifest.id)
 
 

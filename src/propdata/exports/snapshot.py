@@ -31,12 +31,22 @@ from propdata.exports.service import DRAFT, MANIFEST, clear_drafts
 from propdata.feed.service import cursor_at
 from propdata.kit import memory
 from propdata.kit.db import Database, ReadSnapshot, Row
+from propdata.kit.pacing import Pace, Pacer
 from propdata.markets.repository import HistoryRow, SnapshotRow
 from propdata.markets.schemas import HistoryEntry, Market
 from propdata.markets.service import market_of
 
 PART_ROWS = 250_000
 """Records a property file holds at most (a state's records past it go on in part-1, ...)."""
+
+PACE = Pace(quiet_cores=0.25, share=0.5, floor_cores=0.1)
+"""How an export at idle priority gives way between its batches (`kit.pacing`). Idle
+priority alone leaves searches served beside it twice their p99 alone: the export runs in
+every gap a worker leaves and its streaming through the store evicts the workers' index
+from the caches the cores share. So while other processes use a quarter of a core or more
+it holds itself to half the cores they leave, and to a tenth of a core at the least, which
+bounds its time under load to ten times its CPU time; below a quarter of a core (daemons, an
+idle server) it does not pause, and an export on a quiet machine takes as long as unpaced."""
 
 Progress = Callable[[int, int], None]
 """Called with (records written, records in the snapshot) as an export goes on."""
@@ -78,9 +88,11 @@ async def export(
     *,
     progress: Progress | None = None,
     now: dt.datetime | None = None,
+    pacer: Pacer | None = None,
 ) -> Manifest:
     """Write a snapshot of the store's current data version under `root` and return its
-    manifest; every read is of one read snapshot, whatever loads commit meanwhile."""
+    manifest; every read is of one read snapshot, whatever loads commit meanwhile. With a
+    `pacer` it gives way to other work between its batches (`PACE`)."""
     created = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
     ident = new_id(created)
     draft = await asyncio.to_thread(_draft, root, ident, created)
@@ -90,7 +102,7 @@ async def export(
         # spent unpacking them).
         with memory.no_cycle_collection():
             async with db.read_snapshot() as snapshot:
-                manifest = await _write(snapshot, draft, fmt, ident, created, progress)
+                manifest = await _write(snapshot, draft, fmt, ident, created, progress, pacer)
         await asyncio.to_thread(_publish, draft, root / ident, manifest)
     except BaseException:
         shutil.rmtree(draft, ignore_errors=True)
@@ -121,6 +133,7 @@ async def _write(
     ident: str,
     created: dt.datetime,
     progress: Progress | None,
+    pacer: Pacer | None,
 ) -> Manifest:
     repo = SnapshotRepository(snapshot)
     position = await repo.position()
@@ -144,6 +157,8 @@ async def _write(
                 done += table.num_rows
                 if progress is not None:
                     progress(done, total)
+                if pacer is not None:
+                    await pacer.between()
         if writing is not None:
             await writing
         parts.close()
