@@ -100,6 +100,9 @@ def run(
     a store that does not exist: a key made in a store no server reads is lost."""
     settings = settings_or_exit()
     check_store(settings, create=create, announce=announce)
+    from propdata.valuation.rebuild import MARKETS
+
+    MARKETS.resize(settings.valuation_cache_bytes)
 
     async def main() -> T:
         db = await connect(settings.database_url)
