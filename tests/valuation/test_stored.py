@@ -171,6 +171,7 @@ async def test_a_model_stored_again_is_read_not_the_remembered_one(
     empty_db: Database, markets: stored.MarketCache
 ) -> None:
     await pipeline.run(empty_db, [pipeline.synthetic_source(900, 6, AS_OF)], AS_OF)
+    markets.resize(1 << 30)
     before = await rebuild.stored_estimates(empty_db, AS_OF)  # every block remembered
     held = markets.used
     assert held

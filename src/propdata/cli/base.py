@@ -100,9 +100,6 @@ def run(
     a store that does not exist: a key made in a store no server reads is lost."""
     settings = settings_or_exit()
     check_store(settings, create=create, announce=announce)
-    from propdata.valuation.rebuild import MARKETS
-
-    MARKETS.resize(settings.valuation_cache_bytes)
 
     async def main() -> T:
         db = await connect(settings.database_url)
@@ -124,6 +121,14 @@ def run(
         err.print(f"[red]error:[/red] the store could not be used: {exc}. Nothing of this"
                   " step was stored; the data is as it was before it.")  # fmt: skip
         raise typer.Exit(1) from exc
+
+
+def remember_training_blocks(settings: Settings) -> None:
+    """Let this process keep the stored models' decoded training blocks between its loads,
+    within PROPDATA_VALUATION_CACHE_MB: for the commands that load again and again."""
+    from propdata.valuation.rebuild import MARKETS
+
+    MARKETS.resize(settings.valuation_cache_bytes)
 
 
 def progress_bars() -> Progress:

@@ -24,7 +24,6 @@ import msgspec
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from propdata.config import Settings
 from propdata.kit.db import Database, Row, address, optimistic
 from propdata.properties.repository import PropertyRepository
 from propdata.valuation import model as avm
@@ -329,9 +328,9 @@ async def _value_rows(
     return ids, valued[0], valued[1]
 
 
-MARKETS = stored.MarketCache(Settings().valuation_cache_bytes)
-"""This process's decoded training blocks; the command line sets its budget from
-PROPDATA_VALUATION_CACHE_MB."""
+MARKETS = stored.MarketCache(0)
+"""This process's decoded training blocks: none kept unless a command that loads again and
+again (`data replicate`, `data import --follow`) gives it PROPDATA_VALUATION_CACHE_MB."""
 
 
 async def _read_models(repo: ValuationRepository, zips: list[str]) -> list[Fitted]:
