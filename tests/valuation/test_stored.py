@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import msgspec
 import numpy as np
+import pytest
 
-from propdata.ingest import synthetic
+from propdata.ingest import pipeline, synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.properties.schemas import PropertyDetail
-from propdata.valuation import boost, stored
+from propdata.valuation import boost, rebuild, stored
 from propdata.valuation.homes import Params
+from propdata.valuation.repository import ValuationRepository
 from propdata.valuation.stock import fit_stock, read_stock, value_homes
 
 AS_OF = dt.date(2026, 11, 21)
@@ -49,7 +53,8 @@ async def test_a_stored_model_values_as_the_fitted_one(empty_db: Database) -> No
     rows = np.flatnonzero(np.isin(stock.homes.market, [fitted.zips.index(z) for z in markets]))
     homes = stock.homes.take(rows)
     homes = type(homes)(**{**{n: getattr(homes, n) for n in homes.__dataclass_fields__},
-                           "owner": stored.owner_codes(back, [stock.ids[i] for i in rows])})  # fmt: skip
+                           "owner": stored.owner_codes(back, [stock.ids[i] for i in rows],
+                                                      [stock.zips[m] for m in homes.market])})  # fmt: skip
     there = value_homes(back, homes, AS_OF)
     assert len(rows) and np.isfinite(there.estimates.value).any()
     for name in ("value", "low", "high", "similarity", "miles"):
@@ -88,7 +93,7 @@ async def test_a_model_stored_without_the_optional_fields_still_values(
     ]
     back = stored.decode(buffer.getvalue(), plain)
     homes = type(stock.homes)(**{**{n: getattr(stock.homes, n) for n in stock.homes.__dataclass_fields__},
-                                 "owner": stored.owner_codes(back, stock.ids)})  # fmt: skip
+                                 "owner": stored.owner_codes(back, stock.ids, [stock.zips[m] for m in stock.homes.market])})  # fmt: skip
     there = value_homes(back, homes, AS_OF)
     assert np.isfinite(there.estimates.value).any()
     for name in ("value", "low", "high"):
@@ -119,3 +124,63 @@ def test_a_vocabulary_codes_what_it_lacks_past_its_end() -> None:
     assert stored.code_of(["50010", "50011"], ["50011", "99999", "50010", "99999"]).tolist() == [
         1, 2, 0, 2,
     ]  # fmt: skip
+
+
+@pytest.fixture
+def markets() -> Iterator[stored.MarketCache]:
+    """The process's cache of decoded training blocks, emptied, its budget put back after."""
+    budget = rebuild.MARKETS.budget
+    rebuild.MARKETS.clear()
+    yield rebuild.MARKETS
+    rebuild.MARKETS.resize(budget)
+    rebuild.MARKETS.clear()
+
+
+async def _stored_rows(
+    db: Database, ids: list[str]
+) -> dict[str, tuple[tuple[Any, ...], str | None]]:
+    """The estimates and comparables stored for `ids`, as `stored_estimates` gives them."""
+    repo = ValuationRepository(db)
+    out: dict[str, tuple[tuple[Any, ...], str | None]] = {}
+    for property_id in ids:
+        row = await repo.estimates(property_id)
+        assert row is not None
+        out[property_id] = (tuple(row), await repo.comparables(property_id))
+    return out
+
+
+async def test_estimates_from_remembered_blocks_are_those_read_from_the_store(
+    empty_db: Database, markets: stored.MarketCache
+) -> None:
+    await pipeline.run(empty_db, [pipeline.synthetic_source(900, 6, AS_OF)], AS_OF)
+    markets.resize(0)
+    read = await rebuild.stored_estimates(empty_db, AS_OF)  # nothing remembered
+    assert not markets.used
+    markets.resize(1 << 30)
+    ids = sorted(read)
+    # Pages over markets that overlap: each values some markets read before, some not.
+    for page in (ids[:300], ids[200:600], ids[100:900:2]):
+        async with empty_db.transaction():
+            assert await rebuild.estimate(empty_db, page, AS_OF) == len(page)
+        assert await _stored_rows(empty_db, page) == {i: read[i] for i in page}
+        assert markets.used
+    assert await rebuild.stored_estimates(empty_db, AS_OF) == read  # every block remembered
+
+
+async def test_a_model_stored_again_is_read_not_the_remembered_one(
+    empty_db: Database, markets: stored.MarketCache
+) -> None:
+    await pipeline.run(empty_db, [pipeline.synthetic_source(900, 6, AS_OF)], AS_OF)
+    markets.resize(1 << 30)
+    before = await rebuild.stored_estimates(empty_db, AS_OF)  # every block remembered
+    held = markets.used
+    assert held
+    items = [(n, msgspec.structs.replace(r, id=f"more-{r.id}"))
+             for n, r in synthetic.generate(600, 9, AS_OF)]  # fmt: skip
+    assert not (await load(empty_db, items, origin="more", as_of=AS_OF)).rejects
+    await pipeline.rebuild(empty_db, AS_OF)  # the models fitted again and stored anew
+    assert [m.version for m in await rebuild.stored_models(empty_db)] == [2, 2]
+    after = await rebuild.stored_estimates(empty_db, AS_OF)
+    markets.resize(0)
+    assert await rebuild.stored_estimates(empty_db, AS_OF) == after
+    assert {i: after[i] for i in before} != before  # the refit changed the estimates

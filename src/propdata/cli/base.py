@@ -123,6 +123,14 @@ def run(
         raise typer.Exit(1) from exc
 
 
+def remember_training_blocks(settings: Settings) -> None:
+    """Let this process keep the stored models' decoded training blocks between its loads,
+    within PROPDATA_VALUATION_CACHE_MB: for the commands that load again and again."""
+    from propdata.valuation.rebuild import MARKETS
+
+    MARKETS.resize(settings.valuation_cache_bytes)
+
+
 def progress_bars() -> Progress:
     return Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

@@ -20,6 +20,7 @@ from propdata.cli.base import (
     err,
     pipeline_step,
     progress_bars,
+    remember_training_blocks,
     run,
     settings_or_exit,
     stopped_by_signals,
@@ -140,6 +141,7 @@ def _follow(file: Path, rejects: Path | None) -> None:
     stop = threading.Event()
 
     async def work(db: Database, settings: Settings) -> follow.Totals:
+        remember_training_blocks(settings)
         mark, why = await follow.resume(db, path) if path is not None else (follow.Mark(), None)
         if why is not None:
             err.print(why, highlight=False, soft_wrap=True)

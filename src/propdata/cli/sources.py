@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from propdata.cli.base import LiveLine, data_app, err, run, sources_app, stopped_by_signals
+from propdata.cli.base import (
+    LiveLine,
+    data_app,
+    err,
+    remember_training_blocks,
+    run,
+    sources_app,
+    stopped_by_signals,
+)
 from propdata.config import Settings
 from propdata.kit.db import Database
 
@@ -182,6 +190,7 @@ def data_replicate(
     async def work(db: Database, settings: Settings) -> PassTotals:
         import asyncio
 
+        remember_training_blocks(settings)
         replicator = Replicator(db, name, os.environ, settings.today, should_stop=stop.is_set)
         totals = PassTotals()
         with _ReplicateView(name, target) as view:

@@ -24,7 +24,7 @@ import msgspec
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from propdata.kit.db import Database, Row, optimistic
+from propdata.kit.db import Database, Row, address, optimistic
 from propdata.properties.repository import PropertyRepository
 from propdata.valuation import model as avm
 from propdata.valuation import stored
@@ -328,23 +328,41 @@ async def _value_rows(
     return ids, valued[0], valued[1]
 
 
+MARKETS = stored.MarketCache(0)
+"""This process's decoded training blocks: none kept unless a command that loads again and
+again (`data replicate`, `data import --follow`) gives it PROPDATA_VALUATION_CACHE_MB."""
+
+
 async def _read_models(repo: ValuationRepository, zips: list[str]) -> list[Fitted]:
     """Both stored models with the training blocks of `zips`, all of one version.
 
     The header and the blocks are separate reads: on PostgreSQL a rebuild may commit new
     models between them, which the version read before and after tells (the version only
-    grows); such a read is made again.
+    grows); such a read is made again. Blocks come from MARKETS where it holds them for the
+    header's generation (the store, version and header); those read are kept there once the
+    version read after them shows they belong to it.
     """
+    store = address(repo.db) or f"object {id(repo.db)}"
     for _ in range(ATTEMPTS):
         version = await repo.model_version()
         models: list[Fitted] = []
+        read: list[tuple[stored.Generation, list[stored.Market]]] = []
         for kind in (SALE, RENTAL):
             header = await repo.model(kind)
             if header is None:
                 raise LookupError(f"no stored {kind} model: a full rebuild stores one")
-            blocks = [stored.Block(*b) for b in await repo.training(kind, zips)]
-            models.append(stored.decode(header, blocks))
+            gen = stored.generation(store, kind, version, header)
+            held = MARKETS.get(gen, zips)
+            missing = [z for z in zips if z not in held]
+            block = stored.block_dtype(header)
+            fresh = [stored.decode_market(block, stored.Block(*b))
+                     for b in await repo.training(kind, missing)] if missing else []  # fmt: skip
+            found = held | {m.zip_code: m for m in fresh}
+            models.append(stored.assemble(header, [found[z] for z in zips if z in found]))
+            read.append((gen, fresh))
         if await repo.model_version() == version:
+            for gen, fresh in read:
+                MARKETS.put(gen, fresh)
             return models
     raise RuntimeError("the stored models kept changing while they were read")
 
@@ -353,7 +371,7 @@ def _homes_of(fitted: Fitted, ids: list[str], columns: dict[str, tuple[Any, ...]
     """Homes of HOME_COLUMNS columns, coded as the stored model's vocabularies."""
     zips = stored.code_of(fitted.zips, columns["zip_code"])
     return Homes(
-        owner=stored.owner_codes(fitted, ids),
+        owner=stored.owner_codes(fitted, ids, columns["zip_code"]),
         zip_code=zips,
         state=stored.code_of(fitted.states, columns["state"]),
         market=zips,

@@ -16,10 +16,13 @@ training day (the STALE_DAYS rule), and per training sale its property id, day a
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+import sys
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,6 +53,9 @@ class Fitted:
     """Property id of each training sale (the model's `core.sales`, in order)."""
     day: IntArray
     price: FloatArray
+    owners: Mapping[str, tuple[Mapping[str, int], int]] = field(default_factory=dict)
+    """Per market read back (`assemble`): the codes of its training sales' ids, and what
+    to add to them (`owner_codes` looks a home up in its own market's)."""
 
 
 _FIELDS = [
@@ -132,27 +138,77 @@ def _blocks(fitted: Fitted) -> list[Block]:
 def decode(header: bytes, blocks: Sequence[Block]) -> Fitted:
     """The model of `header` with the training sales of `blocks` (all of them, or only the
     markets to be valued: comparables come from the subject's own market only)."""
+    block = _header(header).block
+    return assemble(header, [decode_market(block, b) for b in blocks])
+
+
+@dataclass(frozen=True, slots=True)
+class Market:
+    """The training sales of one market decoded (`decode_market`), what `assemble` joins:
+    a `MarketCache` keeps them between loads."""
+
+    zip_code: str
+    ids: list[str]
+    owner: IntArray
+    """A code per sale: its id's place among the market's distinct ids, in the order of
+    their first sale."""
+    codes: dict[str, int]
+    """The code of each distinct id."""
+    columns: dict[str, np.typing.NDArray[Any]]
+    """_HOME_FIELDS, residual, day and price, each contiguous."""
+    nbytes: int
+    """Memory it holds (arrays, ids and their list), as `MarketCache` counts it."""
+
+
+def block_dtype(header: bytes) -> np.dtype[Any]:
+    """The dtype of the records of `header`'s blocks (`decode_market`'s first argument)."""
+    return _header(header).block
+
+
+def decode_market(block_type: np.dtype[Any], block: Block) -> Market:
+    """One block decoded (its records of `block_type`, as `block_dtype` gives it)."""
+    records = np.frombuffer(block.sales, dtype=block_type)
+    first = dict.fromkeys(block.ids)
+    codes = dict(zip(first, range(len(first)), strict=True))
+    owner = np.fromiter(map(codes.__getitem__, block.ids), dtype=np.int64, count=len(block.ids))
+    columns: dict[str, np.typing.NDArray[Any]] = {"extras": no_extras(len(records))}
+    columns |= {name: np.ascontiguousarray(records[name]) for name in block_type.names or ()}
+    columns["day"] = columns["day"].astype(np.int64)
+    columns["price"] = columns["price"].astype(np.float64)
+    for array in (owner, *columns.values()):
+        array.flags.writeable = False  # shared by every Fitted assembled from it
+    size = sum(a.nbytes for a in columns.values()) + owner.nbytes + 8 * len(block.ids)
+    size += sum(map(sys.getsizeof, block.ids))
+    size += 100 * len(codes)  # the dict's table and its ints, roughly
+    return Market(block.zip_code, block.ids, owner, codes, columns, size)
+
+
+def assemble(header: bytes, markets: Sequence[Market]) -> Fitted:
+    """The model of `header` with the training sales of `markets`, in their order: what
+    `decode` gives for their blocks. A property's code is its place among the distinct ids
+    in the order of their first sale, market after market (its sales are all in its own
+    market)."""
     head = _header(header)
-    records = np.frombuffer(b"".join(b.sales for b in blocks), dtype=head.block)
-    ids = [i for b in blocks for i in b.ids]
-    day, price = records["day"].astype(np.int64), records["price"].astype(np.float64)
+    if not markets:
+        markets = [decode_market(head.block, Block("", [], b""))]
+    ids = [i for m in markets for i in m.ids]
+
+    def joined(name: str) -> np.typing.NDArray[Any]:
+        return np.concatenate([m.columns[name] for m in markets])
+
+    day, price = joined("day"), joined("price")
     if head.model is None:
         return Fitted(None, head.as_of, head.zips, head.states, head.counts, head.newest, ids,
                       day, price)  # fmt: skip
     params, regression, calibration, stage = head.model
-    # A property's code: its place among the distinct ids in the order of their first sale.
-    first = dict.fromkeys(ids)
-    codes = dict(zip(first, range(len(first)), strict=True))
-    columns: dict[str, Any] = {"extras": no_extras(len(records))}
-    columns |= {name: np.ascontiguousarray(records[name]) for name in head.block.names or ()}
-    sales = Homes(
-        owner=np.fromiter(map(codes.__getitem__, ids), dtype=np.int64, count=len(ids)),
-        **{name: columns[name] for name in _HOME_FIELDS},
-    )
-    core = avm.Core(params, regression, sales, np.ascontiguousarray(records["residual"]))
+    offsets = np.cumsum([0] + [len(m.codes) for m in markets[:-1]]).tolist()
+    owner = np.concatenate([m.owner + at for m, at in zip(markets, offsets, strict=True)])
+    owners = {m.zip_code: (m.codes, at) for m, at in zip(markets, offsets, strict=True)}
+    sales = Homes(owner=owner, **{name: joined(name) for name in _HOME_FIELDS})
+    core = avm.Core(params, regression, sales, joined("residual"))
     model = avm.Model(core, calibration, stage)
     return Fitted(model, head.as_of, head.zips, head.states, head.counts, head.newest, ids, day,
-                  price)  # fmt: skip
+                  price, owners)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,20 +254,24 @@ def _header(header: bytes) -> _Header:
                    (params, regression, calibration, stage))  # fmt: skip
 
 
-def owner_codes(fitted: Fitted, ids: Sequence[str]) -> IntArray:
-    """Owner codes of homes to value: the code of their own training sales where they have
-    some (their own sales weigh more among their comparables), else one of their own."""
+def owner_codes(fitted: Fitted, ids: Sequence[str], zip_codes: Sequence[str]) -> IntArray:
+    """Owner codes of homes to value (read back, `assemble`) in markets `zip_codes`: the
+    code of their own training sales in their market where they have some (their own sales
+    weigh more among their comparables, which come from their market only), else one of
+    their own."""
     assert fitted.model is not None or not fitted.ids
-    owners: dict[str, int] = {}
-    if fitted.model is not None:
-        codes = fitted.model.core.sales.owner.tolist()
-        owners = dict(zip(fitted.ids, codes, strict=True))
-    fresh = len(owners)
+    fresh = 0  # past every code of a training sale
+    if fitted.model is not None and fitted.ids:
+        fresh = int(fitted.model.core.sales.owner.max()) + 1
     out = np.empty(len(ids), dtype=np.int64)
-    for n, property_id in enumerate(ids):
-        code = owners.get(property_id)
-        out[n] = fresh + n if code is None else code
+    for n, (property_id, zip_code) in enumerate(zip(ids, zip_codes, strict=True)):
+        codes, at = fitted.owners.get(zip_code, _NO_MARKET)
+        code = codes.get(property_id)
+        out[n] = fresh + n if code is None else code + at
     return out
+
+
+_NO_MARKET: tuple[Mapping[str, int], int] = ({}, 0)
 
 
 def code_of(vocabulary: Sequence[str], values: Sequence[str]) -> IntArray:
@@ -226,3 +286,75 @@ def code_of(vocabulary: Sequence[str], values: Sequence[str]) -> IntArray:
             code = fresh.setdefault(value, len(codes) + len(fresh))
         out[n] = code
     return out
+
+
+Generation = tuple[str, str, int, bytes]
+"""Which stored model a market's sales belong to: (store, kind, version, digest of the
+header). A rebuild stores its models under a new version, so a refit is a new generation."""
+
+
+def generation(store: str, kind: str, version: int, header: bytes) -> Generation:
+    """The generation of the model of `kind` stored as `header` under `version` in `store`."""
+    return store, kind, version, hashlib.blake2b(header, digest_size=16).digest()
+
+
+class MarketCache:
+    """Decoded training blocks of the stored models (`Market`s), by generation and ZIP code,
+    within a budget of bytes: the least recently used go first. Holds one generation per
+    store and kind: the first market of a new one drops the older one's.
+
+    Loads in a row (a replication pass's pages, `data import --follow`'s commits) value
+    records of the same markets again and again; a market's block is read and decoded once.
+
+        found = cache.get(gen, zips)          # {zip: Market} of those held
+        cache.put(gen, [decode_market(...)])  # the others, once read
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
+        self._markets: OrderedDict[tuple[Generation, str], Market] = OrderedDict()
+        self._current: dict[tuple[str, str], Generation] = {}
+
+    def resize(self, budget: int) -> None:
+        """Set the budget (0 keeps nothing), dropping what no longer fits."""
+        self.budget = budget
+        self._fit()
+
+    def get(self, gen: Generation, zip_codes: Sequence[str]) -> dict[str, Market]:
+        """The markets of `zip_codes` held for `gen`."""
+        self._switch(gen)
+        found: dict[str, Market] = {}
+        for zip_code in zip_codes:
+            market = self._markets.get((gen, zip_code))
+            if market is not None:
+                self._markets.move_to_end((gen, zip_code))
+                found[zip_code] = market
+        return found
+
+    def put(self, gen: Generation, markets: Sequence[Market]) -> None:
+        """Keep `markets` of `gen`, dropping the least recently used beyond the budget."""
+        self._switch(gen)
+        for market in markets:
+            if market.nbytes > self.budget:
+                continue
+            old = self._markets.pop((gen, market.zip_code), None)
+            self.used += market.nbytes - (old.nbytes if old is not None else 0)
+            self._markets[(gen, market.zip_code)] = market
+        self._fit()
+
+    def clear(self) -> None:
+        self._markets.clear()
+        self._current.clear()
+        self.used = 0
+
+    def _switch(self, gen: Generation) -> None:
+        if self._current.setdefault(gen[:2], gen) == gen:
+            return
+        self._current[gen[:2]] = gen
+        for key in [k for k in self._markets if k[0][:2] == gen[:2] and k[0] != gen]:
+            self.used -= self._markets.pop(key).nbytes
+
+    def _fit(self) -> None:
+        while self.used > self.budget and self._markets:
+            self.used -= self._markets.popitem(last=False)[1].nbytes

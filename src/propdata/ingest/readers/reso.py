@@ -13,6 +13,7 @@ its key.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -199,12 +200,7 @@ class _Place:
     def street(self) -> str | None:
         """UnparsedAddress without the trailing ", City, ST 50010" that RESO allows in it."""
         street = re.sub(r"\s+", " ", self.unparsed).strip()
-        tail = re.compile(
-            rf",\s*(?:{re.escape(self.city)}\s*,?\s*)?(?:{re.escape(self.state)}\s*)?"
-            rf"(?:{self.zip_code}(?:-?\d{{4}})?)?\s*(?:,\s*(?:USA?|United States))?\s*$",
-            re.IGNORECASE,
-        )
-        stripped = tail.sub("", street).strip(" ,")
+        stripped = _place_tail(self.city, self.state, self.zip_code).sub("", street).strip(" ,")
         if stripped.lower() == self.city.lower():  # "Ames, IA 50010": no street line at all
             return None
         return stripped or None
@@ -225,6 +221,17 @@ class _Terms:
     """`OnMarketDate` (or `ListingContractDate`): dates a listing, before DaysOnMarket does
     (a date does not drift; DaysOnMarket counts to the day the feed was read, or to the
     contract)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _place_tail(city: str, state: str, zip_code: str) -> re.Pattern[str]:
+    """The ", City, ST 50010" that may end an UnparsedAddress of this place. Remembered: a
+    feed repeats its places, more of them than `re`'s own cache of 512 patterns holds."""
+    return re.compile(
+        rf",\s*(?:{re.escape(city)}\s*,?\s*)?(?:{re.escape(state)}\s*)?"
+        rf"(?:{zip_code}(?:-?\d{{4}})?)?\s*(?:,\s*(?:USA?|United States))?\s*$",
+        re.IGNORECASE,
+    )
 
 
 def _street_line(row: Row) -> str:
