@@ -82,6 +82,20 @@ def export_of(store_env: dict[str, str], scratch: Path, fmt: str = "parquet") ->
     return Exporting(store_env, scratch, fmt).finish()
 
 
+PEAK_EVERY = 0.1
+"""Seconds between two reads of the export's high-water mark as `finish` waits for it."""
+
+
+def _high_water_kb(pid: int) -> int:
+    """VmHWM of a running process, in KiB (0 once it has none: exiting)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
 class Exporting:
     """`propdata data export` running in a process of its own, started at once, at its
     default (idle) CPU priority or `--priority normal`."""
@@ -92,6 +106,7 @@ class Exporting:
         self._out = tempfile.TemporaryDirectory(dir=scratch)
         self._said = tempfile.TemporaryFile()  # noqa: SIM115 (closed by finish)
         self.started = time.perf_counter()
+        self._peak_kb = 0
         self.child = subprocess.Popen(
             [str(PROPDATA), "data", "export", "--format", fmt, "--out", self._out.name,
              "--priority", priority],
@@ -103,12 +118,18 @@ class Exporting:
         """Whether the export has not ended yet (the process is left for `finish` to reap:
         its peak is read as it is)."""
         ended = os.waitid(os.P_PID, self.child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if ended is None:
+            self._peak_kb = max(self._peak_kb, _high_water_kb(self.child.pid))
         return ended is None
 
     def finish(self) -> dict[str, Any]:
         """Wait for the export to end: its figures (the snapshot is removed)."""
         try:
-            # This child's own peak: RUSAGE_CHILDREN would also hold the generator's.
+            # The child's own peak is its memory's high-water mark (VmHWM), read while it
+            # runs: a process's rusage peak keeps, across exec, the RSS of the process it was
+            # forked from (make bench's, gigabytes after building a store).
+            while self.running():
+                time.sleep(PEAK_EVERY)
             _, status, usage = os.wait4(self.child.pid, 0)
             self.child.returncode = os.waitstatus_to_exitcode(status)
             if self.child.returncode != 0:
@@ -132,7 +153,7 @@ class Exporting:
         size = sum(f["bytes"] for f in manifest["files"])
         return {"format": self.fmt, "properties": manifest["rows"],
                 "seconds": round(seconds, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
-                "peak_mb": round(usage.ru_maxrss / 1024), "paused_s": paused,
+                "peak_mb": round(self._peak_kb / 1024), "paused_s": paused,
                 "files": len(manifest["files"]), "snapshot_mb": round(size / 1e6, 1),
                 "records_per_s": round(manifest["rows"] / seconds)}  # fmt: skip
 
