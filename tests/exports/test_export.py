@@ -236,14 +236,17 @@ def _quiet_stat(path: Path) -> Path:
     return path
 
 
-async def test_an_export_on_a_quiet_machine_never_pauses(store: Store, tmp_path: Path) -> None:
-    pacer = Pacer(PACE, _quiet_stat(tmp_path / "stat"), cores=2)
+async def _paced_export(store: Store, tmp_path: Path, pacer: Pacer) -> Manifest:
     db = await open_db(store)
     try:
-        manifest = await export(db, tmp_path / "exports", "parquet", pacer=pacer)
+        return await export(db, tmp_path / "exports", "parquet", pacer=pacer)
     finally:
         await db.close()
-    assert manifest.rows == 42
+
+
+async def test_an_export_on_a_quiet_machine_never_pauses(store: Store, tmp_path: Path) -> None:
+    pacer = Pacer(PACE, _quiet_stat(tmp_path / "stat"), cores=2)
+    assert (await _paced_export(store, tmp_path, pacer)).rows == 42
     assert pacer.steps >= 2  # it looked after each batch (a state's records at least)
     assert (pacer.pauses, pacer.slept) == (0, 0.0)
 
@@ -260,10 +263,5 @@ async def test_an_export_beside_processes_busy_on_every_core_pauses(
     start = sum(os.times()[:2])
     while sum(os.times()[:2]) - start < 0.1:
         sum(range(10_000))
-    db = await open_db(store)
-    try:
-        manifest = await export(db, tmp_path / "exports", "parquet", pacer=pacer)
-    finally:
-        await db.close()
-    assert manifest.rows == 42
+    assert (await _paced_export(store, tmp_path, pacer)).rows == 42
     assert pacer.pauses >= 1 and pacer.slept > 0
