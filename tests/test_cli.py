@@ -11,8 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from propdata.cli import app
+from propdata.cli.base import remember_training_blocks
+from propdata.config import load_settings
 from propdata.ingest.loader import load
 from propdata.kit import crypto
+from propdata.valuation.rebuild import MARKETS
 from tests.conftest import Store, build_store, drop_store, new_store, open_db
 from tests.factories import AS_OF, record
 from tests.live import run_apart, serving_process, until_sync
@@ -363,3 +366,13 @@ def test_data_status_and_health_agree_about_the_search_index(backend: str, tmp_p
             assert "search index: ready for this data: " in out and "1 change since it" in out
     finally:
         run_apart(drop_store(store))
+
+
+def test_the_loading_commands_give_the_training_block_cache_its_configured_budget() -> None:
+    # `data replicate` and `data import --follow` call it first; other commands keep none.
+    budget = MARKETS.budget
+    try:
+        remember_training_blocks(load_settings({"PROPDATA_VALUATION_CACHE_MB": "1.5"}))
+        assert MARKETS.budget == 1_572_864
+    finally:
+        MARKETS.resize(budget)

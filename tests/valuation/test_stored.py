@@ -184,3 +184,30 @@ async def test_a_model_stored_again_is_read_not_the_remembered_one(
     markets.resize(0)
     assert await rebuild.stored_estimates(empty_db, AS_OF) == after
     assert {i: after[i] for i in before} != before  # the refit changed the estimates
+
+
+def _market(zip_code: str, nbytes: int) -> stored.Market:
+    return stored.Market(zip_code, [], np.zeros(0, np.int64), {}, {}, nbytes)
+
+
+def test_the_cache_keeps_the_most_recent_markets_within_its_budget() -> None:
+    cache = stored.MarketCache(250)
+    gen = stored.generation("store", "sale", 1, b"header")
+    cache.put(gen, [_market("50010", 100), _market("50011", 100)])
+    assert set(cache.get(gen, ["50010"])) == {"50010"}  # now the most recent
+    cache.put(gen, [_market("50012", 100), _market("50013", 300)])  # 300: over the budget
+    assert set(cache.get(gen, ["50010", "50011", "50012", "50013"])) == {"50010", "50012"}
+    assert cache.used == 200
+    cache.resize(150)
+    assert set(cache.get(gen, ["50010", "50012"])) == {"50012"} and cache.used == 100
+
+
+def test_a_new_generation_drops_the_older_one_of_its_store_and_kind_only() -> None:
+    cache = stored.MarketCache(1 << 20)
+    old, rental = (stored.generation("store", k, 1, b"header") for k in ("sale", "rental"))
+    cache.put(old, [_market("50010", 100)])
+    cache.put(rental, [_market("50010", 100)])
+    new = stored.generation("store", "sale", 2, b"header")
+    assert cache.get(new, ["50010"]) == {}
+    assert cache.get(old, ["50010"]) == {} and cache.used == 100
+    assert set(cache.get(rental, ["50010"])) == {"50010"}
