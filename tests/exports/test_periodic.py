@@ -10,7 +10,8 @@ from pathlib import Path
 
 from propdata.app import export_env
 from propdata.config import ConfigError, load_settings
-from propdata.exports.service import Exporter, ExportService
+from propdata.exports.repository import LeaseRepository
+from propdata.exports.service import LEASE, Exporter, ExportService
 from tests.conftest import Fresh, settings_for
 from tests.live import until
 
@@ -70,3 +71,57 @@ def test_the_settings_read_durations_and_bounds() -> None:
             assert next(iter(bad)) in str(exc)
         else:
             raise AssertionError(bad)
+
+
+async def test_the_holder_renews_its_lease_while_its_export_runs(
+    fresh: Fresh, tmp_path: Path
+) -> None:
+    tmp_path = tmp_path / "exports"
+    settings = settings_for(fresh.store, export_dir=str(tmp_path))
+    clock = Clock()
+    dbs = [await fresh.db(), await fresh.db()]
+    try:
+        holder, other = (
+            Exporter(db, tmp_path, 3600, 2, export_env(settings), clock, renew_every=0.02)
+            for db in dbs
+        )
+        turn = asyncio.ensure_future(holder.turn())
+        lease = LeaseRepository(dbs[1])
+        await until(lease.until, "the lease taken")
+        clock.now += LEASE + dt.timedelta(minutes=1)  # the first term has run out...
+        renewed = (clock.now + LEASE).isoformat(timespec="seconds")
+        await until(lambda: _is(lease, renewed), "the lease renewed while the export runs")
+        assert not await other.turn()  # ...but its holder renewed it: the turn stays its own
+        assert await turn and len(ExportService(tmp_path).manifests()) == 1
+    finally:
+        for db in dbs:
+            await db.close()
+
+
+async def test_a_holder_that_lost_its_lease_stops_its_export(fresh: Fresh, tmp_path: Path) -> None:
+    tmp_path = tmp_path / "exports"
+    settings = settings_for(fresh.store, export_dir=str(tmp_path))
+    clock = Clock()
+    dbs = [await fresh.db(), await fresh.db()]
+    try:
+        holder = Exporter(dbs[0], tmp_path, 3600, 2, export_env(settings), clock, renew_every=0.02)
+        turn = asyncio.ensure_future(holder.turn())
+        lease = LeaseRepository(dbs[1])
+        await until(lease.until, "the lease taken")
+        async with dbs[1].transaction():  # as another host does once a stalled holder's lapses
+            await lease.hold_until("2026-11-21T06:30:00+00:00")
+        try:
+            await turn
+        except RuntimeError as exc:
+            assert "export lease was taken by another process" in str(exc)
+        else:
+            raise AssertionError("the export went on without its lease")
+        assert ExportService(tmp_path).manifests() == []
+        assert await lease.until() == "2026-11-21T06:30:00+00:00"  # the other's, untouched
+    finally:
+        for db in dbs:
+            await db.close()
+
+
+async def _is(lease: LeaseRepository, until: str) -> bool:
+    return await lease.until() == until

@@ -96,6 +96,15 @@ class LeaseRepository:
             )
         )
 
+    async def renew(self, held: str, until: str) -> bool:
+        """Move the lease from `held` (what its holder last set) to `until`; False when it
+        holds something else, so another process took it (inside a write transaction)."""
+        return bool(
+            await self.db.execute(
+                "UPDATE meta SET value = ? WHERE key = ? AND value = ?", (until, self.KEY, held)
+            )
+        )
+
     async def hold_until(self, until: str) -> None:
         """Set when the lease (held by the caller) comes free again."""
         await self.db.execute("UPDATE meta SET value = ? WHERE key = ?", (until, self.KEY))

@@ -40,8 +40,10 @@ ID = re.compile(r"^[0-9]{8}T[0-9]{9}Z-[0-9a-f]{6}$")
 also its folder's name."""
 STALE_DRAFT = dt.timedelta(hours=6)
 """A draft older than this was left by an export that died; the next export removes it."""
-LEASE = dt.timedelta(hours=1)
-"""How long the periodic exporter's turn lasts before another process may take it."""
+LEASE = dt.timedelta(minutes=10)
+"""How long the periodic exporter's turn lasts unless renewed: its holder renews it every
+third of it while its export runs, however long that takes (a paced export of a large store
+can take hours on a busy machine), so a holder that dies blocks the others this long at most."""
 
 log = logging.getLogger("propdata")
 
@@ -146,10 +148,12 @@ class Exporter:
         keep: int,
         env: dict[str, str],
         clock: Callable[[], dt.datetime] | None = None,
+        renew_every: float = LEASE.total_seconds() / 3,
     ) -> None:
         self.db, self.root, self.every, self.keep = db, root, every, keep
         self._env = env
         self._clock = clock or (lambda: dt.datetime.now(dt.UTC))
+        self._renew_every = renew_every
         self._task: asyncio.Task[None] | None = None
         self.last_error: str | None = None
         self.made = 0
@@ -176,8 +180,9 @@ class Exporter:
         """Make a snapshot if this process takes the lease now; True when it made one."""
         lease = LeaseRepository(self.db)
         now = self._clock()
+        held = _iso(now + LEASE)
         async with self.db.transaction():
-            if not await lease.take(_iso(now), _iso(now + LEASE)):
+            if not await lease.take(_iso(now), held):
                 return False
         with tempfile.TemporaryFile() as said:
             child = await asyncio.create_subprocess_exec(
@@ -186,10 +191,11 @@ class Exporter:
                 stdout=asyncio.subprocess.DEVNULL, stderr=said,
             )  # fmt: skip
             try:
-                code = await child.wait()
-            except asyncio.CancelledError:  # the server stops: so does its export
-                child.kill()
-                await asyncio.shield(child.wait())
+                code = await self._hold(lease, held, child)
+            except BaseException:  # the server stops, or the lease was lost: so does the export
+                if child.returncode is None:
+                    child.kill()
+                    await asyncio.shield(child.wait())
                 raise
             if code != 0:
                 said.seek(0)
@@ -201,6 +207,33 @@ class Exporter:
         self.made += 1
         log.info("export made; %d older snapshots pruned", len(gone))
         return True
+
+    async def _hold(
+        self, lease: LeaseRepository, held: str, child: asyncio.subprocess.Process
+    ) -> int:
+        """Wait for the export, renewing the lease every `renew_every` seconds; its exit code.
+        A renewal that finds the lease no longer ours (another process took it after it
+        lapsed: this one stalled past LEASE) raises, and the caller stops the export. One
+        the store refuses is tried again at the next tick, while the lease still runs."""
+        waiting = asyncio.ensure_future(child.wait())
+        try:
+            while True:
+                done, _ = await asyncio.wait({waiting}, timeout=self._renew_every)
+                if done:
+                    return waiting.result()
+                renewed = _iso(self._clock() + LEASE)
+                try:
+                    async with self.db.transaction():
+                        if not await lease.renew(held, renewed):
+                            raise RuntimeError(
+                                "the export lease was taken by another process while this"
+                                " one held it (it could not renew it in time); export stopped"
+                            )
+                    held = renewed
+                except StoreUnavailable as exc:
+                    log.warning("could not renew the export lease: %s", exc)
+        finally:
+            waiting.cancel()
 
     async def _run(self) -> None:
         while True:
