@@ -257,7 +257,7 @@ async def test_an_export_beside_processes_busy_on_every_core_pauses(
     """A CPU-spinning process pinned to each core: the export, reading the machine's real
     /proc/stat, gives way between its batches (by its own count, not by the clock). The
     test store's few records take a few ticks of CPU (and on PostgreSQL the reads' are the
-    server's), so this process first takes a tenth of a second of it, as an export's start
+    server's, counted as the export's own), so this process first takes a tenth of a second of it, as an export's start
     does, and the bounds are a twentieth of a core: the export's pause stays short."""
     pacer = Pacer(dataclasses.replace(PACE, share=0.02, floor_cores=0.05))
     start = sum(os.times()[:2])
@@ -265,3 +265,31 @@ async def test_an_export_beside_processes_busy_on_every_core_pauses(
         sum(range(10_000))
     assert (await _paced_export(store, tmp_path, pacer)).rows == 42
     assert pacer.pauses >= 1 and pacer.slept > 0
+    # PostgreSQL's backend (on this machine) runs the reads: its CPU is the export's own.
+    assert len(pacer.counted) == (store.backend != "embedded")
+
+
+@pytest.mark.parametrize(("given", "paced"), [([], True), (["--priority", "normal"], False)])
+def test_only_an_export_at_idle_priority_gives_way(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: list[str], paced: bool
+) -> None:
+    """The command looks at the machine between its batches at idle priority (the default)
+    and never at `--priority normal`. In this process, which keeps its own priority."""
+    from typer.testing import CliRunner
+
+    from propdata.cli import app
+    from propdata.exports import snapshot
+
+    looked: list[Pacer] = []
+    between = Pacer.between
+
+    async def counted(pacer: Pacer) -> None:
+        looked.append(pacer)
+        await between(pacer)
+
+    monkeypatch.setattr(snapshot, "yield_cpu", lambda: "unchanged")
+    monkeypatch.setattr(Pacer, "between", counted)
+    env = {**store.env(), "PROPDATA_EXPORT_DIR": str(tmp_path / "exports")}
+    result = CliRunner().invoke(app, ["data", "export", *given], env=env)
+    assert result.exit_code == 0, result.stderr
+    assert bool(looked) is paced

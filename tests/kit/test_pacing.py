@@ -4,6 +4,8 @@ machine: on a quiet one it never sleeps; beside processes spinning on every core
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +75,36 @@ async def test_beside_processes_busy_on_every_core_it_sleeps(spinning: None) -> 
     await pacer.between()
     assert pacer.pauses == 1
     assert pacer.slept > 0
+
+
+_HELPER = """
+import os, sys
+print("ready", flush=True)
+sys.stdin.readline()
+start = sum(os.times()[:2])
+while sum(os.times()[:2]) - start < 0.3:
+    sum(range(10_000))
+print("spent", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_process_working_for_the_job_counts_as_its_own_cpu() -> None:
+    """As a PostgreSQL backend running an export's reads: its CPU from when it is counted
+    on is the job's, not other work; a process of another name is not counted."""
+    with subprocess.Popen([sys.executable, "-c", _HELPER], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as helper:  # fmt: skip
+        assert helper.stdin is not None and helper.stdout is not None
+        try:
+            assert helper.stdout.readline() == "ready\n"  # named python's from here on
+            pacer = Pacer(PACE)
+            assert not pacer.count_as_own(helper.pid, "postgres")
+            assert pacer.count_as_own(helper.pid, "python")
+            before = pacer.own()
+            helper.stdin.write("go\n")
+            helper.stdin.flush()
+            assert helper.stdout.readline() == "spent\n"
+            assert pacer.own() - before >= 0.25  # its 0.3 s, less a tick of rounding
+            assert not pacer.count_as_own(2**22 + 1, "python")  # no such process
+        finally:
+            helper.kill()

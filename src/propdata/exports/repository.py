@@ -46,6 +46,14 @@ class SnapshotRepository:
         )
         return [(str(r[0]), int(r[1])) for r in rows]
 
+    async def server_process(self) -> int | None:
+        """The process id of the server process that runs this snapshot's statements
+        (PostgreSQL's backend); None when they run in this process (SQLite)."""
+        if self.snapshot.dialect != "postgresql":
+            return None
+        rows = await self.snapshot.fetch_all("SELECT pg_backend_pid()")
+        return int(rows[0][0])
+
     def properties(self, state: str) -> AsyncIterator[list[Row]]:
         """A state's records (PROPERTY_COLUMNS), BATCH at a time, in the state index's order."""
         chosen = ", ".join(f"p.{c}" for c in COLUMNS)

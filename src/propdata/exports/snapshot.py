@@ -136,6 +136,10 @@ async def _write(
     pacer: Pacer | None,
 ) -> Manifest:
     repo = SnapshotRepository(snapshot)
+    if pacer is not None and (server := await repo.server_process()) is not None:
+        # PostgreSQL's reads for this export are its work, not other work to give way to
+        # (counted where the server runs on this machine; a remote one's CPU is not here).
+        pacer.count_as_own(server, "postgres")
     position = await repo.position()
     states = await repo.states()
     total = sum(n for _, n in states)

@@ -8,7 +8,8 @@ it takes no more than a bounded share of a core (a duty cycle).
         await pacer.between()   # returns at once while the machine is otherwise quiet
 
 "Other work" is the machine's busy CPU time (/proc/stat's first line) less this process's
-own (`os.times()`, all its threads). That is what a sleeping job changes: a CPU-bound
+own (`os.times()`, all its threads) and that of processes working for it (`count_as_own`: a
+PostgreSQL backend running its reads, when on this machine). That is what a sleeping job changes: a CPU-bound
 neighbour shows there at once. /proc/pressure/cpu does not serve: it counts only time a
 task waits for a core, so one busy neighbour on two cores reads as no pressure while a
 SCHED_IDLE job's own waiting reads as pressure. Where /proc/stat is missing (not Linux)
@@ -69,16 +70,36 @@ def _own() -> float:
     return t.user + t.system
 
 
+def _process_cpu(pid: int, proc: Path) -> float | None:
+    """A process's CPU seconds (user and system, /proc/PID/stat), or None if it is gone."""
+    try:
+        text = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()  # after the name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _process_name(pid: int, proc: Path) -> str | None:
+    try:
+        return (proc / str(pid) / "comm").read_text().strip()
+    except OSError:
+        return None
+
+
 class Pacer:
     """Counts since its last step; `between` sleeps as `pause` says. `steps`, `pauses` and
     `slept` say how often it looked, how often and how long it gave way."""
 
     def __init__(self, pace: Pace, stat: Path = PROC_STAT, cores: int | None = None) -> None:
         self.pace, self._stat = pace, stat
+        self._proc = stat.parent
         self.cores = cores or os.cpu_count() or 1
         self.steps = 0
         self.pauses = 0
         self.slept = 0.0
+        self._helpers: dict[int, tuple[float, float]] = {}
+        """pid -> (its CPU when counted from, its CPU when last read)."""
         self._mark = self._read()
 
     @classmethod
@@ -89,8 +110,37 @@ class Pacer:
         except (OSError, ValueError):
             return None
 
+    def count_as_own(self, pid: int, name: str) -> bool:
+        """Count the CPU that process `pid` uses from now on as this job's own, not as other
+        work, if it runs on this machine under a name starting with `name` (a pid of another
+        machine's process may be some unrelated process here). True if it is counted. A
+        process that ends keeps its last reading."""
+        if not (_process_name(pid, self._proc) or "").startswith(name):
+            return False
+        cpu = _process_cpu(pid, self._proc)
+        if cpu is None:
+            return False
+        self._helpers[pid] = (cpu, cpu)
+        return True
+
+    @property
+    def counted(self) -> frozenset[int]:
+        """The processes whose CPU counts as this job's (`count_as_own`)."""
+        return frozenset(self._helpers)
+
+    def own(self) -> float:
+        """This job's CPU seconds: this process's, and its helpers' since they were counted."""
+        total = _own()
+        for pid, (start, last) in self._helpers.items():
+            cpu = _process_cpu(pid, self._proc)
+            if cpu is not None and cpu >= last:
+                self._helpers[pid] = (start, cpu)
+                last = cpu
+            total += last - start
+        return total
+
     def _read(self) -> tuple[float, float, float]:
-        return time.monotonic(), _machine_busy(self._stat), _own()
+        return time.monotonic(), _machine_busy(self._stat), self.own()
 
     def due(self) -> float:
         """Seconds to sleep now, by the work since the last judged step (at least SPAN ago;

@@ -73,6 +73,8 @@ class Database(Protocol):
 class ReadSnapshot(Protocol):
     """The statements of one read snapshot (`Database.read_snapshot`)."""
 
+    dialect: str
+
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
 
     def stream(

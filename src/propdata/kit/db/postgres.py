@@ -19,6 +19,8 @@ class _PostgresSnapshot:
     """A REPEATABLE READ, READ ONLY transaction on one pooled connection; streams by a
     server-side cursor."""
 
+    dialect = "postgresql"
+
     def __init__(
         self, conn: asyncpg.Connection, unreachable: tuple[type[BaseException], ...]
     ) -> None:

@@ -23,6 +23,8 @@ class _SQLiteSnapshot:
     """A read transaction on a connection of its own, its statements run on a thread (the
     event loop keeps serving while a long read goes on)."""
 
+    dialect = "sqlite"
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
