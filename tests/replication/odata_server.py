@@ -87,6 +87,21 @@ class ODataServer:
     def url(self) -> str:
         return f"{self.base}/odata/Property"
 
+    @property
+    def events_url(self) -> str:
+        return f"{self.base}/odata/EntityEvent"
+
+    def event(self, sequence: int, key: str, resource: str = "Property") -> None:
+        """Append an event to the EntityEvent log."""
+        record = {"EntityEventSequence": sequence, "ResourceName": resource,
+                  "ResourceRecordKey": key}  # fmt: skip
+        response = httpx.post(self.events_url, json=record, timeout=10)
+        assert response.status_code == 201, response.text
+
+    def delete(self, key: str) -> None:
+        response = httpx.delete(f"{self.url}('{key}')", timeout=10)
+        assert response.status_code == 204, response.text
+
     def patch(self, key: str, **fields: Any) -> None:
         response = httpx.patch(f"{self.url}('{key}')", json=fields, timeout=10)
         assert response.status_code in (200, 204), response.text

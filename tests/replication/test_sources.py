@@ -104,3 +104,15 @@ def test_a_secret_given_on_the_command_line_is_refused(env: dict[str, str]) -> N
 def test_loopback_http_is_allowed_for_tests(env: dict[str, str]) -> None:
     code, _, err = cli(env, "sources", "add", "local", "http://127.0.0.1:4004/odata/Property")
     assert code == 0, err
+
+
+def test_an_entity_event_source_names_its_log_on_the_same_host(env: dict[str, str]) -> None:
+    feed = "https://feed.example/odata/Property"
+    code, _, err = cli(env, "sources", "add", "ev", feed, "--entity-events",
+                       "https://elsewhere.example/odata/EntityEvent")  # fmt: skip
+    assert code == 2 and "--entity-events must be on the same host" in said(err)
+    code, _, err = cli(env, "sources", "add", "ev", feed, "--entity-events",
+                       "https://feed.example/odata/EntityEvent")  # fmt: skip
+    assert code == 0, err
+    code, out, _ = cli(env, "sources", "list")
+    assert code == 0 and "ev" in out and "watermark -" in said(out)

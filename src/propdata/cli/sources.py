@@ -41,6 +41,7 @@ def _config(
     name: str, url: str, token_env: str | None, oauth_token_url: str | None,
     client_id: str | None, client_secret_env: str | None, scope: str | None,
     filter_: str | None, page_size: int, requests_per_hour: int, overlap: int,
+    entity_events: str | None = None,
 ) -> SourceConfig:  # fmt: skip
     """The source `sources add` describes, every option checked (InvalidParameter names it)."""
     from propdata.errors import InvalidParameter
@@ -83,6 +84,7 @@ def _config(
         requests_per_hour=s.check_range(requests_per_hour, s.REQUESTS_PER_HOUR,
                                         "--requests-per-hour"),
         overlap=s.check_range(overlap, s.OVERLAP, "--overlap"),
+        events_url=None if entity_events is None else s.check_events_url(entity_events, url),
     )  # fmt: skip
 
 
@@ -99,6 +101,7 @@ def sources_add(
     page_size: Annotated[int, typer.Option("--page-size", help="Records asked per page ($top).")] = 1_000,
     requests_per_hour: Annotated[int, typer.Option("--requests-per-hour", help="At most this many requests an hour (and 2 a second).")] = 7_200,
     overlap: Annotated[int, typer.Option("--overlap", help="Seconds before the watermark each pass asks again from.")] = 300,
+    entity_events: Annotated[str | None, typer.Option("--entity-events", help="The feed's EntityEvent collection (RESO RCP-27, same host): follow its events instead of ModificationTimestamp.")] = None,
 ) -> None:  # fmt: skip
     """Add a RESO Web API source (secrets only by the names of environment variables)."""
     from propdata.errors import ServiceError
@@ -106,7 +109,8 @@ def sources_add(
 
     try:
         config = _config(name, url, token_env, oauth_token_url, client_id, client_secret_env,
-                         scope, filter_, page_size, requests_per_hour, overlap)  # fmt: skip
+                         scope, filter_, page_size, requests_per_hour, overlap,
+                         entity_events)  # fmt: skip
     except ServiceError as exc:
         raise _fail(exc) from exc
 
@@ -237,7 +241,7 @@ def _summary(name: str, totals: PassTotals) -> str:
     return (f"{name}: {totals.read:,} records read in {totals.pages:,} pages ({totals.inserted:,}"
             f" new, {totals.updated:,} updated, {totals.unchanged:,} unchanged, {totals.removed:,}"
             f" removed, {totals.rejected:,} rejected), {totals.rate():,.0f} records/s, watermark"
-            f" {totals.watermark.timestamp or '-'}")  # fmt: skip
+            f" {totals.watermark.shown() or '-'}")  # fmt: skip
 
 
 class _ReplicateView(LiveLine):

@@ -144,7 +144,7 @@ CREATE TABLE replication_sources (
         state TEXT NOT NULL DEFAULT 'new',
         error TEXT,
         requests TEXT NOT NULL DEFAULT '{}'
-    );
+    , events_url TEXT, event_sequence INTEGER);
 
 CREATE TABLE schema_steps (
     version INTEGER PRIMARY KEY,
@@ -718,6 +718,8 @@ CREATE TABLE replication_sources (
     state text NOT NULL DEFAULT 'new'::text,
     error text,
     requests text NOT NULL DEFAULT '{}'::text,
+    events_url text,
+    event_sequence bigint,
     CONSTRAINT replication_sources_pkey PRIMARY KEY (name)
 );
 

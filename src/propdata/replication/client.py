@@ -9,6 +9,14 @@ last one it has (timestamp, then key); a server that refuses that query is paged
     client = FeedClient(config, os.environ)
     async for page in client.pages(watermark):
         ...  # page.records: the JSON objects, in the feed's order
+
+A source that follows the feed's EntityEvent resource (RESO RCP-27) reads instead the
+Property events after its sequence, in sequence order (nextLink, else the sequence itself),
+and asks the Property collection for the records they name, KEYS_PER_REQUEST keys a request
+(`ListingKey eq '...' or ...`, which every OData 4 server reads), the filter ANDed:
+
+    async for events in client.events(watermark.sequence):
+        found = await client.records(events.keys())
 """
 
 from __future__ import annotations
@@ -29,6 +37,11 @@ from propdata.webhooks.retries import retry_after
 
 KEY = "ListingKey"
 STAMP = "ModificationTimestamp"
+SEQUENCE = "EntityEventSequence"
+RESOURCE = "ResourceName"
+RECORD_KEY = "ResourceRecordKey"
+KEYS_PER_REQUEST = 100
+"""Keys one request for records names: some 3 KB of URL, under every server's limit."""
 MAX_WAIT = 300.0
 """The longest wait between two requests: a Retry-After, a back-off."""
 MIN_INTERVAL = 0.5
@@ -49,6 +62,19 @@ class Page:
     records: list[dict[str, Any]]
     mode: str
     """How it was asked for: "first", "nextLink", "keyset" or "skip"."""
+
+
+@dataclass(slots=True)
+class EventPage:
+    events: list[tuple[int, str]]
+    """(EntityEventSequence, ResourceRecordKey) of each Property event, in sequence order."""
+    last: int
+    """The page's last sequence: where the next page starts."""
+
+    def keys(self) -> list[str]:
+        """The records the page names, once each, in the order of their last event."""
+        latest = {key: sequence for sequence, key in self.events}
+        return sorted(latest, key=latest.__getitem__)
 
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -166,6 +192,66 @@ class FeedClient:
                 url, mode = self._url(since, (stamp, str(key)), top, skip=None), "keyset"
             chain = 0
 
+    async def events(self, after: int | None) -> AsyncIterator[EventPage]:
+        """The pages of Property events after sequence `after` (all, when None), in order,
+        to the end of the log."""
+        assert self.config.events_url is not None
+        top = self.config.page_size
+        url: str | None = self._events_url(after, top)
+        chain = 0
+        while url is not None:
+            body = await self._get(url)
+            assert body is not None
+            page = EventPage([], after if after is not None else 0)
+            for record in _values(body, self.config.name):
+                sequence, key = record.get(SEQUENCE), record.get(RECORD_KEY)
+                if isinstance(sequence, str) and sequence.isdigit():
+                    sequence = int(sequence)  # Edm.Int64 as a string (IEEE754Compatible)
+                if not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0:
+                    raise FeedError(f"source {self.config.name}: an event lacks a whole"
+                                    f" {SEQUENCE}, so the events cannot be followed in order")  # fmt: skip
+                if after is not None and sequence <= after:
+                    raise FeedError(f"source {self.config.name}: the events are not in"
+                                    f" {SEQUENCE} order ({sequence} after {after})")  # fmt: skip
+                after = page.last = sequence
+                if record.get(RESOURCE, "Property") == "Property" and key is not None:
+                    page.events.append((sequence, str(key)))
+            yield page
+            chain += len(body["value"])
+            next_link = body.get("@odata.nextLink")
+            if isinstance(next_link, str) and next_link:
+                url = self._same_origin(str(httpx.URL(url).join(next_link)))
+                continue
+            url = None if chain < top or not body["value"] else self._events_url(after, top)
+            chain = 0
+
+    async def records(self, keys: list[str]) -> list[dict[str, Any]]:
+        """The Property records of `keys` that the feed returns (with the filter)."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), KEYS_PER_REQUEST):
+            chunk = keys[start : start + KEYS_PER_REQUEST]
+            named = " or ".join(f"{KEY} eq '{_quoted(key)}'" for key in chunk)
+            clauses = [f"({named})"] + ([f"({self.config.filter})"] if self.config.filter else [])
+            query = {"$filter": " and ".join(clauses), "$top": str(len(chunk))}
+            url: str | None = _with_query(self.config.url, query)
+            while url is not None:
+                body = await self._get(url)
+                assert body is not None
+                found += _values(body, self.config.name)
+                next_link = body.get("@odata.nextLink")
+                url = None
+                if isinstance(next_link, str) and next_link:
+                    url = self._same_origin(str(httpx.URL(self.config.url).join(next_link)))
+        return found
+
+    def _events_url(self, after: int | None, top: int) -> str:
+        assert self.config.events_url is not None
+        clauses = [f"{RESOURCE} eq 'Property'"]
+        if after is not None:
+            clauses.insert(0, f"{SEQUENCE} gt {after}")
+        query = {"$filter": " and ".join(clauses), "$orderby": SEQUENCE, "$top": str(top)}
+        return _with_query(self.config.events_url, query)
+
     def _same_origin(self, link: str) -> str:
         """A nextLink on the source's own scheme, host and port: the credentials go nowhere
         else."""
@@ -182,7 +268,7 @@ class FeedClient:
         clauses = []
         if after is not None:
             stamp, key = after
-            quoted = key.replace("'", "''")
+            quoted = _quoted(key)
             clauses.append(f"({STAMP} gt {stamp} or ({STAMP} eq {stamp} and {KEY} gt '{quoted}'))")
         elif since is not None:
             clauses.append(f"{STAMP} ge {since}")
@@ -193,8 +279,7 @@ class FeedClient:
             query["$filter"] = " and ".join(clauses)
         if skip:
             query["$skip"] = str(skip)
-        joiner = "&" if "?" in self.config.url else "?"
-        return self.config.url + joiner + urlencode(query, safe="$,'()", quote_via=quote)
+        return _with_query(self.config.url, query)
 
     # -- one request ----------------------------------------------------------------------
 
@@ -304,6 +389,23 @@ class FeedClient:
                 f"source {self.config.name}: the token URL's answer has no access_token"
             ) from None
         return _Token(value, self.clock() + lifetime)
+
+
+def _with_query(url: str, query: dict[str, str]) -> str:
+    joiner = "&" if "?" in url else "?"
+    return url + joiner + urlencode(query, safe="$,'()", quote_via=quote)
+
+
+def _quoted(key: str) -> str:
+    """A key as the inside of an OData string literal."""
+    return key.replace("'", "''")
+
+
+def _values(body: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    records = body.get("value")
+    if not isinstance(records, list):
+        raise FeedError(f"source {name}: the answer has no `value` list")
+    return [r for r in records if isinstance(r, dict)]
 
 
 def _since(timestamp: str | None, overlap: int) -> str | None:

@@ -34,6 +34,8 @@ class SourceRow(NamedTuple):
     state: str
     error: str | None
     requests: str
+    events_url: str | None
+    event_sequence: int | None
 
 
 _COLUMNS = ", ".join(SourceRow._fields)
@@ -46,9 +48,12 @@ def _source(row: Any) -> Source:
     config = SourceConfig(
         name=r.name, url=r.url, auth=msgspec.json.decode(r.auth, type=Auth), filter=r.filter,
         page_size=r.page_size, requests_per_hour=r.requests_per_hour, overlap=r.overlap_seconds,
+        events_url=r.events_url,
     )  # fmt: skip
+    sequence = None if r.event_sequence is None else int(r.event_sequence)
     return Source(
-        config=config, created_at=r.created_at, watermark=Watermark(r.watermark, r.watermark_key),
+        config=config, created_at=r.created_at,
+        watermark=Watermark(r.watermark, r.watermark_key, sequence),
         committed_at=r.committed_at, records=int(r.records), rejects=int(r.rejects),
         removed=int(r.removed), last_pass_at=r.last_pass_at, state=r.state, error=r.error,
         requests={str(k): int(v) for k, v in msgspec.json.decode(r.requests).items()},
@@ -67,10 +72,11 @@ class SourceRepository:
         """Store a new source; False when one of that name exists."""
         count = await self.db.execute(
             "INSERT INTO replication_sources (name, url, auth, filter, page_size,"
-            " requests_per_hour, overlap_seconds, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (name) DO NOTHING",
+            " requests_per_hour, overlap_seconds, created_at, events_url)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
             (config.name, config.url, msgspec.json.encode(config.auth).decode(), config.filter,
-             config.page_size, config.requests_per_hour, config.overlap, created_at),
+             config.page_size, config.requests_per_hour, config.overlap, created_at,
+             config.events_url),
         )  # fmt: skip
         return count == 1
 
@@ -100,9 +106,19 @@ class SourceRepository:
     ) -> None:
         """Move the watermark and add to the totals: inside the transaction of the records."""
         await self.db.execute(
-            "UPDATE replication_sources SET watermark = ?, watermark_key = ?, committed_at = ?,"
-            " records = records + ?, rejects = rejects + ?, removed = removed + ? WHERE name = ?",
-            (watermark.timestamp, watermark.key, at, records, rejects, removed, name),
+            "UPDATE replication_sources SET watermark = ?, watermark_key = ?, event_sequence = ?,"
+            " committed_at = ?, records = records + ?, rejects = rejects + ?,"
+            " removed = removed + ? WHERE name = ?",
+            (
+                watermark.timestamp,
+                watermark.key,
+                watermark.sequence,
+                at,
+                records,
+                rejects,
+                removed,
+                name,
+            ),
         )
 
     async def set_state(

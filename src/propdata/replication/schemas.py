@@ -48,15 +48,28 @@ class SourceConfig:
     page_size: int = PAGE_SIZE[2]
     requests_per_hour: int = REQUESTS_PER_HOUR[2]
     overlap: int = OVERLAP[2]
+    events_url: str | None = None
+    """The feed's EntityEvent collection (RESO RCP-27), on the host of `url`: when given, a
+    pass reads the Property events after the source's sequence and asks `url` for the records
+    they name, a record the feed no longer returns leaving the store, instead of walking the
+    records by ModificationTimestamp."""
 
 
 @dataclass(frozen=True, slots=True)
 class Watermark:
     """Where a source's replication stands: its last committed record's
-    `ModificationTimestamp` (UTC, as the feed wrote it) and key."""
+    `ModificationTimestamp` (UTC, as the feed wrote it) and key; for a source that follows
+    EntityEvent, the last event's `EntityEventSequence` it committed."""
 
     timestamp: str | None = None
     key: str | None = None
+    sequence: int | None = None
+
+    def shown(self) -> str | None:
+        """As `sources list` and the progress line show it."""
+        if self.sequence is not None:
+            return f"EntityEventSequence {self.sequence}"
+        return self.timestamp
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +115,19 @@ def check_url(url: str, option: str = "URL") -> str:
             option, f"{option} must be https:// (http:// only for this machine: 127.0.0.1)"
         )
     return url
+
+
+def check_events_url(events: str, url: str) -> str:
+    """An EntityEvent collection URL on the scheme, host and port of the source's `url`: the
+    credentials go to no other host."""
+    check_url(events, "--entity-events")
+    given, ours = urlsplit(events), urlsplit(url)
+    if (given.scheme, given.hostname, given.port) != (ours.scheme, ours.hostname, ours.port):
+        raise InvalidParameter(
+            "--entity-events", "--entity-events must be on the same host as URL (its credentials"
+            " go nowhere else)",
+        )  # fmt: skip
+    return events
 
 
 def _loopback(host: str) -> bool:

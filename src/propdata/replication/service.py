@@ -1,8 +1,8 @@
 """Replication sources and their passes: what `propdata sources` and `data replicate` do.
 
-A pass holds the source's lease, reads its pages (`client.FeedClient`), maps each record
-with the one RESO mapping (`ingest.readers.reso`) and commits the page through the live-data
-path (`ingest.pipeline.run`, as `data import --follow` does: served within a second, the
+A pass holds the source's lease, reads its pages (`client.FeedClient`: by
+ModificationTimestamp, or the records its EntityEvent pages name), maps each record with the
+one RESO mapping (`ingest.readers.reso`) and commits the page through the live-data path (`ingest.pipeline.run`, as `data import --follow` does: served within a second, the
 change feed, events), the source's watermark and totals moving in the transaction of the
 records they cover (`loader.load(committed=...)`). The touched ZIP codes' statistics are
 recomputed together every MARKETS_EVERY seconds and at the end of the pass.
@@ -22,7 +22,7 @@ import httpx
 from propdata.errors import Conflict, NotFound
 from propdata.ingest import pipeline
 from propdata.ingest.loader import Item, LoadReport, Reject, Removal
-from propdata.ingest.readers.reso import json_row, reso_item
+from propdata.ingest.readers.reso import json_row, listing_id, reso_item
 from propdata.kit.db import Database
 from propdata.properties.schemas import PropertyDetail
 from propdata.replication.client import KEY, STAMP, FeedClient
@@ -148,7 +148,8 @@ class Replicator:
             counts: dict[str, int] = {}
             try:
                 await pipeline.finish_markets(self.db, self.as_of())  # a killed pass's
-                finished = await self._pages(repo, source, totals, counts, on_page)
+                walk = self._events if source.config.events_url else self._pages
+                finished = await walk(repo, source, totals, counts, on_page)
                 await pipeline.finish_markets(self.db, self.as_of())
             except BaseException as exc:
                 await repo.add_requests(self.name, counts)
@@ -167,7 +168,7 @@ class Replicator:
         held = _position(source.watermark.timestamp, source.watermark.key)
         mark = source.watermark
         line = 0
-        recomputed = time.monotonic()
+        markets = _Markets()
         async with FeedClient(source.config, self.env, self.transport, count=count) as client:
             async for page in client.pages(source.watermark):
                 as_of = self.as_of()
@@ -186,34 +187,88 @@ class Replicator:
                     placed.append({entry[0]: place for entry, place in batch})
                     sources.append(self._source(repo, [entry for entry, _ in batch], mark,
                                                 placed[-1], held))  # fmt: skip
-                # One run a page, as `data import --follow` runs one a commit: each
-                # transaction is a load of its own (with its watermark), and the estimates
-                # are computed once for them all; the touched ZIP codes' statistics every
-                # MARKETS_EVERY seconds and at the end of the pass.
-                totals.rejects = []
-                if sources:
-                    outcome = await pipeline.run(self.db, sources, as_of, refit_share=math.inf,
-                                                 defer_markets=True)  # fmt: skip
-                    for report, places in zip(outcome.reports, placed, strict=True):
-                        totals.inserted += report.inserted
-                        totals.updated += report.updated
-                        totals.unchanged += report.unchanged
-                        totals.removed += report.removed
-                        totals.rejects += _new_rejects(report, places, held)
-                totals.rejected += len(totals.rejects)
-                totals.pages += 1
+                await self._commit(sources, placed, held, totals, as_of)
                 totals.read += len(page.records)
                 totals.watermark = mark
-                await repo.add_requests(self.name, counts)
-                counts.clear()
-                if time.monotonic() - recomputed >= MARKETS_EVERY:
-                    await pipeline.finish_markets(self.db, as_of)
-                    recomputed = time.monotonic()
-                if on_page is not None:
-                    on_page(totals)
-                if self.should_stop():
+                if await self._after_page(repo, totals, counts, on_page, as_of, markets):
                     return False
         return True
+
+    async def _events(self, repo: SourceRepository, source: Source, totals: PassTotals,
+                      counts: dict[str, int], on_page: OnPage | None) -> bool:  # fmt: skip
+        """A pass by the feed's EntityEvent log: each page's records are asked for by key
+        and committed in the order of their last event, each transaction's watermark the
+        sequence up to which every event's record is committed (the page's last with its
+        last transaction). A record the feed no longer returns leaves the store: deleted
+        upstream, or no longer ours to show (RCP-27's "consumer visibility")."""
+
+        def count(status: str) -> None:
+            counts[status] = counts.get(status, 0) + 1
+
+        mark = source.watermark
+        line = 0
+        markets = _Markets()
+        async with FeedClient(source.config, self.env, self.transport, count=count) as client:
+            async for events in client.events(mark.sequence):
+                if events.last == mark.sequence:
+                    continue  # nothing after the watermark: the log's end
+                keys = events.keys()
+                found = {str(r.get(KEY)): r for r in await client.records(keys)} if keys else {}
+                as_of = self.as_of()
+                latest = {key: sequence for sequence, key in events.events}
+                items: list[Item] = []
+                for key in keys:
+                    line += 1
+                    record = found.get(key)
+                    items.append((line, Removal(line, listing_id(key, self.name)) if record is None
+                                  else reso_item(line, json_row(record), as_of, self.name)))  # fmt: skip
+                sources: list[pipeline.Source] = []
+                for start in range(0, len(items), TRANSACTION_RECORDS):
+                    end = start + TRANSACTION_RECORDS
+                    upto = events.last if end >= len(items) else latest[keys[end - 1]]
+                    mark = Watermark(sequence=upto)
+                    sources.append(self._source(repo, items[start:end], mark, {}, None))
+                if not sources:  # the page named no Property record: only the watermark moves
+                    mark = Watermark(sequence=events.last)
+                    async with self.db.transaction():
+                        await repo.advance(self.name, mark, 0, 0, 0, utc_now())
+                await self._commit(sources, [{}] * len(sources), None, totals, as_of)
+                totals.read += len(keys)
+                totals.watermark = mark
+                if await self._after_page(repo, totals, counts, on_page, as_of, markets):
+                    return False
+        return True
+
+    async def _commit(self, sources: list[pipeline.Source], placed: list[dict[int, Place]],
+                      held: Position | None, totals: PassTotals, as_of: dt.date) -> None:  # fmt: skip
+        """One run a page, as `data import --follow` runs one a commit: each transaction is
+        a load of its own (with its watermark), and the estimates are computed once for them
+        all; the touched ZIP codes' statistics every MARKETS_EVERY seconds and at the end of
+        the pass."""
+        totals.rejects = []
+        if sources:
+            outcome = await pipeline.run(self.db, sources, as_of, refit_share=math.inf,
+                                         defer_markets=True)  # fmt: skip
+            for report, places in zip(outcome.reports, placed, strict=True):
+                totals.inserted += report.inserted
+                totals.updated += report.updated
+                totals.unchanged += report.unchanged
+                totals.removed += report.removed
+                totals.rejects += _new_rejects(report, places, held)
+        totals.rejected += len(totals.rejects)
+        totals.pages += 1
+
+    async def _after_page(self, repo: SourceRepository, totals: PassTotals,
+                          counts: dict[str, int], on_page: OnPage | None, as_of: dt.date,
+                          markets: _Markets) -> bool:  # fmt: skip
+        """The requests' counts, the statistics when due, the progress; True to stop."""
+        await repo.add_requests(self.name, counts)
+        counts.clear()
+        if markets.due():
+            await pipeline.finish_markets(self.db, as_of)
+        if on_page is not None:
+            on_page(totals)
+        return self.should_stop()
 
     def _source(
         self, repo: SourceRepository, items: list[Item], mark: Watermark,
@@ -229,6 +284,19 @@ class Replicator:
 
         return pipeline.Source(name, "replicate", items, len(items), False,
                                committed=committed, listing_feed=True)  # fmt: skip
+
+
+@dataclass(slots=True)
+class _Markets:
+    """When a pass's next recompute of its touched ZIP codes' statistics is due."""
+
+    last: float = field(default_factory=time.monotonic)
+
+    def due(self) -> bool:
+        if time.monotonic() - self.last < MARKETS_EVERY:
+            return False
+        self.last = time.monotonic()
+        return True
 
 
 def _new_rejects(
@@ -282,7 +350,7 @@ def describe(source: Source) -> dict[str, Any]:
     return {
         "name": source.config.name, "url": source.config.url,
         "credentials": credentials[auth.kind], "filter": source.config.filter,
-        "watermark": source.watermark.timestamp, "lastPass": source.last_pass_at,
+        "watermark": source.watermark.shown(), "lastPass": source.last_pass_at,
         "records": source.records, "removed": source.removed, "rejects": source.rejects,
         "state": source.state if source.error is None else f"{source.state}: {source.error}",
     }  # fmt: skip

@@ -33,3 +33,10 @@ entity Property {
       Longitude             : Double;
       MlgCanView            : Boolean; // MLS Grid: false once a listing may no longer be shown
 }
+
+// RESO's EntityEvent resource (RCP-27): an append-only log naming the records that changed.
+entity EntityEvent {
+  key EntityEventSequence : Integer64;
+      ResourceName        : String(40);
+      ResourceRecordKey   : String(64);
+}
