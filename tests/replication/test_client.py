@@ -109,3 +109,52 @@ def test_a_missing_secret_names_the_variable_not_a_value() -> None:
                           auth=Auth(kind="token", token_env="FEED_TOKEN"))  # fmt: skip
     with pytest.raises(FeedError, match="FEED_TOKEN is not set"):
         FeedClient(config, {})
+
+
+def _event_log(events: list[dict[str, object]], link: str | None = None) -> httpx.MockTransport:
+    def answer(request: httpx.Request) -> httpx.Response:
+        body: dict[str, object] = {"value": events}
+        if link is not None:
+            body["@odata.nextLink"] = link
+        return httpx.Response(200, json=body)
+
+    return httpx.MockTransport(answer)
+
+
+async def _follow(transport: httpx.MockTransport, after: int | None = 5) -> None:
+    config = SourceConfig(name="mls", url="https://feed.example/odata/Property",
+                          events_url="https://feed.example/odata/EntityEvent",
+                          requests_per_hour=360_000)  # fmt: skip
+    async with FeedClient(config, {}, transport, sleep=_no_sleep) as client:
+        async for _ in client.events(after):
+            pass
+
+
+async def _no_sleep(seconds: float) -> None:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("events", "said"),
+    [
+        ([{"EntityEventSequence": 7, "ResourceRecordKey": "A"},
+          {"EntityEventSequence": 6, "ResourceRecordKey": "B"}], "not in EntityEventSequence order"),
+        ([{"EntityEventSequence": 5, "ResourceRecordKey": "A"}], "not in EntityEventSequence order"),
+        ([{"EntityEventSequence": "seven", "ResourceRecordKey": "A"}], "lacks a whole"),
+        ([{"EntityEventSequence": 2**63, "ResourceRecordKey": "A"}], "lacks a whole"),
+        ([{"EntityEventSequence": True, "ResourceRecordKey": "A"}], "lacks a whole"),
+        ([{"ResourceRecordKey": "A"}], "lacks a whole"),
+    ],
+)  # fmt: skip
+async def test_an_event_log_out_of_order_or_without_sequences_stops_the_pass(
+    events: list[dict[str, object]], said: str
+) -> None:
+    with pytest.raises(FeedError, match=said):
+        await _follow(_event_log(events))
+
+
+async def test_an_event_logs_next_link_to_another_host_is_not_followed() -> None:
+    log = _event_log([{"EntityEventSequence": 6, "ResourceRecordKey": "A"}],
+                     "https://elsewhere.example/odata/EntityEvent?$skiptoken=1")  # fmt: skip
+    with pytest.raises(FeedError, match="another host"):
+        await _follow(log)

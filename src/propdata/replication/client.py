@@ -40,6 +40,8 @@ STAMP = "ModificationTimestamp"
 SEQUENCE = "EntityEventSequence"
 RESOURCE = "ResourceName"
 RECORD_KEY = "ResourceRecordKey"
+MAX_SEQUENCE = 2**63 - 1
+"""RCP-27: a sequence is the positive part of an Int64."""
 KEYS_PER_REQUEST = 100
 """Keys one request for records names: some 3 KB of URL, under every server's limit."""
 MAX_WAIT = 300.0
@@ -207,7 +209,11 @@ class FeedClient:
                 sequence, key = record.get(SEQUENCE), record.get(RECORD_KEY)
                 if isinstance(sequence, str) and sequence.isdigit():
                     sequence = int(sequence)  # Edm.Int64 as a string (IEEE754Compatible)
-                if not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0:
+                if (
+                    not isinstance(sequence, int)
+                    or isinstance(sequence, bool)
+                    or not (0 <= sequence <= MAX_SEQUENCE)
+                ):
                     raise FeedError(f"source {self.config.name}: an event lacks a whole"
                                     f" {SEQUENCE}, so the events cannot be followed in order")  # fmt: skip
                 if after is not None and sequence <= after:
