@@ -484,7 +484,10 @@ class SearchIndex:
             if np.count_nonzero(mask) * _SELECTIVE < self.size:
                 positions, mask = np.flatnonzero(mask), None
         if area is not None and positions is not None:
-            positions = np.sort(positions)  # the box's rows, filtered, in position order
+            # In position order. The box's rows come as runs of ascending positions (a
+            # cell's), which the stable sort (a merge of runs) orders some 9 times faster
+            # than the default on a radius mix's boxes.
+            positions = np.sort(positions, kind="stable")
         return mask, positions
 
     def _in_box(
