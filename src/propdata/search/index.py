@@ -18,7 +18,9 @@ Geography: the rows with coordinates are also kept sorted by a grid cell of
 `GEO_CELL` degrees (row by row of latitude, then longitude), so a box reads one slice of
 that order per row of cells; the slices are then tested exactly against the box, and a
 radius search keeps the rows whose exact distance (`kit.geodesy.miles`, the function the
-SQL path uses) is within the radius.
+SQL path uses) is within the radius (`kit.geodesy.Circle`, which computes it only for the
+rows near the circle's edge). A page's distances are computed for its own rows, and
+`sort=distance` computes them for the rows `Circle.nearest` keeps.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from propdata.kit.geodesy import miles
+from propdata.kit.geodesy import Circle, miles
 from propdata.search.arrays import (
     GEO_COLUMNS,
     BoolArray,
@@ -191,14 +193,8 @@ class SearchIndex:
         if selection is None:
             none: list[float] | None = None if filters.near is None else []
             return None if after is not None else IndexPage(0, [], none, tested=self.size)
-        mask, positions = selection
-        distances: npt.NDArray[np.float64] | None = None
-        if filters.near is not None:
-            assert positions is not None  # a box always selects by positions
-            latitude, longitude, radius = filters.near
-            found = miles(latitude, longitude, self.latitude[positions], self.longitude[positions])
-            inside = found <= radius
-            positions, distances = positions[inside], found[inside]
+        mask, positions = selection  # a radius's: the rows within it (`_in_box`)
+        circle = None if filters.near is None else Circle(*filters.near)
         if positions is not None:
             total = len(positions)
         elif mask is not None:
@@ -212,15 +208,20 @@ class SearchIndex:
                 return None
             offset = 0
         elif offset >= total or limit <= 0:
-            return IndexPage(total, [], None if distances is None else [], tested=self.size)
+            return IndexPage(total, [], None if circle is None else [], tested=self.size)
         descending = query.ordering.descending
         if sort == "distance":
-            assert positions is not None and distances is not None
-            page = nearest(positions, distances, descending, offset, limit, last)
+            assert positions is not None and circle is not None
+            if last is None:  # only the rows that may be on the page need their distance
+                lats, lons = self.latitude[positions], self.longitude[positions]
+                positions = positions[circle.nearest(lats, lons, offset + limit, descending)]
+            page = nearest(positions, self._miles(circle, positions), descending, offset, limit,
+                           last)  # fmt: skip
             if page is None:
                 return None
         elif positions is not None and total <= _SORT_DIRECTLY:
-            ranked = self._sorted(positions, SORT_COLUMNS[sort], descending)
+            want = None if last is not None else offset + limit
+            ranked = self._sorted(positions, SORT_COLUMNS[sort], descending, want)
             if last is not None:
                 at = np.flatnonzero(ranked == last)
                 if len(at) == 0:
@@ -239,11 +240,13 @@ class SearchIndex:
             walked = walk(sequences, None if mask is None else mask.__getitem__, offset, limit)
             assert walked is not None  # no budget
             page = walked.rows
-        shown: list[float] | None = None
-        if distances is not None:
-            assert positions is not None
-            shown = distances[np.searchsorted(positions, page)].tolist()
+        shown = None if circle is None else self._miles(circle, page).tolist()
         return self._page(total, page, shown, sort, ids, self.size)
+
+    def _miles(self, circle: Circle, rows: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+        """The rows' distances from the circle's centre (`kit.geodesy.miles`)."""
+        lats, lons = self.latitude[rows], self.longitude[rows]
+        return miles(circle.latitude, circle.longitude, lats, lons)
 
     def resume(
         self, query: SearchQuery, after: str, total: int, ids: bool = True
@@ -462,7 +465,8 @@ class SearchIndex:
         positions: npt.NDArray[np.int64] | None = None
         area = box(f)
         if area is not None:
-            positions = self._in_box(*area)  # not in order yet
+            circle = None if f.near is None else Circle(*f.near)
+            positions = self._in_box(*area, circle)  # not in order yet
         if narrowest is not None:
             rows, code, name = narrowest
             if positions is None and rows * _SELECTIVE < self.size:
@@ -491,9 +495,10 @@ class SearchIndex:
         return mask, positions
 
     def _in_box(
-        self, west: float, south: float, east: float, north: float
+        self, west: float, south: float, east: float, north: float, circle: Circle | None = None
     ) -> npt.NDArray[np.int64]:
-        """The positions of the rows in the box (edges included), ascending."""
+        """The positions of the rows in the box (edges included), by grid cell; with a
+        circle, of those within it."""
         first_row, west_column = cell(south, west)
         last_row, east_column = cell(north, east)
         # In the keys' own type: another would make numpy convert every key at each call.
@@ -511,15 +516,29 @@ class SearchIndex:
         lats, lons = self.latitude[found], self.longitude[found]
         inside = (lats >= south) & (lats <= north) & (lons >= west) & (lons <= east)
         result: npt.NDArray[np.int64] = found[inside]
+        if circle is not None:
+            result = result[circle.holds(lats[inside], lons[inside])]
         return result  # by cell: `_select` puts them in position order once filtered
 
     def _sorted(
-        self, positions: npt.NDArray[np.int64], column: str, descending: bool
+        self,
+        positions: npt.NDArray[np.int64],
+        column: str,
+        descending: bool,
+        want: int | None = None,
     ) -> npt.NDArray[np.int64]:
+        """`positions` (ascending) in the order of `column`; with `want`, at least its
+        first `want` rows: the rows past the `want`-th row's value (which cannot come
+        before it) are left out before the sort (`_first`)."""
+        keys = self.updated_rank if column == "last_updated" else self.nums[column]
+        values = keys[positions]
+        if want is not None and want * 4 < len(positions):
+            kept = _first(values, want, descending)
+            if kept is not None:  # a subset of ascending positions: ties keep their order
+                positions, values = positions[kept], values[kept]
         if column == "last_updated":
-            ranked = positions[np.argsort(self.updated_rank[positions], kind="stable")]
+            ranked = positions[np.argsort(values, kind="stable")]
             return ranked[::-1] if descending else ranked
-        values = self.nums[column][positions]
         ranked = positions[np.argsort(values, kind="stable")]  # NaN last, ties by id
         if not descending:
             return ranked
@@ -540,3 +559,19 @@ class SearchIndex:
         return [
             raw[s:e].tobytes().decode() for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
         ]
+
+
+def _first(values: npt.NDArray[Any], want: int, descending: bool) -> npt.NDArray[np.intp] | None:
+    """The indices, ascending, of the values that can be among the `want` first in their
+    order (ascending or descending, NaN last): those up to the `want`-th value, ties
+    included; None when that is not a number (then all of them can)."""
+    if descending:
+        known = len(values) - int(np.count_nonzero(np.isnan(values)))
+        if known < want:
+            return None
+        cut = np.partition(values, known - want)[known - want]  # NaN sorts last
+        return np.flatnonzero(values >= cut)
+    cut = np.partition(values, want - 1)[want - 1]
+    if np.isnan(cut):
+        return None
+    return np.flatnonzero(values <= cut)

@@ -270,13 +270,11 @@ class LiveIndex:
             return _Side(None, _NONE, None if near is None else _NO_FLOATS, 0)
         mask, positions = selection
         distances = None
-        if near is not None:
+        if near is not None:  # the rows within the radius (`SearchIndex._in_box`)
             assert positions is not None  # a box always selects by positions
-            latitude, longitude, radius = near
-            found = miles(latitude, longitude, index.latitude[positions],
-                          index.longitude[positions])  # fmt: skip
-            inside = found <= radius
-            positions, distances = positions[inside], found[inside]
+            latitude, longitude, _ = near
+            distances = miles(latitude, longitude, index.latitude[positions],
+                              index.longitude[positions])  # fmt: skip
         if positions is not None:
             total = len(positions)
         elif mask is not None and mask is self.alive:
