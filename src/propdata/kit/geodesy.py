@@ -96,16 +96,15 @@ class Circle:
 
     def nearness(self, lats: Floats, lons: Floats) -> tuple[Floats, float, float]:
         """Each point's stand-in for the haversine term, the bound on its distance from
-        `miles`' term, and that term at the radius (the points inside have it at most)."""
-        u = np.subtract(lats, self.latitude)
-        u *= _HALF
+        `miles`' term, and that term at the radius (the points inside have it at most),
+        all three in square degrees (the term over (π/360)²: two passes fewer)."""
+        u = np.subtract(lats, self.latitude)  # degrees
         v = np.subtract(lons, self.longitude)
-        v *= _HALF
         bound_u = float(max(self.latitude - lats.min(), lats.max() - self.latitude)) * _HALF
         bound_v = float(max(self.longitude - lons.min(), lons.max() - self.longitude)) * _HALF
         phi = math.radians(self.latitude)
         cos0, sin0 = math.cos(phi), math.sin(phi)
-        term = np.multiply(u, -2.0 * cos0 * sin0)
+        term = np.multiply(u, -2.0 * cos0 * sin0 * _HALF)
         term += cos0 * cos0
         v *= v
         term *= v
@@ -115,7 +114,10 @@ class Circle:
         error = uu * uu / 3.0 + cos0 * (vv * vv / 3.0 + 2.0 * uu * vv)
         edge = math.sin(self.radius / (2.0 * EARTH_RADIUS_MILES)) ** 2
         error += _ROUNDING * (edge + bound_u + bound_v)
-        return term, error if math.isfinite(error) else math.inf, edge  # NaN: decides none
+        if not math.isfinite(error):  # NaN: decides none
+            error = math.inf
+        scale = _HALF * _HALF
+        return term, error / scale, edge / scale
 
     def holds(self, lats: Floats, lons: Floats) -> Booleans:
         """`miles(...) <= radius` of each point, computing `miles` only near the edge."""

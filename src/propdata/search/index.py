@@ -514,10 +514,11 @@ class SearchIndex:
             return np.zeros(0, np.int64)
         found = np.concatenate(parts).astype(np.int64)
         lats, lons = self.latitude[found], self.longitude[found]
+        if circle is not None:  # the box holds the circle (`around`): its test alone
+            result: npt.NDArray[np.int64] = found[circle.holds(lats, lons)]
+            return result
         inside = (lats >= south) & (lats <= north) & (lons >= west) & (lons <= east)
-        result: npt.NDArray[np.int64] = found[inside]
-        if circle is not None:
-            result = result[circle.holds(lats[inside], lons[inside])]
+        result = found[inside]
         return result  # by cell: `_select` puts them in position order once filtered
 
     def _sorted(
