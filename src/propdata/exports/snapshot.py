@@ -39,14 +39,17 @@ from propdata.markets.service import market_of
 PART_ROWS = 250_000
 """Records a property file holds at most (a state's records past it go on in part-1, ...)."""
 
-PACE = Pace(quiet_cores=0.25, share=0.5, floor_cores=0.1)
+PACE = Pace(quiet_cores=0.25, share=0.08, floor_cores=0.05)
 """How an export at idle priority gives way between its batches (`kit.pacing`). Idle
 priority alone leaves searches served beside it twice their p99 alone: the export runs in
 every gap a worker leaves and its streaming through the store evicts the workers' index
-from the caches the cores share. So while other processes use a quarter of a core or more
-it holds itself to half the cores they leave, and to a tenth of a core at the least, which
-bounds its time under load to ten times its CPU time; below a quarter of a core (daemons, an
-idle server) it does not pause, and an export on a quiet machine takes as long as unpaced."""
+from the caches the cores share, so the tail grows with the export's share of the CPU, not
+with the CPU it takes from the workers. So while other processes use a quarter of a core or
+more it holds itself to 8 % of the cores they leave, and to a twentieth of a core at the
+least, which bounds its time under load to twenty times its CPU time; below a quarter of a
+core (daemons, an idle server) it does not pause, and an export on a quiet machine takes as
+long as unpaced (docs/measurements.md, "Bulk exports": half the cores left gave a p99
+beside of 40-46 ms, 8 % 24-27 ms, 12.7-19 ms alone)."""
 
 Progress = Callable[[int, int], None]
 """Called with (records written, records in the snapshot) as an export goes on."""
