@@ -5,13 +5,20 @@ stores."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from propdata.app import export_env
 from propdata.config import ConfigError, load_settings
 from propdata.exports.repository import LeaseRepository
 from propdata.exports.service import LEASE, Exporter, ExportService
+from propdata.kit.db import Database
 from tests.conftest import Fresh, settings_for
 from tests.live import until
 
@@ -26,29 +33,47 @@ class Clock:
         return self.now
 
 
-async def test_one_process_of_two_makes_each_export_and_old_ones_go(
-    fresh: Fresh, tmp_path: Path
-) -> None:
-    tmp_path = tmp_path / "exports"
-    settings = settings_for(fresh.store, export_dir=str(tmp_path))
+@dataclass
+class Hosts:
+    """Two processes' exporters on one store, with the clock they share."""
+
+    root: Path
+    clock: Clock
+    dbs: list[Database]
+    exporters: list[Exporter]
+
+
+@contextlib.asynccontextmanager
+async def two_hosts(fresh: Fresh, tmp_path: Path, **options: Any) -> AsyncIterator[Hosts]:
+    """Exporters every hour keeping 2, as two hosts run them (`options`: Exporter's)."""
+    root = tmp_path / "exports"
+    env = export_env(settings_for(fresh.store, export_dir=str(root)))
     clock = Clock()
     dbs = [await fresh.db(), await fresh.db()]
     try:
-        hosts = [Exporter(db, tmp_path, 3600, 2, export_env(settings), clock) for db in dbs]
-        made = await asyncio.gather(*(host.turn() for host in hosts))
-        assert sorted(made) == [False, True]  # the lease gave the turn to one of them
-        assert not any(await asyncio.gather(*(host.turn() for host in hosts)))  # not yet due
-        listed = ExportService(tmp_path).manifests()
-        assert len(listed) == 1 and listed[0].rows == 42
-        for _ in range(2):
-            clock.now += dt.timedelta(hours=1, seconds=1)
-            assert sum(await asyncio.gather(*(host.turn() for host in hosts))) == 1
-        kept = ExportService(tmp_path).manifests()
-        assert len(kept) == 2 and listed[0].id not in {m.id for m in kept}
-        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(m.id for m in kept)
+        yield Hosts(root, clock, dbs, [Exporter(db, root, 3600, 2, env, clock, **options)
+                                       for db in dbs])  # fmt: skip
     finally:
         for db in dbs:
             await db.close()
+
+
+async def test_one_process_of_two_makes_each_export_and_old_ones_go(
+    fresh: Fresh, tmp_path: Path
+) -> None:
+    async with two_hosts(fresh, tmp_path) as two:
+        hosts, root = two.exporters, two.root
+        made = await asyncio.gather(*(host.turn() for host in hosts))
+        assert sorted(made) == [False, True]  # the lease gave the turn to one of them
+        assert not any(await asyncio.gather(*(host.turn() for host in hosts)))  # not yet due
+        listed = ExportService(root).manifests()
+        assert len(listed) == 1 and listed[0].rows == 42
+        for _ in range(2):
+            two.clock.now += dt.timedelta(hours=1, seconds=1)
+            assert sum(await asyncio.gather(*(host.turn() for host in hosts))) == 1
+        kept = ExportService(root).manifests()
+        assert len(kept) == 2 and listed[0].id not in {m.id for m in kept}
+        assert sorted(p.name for p in root.iterdir()) == sorted(m.id for m in kept)
 
 
 async def test_a_server_with_export_every_makes_snapshots(fresh: Fresh, tmp_path: Path) -> None:
@@ -76,51 +101,29 @@ def test_the_settings_read_durations_and_bounds() -> None:
 async def test_the_holder_renews_its_lease_while_its_export_runs(
     fresh: Fresh, tmp_path: Path
 ) -> None:
-    tmp_path = tmp_path / "exports"
-    settings = settings_for(fresh.store, export_dir=str(tmp_path))
-    clock = Clock()
-    dbs = [await fresh.db(), await fresh.db()]
-    try:
-        holder, other = (
-            Exporter(db, tmp_path, 3600, 2, export_env(settings), clock, renew_every=0.02)
-            for db in dbs
-        )
+    async with two_hosts(fresh, tmp_path, renew_every=0.02) as two:
+        holder, other = two.exporters
         turn = asyncio.ensure_future(holder.turn())
-        lease = LeaseRepository(dbs[1])
+        lease = LeaseRepository(two.dbs[1])
         await until(lease.until, "the lease taken")
-        clock.now += LEASE + dt.timedelta(minutes=1)  # the first term has run out...
-        renewed = (clock.now + LEASE).isoformat(timespec="seconds")
+        two.clock.now += LEASE + dt.timedelta(minutes=1)  # the first term has run out...
+        renewed = (two.clock.now + LEASE).isoformat(timespec="seconds")
         await until(lambda: _is(lease, renewed), "the lease renewed while the export runs")
         assert not await other.turn()  # ...but its holder renewed it: the turn stays its own
-        assert await turn and len(ExportService(tmp_path).manifests()) == 1
-    finally:
-        for db in dbs:
-            await db.close()
+        assert await turn and len(ExportService(two.root).manifests()) == 1
 
 
 async def test_a_holder_that_lost_its_lease_stops_its_export(fresh: Fresh, tmp_path: Path) -> None:
-    tmp_path = tmp_path / "exports"
-    settings = settings_for(fresh.store, export_dir=str(tmp_path))
-    clock = Clock()
-    dbs = [await fresh.db(), await fresh.db()]
-    try:
-        holder = Exporter(dbs[0], tmp_path, 3600, 2, export_env(settings), clock, renew_every=0.02)
-        turn = asyncio.ensure_future(holder.turn())
-        lease = LeaseRepository(dbs[1])
+    async with two_hosts(fresh, tmp_path, renew_every=0.02) as two:
+        turn = asyncio.ensure_future(two.exporters[0].turn())
+        lease = LeaseRepository(two.dbs[1])
         await until(lease.until, "the lease taken")
-        async with dbs[1].transaction():  # as another host does once a stalled holder's lapses
+        async with two.dbs[1].transaction():  # as another host does once a stalled holder's lapses
             await lease.hold_until("2026-11-21T06:30:00+00:00")
-        try:
+        with pytest.raises(RuntimeError, match="export lease was taken by another process"):
             await turn
-        except RuntimeError as exc:
-            assert "export lease was taken by another process" in str(exc)
-        else:
-            raise AssertionError("the export went on without its lease")
-        assert ExportService(tmp_path).manifests() == []
+        assert ExportService(two.root).manifests() == []
         assert await lease.until() == "2026-11-21T06:30:00+00:00"  # the other's, untouched
-    finally:
-        for db in dbs:
-            await db.close()
 
 
 async def _is(lease: LeaseRepository, until: str) -> bool:
