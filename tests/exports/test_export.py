@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import polars as pl
 import pytest
 
 from propdata.exports.schemas import Manifest
-from propdata.exports.service import ExportService
+from propdata.exports.service import DRAFT, ExportService
 from propdata.exports.snapshot import PACE, export
 from propdata.kit.pacing import Pacer
 from tests.conftest import Store, open_db
@@ -293,3 +294,24 @@ def test_only_an_export_at_idle_priority_gives_way(
     result = CliRunner().invoke(app, ["data", "export", *given], env=env)
     assert result.exit_code == 0, result.stderr
     assert bool(looked) is paced
+
+
+async def test_a_running_exports_draft_stays_fresh(store: Store, tmp_path: Path) -> None:
+    """An export clears the drafts left unchanged for `STALE_DRAFT` (those of exports that
+    died): a long-running export's own draft is touched at every batch, so it never looks
+    like one."""
+    root = tmp_path / "exports"
+    seen: list[float] = []
+
+    def progress(done: int, total: int) -> None:
+        draft = next(root.glob(f"{DRAFT}*"))
+        seen.append(draft.stat().st_mtime)
+        os.utime(draft, (0, 0))  # as if it had last changed long ago
+
+    db = await open_db(store)
+    try:
+        await export(db, root, "parquet", progress=progress)
+    finally:
+        await db.close()
+    assert len(seen) >= 3  # the start, then a batch a state at least twice
+    assert all(moment > time.time() - 600 for moment in seen[1:])

@@ -162,6 +162,9 @@ async def _write(
                 # GIL) while the next batch's columns are made here.
                 writing = asyncio.ensure_future(asyncio.to_thread(parts.add, state, table))
                 done += table.num_rows
+                # A draft is stale, and any export removes it, when its folder has not
+                # changed for STALE_DRAFT: a long export's must show it is alive.
+                os.utime(draft)
                 if progress is not None:
                     progress(done, total)
                 if pacer is not None:
