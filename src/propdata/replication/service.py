@@ -162,14 +162,13 @@ class Replicator:
 
     async def _pages(self, repo: SourceRepository, source: Source, totals: PassTotals,
                      counts: dict[str, int], on_page: OnPage | None) -> bool:  # fmt: skip
-        def count(status: str) -> None:
-            counts[status] = counts.get(status, 0) + 1
-
         held = _position(source.watermark.timestamp, source.watermark.key)
         mark = source.watermark
         line = 0
         markets = _Markets()
-        async with FeedClient(source.config, self.env, self.transport, count=count) as client:
+        async with FeedClient(
+            source.config, self.env, self.transport, count=_counter(counts)
+        ) as client:
             async for page in client.pages(source.watermark):
                 as_of = self.as_of()
                 entries: list[tuple[Item, Place]] = []
@@ -202,13 +201,12 @@ class Replicator:
         last transaction). A record the feed no longer returns leaves the store: deleted
         upstream, or no longer ours to show (RCP-27's "consumer visibility")."""
 
-        def count(status: str) -> None:
-            counts[status] = counts.get(status, 0) + 1
-
         mark = source.watermark
         line = 0
         markets = _Markets()
-        async with FeedClient(source.config, self.env, self.transport, count=count) as client:
+        async with FeedClient(
+            source.config, self.env, self.transport, count=_counter(counts)
+        ) as client:
             async for events in client.events(mark.sequence):
                 if events.last == mark.sequence:
                     continue  # nothing after the watermark: the log's end
@@ -284,6 +282,15 @@ class Replicator:
 
         return pipeline.Source(name, "replicate", items, len(items), False,
                                committed=committed, listing_feed=True)  # fmt: skip
+
+
+def _counter(counts: dict[str, int]) -> Callable[[str], None]:
+    """Counts a pass's requests by status into `counts`."""
+
+    def count(status: str) -> None:
+        counts[status] = counts.get(status, 0) + 1
+
+    return count
 
 
 @dataclass(slots=True)
