@@ -11,6 +11,7 @@ The store's address reaches the child in its environment, never on its command l
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import signal
@@ -19,13 +20,20 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
+from propdata.ingest import synthetic
+from propdata.ingest.loader import load
+from propdata.kit.addresses import city_key
+from propdata.kit.db import Database
+from propdata.properties.repository import PropertyRepository
 from propdata.search import build_snapshot
 from propdata.search import keeper as service_module
 from propdata.search.filters import SearchFilters
-from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS
+from propdata.search.index import GROUPED, INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.keeper import KeeperSettings
 from propdata.search.live import Delta
 from propdata.search.query import SearchQuery
@@ -33,7 +41,9 @@ from propdata.search.repository import SearchRepository
 from propdata.search.service import SearchService
 from propdata.search.snapshot import ITEMS, BuildLock, Snapshots
 from tests.conftest import Store, open_db
+from tests.factories import AS_OF
 from tests.live import until
+from tests.search.test_index import compared
 from tests.search.test_index_snapshot import (
     QUERY,
     counted,
@@ -76,6 +86,11 @@ from pathlib import Path
 Path(os.environ["TEST_CHILD_PID"]).write_text(str(os.getpid()))
 while not Path(os.environ["TEST_CHILD_GO"]).exists():
     time.sleep(0.01)
+from propdata.ingest import synthetic
+from propdata.ingest.loader import load
+from propdata.kit.addresses import city_key
+from propdata.kit.db import Database
+from propdata.properties.repository import PropertyRepository
 from propdata.search import build_snapshot
 from propdata.search.filters import SearchFilters
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS
@@ -312,3 +327,151 @@ async def test_the_child_stops_between_pages_when_its_parent_changed(
     draft = snapshots.draft(namespace)
     assert await build_snapshot.build(store.url, namespace, draft, os.getppid()) == 0
     assert snapshots.load(namespace) is not None
+
+
+async def _change(db: Database) -> None:
+    """One commit of every kind of change: records edited in searched columns (a city no
+    record had, a price, coordinates gone), removed, and created with ids before, between
+    and after the others."""
+    properties = PropertyRepository(db)
+    ids = [row[0] for row in await db.fetch_all("SELECT id FROM properties ORDER BY id")]
+    edited = []
+    for n, found in enumerate(ids[3:60:7]):
+        row = await properties.get(found)
+        assert row is not None
+        values: dict[str, Any] = {"last_updated": f"2026-11-2{n % 8}T00:00:00Z"}
+        if n % 3 == 0:
+            values.update(city="Newtown", city_key=city_key("Newtown"))
+        if n % 3 == 1:
+            values["list_price"] = 123_000 + n
+        if n % 3 == 2:
+            values.update(latitude=None, longitude=None)
+        edited.append(row._replace(**values))
+    templates = [await properties.get(found) for found in ids[:3]]
+    created = [row._replace(id=name) for row, name in zip(
+        templates, ["0-first", f"{ids[40]}-between", "~-last"], strict=True) if row]  # fmt: skip
+    async with db.transaction():
+        for gone in ids[5:80:11]:
+            await db.execute("DELETE FROM properties WHERE id = ?", (gone,))
+        await properties.write(edited + created, [], [row.id for row in edited])
+        await properties.bump_data_version()
+
+
+def _decoded(index: SearchIndex, name: str) -> list[Any]:
+    values = list(index.codes[name])
+    return [values[code] for code in index.cats[name].tolist()]
+
+
+def _group(index: SearchIndex, name: str, code: int) -> Any:
+    starts = index.group_starts[name]
+    return index.groups[name].between(int(starts[code]), int(starts[code + 1]))
+
+
+def assert_same_index(folded: SearchIndex, table: SearchIndex) -> None:
+    """Array for array the same rows, orders and items; category codes may be numbered
+    otherwise (and a fold keeps the codes of values no row holds any more), so those
+    compare by their values."""
+    assert (folded.namespace, folded.size, folded.feed, folded.mark) == (
+        table.namespace, table.size, table.feed, table.mark)  # fmt: skip
+    assert folded.exact and folded.known == table.known
+    same = ["id_bytes", "id_offsets", "updated_rank", "latitude", "longitude", "geo_order",
+            "geo_keys", "updated", "item_offsets"]  # fmt: skip
+    for name in same:
+        ours, theirs = getattr(folded, name), getattr(table, name)
+        assert np.array_equal(ours, theirs, equal_nan=ours.dtype.kind == "f"), name
+    for column, values in table.nums.items():
+        assert np.array_equal(folded.nums[column], values, equal_nan=True), column
+    for column, order in table.orders.items():
+        assert np.array_equal(folded.orders[column], order), column
+    for name in table.cats:
+        assert _decoded(folded, name) == _decoded(table, name), name
+    for name in GROUPED:
+        for value, code in table.codes[name].items():
+            assert np.array_equal(_group(folded, name, folded.codes[name][value]),
+                                  _group(table, name, code)), (name, value)  # fmt: skip
+    assert folded.items is not None and table.items is not None
+    assert folded.items.path.read_bytes() == table.items.path.read_bytes()
+
+
+@pytest.mark.parametrize("copy", ["in-the-kernel", "no-kernel-copy"])
+async def test_a_snapshot_is_the_newest_one_with_the_changes_since_folded_in(
+    fresh_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, copy: str
+) -> None:
+    """The child starts from the host's newest snapshot and the changes since, never
+    reading the table, and writes what a read of the table writes at that version; its
+    search items are copied in the kernel, or through the process on a file system that
+    cannot."""
+    if copy == "no-kernel-copy":
+        monkeypatch.setattr(os, "copy_file_range", _cross_device)
+    db = await open_db(fresh_store)
+    try:
+        await load(db, synthetic.generate(300, 5, AS_OF), origin="synthetic", as_of=AS_OF)
+        repo = SearchRepository(db)
+        snapshots = Snapshots(tmp_path / "index")
+        first = await repo.cache_namespace()
+        assert await build_snapshot.build(fresh_store.url, first, snapshots.draft(first),
+                                          os.getppid()) == 0  # fmt: skip
+        await _change(db)
+        namespace = await repo.cache_namespace()
+
+        async def no_table(*args: Any) -> SearchIndex:
+            raise AssertionError("the table was read")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(build_snapshot, "read_rows", no_table)
+            assert await build_snapshot.build(fresh_store.url, namespace,
+                                              snapshots.draft(namespace), os.getppid()) == 0  # fmt: skip
+        folded = snapshots.load(namespace)
+        table_folder = Snapshots(tmp_path / "table")  # no snapshot to start from: the table
+        assert await build_snapshot.build(fresh_store.url, namespace,
+                                          table_folder.draft(namespace), os.getppid()) == 0  # fmt: skip
+        table = table_folder.load(namespace)
+        assert folded is not None and table is not None
+        assert folded.items is not None and folded.items.verified()
+        assert_same_index(folded, table)
+        assert (
+            city_key("Newtown") in folded.codes["city_key"] and len(await compared(folded, db)) > 50
+        )
+    finally:
+        await db.close()
+
+
+@pytest.mark.parametrize("why", ["too-many-changes", "another-store"])
+async def test_the_table_is_read_when_the_newest_snapshot_is_no_start(
+    fresh_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    db = await open_db(fresh_store)
+    try:
+        repo = SearchRepository(db)
+        snapshots = Snapshots(tmp_path / "index")
+        first = await repo.cache_namespace()
+        assert await build_snapshot.build(fresh_store.url, first, snapshots.draft(first),
+                                          os.getppid()) == 0  # fmt: skip
+        await _change(db)
+        if why == "too-many-changes":
+            monkeypatch.setattr(build_snapshot, "FOLD_CAP", 3)
+        else:  # the feed's entry the snapshot was made at is not this store's (a restore)
+            monkeypatch.setattr(SearchRepository, "feed_mark", _other_mark)
+        namespace = await repo.cache_namespace()
+        with (tmp_path / "items.bin").open("wb") as items:
+            assert await build_snapshot.fold_newest(repo, snapshots, items) is None
+        assert await build_snapshot.build(fresh_store.url, namespace,
+                                          snapshots.draft(namespace), os.getppid()) == 0  # fmt: skip
+        table = Snapshots(tmp_path / "table")
+        assert await build_snapshot.build(fresh_store.url, namespace, table.draft(namespace),
+                                          os.getppid()) == 0  # fmt: skip
+        written, expected = snapshots.load(namespace), table.load(namespace)
+        assert written is not None and expected is not None
+        for name in ("index.json", ITEMS, "cat.city_key.npy", "group.city_key.npy"):
+            assert (snapshots.path(namespace) / name).read_bytes() == (
+                table.path(namespace) / name).read_bytes(), name  # fmt: skip
+    finally:
+        await db.close()
+
+
+async def _other_mark(self: SearchRepository, feed: int) -> str:
+    return "another store's"
+
+
+def _cross_device(*args: Any) -> int:
+    raise OSError(errno.EXDEV, "Invalid cross-device link")

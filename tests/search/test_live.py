@@ -3,8 +3,9 @@
 Generated records are written and indexed (the base, at its change feed position); then
 rounds of random changes (records changed in every searched column, removed, created with
 ids between and around the others) are committed, each read back from the feed as the next
-version's delta (`search.live.Delta`), and every version answers generated searches with
-the total, ids, order, distances and cursor pages SQL gives (`test_index.compare`).
+version's delta (`search.live.Delta`), and every version, and that version folded into one
+index (`search.live.fold`), answers generated searches with the total, ids, order,
+distances and cursor pages SQL gives (`test_index.compare`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from propdata.search.build_snapshot import read_rows
 from propdata.search.filters import SORT_COLUMNS, SearchFilters
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.indexer import IndexBuilder
-from propdata.search.live import Delta, LiveIndex
+from propdata.search.live import Delta, LiveIndex, fold
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 from tests.search.test_index import compare
@@ -147,8 +148,11 @@ def test_the_base_and_a_delta_answer_what_sql_answers(rig: Rig, data: st.DataObj
         stored.update((r.id, r) for r in written)
         live = rig.run(_next_version(rig.db, delta))
         assert live.size == len(stored)
+        folded = fold(live, delta.mark)  # the version as one index: a new snapshot's
+        assert folded.size == len(stored) and folded.feed == live.feed
         for query in data.draw(queries(list(stored.values()))):
             rig.run(compare(live, rig.db, query))  # type: ignore[arg-type]
+            rig.run(compare(folded, rig.db, query))
             with pytest.MonkeyPatch.context() as tuned:  # every side walks its orders
                 tuned.setattr(live_module, "_SORT_DIRECTLY", 0)
                 tuned.setattr(index_module, "_RESUME_SHARE", 1)  # every cursor page resumes

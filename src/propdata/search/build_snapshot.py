@@ -22,9 +22,16 @@ How (`IndexKeeper._build_apart` starts it):
   user (a PostgreSQL URL may hold a password). The store is opened as the commands open it
   (`kit.db.connect`: the SQLite file, with the commands' 16 MB page cache; the PostgreSQL
   URL, with its search_path), not migrated (the worker did that).
-- The table is read in pages (`read_rows`, the read of a worker's own build too), every
-  row's search item written to DRAFT/items.bin, and `Snapshots.write` renames the draft
-  into place: killed at any point, this process leaves no folder that looks complete.
+- When the host holds a snapshot of the store within `FOLD_CAP` changes of now (a fold:
+  the workers' delta grew past `live.fold_due`), the new one is that snapshot with the
+  records changed since read onto it as a worker reads them (`live.Delta`) and merged into
+  one index (`live.fold`): its arrays sorted again, its search items copied, none encoded
+  again (`fold_newest`; at 1,000,000 properties and 20,000 changes about 4.5 s of CPU
+  against 11 s for a read of the table, docs/measurements.md "Live data").
+- Else the table is read in pages (`read_rows`, the read of a worker's own build too),
+  every row's search item written to DRAFT/items.bin. Either way `Snapshots.write` renames
+  the draft into place: killed at any point, this process leaves no folder that looks
+  complete.
 - The snapshot is of the store as it is when the read starts (its namespace and the change
   feed's newest number, read together: `SearchIndex.feed`). Loads may commit while the pages are
   read: a row may then be newer than that, which the change feed says (`search.live` takes
@@ -54,6 +61,7 @@ from propdata.kit import logs
 from propdata.kit.db import connect
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.indexer import IndexBuilder
+from propdata.search.live import Delta, fold
 from propdata.search.repository import SearchRepository
 from propdata.search.snapshot import ITEMS, Snapshots
 
@@ -63,6 +71,9 @@ STORE = ENV["database_url"]
 """The environment variable the store's address comes in (read with the other settings)."""
 PAGE = 10_000
 """Rows a page of the table's read (the parent is checked between pages)."""
+FOLD_CAP = 100_000
+"""Changes read onto the host's newest snapshot at most (`fold_newest`); past that, the
+table is read."""
 
 log = logging.getLogger("propdata")
 
@@ -92,6 +103,44 @@ async def read_rows(
     return index
 
 
+def same_store(namespace: str, other: str) -> bool:
+    """Whether two namespaces (`store_id.data_version`) are of the same store."""
+    return namespace.rpartition(".")[0] == other.rpartition(".")[0]
+
+
+async def continues(
+    repo: SearchRepository, namespace: str, made_from: str, feed: int, mark: str | None
+) -> bool:
+    """Whether the store is the one an index of `made_from` at feed position `feed` came
+    from: the same store id, and the feed's entry there unchanged (not a restore)."""
+    if not same_store(namespace, made_from):
+        return False
+    return feed == 0 or (mark is not None and await repo.feed_mark(feed) == mark)
+
+
+async def fold_newest(
+    repo: SearchRepository, snapshots: Snapshots, items: BinaryIO | None
+) -> SearchIndex | None:
+    """The index of the store's current data made from the host's newest snapshot of it
+    and the records changed since (read in one statement, as a worker reads them onto
+    it: `live.Delta`), folded into one (`live.fold`), its search items written to `items`;
+    None when there is no snapshot of this store to start from, or more than `FOLD_CAP`
+    changes since it. The index is of the version that read is of, and exact."""
+    cap = FOLD_CAP
+    namespace = await repo.cache_namespace()
+    name = snapshots.newest(namespace)
+    base = None if name is None else await asyncio.to_thread(snapshots.load, name)
+    if base is None or not await continues(repo, namespace, base.namespace, base.feed, base.mark):
+        return None
+    read = await repo.changed_rows(INDEX_COLUMNS + ITEM_COLUMNS, base.feed, base.feed + cap)
+    if not same_store(read.namespace, base.namespace) or read.last > base.feed + cap:
+        return None
+    if base.feed and read.since != base.mark:  # the store was replaced meanwhile
+        return None
+    view = Delta(base).apply(read.namespace, read.last, read.rows)
+    return await asyncio.to_thread(fold, view, read.mark, items)
+
+
 class _Orphaned(Exception):
     """The worker that started this build is no longer its parent."""
 
@@ -110,8 +159,12 @@ async def build(store: str, namespace: str, draft: Path, parent: int) -> int:
     db = await connect(store)
     written = False
     try:
+        repo = SearchRepository(db)
         with (draft / ITEMS).open("wb") as items:
-            index = await read_rows(SearchRepository(db), items, PAGE, between)
+            index = await fold_newest(repo, snapshots, items)
+            folded = index is not None
+            if index is None:
+                index = await read_rows(repo, items, PAGE, between)
         snapshots.write(index, draft)
         written = True
     except _Orphaned:
@@ -121,8 +174,9 @@ async def build(store: str, namespace: str, draft: Path, parent: int) -> int:
         await db.close()
         if not written:
             snapshots.discard(draft)
-    log.info("search index snapshot %s written: %d properties in %.1f s",
-             snapshots.path(index.namespace), index.size, time.perf_counter() - started)  # fmt: skip
+    log.info("search index snapshot %s written (%s): %d properties in %.1f s",
+             snapshots.path(index.namespace), "folded" if folded else "from the table",
+             index.size, time.perf_counter() - started)  # fmt: skip
     return 0
 
 

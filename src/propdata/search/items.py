@@ -90,10 +90,18 @@ class ItemFile:
         self.path = path
         self.offsets = offsets
         self.ready = False
+        self._checking: threading.Thread | None = None
         if path.stat().st_size <= VERIFY_INLINE:
             self._verify(crc32)
         else:
-            threading.Thread(target=self._verify, args=(crc32,), daemon=True).start()
+            self._checking = threading.Thread(target=self._verify, args=(crc32,), daemon=True)
+            self._checking.start()
+
+    def verified(self) -> bool:
+        """Whether the file matches its checksum, once the check is over (waits for it)."""
+        if self._checking is not None:
+            self._checking.join()
+        return self.ready
 
     def _verify(self, crc32: int) -> None:
         try:

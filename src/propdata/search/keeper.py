@@ -28,7 +28,7 @@ from pathlib import Path
 from propdata.kit import memory
 from propdata.kit.db import address
 from propdata.kit.loops import task_health
-from propdata.search.build_snapshot import STORE, read_rows
+from propdata.search.build_snapshot import STORE, continues, read_rows, same_store
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.live import FOLD_ROWS, FOLD_SHARE, Delta, LiveIndex, fold_due
 from propdata.search.repository import SearchRepository
@@ -81,11 +81,6 @@ async def _next_turn() -> None:
     await asyncio.sleep(0)  # let requests in between pages
 
 
-def _same_store(namespace: str, other: str) -> bool:
-    """Whether two namespaces (`store_id.data_version`) are of the same store."""
-    return namespace.rpartition(".")[0] == other.rpartition(".")[0]
-
-
 def _version(namespace: str) -> int:
     return int(namespace.rpartition(".")[2] or 0)
 
@@ -95,16 +90,6 @@ def within_reach(feed: int, last: int, cap: int = DEFAULTS.refresh_cap) -> bool:
     reading the changes between (at most `cap`); past that a new snapshot is built first,
     and SQL answers meanwhile."""
     return last - feed <= cap
-
-
-async def continues(
-    repo: SearchRepository, namespace: str, made_from: str, feed: int, mark: str | None
-) -> bool:
-    """Whether the store is the one an index of `made_from` at feed position `feed` came
-    from: the same store id, and the feed's entry there unchanged (not a restore)."""
-    if not _same_store(namespace, made_from):
-        return False
-    return feed == 0 or (mark is not None and await repo.feed_mark(feed) == mark)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +237,7 @@ class IndexKeeper:
         newest = self._newest()
         if (
             newest is not None
-            and _same_store(newest.namespace, namespace)
+            and same_store(newest.namespace, namespace)
             and newest.version > _version(namespace)
         ):
             return newest
@@ -274,7 +259,7 @@ class IndexKeeper:
             view = self.current(namespace)
             newest = self._newest()
             if view is None and not task.done() and newest is not None:
-                view = newest if _same_store(newest.namespace, namespace) else None
+                view = newest if same_store(newest.namespace, namespace) else None
         return view
 
     def _newest(self) -> LiveIndex | None:
@@ -369,7 +354,7 @@ class IndexKeeper:
         upto = delta.feed + self.tuning.refresh_cap
         read = await self.repo.changed_rows(_COLUMNS, delta.feed, upto)  # one read: all of it
         namespace = read.namespace
-        if not _same_store(namespace, delta.base.namespace):
+        if not same_store(namespace, delta.base.namespace):
             return False
         if delta.feed and (delta.mark is None or read.since != delta.mark):
             return False
