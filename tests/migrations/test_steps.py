@@ -91,6 +91,7 @@ LANDED = {
     19: "17a1f9e89319",
     20: "331fdb682f6f",
     21: "93b4103857b8",
+    22: "fed79e74649d",
 }
 """The sha256 of what each landed step runs (its first 12 hex digits, `runs`). A landed step
 never changes: a store that ran it will not run it again, so a changed step makes stores that

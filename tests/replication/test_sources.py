@@ -116,3 +116,37 @@ def test_an_entity_event_source_names_its_log_on_the_same_host(env: dict[str, st
     assert code == 0, err
     code, out, _ = cli(env, "sources", "list")
     assert code == 0 and "ev" in out and "watermark -" in said(out)
+
+
+def test_set_changes_how_a_source_is_followed(env: dict[str, str]) -> None:
+    feed = "https://feed.example/odata/Property"
+    assert cli(env, "sources", "add", "mls", feed)[0] == 0
+    code, _, err = cli(env, "sources", "set", "mls", "--entity-events",
+                       "https://feed.example/odata/EntityEvent", "--page-size", "500")  # fmt: skip
+    assert code == 0, err
+    assert "follows https://feed.example/odata/EntityEvent (its next pass catches up" in said(err)
+    assert "page size 500" in said(err)
+    code, _, err = cli(env, "sources", "set", "mls", "--no-entity-events")
+    assert code == 0 and "follows ModificationTimestamp" in said(err), err
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["mls", "--entity-events", "https://elsewhere.example/EntityEvent"],
+         "--entity-events must be on the same host"),
+        (["mls", "--entity-events", "https://feed.example/EntityEvent", "--no-entity-events"],
+         "--entity-events and --no-entity-events exclude each other"),
+        (["mls", "--page-size", "0"], "--page-size"),
+        (["mls", "--requests-per-hour", "-1"], "--requests-per-hour"),
+        (["nosuch", "--overlap", "5"], "no source named nosuch"),
+    ],
+)  # fmt: skip
+def test_set_refuses_bad_input_and_changes_nothing(
+    env: dict[str, str], args: list[str], named: str
+) -> None:
+    assert cli(env, "sources", "add", "mls", "https://feed.example/odata/Property")[0] == 0
+    before = cli(env, "sources", "list")[1]
+    code, _, err = cli(env, "sources", "set", *args)
+    assert code == 2 and named in said(err), err
+    assert cli(env, "sources", "list")[1] == before

@@ -148,9 +148,58 @@ def sources_list() -> None:
             f" records {r['records']:,}, removed {r['removed']:,}, rejects {r['rejects']:,},"
             f" state {r['state']}", highlight=False, soft_wrap=True, markup=False,
         )  # fmt: skip
+        _out.print(f"  follows {r['follows']}", highlight=False, soft_wrap=True, markup=False)
         filtered = f"; filter {r['filter']}" if r["filter"] else ""
         _out.print(f"  credentials: {r['credentials']}{filtered}", highlight=False,
                    soft_wrap=True, markup=False)  # fmt: skip
+
+
+@sources_app.command("set")
+def sources_set(
+    name: Annotated[str, typer.Argument(help="The source to change.")],
+    entity_events: Annotated[str | None, typer.Option("--entity-events", help="Follow this EntityEvent collection (same host), from a catch-up pass by timestamp.")] = None,
+    no_entity_events: Annotated[bool, typer.Option("--no-entity-events", help="Follow ModificationTimestamp again, from the timestamp watermark.")] = False,
+    page_size: Annotated[int | None, typer.Option("--page-size", help="Records asked per page ($top).")] = None,
+    requests_per_hour: Annotated[int | None, typer.Option("--requests-per-hour", help="At most this many requests an hour (and 2 a second).")] = None,
+    overlap: Annotated[int | None, typer.Option("--overlap", help="Seconds before the watermark each pass asks again from.")] = None,
+) -> None:  # fmt: skip
+    """Change how a source is followed (events or timestamps) and its manners; its records
+    and watermark stay."""
+    from propdata.errors import InvalidParameter, ServiceError
+    from propdata.replication import schemas as s
+    from propdata.replication.service import KEEP, Keep, LeaseHeld, SourceService, describe
+
+    try:
+        if entity_events is not None and no_entity_events:
+            raise InvalidParameter("--entity-events", "--entity-events and --no-entity-events"
+                                   " exclude each other")  # fmt: skip
+        checked = (
+            None if page_size is None else s.check_range(page_size, s.PAGE_SIZE, "--page-size"),
+            None if requests_per_hour is None
+            else s.check_range(requests_per_hour, s.REQUESTS_PER_HOUR, "--requests-per-hour"),
+            None if overlap is None else s.check_range(overlap, s.OVERLAP, "--overlap"),
+        )  # fmt: skip
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+
+    async def work(db: Database, settings: Settings) -> s.Source:
+        service = SourceService(db)
+        events: str | Keep | None = None if no_entity_events else KEEP
+        if entity_events is not None:
+            events = s.check_events_url(entity_events, (await service.get(name)).config.url)
+        return await service.change(name, events, *checked)
+
+    try:
+        changed = run(work)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    except LeaseHeld as exc:
+        raise _fail(ValueError(f"source {name} is being replicated; stop that first")) from exc
+    config = changed.config
+    err.print(f"Source {name} follows {describe(changed)['follows']}; page size"
+              f" {config.page_size:,}, at most"
+              f" {config.requests_per_hour:,} requests an hour, overlap {config.overlap} s.",
+              highlight=False, soft_wrap=True)  # fmt: skip
 
 
 @sources_app.command("remove")

@@ -144,7 +144,7 @@ CREATE TABLE replication_sources (
         state TEXT NOT NULL DEFAULT 'new',
         error TEXT,
         requests TEXT NOT NULL DEFAULT '{}'
-    , events_url TEXT, event_sequence INTEGER);
+    , events_url TEXT, event_sequence INTEGER, events_from INTEGER);
 
 CREATE TABLE schema_steps (
     version INTEGER PRIMARY KEY,
@@ -720,6 +720,7 @@ CREATE TABLE replication_sources (
     requests text NOT NULL DEFAULT '{}'::text,
     events_url text,
     event_sequence bigint,
+    events_from bigint,
     CONSTRAINT replication_sources_pkey PRIMARY KEY (name)
 );
 

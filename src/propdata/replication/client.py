@@ -206,16 +206,7 @@ class FeedClient:
             assert body is not None
             page = EventPage([], after if after is not None else 0)
             for record in _values(body, self.config.name):
-                sequence, key = record.get(SEQUENCE), record.get(RECORD_KEY)
-                if isinstance(sequence, str) and sequence.isdigit():
-                    sequence = int(sequence)  # Edm.Int64 as a string (IEEE754Compatible)
-                if (
-                    not isinstance(sequence, int)
-                    or isinstance(sequence, bool)
-                    or not (0 <= sequence <= MAX_SEQUENCE)
-                ):
-                    raise FeedError(f"source {self.config.name}: an event lacks a whole"
-                                    f" {SEQUENCE}, so the events cannot be followed in order")  # fmt: skip
+                sequence, key = self._sequence(record), record.get(RECORD_KEY)
                 if after is not None and sequence <= after:
                     raise FeedError(f"source {self.config.name}: the events are not in"
                                     f" {SEQUENCE} order ({sequence} after {after})")  # fmt: skip
@@ -230,6 +221,29 @@ class FeedClient:
                 continue
             url = None if chain < top or not body["value"] else self._events_url(after, top)
             chain = 0
+
+    async def newest_event(self) -> int:
+        """The sequence of the log's newest Property event (0 when it has none)."""
+        assert self.config.events_url is not None
+        query = {"$filter": f"{RESOURCE} eq 'Property'", "$orderby": f"{SEQUENCE} desc",
+                 "$top": "1"}  # fmt: skip
+        body = await self._get(_with_query(self.config.events_url, query))
+        assert body is not None
+        found = _values(body, self.config.name)
+        return self._sequence(found[0]) if found else 0
+
+    def _sequence(self, event: dict[str, Any]) -> int:
+        sequence = event.get(SEQUENCE)
+        if isinstance(sequence, str) and sequence.isdigit():
+            sequence = int(sequence)  # Edm.Int64 as a string (IEEE754Compatible)
+        if (
+            not isinstance(sequence, int)
+            or isinstance(sequence, bool)
+            or not (0 <= sequence <= MAX_SEQUENCE)
+        ):
+            raise FeedError(f"source {self.config.name}: an event lacks a whole {SEQUENCE},"
+                            " so the events cannot be followed in order")  # fmt: skip
+        return sequence
 
     async def records(self, keys: list[str]) -> list[dict[str, Any]]:
         """The Property records of `keys` that the feed returns (with the filter)."""

@@ -36,6 +36,7 @@ class SourceRow(NamedTuple):
     requests: str
     events_url: str | None
     event_sequence: int | None
+    events_from: int | None
 
 
 _COLUMNS = ", ".join(SourceRow._fields)
@@ -57,6 +58,7 @@ def _source(row: Any) -> Source:
         committed_at=r.committed_at, records=int(r.records), rejects=int(r.rejects),
         removed=int(r.removed), last_pass_at=r.last_pass_at, state=r.state, error=r.error,
         requests={str(k): int(v) for k, v in msgspec.json.decode(r.requests).items()},
+        events_from=None if r.events_from is None else int(r.events_from),
     )  # fmt: skip
 
 
@@ -119,6 +121,38 @@ class SourceRepository:
                 removed,
                 name,
             ),
+        )
+
+    async def note_events_from(self, name: str, sequence: int) -> None:
+        """Note the log's newest event before an event source's catch-up pass."""
+        await self.db.execute(
+            "UPDATE replication_sources SET events_from = ? WHERE name = ?", (sequence, name)
+        )
+
+    async def follow_events(self, name: str) -> None:
+        """The catch-up pass is over: the source follows the events after the noted one."""
+        await self.db.execute(
+            "UPDATE replication_sources SET event_sequence = events_from, events_from = NULL"
+            " WHERE name = ? AND events_from IS NOT NULL",
+            (name,),
+        )
+
+    async def set_events(self, name: str, events_url: str | None) -> None:
+        """Follow the events at `events_url` from a catch-up pass, or (None) timestamps
+        from the timestamp watermark."""
+        await self.db.execute(
+            "UPDATE replication_sources SET events_url = ?, event_sequence = NULL,"
+            " events_from = NULL WHERE name = ?",
+            (events_url, name),
+        )
+
+    async def set_manners(
+        self, name: str, page_size: int, requests_per_hour: int, overlap: int
+    ) -> None:
+        await self.db.execute(
+            "UPDATE replication_sources SET page_size = ?, requests_per_hour = ?,"
+            " overlap_seconds = ? WHERE name = ?",
+            (page_size, requests_per_hour, overlap, name),
         )
 
     async def set_state(

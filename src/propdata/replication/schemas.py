@@ -87,6 +87,9 @@ class Source:
     state: str
     error: str | None
     requests: dict[str, int]
+    events_from: int | None = None
+    """For a source that follows EntityEvent and has no sequence yet: the log's newest
+    event, noted before its catch-up pass by timestamp (None: not noted yet)."""
 
 
 def check_name(name: str) -> str:

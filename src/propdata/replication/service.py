@@ -38,7 +38,14 @@ touched, which it also does at its end (`pipeline.finish_markets`): a ZIP code t
 pages touch is recomputed once for them all. The records, their estimates, the change feed
 and the events follow each page."""
 
-__all__ = ["LeaseHeld", "PassTotals", "Replicator", "SourceService"]
+__all__ = ["KEEP", "LeaseHeld", "PassTotals", "Replicator", "SourceService"]
+
+
+class Keep:
+    """A setting `SourceService.change` leaves as it is."""
+
+
+KEEP = Keep()
 
 
 class SourceService:
@@ -63,6 +70,31 @@ class SourceService:
         if found is None:
             raise NotFound(f"no source named {name} (see `propdata sources list`)")
         return found
+
+    async def change(
+        self,
+        name: str,
+        events_url: str | Keep | None = KEEP,
+        page_size: int | None = None,
+        requests_per_hour: int | None = None,
+        overlap: int | None = None,
+    ) -> Source:
+        """Change a source (under its lease: LeaseHeld while it is replicated). A new
+        `events_url` makes its next pass a catch-up (`Replicator._catch_up`); None makes it
+        follow timestamps again from its timestamp watermark; the same URL changes nothing."""
+        source = await self.get(name)
+        async with self.repo.lease(name):
+            source = await self.get(name)
+            config = source.config
+            if not isinstance(events_url, Keep) and events_url != config.events_url:
+                await self.repo.set_events(name, events_url)
+            await self.repo.set_manners(
+                name,
+                config.page_size if page_size is None else page_size,
+                config.requests_per_hour if requests_per_hour is None else requests_per_hour,
+                config.overlap if overlap is None else overlap,
+            )
+            return await self.get(name)
 
     async def remove(self, name: str, as_of: dt.date, *, delete_records: bool) -> int:
         """Remove the source (under its lease); with `delete_records`, its records too,
@@ -148,8 +180,16 @@ class Replicator:
             counts: dict[str, int] = {}
             try:
                 await pipeline.finish_markets(self.db, self.as_of())  # a killed pass's
-                walk = self._events if source.config.events_url else self._pages
-                finished = await walk(repo, source, totals, counts, on_page)
+                if source.config.events_url is None:
+                    walk = self._pages
+                elif source.watermark.sequence is None:
+                    walk = self._catch_up
+                else:
+                    walk = self._events
+                async with FeedClient(
+                    source.config, self.env, self.transport, count=_counter(counts)
+                ) as client:  # one a pass: its manners hold across the pass
+                    finished = await walk(client, repo, source, totals, counts, on_page)
                 await pipeline.finish_markets(self.db, self.as_of())
             except BaseException as exc:
                 await repo.add_requests(self.name, counts)
@@ -160,41 +200,57 @@ class Replicator:
                                  utc_now(), caught_up=finished)  # fmt: skip
             return finished
 
-    async def _pages(self, repo: SourceRepository, source: Source, totals: PassTotals,
-                     counts: dict[str, int], on_page: OnPage | None) -> bool:  # fmt: skip
+    async def _pages(self, client: FeedClient, repo: SourceRepository, source: Source,
+                     totals: PassTotals, counts: dict[str, int],
+                     on_page: OnPage | None) -> bool:  # fmt: skip
         held = _position(source.watermark.timestamp, source.watermark.key)
         mark = source.watermark
         line = 0
         markets = _Markets()
-        async with FeedClient(
-            source.config, self.env, self.transport, count=_counter(counts)
-        ) as client:
-            async for page in client.pages(source.watermark):
-                as_of = self.as_of()
-                entries: list[tuple[Item, Place]] = []
-                for record in page.records:
-                    line += 1
-                    item = reso_item(line, json_row(record), as_of, self.name)
-                    stamp, key = record.get(STAMP), record.get(KEY)
-                    place = (stamp if isinstance(stamp, str) else None,
-                             None if key is None else str(key))  # fmt: skip
-                    entries.append(((line, item), place))
-                sources: list[pipeline.Source] = []
-                placed: list[dict[int, Place]] = []
-                for batch in _transactions(entries):
-                    mark = _later(mark, [place for _, place in batch])
-                    placed.append({entry[0]: place for entry, place in batch})
-                    sources.append(self._source(repo, [entry for entry, _ in batch], mark,
-                                                placed[-1], held))  # fmt: skip
-                await self._commit(sources, placed, held, totals, as_of)
-                totals.read += len(page.records)
-                totals.watermark = mark
-                if await self._after_page(repo, totals, counts, on_page, as_of, markets):
-                    return False
+        async for page in client.pages(source.watermark):
+            as_of = self.as_of()
+            entries: list[tuple[Item, Place]] = []
+            for record in page.records:
+                line += 1
+                item = reso_item(line, json_row(record), as_of, self.name)
+                stamp, key = record.get(STAMP), record.get(KEY)
+                place = (stamp if isinstance(stamp, str) else None,
+                         None if key is None else str(key))  # fmt: skip
+                entries.append(((line, item), place))
+            sources: list[pipeline.Source] = []
+            placed: list[dict[int, Place]] = []
+            for batch in _transactions(entries):
+                mark = _later(mark, [place for _, place in batch])
+                placed.append({entry[0]: place for entry, place in batch})
+                sources.append(self._source(repo, [entry for entry, _ in batch], mark,
+                                            placed[-1], held))  # fmt: skip
+            await self._commit(sources, placed, held, totals, as_of)
+            totals.read += len(page.records)
+            totals.watermark = mark
+            if await self._after_page(repo, totals, counts, on_page, as_of, markets):
+                return False
         return True
 
-    async def _events(self, repo: SourceRepository, source: Source, totals: PassTotals,
-                      counts: dict[str, int], on_page: OnPage | None) -> bool:  # fmt: skip
+    async def _catch_up(self, client: FeedClient, repo: SourceRepository, source: Source,
+                        totals: PassTotals, counts: dict[str, int],
+                        on_page: OnPage | None) -> bool:  # fmt: skip
+        """An event source's first pass (and its first after `sources set
+        --entity-events`), as RCP-27 asks: the log's newest event noted first (kept in the
+        store, so a pass killed meanwhile and started again keeps the first note), then a
+        pass by ModificationTimestamp from the timestamp watermark, and once that is caught
+        up, the events after the noted one. A record changed during the timestamp pass is
+        named by an event after the note too, and read again unchanged."""
+        if source.events_from is None:
+            await repo.note_events_from(self.name, await client.newest_event())
+        if not await self._pages(client, repo, source, totals, counts, on_page):
+            return False
+        await repo.follow_events(self.name)
+        source = await SourceService(self.db).get(self.name)
+        return await self._events(client, repo, source, totals, counts, on_page)
+
+    async def _events(self, client: FeedClient, repo: SourceRepository, source: Source,
+                      totals: PassTotals, counts: dict[str, int],
+                      on_page: OnPage | None) -> bool:  # fmt: skip
         """A pass by the feed's EntityEvent log: each page's records are asked for by key
         and committed in the order of their last event, each transaction's watermark the
         sequence up to which every event's record is committed (the page's last with its
@@ -204,37 +260,34 @@ class Replicator:
         mark = source.watermark
         line = 0
         markets = _Markets()
-        async with FeedClient(
-            source.config, self.env, self.transport, count=_counter(counts)
-        ) as client:
-            async for events in client.events(mark.sequence):
-                if events.last == mark.sequence:
-                    continue  # nothing after the watermark: the log's end
-                keys = events.keys()
-                found = {str(r.get(KEY)): r for r in await client.records(keys)} if keys else {}
-                as_of = self.as_of()
-                latest = {key: sequence for sequence, key in events.events}
-                items: list[Item] = []
-                for key in keys:
-                    line += 1
-                    record = found.get(key)
-                    items.append((line, Removal(line, listing_id(key, self.name)) if record is None
-                                  else reso_item(line, json_row(record), as_of, self.name)))  # fmt: skip
-                sources: list[pipeline.Source] = []
-                for start in range(0, len(items), TRANSACTION_RECORDS):
-                    end = start + TRANSACTION_RECORDS
-                    upto = events.last if end >= len(items) else latest[keys[end - 1]]
-                    mark = Watermark(sequence=upto)
-                    sources.append(self._source(repo, items[start:end], mark, {}, None))
-                if not sources:  # the page named no Property record: only the watermark moves
-                    mark = Watermark(sequence=events.last)
-                    async with self.db.transaction():
-                        await repo.advance(self.name, mark, 0, 0, 0, utc_now())
-                await self._commit(sources, [{}] * len(sources), None, totals, as_of)
-                totals.read += len(keys)
-                totals.watermark = mark
-                if await self._after_page(repo, totals, counts, on_page, as_of, markets):
-                    return False
+        async for events in client.events(mark.sequence):
+            if events.last == mark.sequence:
+                continue  # nothing after the watermark: the log's end
+            keys = events.keys()
+            found = {str(r.get(KEY)): r for r in await client.records(keys)} if keys else {}
+            as_of = self.as_of()
+            latest = {key: sequence for sequence, key in events.events}
+            items: list[Item] = []
+            for key in keys:
+                line += 1
+                record = found.get(key)
+                items.append((line, Removal(line, listing_id(key, self.name)) if record is None
+                              else reso_item(line, json_row(record), as_of, self.name)))  # fmt: skip
+            sources: list[pipeline.Source] = []
+            for start in range(0, len(items), TRANSACTION_RECORDS):
+                end = start + TRANSACTION_RECORDS
+                upto = events.last if end >= len(items) else latest[keys[end - 1]]
+                mark = Watermark(mark.timestamp, mark.key, upto)
+                sources.append(self._source(repo, items[start:end], mark, {}, None))
+            if not sources:  # the page named no Property record: only the watermark moves
+                mark = Watermark(mark.timestamp, mark.key, events.last)
+                async with self.db.transaction():
+                    await repo.advance(self.name, mark, 0, 0, 0, utc_now())
+            await self._commit(sources, [{}] * len(sources), None, totals, as_of)
+            totals.read += len(keys)
+            totals.watermark = mark
+            if await self._after_page(repo, totals, counts, on_page, as_of, markets):
+                return False
         return True
 
     async def _commit(self, sources: list[pipeline.Source], placed: list[dict[int, Place]],
@@ -357,7 +410,18 @@ def describe(source: Source) -> dict[str, Any]:
     return {
         "name": source.config.name, "url": source.config.url,
         "credentials": credentials[auth.kind], "filter": source.config.filter,
+        "follows": _follows(source),
         "watermark": source.watermark.shown(), "lastPass": source.last_pass_at,
         "records": source.records, "removed": source.removed, "rejects": source.rejects,
         "state": source.state if source.error is None else f"{source.state}: {source.error}",
     }  # fmt: skip
+
+
+def _follows(source: Source) -> str:
+    """How a source is followed, as `sources list` and `sources set` say it."""
+    events = source.config.events_url
+    if events is None:
+        return "ModificationTimestamp"
+    if source.watermark.sequence is None:
+        return f"{events} (its next pass catches up by timestamp first)"
+    return events
