@@ -11,11 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from propdata.cli import app
-from propdata.cli.base import remember_training_blocks
+from propdata.cli.base import training_blocks
 from propdata.config import load_settings
 from propdata.ingest.loader import load
 from propdata.kit import crypto
-from propdata.valuation.rebuild import MARKETS
 from tests.conftest import Store, build_store, drop_store, new_store, open_db
 from tests.factories import AS_OF, record
 from tests.live import run_apart, serving_process, until_sync
@@ -369,10 +368,6 @@ def test_data_status_and_health_agree_about_the_search_index(backend: str, tmp_p
 
 
 def test_the_loading_commands_give_the_training_block_cache_its_configured_budget() -> None:
-    # `data replicate` and `data import --follow` call it first; other commands keep none.
-    budget = MARKETS.budget
-    try:
-        remember_training_blocks(load_settings({"PROPDATA_VALUATION_CACHE_MB": "1.5"}))
-        assert MARKETS.budget == 1_572_864
-    finally:
-        MARKETS.resize(budget)
+    # `data replicate` and `data import --follow` make one; other commands keep none.
+    blocks = training_blocks(load_settings({"PROPDATA_VALUATION_CACHE_MB": "1.5"}))
+    assert blocks.budget == 1_572_864 and not blocks.used

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -127,13 +126,9 @@ def test_a_vocabulary_codes_what_it_lacks_past_its_end() -> None:
 
 
 @pytest.fixture
-def markets() -> Iterator[stored.MarketCache]:
-    """The process's cache of decoded training blocks, emptied, its budget put back after."""
-    budget = rebuild.MARKETS.budget
-    rebuild.MARKETS.clear()
-    yield rebuild.MARKETS
-    rebuild.MARKETS.resize(budget)
-    rebuild.MARKETS.clear()
+def markets() -> stored.MarketCache:
+    """A cache of decoded training blocks, as a loading command makes one."""
+    return stored.MarketCache(0)
 
 
 async def _stored_rows(
@@ -154,17 +149,19 @@ async def test_estimates_from_remembered_blocks_are_those_read_from_the_store(
 ) -> None:
     await pipeline.run(empty_db, [pipeline.synthetic_source(900, 6, AS_OF)], AS_OF)
     markets.resize(0)
-    read = await rebuild.stored_estimates(empty_db, AS_OF)  # nothing remembered
+    read = await rebuild.stored_estimates(empty_db, AS_OF, markets)  # nothing remembered
     assert not markets.used
     markets.resize(1 << 30)
     ids = sorted(read)
     # Pages over markets that overlap: each values some markets read before, some not.
     for page in (ids[:300], ids[200:600], ids[100:900:2]):
         async with empty_db.transaction():
-            assert await rebuild.estimate(empty_db, page, AS_OF) == len(page)
+            assert await rebuild.estimate(empty_db, page, AS_OF, markets) == len(page)
         assert await _stored_rows(empty_db, page) == {i: read[i] for i in page}
         assert markets.used
-    assert await rebuild.stored_estimates(empty_db, AS_OF) == read  # every block remembered
+    assert (
+        await rebuild.stored_estimates(empty_db, AS_OF, markets) == read
+    )  # every block remembered
 
 
 async def test_a_model_stored_again_is_read_not_the_remembered_one(
@@ -172,7 +169,7 @@ async def test_a_model_stored_again_is_read_not_the_remembered_one(
 ) -> None:
     await pipeline.run(empty_db, [pipeline.synthetic_source(900, 6, AS_OF)], AS_OF)
     markets.resize(1 << 30)
-    before = await rebuild.stored_estimates(empty_db, AS_OF)  # every block remembered
+    before = await rebuild.stored_estimates(empty_db, AS_OF, markets)  # every block remembered
     held = markets.used
     assert held
     items = [(n, msgspec.structs.replace(r, id=f"more-{r.id}"))
@@ -180,9 +177,9 @@ async def test_a_model_stored_again_is_read_not_the_remembered_one(
     assert not (await load(empty_db, items, origin="more", as_of=AS_OF)).rejects
     await pipeline.rebuild(empty_db, AS_OF)  # the models fitted again and stored anew
     assert [m.version for m in await rebuild.stored_models(empty_db)] == [2, 2]
-    after = await rebuild.stored_estimates(empty_db, AS_OF)
+    after = await rebuild.stored_estimates(empty_db, AS_OF, markets)
     markets.resize(0)
-    assert await rebuild.stored_estimates(empty_db, AS_OF) == after
+    assert await rebuild.stored_estimates(empty_db, AS_OF, markets) == after
     assert {i: after[i] for i in before} != before  # the refit changed the estimates
 
 

@@ -13,7 +13,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import typer
 from rich.console import Console
@@ -24,6 +24,9 @@ from rich.text import Text
 from propdata.config import ConfigError, Settings, load_settings
 from propdata.kit.db import Database, StoreUnavailable, connect
 from propdata.migrations.schema import initialised, migrate, migrate_accounts
+
+if TYPE_CHECKING:
+    from propdata.valuation.stored import MarketCache
 
 app = typer.Typer(
     help="US property records and ZIP-level market statistics over HTTP.", no_args_is_help=True
@@ -123,12 +126,13 @@ def run(
         raise typer.Exit(1) from exc
 
 
-def remember_training_blocks(settings: Settings) -> None:
-    """Let this process keep the stored models' decoded training blocks between its loads,
-    within PROPDATA_VALUATION_CACHE_MB: for the commands that load again and again."""
-    from propdata.valuation.rebuild import MARKETS
+def training_blocks(settings: Settings) -> MarketCache:
+    """A cache of the stored models' decoded training blocks, within
+    PROPDATA_VALUATION_CACHE_MB, for a command that loads again and again to keep between
+    its loads (`data replicate`, `data import --follow`)."""
+    from propdata.valuation.stored import MarketCache
 
-    MARKETS.resize(settings.valuation_cache_bytes)
+    return MarketCache(settings.valuation_cache_bytes)
 
 
 def progress_bars() -> Progress:

@@ -20,10 +20,10 @@ from propdata.cli.base import (
     err,
     pipeline_step,
     progress_bars,
-    remember_training_blocks,
     run,
     settings_or_exit,
     stopped_by_signals,
+    training_blocks,
 )
 from propdata.config import Settings, load_settings
 from propdata.kit.db import Database
@@ -141,7 +141,7 @@ def _follow(file: Path, rejects: Path | None) -> None:
     stop = threading.Event()
 
     async def work(db: Database, settings: Settings) -> follow.Totals:
-        remember_training_blocks(settings)
+        blocks = training_blocks(settings)
         mark, why = await follow.resume(db, path) if path is not None else (follow.Mark(), None)
         if why is not None:
             err.print(why, highlight=False, soft_wrap=True)
@@ -153,7 +153,8 @@ def _follow(file: Path, rejects: Path | None) -> None:
             header = readers.read_header(path)[1]
         followed = follow.Followed(path, mark, kind, header)
         with _FollowView(followed.name, target, fresh=not mark.offset) as view:
-            return await follow.follow(db, followed, settings.today(), stop, view.committed)
+            return await follow.follow(db, followed, settings.today(), stop, view.committed,
+                                       blocks)  # fmt: skip
 
     try:
         with stopped_by_signals(stop):

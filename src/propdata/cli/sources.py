@@ -16,10 +16,10 @@ from propdata.cli.base import (
     LiveLine,
     data_app,
     err,
-    remember_training_blocks,
     run,
     sources_app,
     stopped_by_signals,
+    training_blocks,
 )
 from propdata.config import Settings
 from propdata.kit.db import Database
@@ -243,8 +243,8 @@ def data_replicate(
     async def work(db: Database, settings: Settings) -> PassTotals:
         import asyncio
 
-        remember_training_blocks(settings)
-        replicator = Replicator(db, name, os.environ, settings.today, should_stop=stop.is_set)
+        replicator = Replicator(db, name, os.environ, settings.today, should_stop=stop.is_set,
+                                blocks=training_blocks(settings))  # fmt: skip
         totals = PassTotals()
         with _ReplicateView(name, target) as view:
             while not stop.is_set():

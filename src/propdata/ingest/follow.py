@@ -36,6 +36,7 @@ from propdata.kit.db import Database
 from propdata.properties.loads import LoadsRepository
 from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import PropertyDetail
+from propdata.valuation.stored import MarketCache
 
 COMMIT_SECONDS = 1.0
 """The longest a record read waits for its commit."""
@@ -249,9 +250,10 @@ async def follow(
     as_of: dt.date,
     stop: threading.Event,
     on_commit: OnCommit | None = None,
+    blocks: MarketCache | None = None,
 ) -> Totals:
-    """Read `followed` until `stop` is set (or standard input ends), committing as it goes;
-    return what was committed. Once `stop` is set, what was read is committed, then it
+    """Read `followed` until `stop` is set (or standard input ends), committing as it goes
+    (the stored models' training `blocks` kept between commits); return what was committed. Once `stop` is set, what was read is committed, then it
     returns. ValueError when the file cannot be read as its format (an unusable CSV header,
     a file that shrank), after committing what was read before it."""
     loop = asyncio.get_running_loop()
@@ -320,7 +322,7 @@ async def follow(
             )
             if due:
                 await _commit(db, followed, tail, list(pending), as_of, totals, on_commit,
-                              listing_feed=reso.is_set())  # fmt: skip
+                              listing_feed=reso.is_set(), blocks=blocks)  # fmt: skip
                 pending.clear()
                 continue
             if done:
@@ -362,6 +364,7 @@ async def _commit(
     on_commit: OnCommit | None,
     *,
     listing_feed: bool,
+    blocks: MarketCache | None,
 ) -> None:
     """Load `reads` through the pipeline, in transactions of at most TRANSACTION_RECORDS
     records that each hold an id once (a later line about the same id goes in the next one, so the
@@ -382,7 +385,7 @@ async def _commit(
     # A stream refits with the day's first commit, never on the share of records changed:
     # a refit is a full rebuild (75 s at 1M), and a stream at 2,000 records a second would
     # cross the share every 50 s (docs/import.md, "Following a growing file").
-    outcome = await pipeline.run(db, sources, as_of, refit_share=math.inf)
+    outcome = await pipeline.run(db, sources, as_of, refit_share=math.inf, blocks=blocks)
     for report in outcome.reports:
         totals.add(report)
         if on_commit is not None:

@@ -33,6 +33,7 @@ from propdata.markets.builder import rebuild as rebuild_markets
 from propdata.properties.repository import PropertyRepository
 from propdata.valuation import rebuild as valuation
 from propdata.valuation.rebuild import RebuildSummary, rebuild_valuations
+from propdata.valuation.stored import MarketCache
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +96,12 @@ async def run(
     *,
     refit_share: float | None = None,
     defer_markets: bool = False,
+    blocks: MarketCache | None = None,
 ) -> Outcome:
     """Load every source, each in its own transaction, then bring the estimates and the
     market statistics up to date when any load changed the store: incrementally (`live`,
-    with `defer_markets`), or by a full `rebuild` when `refit_reason` gives one.
+    with `defer_markets` and the training `blocks` kept between loads), or by a full
+    `rebuild` when `refit_reason` gives one.
 
     `refit_share`: the share of REFIT_SHARE's rule (None: REFIT_SHARE itself); `math.inf`
     leaves the refit to the other reasons (a follower's: the day's first commit refits)."""
@@ -127,7 +130,8 @@ async def run(
             db, outcome.reports, as_of, REFIT_SHARE if refit_share is None else refit_share
         )
         if outcome.refit is None:
-            await live(db, outcome.reports, as_of, outcome, defer_markets=defer_markets)
+            await live(db, outcome.reports, as_of, outcome, defer_markets=defer_markets,
+                       blocks=blocks)  # fmt: skip
             return outcome
     await rebuild(db, as_of, tracker, outcome)
     return outcome
@@ -173,6 +177,7 @@ async def live(
     outcome: Outcome | None = None,
     *,
     defer_markets: bool = False,
+    blocks: MarketCache | None = None,
 ) -> Outcome:
     """Finish committed loads incrementally, in one transaction: value the records they
     inserted or updated with the stored models, recompute the statistics of the ZIP codes
@@ -195,7 +200,7 @@ async def live(
     async with db.transaction():
         pending = await properties.rebuild_pending()
         start = time.perf_counter()
-        outcome.valued = await valuation.estimate(db, ids, as_of)
+        outcome.valued = await valuation.estimate(db, ids, as_of, blocks)
         if removed:
             await valuation.forget_removed(db)
         outcome.seconds["estimates"] = time.perf_counter() - start

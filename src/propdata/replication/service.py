@@ -28,6 +28,7 @@ from propdata.properties.schemas import PropertyDetail
 from propdata.replication.client import KEY, STAMP, FeedClient
 from propdata.replication.repository import LeaseHeld, SourceRepository
 from propdata.replication.schemas import Source, SourceConfig, Watermark, utc_now
+from propdata.valuation.stored import MarketCache
 
 TRANSACTION_RECORDS = 250
 """Records a transaction holds at most (as `data import --follow`): the write lock is never
@@ -168,6 +169,8 @@ class Replicator:
     as_of: Callable[[], dt.date]
     transport: httpx.AsyncBaseTransport | None = None
     should_stop: Callable[[], bool] = lambda: False
+    blocks: MarketCache | None = None
+    """The stored models' training blocks kept between pages (`cli.base.training_blocks`)."""
 
     async def run_pass(self, totals: PassTotals, on_page: OnPage | None = None) -> bool:
         """One pass to the end of the feed (or until `should_stop`); False when stopped.
@@ -299,7 +302,7 @@ class Replicator:
         totals.rejects = []
         if sources:
             outcome = await pipeline.run(self.db, sources, as_of, refit_share=math.inf,
-                                         defer_markets=True)  # fmt: skip
+                                         defer_markets=True, blocks=self.blocks)  # fmt: skip
             for report, places in zip(outcome.reports, placed, strict=True):
                 totals.inserted += report.inserted
                 totals.updated += report.updated

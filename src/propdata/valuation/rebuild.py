@@ -275,18 +275,22 @@ async def forget_removed(db: Database) -> None:
     await ValuationRepository(db).clear_orphan_comparables()
 
 
-async def estimate(db: Database, ids: list[str], as_of: dt.date) -> int:
+async def estimate(
+    db: Database, ids: list[str], as_of: dt.date, blocks: stored.MarketCache | None = None
+) -> int:
     """Value the given properties with the stored models as of `as_of` and store their
     estimates and comparables; inside a transaction (a load's own, or the one after it).
 
     Reads the stored models' headers and the training blocks of these properties' markets
-    only. Ids no longer stored are skipped. Returns the number of properties valued.
+    only, those `blocks` holds from there (a command that loads again and again keeps
+    them: `cli.base.training_blocks`). Ids no longer stored are skipped. Returns the number
+    of properties valued.
     """
     repo = ValuationRepository(db)
     rows = await repo.homes(ids)
     if not rows:
         return 0
-    valued_ids, values, rents = await _value_rows(repo, rows, as_of)
+    valued_ids, values, rents = await _value_rows(repo, rows, as_of, blocks)
     await repo.clear_comparables_of(valued_ids)
     for at in range(0, len(valued_ids), PAGE):
         end = min(at + PAGE, len(valued_ids))
@@ -295,7 +299,7 @@ async def estimate(db: Database, ids: list[str], as_of: dt.date) -> int:
 
 
 async def stored_estimates(
-    db: Database, as_of: dt.date
+    db: Database, as_of: dt.date, blocks: stored.MarketCache | None = None
 ) -> dict[str, tuple[tuple[Any, ...], str | None]]:
     """Every property's estimates as the stored models give them as of `as_of`, without
     writing: (the eight estimate columns as `write_estimates` stores them, comparables
@@ -307,7 +311,7 @@ async def stored_estimates(
         rows += page
         before = page[-1][0]
     rows.sort(key=lambda row: str(row[0]))
-    ids, values, rents = await _value_rows(repo, rows, as_of)
+    ids, values, rents = await _value_rows(repo, rows, as_of, blocks)
     out: dict[str, tuple[tuple[Any, ...], str | None]] = {}
     v, r = _money(values.estimates, 0, len(ids), 100), _money(rents.estimates, 0, len(ids), 5)
     comps = _comparable_json(ids, values, 0, len(ids))
@@ -317,28 +321,25 @@ async def stored_estimates(
 
 
 async def _value_rows(
-    repo: ValuationRepository, rows: list[Row], as_of: dt.date
+    repo: ValuationRepository, rows: list[Row], as_of: dt.date, blocks: stored.MarketCache | None
 ) -> tuple[list[str], Valued, Valued]:
     """Value HOME_COLUMNS rows with both stored models."""
     columns = dict(zip(HOME_COLUMNS, zip(*rows, strict=True), strict=True))
     ids = [str(i) for i in columns["id"]]
     zips = sorted(set(columns["zip_code"]))
-    models = await _read_models(repo, zips)
+    models = await _read_models(repo, zips, stored.MarketCache(0) if blocks is None else blocks)
     valued = [value_homes(f, _homes_of(f, ids, columns), as_of) for f in models]
     return ids, valued[0], valued[1]
 
 
-MARKETS = stored.MarketCache(0)
-"""This process's decoded training blocks: none kept unless a command that loads again and
-again (`data replicate`, `data import --follow`) gives it PROPDATA_VALUATION_CACHE_MB."""
-
-
-async def _read_models(repo: ValuationRepository, zips: list[str]) -> list[Fitted]:
+async def _read_models(
+    repo: ValuationRepository, zips: list[str], blocks: stored.MarketCache
+) -> list[Fitted]:
     """Both stored models with the training blocks of `zips`, all of one version.
 
     The header and the blocks are separate reads: on PostgreSQL a rebuild may commit new
     models between them, which the version read before and after tells (the version only
-    grows); such a read is made again. Blocks come from MARKETS where it holds them for the
+    grows); such a read is made again. Blocks come from `blocks` where it holds them for the
     header's generation (the store, version and header); those read are kept there once the
     version read after them shows they belong to it.
     """
@@ -352,7 +353,7 @@ async def _read_models(repo: ValuationRepository, zips: list[str]) -> list[Fitte
             if header is None:
                 raise LookupError(f"no stored {kind} model: a full rebuild stores one")
             gen = stored.generation(store, kind, version, header)
-            held = MARKETS.get(gen, zips)
+            held = blocks.get(gen, zips)
             missing = [z for z in zips if z not in held]
             block = stored.block_dtype(header)
             fresh = [stored.decode_market(block, stored.Block(*b))
@@ -362,7 +363,7 @@ async def _read_models(repo: ValuationRepository, zips: list[str]) -> list[Fitte
             read.append((gen, fresh))
         if await repo.model_version() == version:
             for gen, fresh in read:
-                MARKETS.put(gen, fresh)
+                blocks.put(gen, fresh)
             return models
     raise RuntimeError("the stored models kept changing while they were read")
 
