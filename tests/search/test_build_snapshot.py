@@ -329,6 +329,12 @@ async def test_the_child_stops_between_pages_when_its_parent_changed(
     assert snapshots.load(namespace) is not None
 
 
+async def written(store: Store, snapshots: Snapshots, namespace: str) -> None:
+    """The child's build, run here, wrote the snapshot of the store's data into `snapshots`."""
+    assert await build_snapshot.build(store.url, namespace, snapshots.draft(namespace),
+                                      os.getppid()) == 0  # fmt: skip
+
+
 async def _change(db: Database) -> None:
     """One commit of every kind of change: records edited in searched columns (a city no
     record had, a price, coordinates gone), removed, and created with ids before, between
@@ -408,9 +414,7 @@ async def test_a_snapshot_is_the_newest_one_with_the_changes_since_folded_in(
         await load(db, synthetic.generate(300, 5, AS_OF), origin="synthetic", as_of=AS_OF)
         repo = SearchRepository(db)
         snapshots = Snapshots(tmp_path / "index")
-        first = await repo.cache_namespace()
-        assert await build_snapshot.build(fresh_store.url, first, snapshots.draft(first),
-                                          os.getppid()) == 0  # fmt: skip
+        await written(fresh_store, snapshots, await repo.cache_namespace())
         await _change(db)
         namespace = await repo.cache_namespace()
 
@@ -419,12 +423,10 @@ async def test_a_snapshot_is_the_newest_one_with_the_changes_since_folded_in(
 
         with monkeypatch.context() as patched:
             patched.setattr(build_snapshot, "read_rows", no_table)
-            assert await build_snapshot.build(fresh_store.url, namespace,
-                                              snapshots.draft(namespace), os.getppid()) == 0  # fmt: skip
+            await written(fresh_store, snapshots, namespace)
         folded = snapshots.load(namespace)
         table_folder = Snapshots(tmp_path / "table")  # no snapshot to start from: the table
-        assert await build_snapshot.build(fresh_store.url, namespace,
-                                          table_folder.draft(namespace), os.getppid()) == 0  # fmt: skip
+        await written(fresh_store, table_folder, namespace)
         table = table_folder.load(namespace)
         assert folded is not None and table is not None
         assert folded.items is not None and folded.items.verified()
@@ -444,9 +446,7 @@ async def test_the_table_is_read_when_the_newest_snapshot_is_no_start(
     try:
         repo = SearchRepository(db)
         snapshots = Snapshots(tmp_path / "index")
-        first = await repo.cache_namespace()
-        assert await build_snapshot.build(fresh_store.url, first, snapshots.draft(first),
-                                          os.getppid()) == 0  # fmt: skip
+        await written(fresh_store, snapshots, await repo.cache_namespace())
         await _change(db)
         if why == "too-many-changes":
             monkeypatch.setattr(build_snapshot, "FOLD_CAP", 3)
@@ -455,13 +455,11 @@ async def test_the_table_is_read_when_the_newest_snapshot_is_no_start(
         namespace = await repo.cache_namespace()
         with (tmp_path / "items.bin").open("wb") as items:
             assert await build_snapshot.fold_newest(repo, snapshots, items) is None
-        assert await build_snapshot.build(fresh_store.url, namespace,
-                                          snapshots.draft(namespace), os.getppid()) == 0  # fmt: skip
+        await written(fresh_store, snapshots, namespace)
         table = Snapshots(tmp_path / "table")
-        assert await build_snapshot.build(fresh_store.url, namespace, table.draft(namespace),
-                                          os.getppid()) == 0  # fmt: skip
-        written, expected = snapshots.load(namespace), table.load(namespace)
-        assert written is not None and expected is not None
+        await written(fresh_store, table, namespace)
+        ours, expected = snapshots.load(namespace), table.load(namespace)
+        assert ours is not None and expected is not None
         for name in ("index.json", ITEMS, "cat.city_key.npy", "group.city_key.npy"):
             assert (snapshots.path(namespace) / name).read_bytes() == (
                 table.path(namespace) / name).read_bytes(), name  # fmt: skip

@@ -6,8 +6,9 @@ import csv
 import os
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -27,6 +28,8 @@ from propdata.kit.db import Database
 if TYPE_CHECKING:
     from propdata.replication.schemas import Auth, SourceConfig
     from propdata.replication.service import PassTotals
+
+T = TypeVar("T")
 
 _out = Console()
 
@@ -154,6 +157,20 @@ def sources_list() -> None:
                    soft_wrap=True, markup=False)  # fmt: skip
 
 
+def _unless_replicated(name: str, work: Callable[[Database, Settings], Awaitable[T]]) -> T:
+    """Run `work` on the store; a bad input or a source being replicated ends the command
+    with the message (status 2)."""
+    from propdata.errors import ServiceError
+    from propdata.replication.service import LeaseHeld
+
+    try:
+        return run(work)
+    except ServiceError as exc:
+        raise _fail(exc) from exc
+    except LeaseHeld as exc:
+        raise _fail(ValueError(f"source {name} is being replicated; stop that first")) from exc
+
+
 @sources_app.command("set")
 def sources_set(
     name: Annotated[str, typer.Argument(help="The source to change.")],
@@ -167,7 +184,7 @@ def sources_set(
     and watermark stay."""
     from propdata.errors import InvalidParameter, ServiceError
     from propdata.replication import schemas as s
-    from propdata.replication.service import KEEP, Keep, LeaseHeld, SourceService, describe
+    from propdata.replication.service import KEEP, Keep, SourceService, describe
 
     try:
         if entity_events is not None and no_entity_events:
@@ -189,12 +206,7 @@ def sources_set(
             events = s.check_events_url(entity_events, (await service.get(name)).config.url)
         return await service.change(name, events, *checked)
 
-    try:
-        changed = run(work)
-    except ServiceError as exc:
-        raise _fail(exc) from exc
-    except LeaseHeld as exc:
-        raise _fail(ValueError(f"source {name} is being replicated; stop that first")) from exc
+    changed = _unless_replicated(name, work)
     config = changed.config
     err.print(f"Source {name} follows {describe(changed)['follows']}; page size"
               f" {config.page_size:,}, at most"
@@ -208,18 +220,12 @@ def sources_remove(
     delete_records: Annotated[bool, typer.Option("--delete-records", help="Also remove its records from the store.")] = False,
 ) -> None:  # fmt: skip
     """Remove a source (and, with --delete-records, its records, as removals)."""
-    from propdata.errors import ServiceError
-    from propdata.replication.service import LeaseHeld, SourceService
+    from propdata.replication.service import SourceService
 
     async def work(db: Database, settings: Settings) -> int:
         return await SourceService(db).remove(name, settings.today(), delete_records=delete_records)
 
-    try:
-        removed = run(work)
-    except ServiceError as exc:
-        raise _fail(exc) from exc
-    except LeaseHeld as exc:
-        raise _fail(ValueError(f"source {name} is being replicated; stop that first")) from exc
+    removed = _unless_replicated(name, work)
     tail = f" and {removed:,} of its records" if delete_records else ""
     err.print(f"Source {name}{tail} removed.", highlight=False, soft_wrap=True)
 
