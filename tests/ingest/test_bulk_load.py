@@ -133,6 +133,25 @@ async def test_a_load_into_a_filled_store_defers_once_it_is_as_big(
     assert "ix_prop_zip" in str(plan)
 
 
+async def test_a_load_of_a_tenth_of_the_store_refreshes_the_planner_statistics(
+    db: SQLiteDatabase,
+) -> None:
+    """ANALYZE_SHARE of the records held before the load, counted or bounded."""
+    first = await load(db, synthetic_items(100, seed=1), origin="import", as_of=AS_OF)
+    assert first.analyzed  # into an empty store
+    small = await load(db, synthetic_items(9, 2, "b"), origin="import", as_of=AS_OF)
+    assert small.inserted == 9 and not small.analyzed  # 9 < 10 % of 100
+    ten = await load(db, synthetic_items(11, 3, "c"), origin="import", as_of=AS_OF)
+    assert ten.inserted == 11 and ten.analyzed  # 11 >= 10 % of 109
+    ids = [f"c{r.id}" for _, r in synthetic_items(11, 3)]
+    gone = await load(db, [(n, loader.Removal(n, i)) for n, i in enumerate(ids[:9], 1)],
+                      origin="import", as_of=AS_OF)  # fmt: skip
+    assert gone.removed == 9 and not gone.analyzed  # 9 < 10 % of 120
+    more = await load(db, [(n, loader.Removal(n, i)) for n, i in enumerate(ids[9:], 1)]
+                      + synthetic_items(10, 4, "d"), origin="import", as_of=AS_OF)  # fmt: skip
+    assert (more.removed, more.inserted) == (2, 10) and more.analyzed  # 12 >= 10 % of 111
+
+
 async def test_a_failed_bulk_load_leaves_rows_and_indexes_as_they_were(
     db: SQLiteDatabase, monkeypatch: pytest.MonkeyPatch
 ) -> None:

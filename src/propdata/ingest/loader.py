@@ -408,15 +408,21 @@ async def load(
         if replace_origin:
             report.zips |= await repo.origin_zips(origin)
             report.removed = await repo.delete_origin(origin)
-        held = await repo.count()
         # An empty store has nothing to compare with: an id seen twice is a duplicate
         # (rejected before any lookup), so no record of this load can be stored already.
-        lookup = held > 0
+        lookup = await repo.any()
+        held = None if lookup else 0
+        """Records the store held before the batches: counted only when a load gets to
+        BULK_ROWS (a count of a million rows is some 30 ms, which a page never needs)."""
+        removed = report.removed
         deferred: list[str] | None = None
         for batch in _batches(items):
             await _load_batch(repo, batch, origin, as_of, report, lookup, listing_feed)
-            if deferred is None and report.loaded >= max(BULK_ROWS, held):
-                deferred = await repo.defer_indexes()
+            if deferred is None and report.loaded >= BULK_ROWS:
+                if held is None:  # the count now, less this load's inserts, plus its removals
+                    held = await repo.count() - report.inserted + report.removed - removed
+                if report.loaded >= held:
+                    deferred = await repo.defer_indexes()
             if progress is not None:
                 progress(len(batch))
         if deferred:
@@ -439,10 +445,24 @@ async def load(
                 "unchanged": report.unchanged, "removed": report.removed,
                 "rejected": len(report.rejects),
             })  # fmt: skip
-    if report.changed and report.loaded + report.removed >= ANALYZE_SHARE * held:
+    if report.changed and await _analyze_due(repo, report, held, report.removed - removed):
         await repo.optimize()
         report.analyzed = True
     return report
+
+
+async def _analyze_due(
+    repo: PropertyRepository, report: LoadReport, held: int | None, removals: int
+) -> bool:
+    """Whether the load changed ANALYZE_SHARE of the records the store held before it
+    (`held`, when counted; else counted now, less the load's inserts, plus its `removals`,
+    up to the count past which the share cannot be reached)."""
+    changed = report.loaded + report.removed
+    if held is None:
+        past = int(changed / ANALYZE_SHARE) + 2  # held at least this: the share is not reached
+        found = await repo.count_upto(past + report.inserted - removals)
+        held = found - report.inserted + removals
+    return changed >= ANALYZE_SHARE * held
 
 
 ANALYZE_SHARE = 0.10

@@ -413,6 +413,18 @@ class PropertyRepository:
         else:
             await self.db.execute("ANALYZE properties")
 
+    async def any(self) -> bool:
+        """Whether the store holds any property."""
+        return await self.db.fetch_one("SELECT 1 FROM properties LIMIT 1") is not None
+
+    async def count_upto(self, most: int) -> int:
+        """The number of properties, or `most` when there are at least as many (it reads
+        no more rows than that)."""
+        row = await self.db.fetch_one(
+            "SELECT count(*) FROM (SELECT 1 FROM properties LIMIT ?) AS held", (max(0, most),)
+        )
+        return int(row[0]) if row else 0
+
     async def count(self, origin: str | None = None) -> int:
         if origin is None:
             row = await self.db.fetch_one("SELECT count(*) FROM properties")
