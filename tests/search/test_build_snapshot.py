@@ -473,3 +473,37 @@ async def _other_mark(self: SearchRepository, feed: int) -> str:
 
 def _cross_device(*args: Any) -> int:
     raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+
+async def test_a_fold_that_fails_leaves_the_table_to_read(
+    fresh_store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A fold that fails midway (its items half written) is logged, and the child writes
+    the snapshot a read of the table writes."""
+    db = await open_db(fresh_store)
+    try:
+        repo = SearchRepository(db)
+        snapshots = Snapshots(tmp_path / "index")
+        await written(fresh_store, snapshots, await repo.cache_namespace())
+        await _change(db)
+        namespace = await repo.cache_namespace()
+
+        def broken(view: Any, mark: Any, items: Any) -> Any:
+            items.write(b"{" * 5000)
+            items.flush()
+            raise RuntimeError("a fold that fails")
+
+        with monkeypatch.context() as patched, caplog.at_level(logging.ERROR, "propdata"):
+            patched.setattr(build_snapshot, "fold", broken)
+            await written(fresh_store, snapshots, namespace)
+        assert "folding the newest search index snapshot failed" in caplog.text
+        table = Snapshots(tmp_path / "table")
+        await written(fresh_store, table, namespace)
+        for name in ("index.json", ITEMS):
+            assert (snapshots.path(namespace) / name).read_bytes() == (
+                table.path(namespace) / name).read_bytes(), name  # fmt: skip
+    finally:
+        await db.close()

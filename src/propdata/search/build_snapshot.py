@@ -161,7 +161,14 @@ async def build(store: str, namespace: str, draft: Path, parent: int) -> int:
     try:
         repo = SearchRepository(db)
         with (draft / ITEMS).open("wb") as items:
-            index = await fold_newest(repo, snapshots, items)
+            try:
+                index = await fold_newest(repo, snapshots, items)
+            except Exception:  # the table gives the same snapshot, slower
+                log.exception("folding the newest search index snapshot failed; reading the"
+                              " table instead")  # fmt: skip
+                index = None
+                items.seek(0)
+                items.truncate()
             folded = index is not None
             if index is None:
                 index = await read_rows(repo, items, PAGE, between)
