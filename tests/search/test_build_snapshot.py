@@ -438,10 +438,16 @@ async def test_a_snapshot_is_the_newest_one_with_the_changes_since_folded_in(
         await db.close()
 
 
-@pytest.mark.parametrize("why", ["too-many-changes", "another-store"])
+@pytest.mark.parametrize("why", ["too-many-changes", "another-store", "the-fold-fails"])
 async def test_the_table_is_read_when_the_newest_snapshot_is_no_start(
-    fresh_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str
+    fresh_store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    why: str,
 ) -> None:
+    """Past FOLD_CAP changes, from another store's snapshot, or when the fold fails midway
+    (its items half written; logged), the child writes what a read of the table writes."""
     db = await open_db(fresh_store)
     try:
         repo = SearchRepository(db)
@@ -450,12 +456,18 @@ async def test_the_table_is_read_when_the_newest_snapshot_is_no_start(
         await _change(db)
         if why == "too-many-changes":
             monkeypatch.setattr(build_snapshot, "FOLD_CAP", 3)
-        else:  # the feed's entry the snapshot was made at is not this store's (a restore)
+        elif why == "another-store":  # the feed's entry the snapshot was made at is not ours
             monkeypatch.setattr(SearchRepository, "feed_mark", _other_mark)
+        else:
+            monkeypatch.setattr(build_snapshot, "fold", _broken_fold)
         namespace = await repo.cache_namespace()
-        with (tmp_path / "items.bin").open("wb") as items:
-            assert await build_snapshot.fold_newest(repo, snapshots, items) is None
-        await written(fresh_store, snapshots, namespace)
+        if why != "the-fold-fails":
+            with (tmp_path / "items.bin").open("wb") as items:
+                assert await build_snapshot.fold_newest(repo, snapshots, items) is None
+        with caplog.at_level(logging.ERROR, "propdata"):
+            await written(fresh_store, snapshots, namespace)
+        failed = "folding the newest search index snapshot failed" in caplog.text
+        assert failed == (why == "the-fold-fails")
         table = Snapshots(tmp_path / "table")
         await written(fresh_store, table, namespace)
         ours, expected = snapshots.load(namespace), table.load(namespace)
@@ -467,43 +479,15 @@ async def test_the_table_is_read_when_the_newest_snapshot_is_no_start(
         await db.close()
 
 
+def _broken_fold(view: Any, mark: Any, items: Any) -> Any:
+    items.write(b"{" * 5000)
+    items.flush()
+    raise RuntimeError("a fold that fails")
+
+
 async def _other_mark(self: SearchRepository, feed: int) -> str:
     return "another store's"
 
 
 def _cross_device(*args: Any) -> int:
     raise OSError(errno.EXDEV, "Invalid cross-device link")
-
-
-async def test_a_fold_that_fails_leaves_the_table_to_read(
-    fresh_store: Store,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """A fold that fails midway (its items half written) is logged, and the child writes
-    the snapshot a read of the table writes."""
-    db = await open_db(fresh_store)
-    try:
-        repo = SearchRepository(db)
-        snapshots = Snapshots(tmp_path / "index")
-        await written(fresh_store, snapshots, await repo.cache_namespace())
-        await _change(db)
-        namespace = await repo.cache_namespace()
-
-        def broken(view: Any, mark: Any, items: Any) -> Any:
-            items.write(b"{" * 5000)
-            items.flush()
-            raise RuntimeError("a fold that fails")
-
-        with monkeypatch.context() as patched, caplog.at_level(logging.ERROR, "propdata"):
-            patched.setattr(build_snapshot, "fold", broken)
-            await written(fresh_store, snapshots, namespace)
-        assert "folding the newest search index snapshot failed" in caplog.text
-        table = Snapshots(tmp_path / "table")
-        await written(fresh_store, table, namespace)
-        for name in ("index.json", ITEMS):
-            assert (snapshots.path(namespace) / name).read_bytes() == (
-                table.path(namespace) / name).read_bytes(), name  # fmt: skip
-    finally:
-        await db.close()
