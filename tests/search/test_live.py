@@ -4,7 +4,7 @@ Generated records are written and indexed (the base, at its change feed position
 rounds of random changes (records changed in every searched column, removed, created with
 ids between and around the others) are committed, each read back from the feed as the next
 version's delta (`search.live.Delta`), and every version, and that version folded into one
-index (`search.live.fold`), answers generated searches with the total, ids, order,
+index (`search.fold.fold`), answers generated searches with the total, ids, order,
 distances and cursor pages SQL gives (`test_index.compare`).
 """
 
@@ -28,9 +28,10 @@ from propdata.search import index as index_module
 from propdata.search import live as live_module
 from propdata.search.build_snapshot import read_rows
 from propdata.search.filters import SORT_COLUMNS, SearchFilters
+from propdata.search.fold import fold
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.indexer import IndexBuilder
-from propdata.search.live import Delta, LiveIndex, fold
+from propdata.search.live import Delta, LiveIndex
 from propdata.search.query import SearchQuery
 from propdata.search.repository import SearchRepository
 from tests.search.test_index import compare

@@ -25,7 +25,7 @@ How (`IndexKeeper._build_apart` starts it):
 - When the host holds a snapshot of the store within `FOLD_CAP` changes of now (a fold:
   the workers' delta grew past `live.fold_due`), the new one is that snapshot with the
   records changed since read onto it as a worker reads them (`live.Delta`) and merged into
-  one index (`live.fold`): its arrays sorted again, its search items copied, none encoded
+  one index (`fold.fold`): its arrays sorted again, its search items copied, none encoded
   again (`fold_newest`; at 1,000,000 properties and 20,000 changes about 4.5 s of CPU
   against 11 s for a read of the table, docs/measurements.md "Live data").
 - Else the table is read in pages (`read_rows`, the read of a worker's own build too),
@@ -59,9 +59,10 @@ from typing import BinaryIO
 from propdata.config import ENV, load_settings
 from propdata.kit import logs
 from propdata.kit.db import connect
+from propdata.search.fold import fold
 from propdata.search.index import INDEX_COLUMNS, ITEM_COLUMNS, SearchIndex
 from propdata.search.indexer import IndexBuilder
-from propdata.search.live import Delta, fold
+from propdata.search.live import Delta
 from propdata.search.repository import SearchRepository
 from propdata.search.snapshot import ITEMS, Snapshots
 
@@ -123,7 +124,7 @@ async def fold_newest(
 ) -> SearchIndex | None:
     """The index of the store's current data made from the host's newest snapshot of it
     and the records changed since (read in one statement, as a worker reads them onto
-    it: `live.Delta`), folded into one (`live.fold`), its search items written to `items`;
+    it: `live.Delta`), folded into one (`fold.fold`), its search items written to `items`;
     None when there is no snapshot of this store to start from, or more than `FOLD_CAP`
     changes since it. The index is of the version that read is of, and exact."""
     cap = FOLD_CAP
