@@ -34,13 +34,14 @@ from propdata.ingest import synthetic
 from propdata.ingest.loader import load
 from propdata.kit.db import Database
 from propdata.markets import builder
-from propdata.markets.builder import Calendar, mean_int, median, most_common_places, rebuild
+from propdata.markets.builder import most_common_places, rebuild
 from propdata.markets.repository import (
     HISTORY_INSERT,
     MarketRepository,
     MarketStatsWriter,
     PlaceCount,
 )
+from propdata.markets.tally import Calendar, mean_int, median
 from propdata.properties import lifecycle
 from propdata.properties.repository import PropertyRepository
 from propdata.properties.schemas import Address, PriceEvent, PropertyDetail

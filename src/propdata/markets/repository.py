@@ -6,7 +6,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from propdata.kit.db import Database, Row, in_lists
-from propdata.properties.repository import unpack_events
 
 
 class SnapshotRow(NamedTuple):
@@ -119,12 +118,6 @@ ZIP_PLACES_INSERT = (
 )
 
 
-EVENT_COLUMNS = ("property_id", "seq", "date", "event", "price", "source")
-"""What `events_between` can give of an event (seq 0 is a property's newest event)."""
-_USUAL = ("property_id", "date", "event", "price")
-_UNCOUNTED = frozenset({"pendingSale", "rentalRemoved"})
-
-
 class MarketStatsWriter:
     """The statements of `markets.builder.rebuild`: paged reads of the records, one replace.
 
@@ -142,7 +135,7 @@ class MarketStatsWriter:
         rebuild reads a million, and unpacks them where it names the columns.
 
         Pages run in descending id order (`before` is the lowest id of the previous page),
-        the order in which `events_between` can read the event index without a sort.
+        and `histories_between` reads the same range of histories by their primary key.
         """
         where, params = ("", []) if before is None else (" WHERE id < ?", [before])
         return await self.db.fetch_all(
@@ -150,26 +143,14 @@ class MarketStatsWriter:
             [*params, limit],
         )
 
-    async def events_between(
-        self, columns: Sequence[str], low_id: str, high_id: str, until: str
-    ) -> list[Row]:
-        """`columns` (of EVENT_COLUMNS) of the events of the properties low_id..high_id, up
-        to `until`, as tuples in that order (ten million a rebuild at a million properties).
-
-        Each property's events together and oldest first, properties in descending id
-        order: one primary key range read of `property_histories` backwards, each packed
-        history unpacked and walked from its end (it is stored newest first). Only the
-        events that open, reprice or close a listing, or sell: pendingSale and
-        rentalRemoved change no statistic, and never come first in a stored history (every
-        history starts from offMarket), so leaving them out changes no number and saves a
-        quarter of the rows.
-        """
-        rows = await self.db.fetch_all(
+    async def histories_between(self, low_id: str, high_id: str) -> list[Row]:
+        """(property_id, price_history) of the properties low_id..high_id, the history as
+        stored (`properties.repository.pack_histories`): one primary key range read."""
+        return await self.db.fetch_all(
             "SELECT property_id, price_history FROM property_histories"
-            " WHERE property_id >= ? AND property_id <= ? ORDER BY property_id DESC",
+            " WHERE property_id >= ? AND property_id <= ?",
             (low_id, high_id),
         )
-        return _events(rows, columns, until)
 
     async def place_counts(self, zip_codes: Sequence[str]) -> list[PlaceCount]:
         """How many records of the given ZIP codes name each (city, state)."""
@@ -235,17 +216,17 @@ class MarketStatsWriter:
         await self.db.executemany(ZIP_PLACES_INSERT, places)
 
     async def properties_in(self, columns: Sequence[str], zip_codes: Sequence[str]) -> list[Row]:
-        """`columns` (id first) of every property of the given ZIP codes, in descending id
-        order (a load's touched ZIPs: the ZIP code index serves it)."""
+        """`columns` of every property of the given ZIP codes (a load's touched ZIPs: the
+        ZIP code index serves it)."""
         rows: list[Row] = []
         for chunk, marks in in_lists(zip_codes):
             rows += await self.db.fetch_all(
                 f"SELECT {', '.join(columns)} FROM properties WHERE zip_code IN ({marks})", chunk
             )
-        return sorted(rows, key=lambda row: str(row[0]), reverse=True)
+        return rows
 
-    async def events_of(self, columns: Sequence[str], ids: Sequence[str], until: str) -> list[Row]:
-        """As `events_between`, for the given properties (descending id order)."""
+    async def histories_of(self, ids: Sequence[str]) -> list[Row]:
+        """As `histories_between`, for the given properties."""
         found: list[Row] = []
         for chunk, marks in in_lists(ids):
             found += await self.db.fetch_all(
@@ -253,8 +234,7 @@ class MarketStatsWriter:
                 f" WHERE property_id IN ({marks})",
                 chunk,
             )
-        found.sort(key=lambda row: str(row[0]), reverse=True)
-        return _events(found, columns, until)
+        return found
 
     async def replace_zips(
         self,
@@ -276,23 +256,3 @@ class MarketStatsWriter:
         """The distinct dates of the stored snapshots."""
         rows = await self.db.fetch_all("SELECT DISTINCT date FROM market_snapshots")
         return {str(row[0]) for row in rows}
-
-
-def _events(rows: Sequence[Row], columns: Sequence[str], until: str) -> list[tuple[Any, ...]]:
-    """The counted events up to `until` of (property_id, price_history) rows, as `columns`
-    of EVENT_COLUMNS, oldest first within a property (the rows' order kept)."""
-    skip = _UNCOUNTED
-    if tuple(columns) == _USUAL:  # the builder's own order: no per-event re-pick
-        return [
-            (pid, date, event, price)
-            for pid, text in rows
-            for date, event, price, _ in reversed(unpack_events(text))
-            if date <= until and event not in skip
-        ]
-    at = [EVENT_COLUMNS.index(c) for c in columns]
-    return [
-        tuple((pid, seq, *e)[i] for i in at)
-        for pid, text in rows
-        for seq, e in reversed(list(enumerate(unpack_events(text))))
-        if e[0] <= until and e[1] not in skip
-    ]
