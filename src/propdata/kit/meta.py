@@ -36,8 +36,12 @@ class Key(Generic[T]):
 # The data store's
 STORE_ID = Key("store_id", str, "")
 """The store's identity (a new store, a new identity: caches and cursors of another miss)."""
-DATA_VERSION = Key("data_version", int, 0)
-"""Moves with every commit that changes the records."""
+DATA_TOPIC = "data"
+"""The wake-up topic of the data version's moves."""
+DATA_VERSION = Key("data_version", int, 0, topic=DATA_TOPIC)
+"""Moves with every commit that changes the records. On PostgreSQL each move is also a
+"data" notice, delivered with its commit: what lets a server keep the version it read
+(`PropertyRepository.cache_namespace`)."""
 EVENTS_WATCHING = Key("events_watching", bool, False)
 """Whether the triggers write change images (a saved search exists)."""
 AGED_AS_OF = Key("aged_as_of", str, "")

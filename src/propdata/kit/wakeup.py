@@ -1,5 +1,5 @@
-"""Wake-ups: one process tells the waiting ones that something happened ("changes", "events",
-"keys").
+"""Wake-ups: one process tells the waiting ones that something happened ("changes", "data",
+"events", "keys").
 
 Three carriers, one interface: PostgreSQL's LISTEN/NOTIFY when the store is PostgreSQL, Redis
 pub/sub when Redis is configured (and the store is not), else an `asyncio.Event` inside the
@@ -18,7 +18,8 @@ the other processes ("ok") or only polls ("failing: ...").
 
 On PostgreSQL a notice can also be sent inside a transaction (`notify_in`), delivered with its
 commit, and `heard` gives a marker of the notices a process heard, which is what lets a
-process keep what a topic's writes change (`accounts.keys.KeyService`, "keys").
+process keep what a topic's writes change (`accounts.keys.KeyService`, "keys"; the data
+version, "data", through `PostgresDatabase.notices`).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ log = logging.getLogger("propdata")
 
 POLL = 1.0
 """The longest any wait lasts: a waiter looks again at least this often."""
-TOPICS = ("changes", "events", "keys")
+TOPICS = ("changes", "data", "events", "keys")
 _CHANNEL = "propdata_"
 """Channel names: `propdata_<topic>` (PostgreSQL) and `propdata:<topic>` (Redis)."""
 
@@ -140,6 +141,7 @@ class PostgresWakeups(LocalWakeups):
     def __init__(self, db: PostgresDatabase, poll: float = POLL) -> None:
         super().__init__(poll)
         self.db = db
+        db.heard = self.heard  # the store's `notices` are what this listener hears
         self._listener: asyncpg.Connection | None = None
         self._opening = asyncio.Lock()
         self._opener: asyncio.Task[None] | None = None
@@ -218,6 +220,8 @@ class PostgresWakeups(LocalWakeups):
 
     async def close(self) -> None:
         await super().close()
+        if self.db.heard == self.heard:
+            self.db.heard = None
         if self._opener is not None:
             self._opener.cancel()
             with contextlib.suppress(BaseException):

@@ -545,10 +545,14 @@ class PropertyRepository:
     async def cache_namespace(self) -> str:
         """The store's identity and data version: what every cached answer depends on.
 
-        Read on every search (and every cached request). Where the store has a `changes()`
-        marker (SQLite), the last one read is kept while the marker stays put: any commit,
-        by any process, moves it, so a load's new version is seen by the next request."""
-        marker = self.db.changes()
+        Asked on every search (and every cached request). The last one read is kept while
+        the store's marker of data version moves (`Database.notices("data")`) stays put:
+        on SQLite any commit, by any process, moves it, so a load's new version is seen by
+        the next request; on PostgreSQL each move of the version is a notice delivered with
+        its commit, heard by this process's listener within milliseconds (and the version
+        is read again at least once a `wakeup.POLL`, for a notice lost), and this process's
+        own writes move it at once. Without a marker (no listener yet) it is read each time."""
+        marker = self.db.notices(meta.DATA_TOPIC)
         if marker is not None and marker == self._namespace_as_of:
             return self._namespace
         row = await self.db.fetch_one(

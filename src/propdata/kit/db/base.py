@@ -67,6 +67,15 @@ class Database(Protocol):
         store has no such marker (PostgreSQL: it would cost a round trip)."""
         ...
 
+    def notices(self, topic: str) -> object | None:
+        """A marker that differs after any commit that sent a notice of `topic` with it
+        (`kit.wakeup.notify_in`), by this process or another, cheaply enough to call on
+        every request; None when the store cannot say. SQLite: `changes()`, which every
+        commit moves. PostgreSQL: the notices of `topic` that a listener of this process
+        hears (`kit.wakeup.PostgresWakeups`), with this process's own writes; None while
+        none listens."""
+        ...
+
     async def close(self) -> None: ...
 
 

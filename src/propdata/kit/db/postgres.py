@@ -109,6 +109,11 @@ class PostgresDatabase:
         self.on_open: Callable[[PostgresDatabase], Awaitable[None]] | None = None
         """Run once when the pool first opens (a server started while PostgreSQL was down
         migrates when it first reaches it)."""
+        self.heard: Callable[[str], object | None] | None = None
+        """What a listener of this process hears of each topic (`kit.wakeup.PostgresWakeups`
+        sets it while it runs): what `notices` builds on."""
+        self._writes = 0
+        """Statements and transactions this process ran that may have written (`notices`)."""
 
     async def open(self) -> PostgresDatabase:
         import asyncpg  # loaded by _pg_errors already (see there)
@@ -200,6 +205,7 @@ class PostgresDatabase:
         return tuple(row) if row is not None else None
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        self._writes += 1
         async with self._connection() as conn:
             try:
                 status = await conn.execute(self._q(sql), *params)
@@ -212,6 +218,7 @@ class PostgresDatabase:
         batch = list(rows)
         if not batch:
             return
+        self._writes += 1
         async with self._connection() as conn:
             try:
                 await conn.executemany(self._q(sql), batch, timeout=BULK_TIMEOUT)
@@ -223,6 +230,7 @@ class PostgresDatabase:
     ) -> None:
         if not rows:
             return
+        self._writes += 1
         async with self._connection() as conn:
             try:
                 await conn.copy_records_to_table(
@@ -237,6 +245,15 @@ class PostgresDatabase:
     def changes(self) -> None:
         """None: PostgreSQL has no marker of committed writes short of a round trip."""
         return None
+
+    def notices(self, topic: str) -> object | None:
+        """(what the listener heard of `topic`, this process's writes): the first moves with
+        each notice of `topic` from any process (and at least each `wakeup.POLL` seconds),
+        the second with each statement or transaction of this one, counted once it ended,
+        so this process's own commit moves it before its notice comes back. None while no
+        listener hears."""
+        heard = None if self.heard is None else self.heard(topic)
+        return None if heard is None else (heard, self._writes)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
@@ -253,6 +270,7 @@ class PostgresDatabase:
                 raise StoreUnavailable(f"PostgreSQL unreachable: {exc}") from exc
             finally:
                 self._tx.reset(token)
+                self._writes += 1  # after the commit: a marker taken inside it moves
 
     @contextlib.asynccontextmanager
     async def read_snapshot(self) -> AsyncIterator[ReadSnapshot]:

@@ -224,6 +224,10 @@ class SQLiteDatabase:
         row = self._conn.execute("PRAGMA data_version").fetchone()
         return int(row[0]), self._writes
 
+    def notices(self, topic: str) -> tuple[int, int]:
+        """`changes()`: every commit moves it, that of a notice's write with the rest."""
+        return self.changes()
+
     async def copy_into(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> None:
