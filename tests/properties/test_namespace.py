@@ -6,9 +6,8 @@ poll."""
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from propdata.kit.db import Database, PostgresDatabase, connect
 from propdata.kit.wakeup import PostgresWakeups
 from propdata.properties.repository import PropertyRepository
 from tests.conftest import Fresh
+from tests.live import until
 
 LONG = 600.0
 """A poll no test waits for: a change seen sooner was seen by its notice."""
@@ -42,15 +42,6 @@ class Counted(PropertyRepository):
             return await super().cache_namespace()
         finally:
             del self.db.fetch_one
-
-
-async def _within(seconds: float, condition: Callable[[], Awaitable[bool]]) -> float:
-    """Seconds until `condition` held (asked every 5 ms); fails past `seconds`."""
-    start = time.monotonic()
-    while not await condition():
-        assert time.monotonic() - start < seconds, "not within the time"
-        await asyncio.sleep(0.005)
-    return time.monotonic() - start
 
 
 async def _bump(db: Database) -> None:
@@ -116,7 +107,7 @@ async def test_postgresql_keeps_the_namespace_until_a_data_notice(
     async def moved() -> bool:
         return await repo.cache_namespace() != first
 
-    assert await _within(5, moved) < 5  # by the notice: the poll is ten minutes
+    await until(moved, "the new version, by its notice (the poll is ten minutes)", 5)
     assert repo.reads == reads + 1
 
 
@@ -143,7 +134,9 @@ async def test_postgresql_reads_the_version_again_within_a_poll_without_a_notice
         async def moved() -> bool:
             return await repo.cache_namespace() != first
 
-        assert await _within(5, moved) < poll * 3
+        start = time.monotonic()
+        await until(moved, "the new version, without a notice", 5)
+        assert time.monotonic() - start < poll * 3
     finally:
         await wakeups.close()
         await server.close()
