@@ -101,40 +101,59 @@ def _days(dates: Sequence[str]) -> Ints:
     return np.array(dates, dtype="datetime64[D]").astype(np.int64)
 
 
+_GROUP_BITS = 23
+"""Bits of a group: five-digit ZIP codes (the loader refuses others) times 60 months is
+below 6,000,000 < 2**23."""
+_VALUE_BITS = 63 - _GROUP_BITS
+"""Whole values below 2**40 (days, and prices to a trillion) are kept packed under their
+group in one integer: 8 bytes each, and one plain sort orders them by group and value."""
+_CHUNK = 1 << 20
+"""Values turned into Python floats at a time for `math.fsum` (`_Values.means`)."""
+
+
 class _Values:
     """(group, value) pairs gathered page by page: a group is a ZIP code's index, or a ZIP
-    code's index times the months plus a month's."""
+    code's index times the months plus a month's. Whole values are packed with their group
+    where they fit (`_VALUE_BITS`); the rest keep group and value apart."""
 
     def __init__(self, kind: type[np.int64] | type[np.float64]) -> None:
         self.kind = kind
-        self.groups: list[Ints] = []
+        self.packed: list[Ints] = []
+        self.groups: list[npt.NDArray[np.int32]] = []
         self.values: list[npt.NDArray[Any]] = []
 
     def add(self, groups: Ints, values: npt.NDArray[Any]) -> None:
-        if len(groups):
-            self.groups.append(groups)
-            self.values.append(values.astype(self.kind, copy=False))
+        if not len(groups):
+            return
+        if (
+            self.kind is np.int64
+            and int(values.min()) >= 0
+            and int(values.max()) < 1 << _VALUE_BITS
+            and int(groups.max()) < 1 << _GROUP_BITS
+        ):
+            self.packed.append((groups << _VALUE_BITS) | values.astype(np.int64))
+        else:
+            self.groups.append(groups.astype(np.int32))
+            self.values.append(values.astype(self.kind))
 
     def runs(self, ordered: bool) -> tuple[Ints, npt.NDArray[Any], Ints, Ints]:
         """The values sorted by group (and within a group by value when `ordered`); the
-        groups found, and each one's (first, end) in the values."""
-        groups = _joined(self.groups)
-        values = np.concatenate(self.values) if self.values else np.zeros(0, self.kind)
+        groups found, and each one's (first, end) in the values. What was gathered is let
+        go: a pass reads each kind of value once."""
+        packed = _joined(self.packed)
+        self.packed = []
+        if self.groups:  # a value too wide to pack: all of them apart, sorted on two keys
+            groups = np.concatenate([packed >> _VALUE_BITS, *self.groups])
+            values = np.concatenate([packed & ((1 << _VALUE_BITS) - 1), *self.values])
+            self.groups, self.values = [], []
+            order = (np.lexsort((values, groups)) if ordered
+                     else np.argsort(groups, kind="stable"))  # fmt: skip
+            groups, values = groups[order].astype(np.int64), values[order]
+        else:
+            packed.sort()  # in place: by group, then by value
+            groups, values = packed >> _VALUE_BITS, packed & ((1 << _VALUE_BITS) - 1)
         if not len(groups):
             return groups, values, groups, groups
-        if not ordered:
-            order = np.argsort(groups, kind="stable")
-            groups, values = groups[order], values[order]
-        else:
-            bits = 63 - int(groups.max()).bit_length()
-            if self.kind is np.int64 and int(values.min()) >= 0 and int(values.max()) >> bits == 0:
-                # one plain sort of (group, value) packed in one integer: several times
-                # faster than an indirect sort on two keys
-                packed = np.sort((groups << bits) | values.astype(np.int64))
-                groups, values = packed >> bits, packed & ((1 << bits) - 1)
-            else:
-                order = np.lexsort((values, groups))
-                groups, values = groups[order], values[order]
         first = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
         end = np.r_[first[1:], len(groups)]
         return groups[first], values, first, end
@@ -155,10 +174,17 @@ class _Values:
     def means(self, size: int) -> list[int | None]:
         """Each group's mean rounded half up to an integer (`mean_int`), None for none."""
         keys, values, first, end = self.runs(ordered=False)
-        listed = values.tolist()
-        sums = np.array([math.fsum(listed[a:b]) for a, b in zip(first.tolist(), end.tolist(),
-                                                                 strict=True)])  # fmt: skip
-        found = _round_half_up(sums / (end - first) if len(sums) else sums)
+        sums: list[float] = []
+        at = 0  # runs summed so far
+        while at < len(first):
+            # the runs whose values start within the next _CHUNK, as Python floats once
+            upto = max(at + 1, int(np.searchsorted(first, first[at] + _CHUNK)))
+            base = int(first[at])
+            listed = values[base : int(end[upto - 1])].tolist()
+            sums += [math.fsum(listed[a - base : b - base])
+                     for a, b in zip(first[at:upto].tolist(), end[at:upto].tolist(), strict=True)]  # fmt: skip
+            at = upto
+        found = _round_half_up(np.array(sums) / (end - first))
         means: list[int | None] = [None] * size
         for key, value in zip(keys.tolist(), found, strict=True):
             means[key] = value
