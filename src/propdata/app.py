@@ -211,7 +211,7 @@ async def build_services(settings: Settings, clock: Clock | None = None) -> Serv
                            tuning=keeper_settings(settings))  # fmt: skip
     mailer = mailer_for(settings.smtp_url, settings.outbox_path, settings.mail_from)
     wakeups = open_wakeups(accounts, settings.redis_url)
-    keys = KeyService(accounts, **({"clock": clock} if clock else {}), wakeups=wakeups)
+    keys = KeyService(accounts, **({"clock": clock} if clock else {}))
     gate = Gate(allowed=settings.webhook_networks, resolver=DnsResolver(settings.nameservers))
     return Services(
         settings=settings,

@@ -96,7 +96,7 @@ async def two_processes(fresh: Fresh) -> AsyncIterator[tuple[KeyService, KeyServ
     assert isinstance(server_db, PostgresDatabase)
     wakeups = PostgresWakeups(server_db, LONG)
     try:
-        yield KeyService(server_db, wakeups=wakeups), KeyService(operator_db)
+        yield KeyService(server_db), KeyService(operator_db)
     finally:
         await wakeups.close()
         await server_db.close()
@@ -104,11 +104,8 @@ async def two_processes(fresh: Fresh) -> AsyncIterator[tuple[KeyService, KeyServ
 
 
 async def _listening(server: KeyService) -> None:
-    assert server.wakeups is not None
-    wakeups = server.wakeups
-
     async def heard() -> bool:
-        return wakeups.heard("keys") is not None
+        return server.db.notices(meta.KEYS_TOPIC) is not None
 
     await _within(10, heard)
 
@@ -152,7 +149,7 @@ async def test_postgresql_reads_the_version_again_within_a_poll_without_a_notice
     assert isinstance(server_db, PostgresDatabase)
     wakeups = PostgresWakeups(server_db, poll)
     try:
-        server = KeyService(server_db, wakeups=wakeups)
+        server = KeyService(server_db)
         key, secret = await KeyService(other).create("developer", None, CustomLimits())
         header = f"Bearer {secret}"
         await _listening(server)

@@ -16,7 +16,6 @@ from propdata.config import accounts_url
 from propdata.errors import InvalidApiKey, MissingApiKey, RevokedApiKey
 from propdata.kit import crypto, meta
 from propdata.kit.db import Database, connect
-from propdata.kit.wakeup import Wakeups
 from propdata.migrations.schema import migrate_accounts
 from propdata.plans import BY_NAME, NAMES, OWNER_LIMITS, Plan, choice, highest
 
@@ -56,21 +55,20 @@ class KeyService:
         self,
         db: Database,
         clock: Callable[[], float] = time.time,
-        wakeups: Wakeups | None = None,
     ) -> None:
         self.db = db
         self.clock = clock
         self.repo = KeyRepository(db)
-        self.wakeups = wakeups
         self._verified: dict[str, ApiKey] = {}
         """Active keys as last read, by their token, while the accounts store's keys version
         (`kit.meta.KEYS_VERSION`) stays `_version`: every committed write to keys and
         accounts (a plan, limits, a revocation, an account disabled, by any process) moves
         it and drops them all. The version is read again only when a marker moved from
-        `_as_of`: on SQLite the store's `changes()` (any commit: an event or a delivery
-        too); on PostgreSQL the "keys" notices `wakeups` heard, which every move of the
-        version sends with its commit, and at least once every `wakeup.POLL` seconds. With
-        neither (PostgreSQL while no connection listens), every request reads its key."""
+        `_as_of`, the store's `notices("keys")`: on SQLite any commit (an event or a
+        delivery too); on PostgreSQL the "keys" notices this process's listener heard,
+        which every move of the version sends with its commit, this process's own writes,
+        and at least once every `wakeup.POLL` seconds. Without a marker (PostgreSQL while
+        no connection listens), every request reads its key."""
         self._as_of: object | None = None
         self._version: int | None = None
         self.reads = 0
@@ -81,9 +79,7 @@ class KeyService:
         token = bearer_token(authorization)
         if token is None:
             raise MissingApiKey()
-        marker = self.db.changes()
-        if marker is None and self.wakeups is not None:
-            marker = self.wakeups.heard("keys")
+        marker = self.db.notices(meta.KEYS_TOPIC)
         if marker is not None:
             if marker != self._as_of:
                 version = await meta.get(self.db, meta.KEYS_VERSION)

@@ -51,7 +51,9 @@ FEED_PRUNED_AS_OF = Key("feed_pruned_as_of", str, "")
 CURSOR_SECRET = Key("cursor_secret", str, "")
 # The accounts store's
 PORTAL_SECRET = Key("portal_secret", str, "")
-KEYS_VERSION = Key("keys_version", int, 0, topic="keys")
+KEYS_TOPIC = "keys"
+"""The wake-up topic of the keys version's moves."""
+KEYS_VERSION = Key("keys_version", int, 0, topic=KEYS_TOPIC)
 """Moves with every write to keys and accounts: what a process's verified keys depend on
 (`accounts.keys.KeyService`); writes to the event log or the webhooks leave it. On
 PostgreSQL each move is also a "keys" notice, delivered with its commit."""

@@ -17,9 +17,9 @@ Each carrier is also a `kit.loops.Loop` named "wakeups": its health says whether
 the other processes ("ok") or only polls ("failing: ...").
 
 On PostgreSQL a notice can also be sent inside a transaction (`notify_in`), delivered with its
-commit, and `heard` gives a marker of the notices a process heard, which is what lets a
-process keep what a topic's writes change (`accounts.keys.KeyService`, "keys"; the data
-version, "data", through `PostgresDatabase.notices`).
+commit, and `heard` gives a marker of the notices a process heard: `PostgresDatabase.notices`
+builds on it, which is what lets a process keep what a topic's writes change
+(`accounts.keys.KeyService`, "keys"; `PropertyRepository.cache_namespace`, "data").
 """
 
 from __future__ import annotations
