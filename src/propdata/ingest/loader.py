@@ -93,6 +93,10 @@ Item = tuple[int, PropertyDetail | Reject | Removal]
 Committed = Callable[["LoadReport"], Awaitable[None]]
 """Run inside a load's transaction after its records are written, with its report: what
 must be stored with the records or not at all (a replication source's watermark)."""
+Finish = Callable[["LoadReport"], Awaitable[bool]]
+"""Run inside the transaction of a load that changed records, before its data version is
+bumped: True when it brought the estimates and statistics up to date there
+(`ingest.pipeline`), so the commit leaves no rebuild to do."""
 _encoder = msgspec.json.Encoder(order="deterministic")
 
 
@@ -379,6 +383,7 @@ async def load(
     replace_origin: bool = False,
     meta: Mapping[str, str] | None = None,
     committed: Committed | None = None,
+    finish: Finish | None = None,
     listing_feed: bool = False,
 ) -> LoadReport:
     """Load records in one transaction; rejected rows are reported and the rest load.
@@ -391,6 +396,8 @@ async def load(
     committed records end, so that place and the records are stored together or not at all.
     `committed` is awaited in the same transaction with the load's report, for what depends
     on the counts (`data replicate` moves its source's watermark and totals there).
+    `finish` too, when the load changed records: unless it says it brought the estimates and
+    statistics up to date, the load is marked as waiting for its rebuild.
 
     `listing_feed`: the records are listings as a RESO feed gives them (`data replicate`, a
     RESO CSV), whose listing dates are arithmetic; a record that opens a stored listing
@@ -435,8 +442,10 @@ async def load(
         if committed is not None:
             await committed(report)
         if report.changed:  # a load that only deletes changes answers too
+            finished = finish is not None and await finish(report)
             await repo.bump_data_version()
-            await repo.mark_rebuild_pending()  # cleared by ingest.pipeline.rebuild
+            if not finished:
+                await repo.mark_rebuild_pending()  # cleared by ingest.pipeline.rebuild
             # Only a load that changed records is kept: one that changed nothing leaves the
             # records and this bookkeeping as they were (it adds only to ingest_counts).
             await repo.record_load({

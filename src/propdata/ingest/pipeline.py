@@ -4,9 +4,10 @@ The command line (`propdata data demo|generate|import|rebuild`), the benchmark's
 and the tests all go through `run` (or `rebuild` alone), so a store is never left with new
 records and old estimates or statistics by one caller forgetting a step.
 
-A load that changes little is finished incrementally (`live`): its new and changed records
-are valued with the stored models and the statistics of the ZIP codes it touched are
-recomputed. `refit_reason` says when a load is finished by a full `rebuild` instead.
+A load that changes little is finished incrementally in its own transaction (`finish`): its
+new and changed records are valued with the stored models and the statistics of the ZIP
+codes it touched are recomputed, committed with the records as one data version.
+`refit_reason` says when a load is finished by a full `rebuild` after its commit instead.
 
     outcome = await run(db, [synthetic_source(100_000, seed=1, as_of=today)], today)
     outcome.reports[0].inserted, outcome.estimates.values, outcome.markets
@@ -98,42 +99,50 @@ async def run(
     defer_markets: bool = False,
     blocks: MarketCache | None = None,
 ) -> Outcome:
-    """Load every source, each in its own transaction, then bring the estimates and the
-    market statistics up to date when any load changed the store: incrementally (`live`,
-    with `defer_markets` and the training `blocks` kept between loads), or by a full
-    `rebuild` when `refit_reason` gives one.
+    """Load every source, each in its own transaction, and bring the estimates and the
+    market statistics up to date when any load changed the store: incrementally, in each
+    load's own transaction (`finish`, with `defer_markets` and the training `blocks` kept
+    between loads), or by a full `rebuild` after them when `refit_reason` gives one.
 
     `refit_share`: the share of REFIT_SHARE's rule (None: REFIT_SHARE itself); `math.inf`
     leaves the refit to the other reasons (a follower's: the day's first commit refits)."""
     outcome = Outcome()
     earlier = await PropertyRepository(db).rebuild_pending()
+    share = REFIT_SHARE if refit_share is None else refit_share
+
+    async def finished(report: LoadReport) -> bool:
+        # The load's records, their estimates and statistics commit together: one data
+        # version, never a record served without its estimate. Once a full rebuild is due
+        # the loads leave their mark for it.
+        if earlier is not None or outcome.refit is not None:
+            return False
+        outcome.refit = await refit_reason(db, [report], as_of, share)
+        if outcome.refit is not None:
+            return False
+        await finish(db, report, as_of, outcome, defer_markets=defer_markets, blocks=blocks)
+        return True
+
     start = time.perf_counter()
     for source in sources:
         advance = tracker.task(source.description, source.total) if tracker else None
         report = await load(
             db, source.items, origin=source.origin, as_of=as_of, progress=advance,
             replace_origin=source.replace, meta=source.meta, committed=source.committed,
-            listing_feed=source.listing_feed,
+            finish=finished, listing_feed=source.listing_feed,
         )  # fmt: skip
         outcome.reports.append(report)
         outcome.names.append(source.description)
-    outcome.seconds["load"] = time.perf_counter() - start
-    changed = any(report.changed for report in outcome.reports)
-    if not changed and earlier is None:
-        return outcome
+    outcome.seconds["load"] = (
+        time.perf_counter()
+        - start
+        - sum(outcome.seconds.get(phase, 0.0) for phase in ("estimates", "markets"))
+    )
     if earlier is not None:
         # An earlier load died between its commit and its rebuild: what it changed is not
         # known, so everything is recomputed.
         outcome.refit = "an earlier load was not finished"
-    else:
-        outcome.refit = await refit_reason(
-            db, outcome.reports, as_of, REFIT_SHARE if refit_share is None else refit_share
-        )
-        if outcome.refit is None:
-            await live(db, outcome.reports, as_of, outcome, defer_markets=defer_markets,
-                       blocks=blocks)  # fmt: skip
-            return outcome
-    await rebuild(db, as_of, tracker, outcome)
+    if outcome.refit is not None:
+        await rebuild(db, as_of, tracker, outcome)
     return outcome
 
 
@@ -170,53 +179,48 @@ async def refit_reason(
     return None
 
 
-async def live(
+async def finish(
     db: Database,
-    reports: Sequence[LoadReport],
+    report: LoadReport,
     as_of: dt.date,
-    outcome: Outcome | None = None,
+    outcome: Outcome,
     *,
     defer_markets: bool = False,
     blocks: MarketCache | None = None,
-) -> Outcome:
-    """Finish committed loads incrementally, in one transaction: value the records they
-    inserted or updated with the stored models, recompute the statistics of the ZIP codes
-    they touched (and of those an earlier deferred load left), count their records against
-    the refit rule, bump the data version and clear the loads' rebuild mark.
+) -> None:
+    """Inside a load's transaction, before its commit: value the records it inserted or
+    updated with the stored models, recompute the statistics of the ZIP codes it touched
+    (and of those an earlier deferred load left), and count its records against the refit
+    rule. `outcome` adds up what was done and how long it took.
 
     What it stores equals what a full rebuild with the same models gives those records and
-    ZIP codes (tests/ingest/test_live.py). A process killed before it commits leaves the
-    mark, and the next run rebuilds everything.
+    ZIP codes (tests/ingest/test_live.py).
 
     `defer_markets`: the touched ZIP codes are only named (`markets.builder.defer_zips`),
     their statistics left to `finish_markets` (or the next load that recomputes any), so a
     caller committing many loads in a row recomputes each ZIP code once for all of them.
     """
-    outcome = outcome or Outcome()
-    ids = list(dict.fromkeys(i for report in reports for i in report.written))
-    zips: set[str] = set().union(*(report.zips for report in reports))
-    removed = any(report.removed for report in reports)
-    properties = PropertyRepository(db)
-    async with db.transaction():
-        pending = await properties.rebuild_pending()
-        start = time.perf_counter()
-        outcome.valued = await valuation.estimate(db, ids, as_of, blocks)
-        if removed:
-            await valuation.forget_removed(db)
-        outcome.seconds["estimates"] = time.perf_counter() - start
-        start = time.perf_counter()
-        if defer_markets:
-            await market_builder.defer_zips(db, zips)
-        else:
-            zips.update(await market_builder.stale(db))
-            rows = await market_builder.compute_zips(db, zips, as_of)
-            outcome.markets = await market_builder.replace_zips(db, zips, rows)
-        outcome.seconds["markets"] = time.perf_counter() - start
-        await valuation.count_changes(db, sum(r.loaded + r.removed for r in reports))
-        await properties.bump_data_version()
-        if pending is not None:
-            await properties.clear_rebuild_pending(pending)
-    return outcome
+    ids = list(dict.fromkeys(report.written))
+    zips = set(report.zips)
+    start = time.perf_counter()
+    outcome.valued = (outcome.valued or 0) + await valuation.estimate(db, ids, as_of, blocks)
+    if report.removed:
+        await valuation.forget_removed(db)
+    _took(outcome, "estimates", start)
+    start = time.perf_counter()
+    if defer_markets:
+        await market_builder.defer_zips(db, zips)
+    else:
+        zips.update(await market_builder.stale(db))
+        rows = await market_builder.compute_zips(db, zips, as_of)
+        recomputed = await market_builder.replace_zips(db, zips, rows)
+        outcome.markets = (outcome.markets or 0) + recomputed
+    _took(outcome, "markets", start)
+    await valuation.count_changes(db, report.loaded + report.removed)
+
+
+def _took(outcome: Outcome, phase: str, start: float) -> None:
+    outcome.seconds[phase] = outcome.seconds.get(phase, 0.0) + time.perf_counter() - start
 
 
 async def finish_markets(db: Database, as_of: dt.date) -> int:

@@ -2,7 +2,7 @@
 
 A replication pass commits its pages' records, estimates and events at once and recomputes
 the statistics of the ZIP codes they touched together, every so often and at its end
-(`ingest.pipeline.live`'s `defer_markets`). Each page names its ZIP codes here in its own
+(`ingest.pipeline.finish`'s `defer_markets`). Each page names its ZIP codes here in its own
 transaction, and the recompute removes them in its own: a pass killed in between leaves
 them named, and the next load or pass recomputes them.
 
