@@ -114,6 +114,22 @@ def test_the_trees_walked_in_numpy_predict_as_lightgbm_bit_for_bit() -> None:
         assert len(read.correct(subjects[:0])) == 0
 
 
+def test_a_tree_of_one_leaf_is_walked_as_lightgbm_predicts_it() -> None:
+    """Errors no split explains give trees of a single leaf (no node to walk): each adds its
+    leaf to every home, as LightGBM's predictor does."""
+    x = np.random.default_rng(3).normal(size=(500, 4))
+    chosen = boost.settings(Params())[-1]
+    assert chosen is not None
+    stage = boost.train(x, np.full(500, 0.3), chosen, 5)
+    assert "num_leaves=1" in stage.text()
+    lightgbm = stage._booster
+    assert lightgbm is not None
+    expected = np.asarray(lightgbm.predict(x, num_threads=1), dtype=np.float64)
+    read = boost.read(stage.text())
+    assert np.array_equal(read.correct(x), expected)
+    assert read._booster is None  # walked in numpy
+
+
 def test_a_text_model_numpy_cannot_walk_is_refused() -> None:
     stage, _ = _fitted(1_000, {})
     text = stage.text()
