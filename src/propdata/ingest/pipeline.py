@@ -82,9 +82,9 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of each phase: "load", "estimates", "markets"."""
     valued: int | None = None
-    """Records valued with the stored models; None unless the load was finished
-    incrementally (then `estimates` is None and `markets` counts the touched ZIP codes that
-    have statistics)."""
+    """Records valued with the stored models by the loads finished incrementally, None when
+    none was (`markets` then adds up the touched ZIP codes that have statistics, over those
+    loads; `estimates` stays None unless a full rebuild followed)."""
     refit: str | None = None
     """Why a load that changed the store was finished by a full rebuild."""
 
